@@ -1,0 +1,51 @@
+// Where local mode keeps its data, which pools it sizes for, where Spark is.
+import { spawnSync } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import { availableParallelism, homedir, totalmem } from 'node:os';
+import { join } from 'node:path';
+import { Ajv } from 'ajv';
+import { allSchemas, type NodePool, type NodePoolsFile } from '../schemas/index.js';
+
+export const defaultDataDir = () =>
+  process.env.SUBMISSION_SERVICE_DATA_DIR ?? join(process.env.XDG_DATA_HOME ?? join(homedir(), '.local', 'share'), 'submission-service');
+
+/** Reads and validates a node-pool file (the format of example-cluster.json). */
+export function readNodePools(file: string): NodePoolsFile {
+  const data = JSON.parse(readFileSync(file, 'utf8')) as unknown;
+  const ajv = new Ajv({ strict: false });
+  for (const schema of allSchemas) ajv.addSchema(schema);
+  const validate = ajv.getSchema('node-pools-file.json')!;
+  if (!validate(data)) {
+    const issue = validate.errors?.[0];
+    throw new Error(`${file}: ${issue?.instancePath || '/'} ${issue?.message ?? 'is invalid'}`);
+  }
+  return data as NodePoolsFile;
+}
+
+/** Without a node-pool file, local mode's one pool is this machine. */
+export function thisMachinePool(): NodePool {
+  return {
+    cloudProvider: 'local',
+    instanceName: 'this-machine',
+    cpu: availableParallelism(),
+    memoryMib: Math.floor(totalmem() / 1024 / 1024),
+    preemptible: false,
+  };
+}
+
+/** spark-submit from the project's virtualenv (scripts/setup.sh), else from PATH. */
+export function findSpark(): { sparkSubmit: string; python?: string } {
+  const venv = process.env.SUBMISSION_SERVICE_PYTHON_ENV;
+  if (venv && existsSync(join(venv, 'bin', 'spark-submit'))) {
+    return { sparkSubmit: join(venv, 'bin', 'spark-submit'), python: join(venv, 'bin', 'python') };
+  }
+  return { sparkSubmit: 'spark-submit' };
+}
+
+/** Spark needs Java 17+: say so plainly at start rather than in every driver's log. */
+export function javaProblem(): string | undefined {
+  const run = spawnSync('java', ['-version'], { encoding: 'utf8' });
+  if (run.error) return 'Java is not installed, so Spark drivers cannot run: apt-get install openjdk-17-jre-headless';
+  const major = Number(/version "(\d+)/.exec(run.stderr)?.[1] ?? 0);
+  return major >= 17 ? undefined : `Java ${major} found; Spark here needs 17 or later: apt-get install openjdk-17-jre-headless`;
+}

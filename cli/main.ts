@@ -1,0 +1,43 @@
+// submission-service: one command, a subcommand per process or task.
+import { appsCommand } from './apps.js';
+import { defaultDataDir } from './config.js';
+import { keysCommand } from './keys.js';
+import { localCommand } from './local.js';
+
+const USAGE = `usage: submission-service <command> [options]
+
+  local            the whole service on this machine (API, admission in-process, Spark drivers as local processes)
+                   --port 8080 --host 127.0.0.1 --data-dir DIR --node-pools FILE --auth on|off --cores N
+  keys create --role user|admin [--label L] | keys list | keys revoke ID      (--data-dir DIR)
+  apps submit --job NAME [--template T] [--set executor.cores=4] [--file overrides.json] [--follow] [--dry-run]
+  apps list [--job NAME] [--state STATE]
+  apps logs APP [-f]
+                   (apps: --url, or SUBMISSION_SERVICE_URL; --api-key, or SUBMISSION_SERVICE_API_KEY)
+`;
+
+async function main(argv: string[]): Promise<number> {
+  const [command, ...rest] = argv;
+  switch (command) {
+    case 'local': return localCommand(rest);
+    case 'keys': {
+      const at = rest.indexOf('--data-dir');
+      const dataDir = at >= 0 ? rest[at + 1] : defaultDataDir();
+      return keysCommand(at >= 0 ? [...rest.slice(0, at), ...rest.slice(at + 2)] : rest, dataDir);
+    }
+    case 'apps': return appsCommand(rest);
+    case undefined: case '-h': case '--help': case 'help':
+      process.stdout.write(USAGE);
+      return command === undefined ? 2 : 0;
+    default:
+      process.stderr.write(`unknown command "${command}"\n\n${USAGE}`);
+      return 2;
+  }
+}
+
+main(process.argv.slice(2)).then(
+  (code) => { if (code !== undefined && code !== -1) process.exitCode = code; },
+  (error: Error) => {
+    process.stderr.write(`submission-service: ${error.message}\n`);
+    process.exitCode = 1;
+  },
+);

@@ -1,0 +1,64 @@
+// The one interface through which the API, the gateway and the dashboard launch and
+// watch applications. Two implementations: local processes and Kubernetes.
+import type { Readable } from 'node:stream';
+import type { V1Pod } from '@kubernetes/client-node';
+import type { Application, ApplicationState, ConfigTemplate } from '../schemas/index.js';
+
+/** What the service keeps about an application: the API's Application plus where it runs. */
+export interface AppRecord extends Required<Pick<Application, 'appName' | 'jobName' | 'configTemplateName' | 'config' | 'state' | 'createdAt'>> {
+  stateDetail?: string;
+  startedAt: string | null;
+  endedAt: string | null;
+  runningExecutors: number;
+  namespace: string;
+}
+
+export type CreateResult =
+  | { ok: true; record: AppRecord; pod: V1Pod }
+  | { ok: false; status: number; body: { message: string } };
+
+export interface ListQuery {
+  jobName?: string;
+  state?: ApplicationState;
+  limit: number;
+  /** Opaque cursor from a previous page's `next`. */
+  cursor?: string;
+}
+
+export interface Page<T> { items: T[]; next: string | null }
+
+export type AppEvent = { type: 'changed' | 'deleted'; record: AppRecord };
+
+export interface TemplateStore {
+  list(): Promise<ConfigTemplate[]>;
+  get(name: string): Promise<ConfigTemplate | undefined>;
+  /** Fails with ConflictError when the name is taken. */
+  create(template: ConfigTemplate): Promise<ConfigTemplate>;
+  /** Fails with NotFoundError when absent. */
+  replace(template: ConfigTemplate): Promise<ConfigTemplate>;
+  /** False when absent. */
+  delete(name: string): Promise<boolean>;
+}
+
+export interface Cluster {
+  readonly kind: 'local' | 'kubernetes';
+  readonly templates: TemplateStore;
+  /** Creates a bare driver pod through admission. dryRun: admission only, nothing is kept. */
+  createDriver(pod: V1Pod, options: { dryRun: boolean }): Promise<CreateResult>;
+  get(appName: string): Promise<AppRecord | undefined>;
+  list(query: ListQuery): Promise<Page<AppRecord>>;
+  /** Ends the application (KILLED) and keeps its record; undefined when unknown. */
+  stop(appName: string): Promise<AppRecord | undefined>;
+  /** Stops it and removes its record; false when unknown. */
+  delete(appName: string): Promise<boolean>;
+  /** The driver log; with follow, the stream ends when the application ends or the signal aborts. */
+  log(appName: string, options: { follow: boolean; signal?: AbortSignal }): Promise<Readable | undefined>;
+  /** Record changes, for the dashboard and the gateway; returns the unsubscribe function. */
+  watch(listener: (event: AppEvent) => void): () => void;
+  close(): Promise<void>;
+}
+
+export class ConflictError extends Error {}
+export class NotFoundError extends Error {}
+/** The cluster (or its webhook) cannot be reached: the API answers 503 with this message. */
+export class UnavailableError extends Error {}

@@ -1,0 +1,249 @@
+// Local mode: the same admission runs in-process on each bare pod, and the admitted
+// driver pod runs as a local spark-submit process (master local[N]). Apps wait
+// PENDING while their cores are not free on this machine.
+import { mkdirSync } from 'node:fs';
+import { rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { V1Pod } from '@kubernetes/client-node';
+import type { ApplicationState } from '../../schemas/index.js';
+import { type AdmissionRules, admitPod, LABEL_JOB, LABEL_TEMPLATE } from '../../webhook/domain/index.js';
+import type { AppEvent, AppRecord, Cluster, CreateResult, ListQuery, Page } from '../cluster.js';
+import { ConflictError } from '../cluster.js';
+import { pageOf } from '../paging.js';
+import { logStream } from './log-stream.js';
+import { isAlive, killGroup, readExitCode, startProcess } from './process-runner.js';
+import { RecordStore, type StoredApp } from './record-store.js';
+import { type LocalMachine, localDriverCommand } from './spark-command.js';
+import { FileTemplateStore } from './template-store.js';
+import { newAppName } from '../app-name.js';
+
+export interface LocalClusterOptions {
+  dataDir: string;
+  rules: AdmissionRules;
+  sparkSubmit: string;
+  python?: string;
+  /** Cores this machine lends to drivers. */
+  cores: number;
+  /** How often re-attached drivers (started before a restart) are checked. */
+  pollMs?: number;
+}
+
+const TERMINAL: ApplicationState[] = ['COMPLETED', 'FAILED', 'KILLED', 'UNKNOWN'];
+export const isTerminal = (state: ApplicationState) => TERMINAL.includes(state);
+
+export class LocalCluster implements Cluster {
+  readonly kind = 'local';
+  readonly templates: FileTemplateStore;
+  private readonly records: RecordStore;
+  private readonly listeners = new Set<(event: AppEvent) => void>();
+  private readonly queue: string[] = [];
+  private readonly running = new Map<string, number>(); // appName -> cores in use
+  private readonly timers = new Set<NodeJS.Timeout>();
+  private readonly finishing = new Map<string, Promise<void>>();
+  private closed = false;
+
+  constructor(private readonly options: LocalClusterOptions) {
+    for (const dir of ['logs', 'run', 'work']) mkdirSync(join(options.dataDir, dir), { recursive: true });
+    this.templates = new FileTemplateStore(join(options.dataDir, 'templates'));
+    this.records = new RecordStore(join(options.dataDir, 'apps'));
+    this.recover();
+  }
+
+  async createDriver(pod: V1Pod, { dryRun }: { dryRun: boolean }): Promise<CreateResult> {
+    const admission = admitPod(pod, {
+      rules: this.options.rules,
+      templates: this.templates.lookup,
+      applications: (name) => this.records.get(name)?.record.config,
+      newAppName,
+    });
+    if (admission.outcome === 'refused') return { ok: false, status: admission.status, body: admission.body };
+    if (admission.outcome === 'ignored') throw new Error(`admission ignored the driver pod: ${admission.reason}`);
+    const record: AppRecord = {
+      appName: admission.appName,
+      jobName: admission.pod.metadata?.labels?.[LABEL_JOB] ?? '',
+      configTemplateName: pod.metadata?.labels?.[LABEL_TEMPLATE] ?? '',
+      config: admission.config,
+      state: 'PENDING',
+      createdAt: new Date().toISOString(),
+      startedAt: null,
+      endedAt: null,
+      runningExecutors: 0,
+      namespace: admission.pod.metadata?.namespace ?? this.options.rules.namespace,
+    };
+    if (dryRun) return { ok: true, record, pod: admission.pod };
+    if (this.records.get(record.appName)) throw new ConflictError(`application ${record.appName} exists`);
+    await this.records.save({ record, pod: admission.pod });
+    this.emit('changed', record);
+    this.queue.push(record.appName);
+    this.schedule();
+    return { ok: true, record, pod: admission.pod };
+  }
+
+  async get(appName: string): Promise<AppRecord | undefined> {
+    return this.records.get(appName)?.record;
+  }
+
+  async list(query: ListQuery): Promise<Page<AppRecord>> {
+    const matching = this.records.all().map((s) => s.record)
+      .filter((r) => (!query.jobName || r.jobName === query.jobName) && (!query.state || r.state === query.state));
+    return pageOf(matching, query);
+  }
+
+  async stop(appName: string): Promise<AppRecord | undefined> {
+    const stored = this.records.get(appName);
+    if (!stored) return undefined;
+    const { record, run } = stored;
+    if (record.state === 'PENDING') {
+      this.queue.splice(this.queue.indexOf(appName), 1);
+      await this.update(stored, { state: 'KILLED', stateDetail: 'stopped before it started', endedAt: new Date().toISOString() });
+    } else if (record.state === 'RUNNING' && run) {
+      await this.records.save({ ...stored, run: { ...run, stopRequested: true } });
+      await killGroup(run.pid, run.startTicks);
+      await this.finish(appName);
+    }
+    return this.records.get(appName)?.record;
+  }
+
+  async delete(appName: string): Promise<boolean> {
+    const stored = this.records.get(appName);
+    if (!stored) return false;
+    await this.stop(appName);
+    await this.records.remove(appName);
+    await Promise.all([stored.run?.logFile, stored.run?.exitFile, this.workDir(appName)]
+      .filter((p): p is string => Boolean(p))
+      .map((p) => rm(p, { recursive: true, force: true })));
+    this.emit('deleted', stored.record);
+    return true;
+  }
+
+  async log(appName: string, options: { follow: boolean; signal?: AbortSignal }) {
+    if (!this.records.get(appName)) return undefined;
+    return logStream({
+      file: this.logFile(appName),
+      follow: options.follow,
+      signal: options.signal,
+      ended: () => {
+        const state = this.records.get(appName)?.record.state;
+        return state === undefined || isTerminal(state);
+      },
+    });
+  }
+
+  watch(listener: (event: AppEvent) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  /** Leaves drivers running: a restarted service re-attaches to them. */
+  async close(): Promise<void> {
+    this.closed = true;
+    for (const timer of this.timers) clearInterval(timer);
+    await this.records.flush();
+  }
+
+  private schedule(): void {
+    while (!this.closed && this.queue.length > 0) {
+      const appName = this.queue[0];
+      const stored = this.records.get(appName);
+      if (!stored || stored.record.state !== 'PENDING') {
+        this.queue.shift();
+        continue;
+      }
+      const cores = this.demand(stored);
+      const used = [...this.running.values()].reduce((a, b) => a + b, 0);
+      if (used > 0 && used + cores > this.options.cores) return;
+      this.queue.shift();
+      this.start(stored, cores);
+    }
+  }
+
+  /** Task slots the app asks for, capped at what the machine has so that it can ever start. */
+  private demand({ record }: StoredApp): number {
+    const executor = record.config.executor ?? {};
+    return Math.max(1, Math.min(this.options.cores, (executor.cores ?? 1) * Math.max(1, executor.instances ?? 1)));
+  }
+
+  private start(stored: StoredApp, cores: number): void {
+    const { appName } = stored.record;
+    const logFile = this.logFile(appName);
+    const exitFile = join(this.options.dataDir, 'run', `${appName}.exit`);
+    this.running.set(appName, cores);
+    try {
+      const workDir = this.workDir(appName);
+      mkdirSync(workDir, { recursive: true });
+      const machine: LocalMachine = { sparkSubmit: this.options.sparkSubmit, python: this.options.python, cores, workDir };
+      const started = startProcess(localDriverCommand(stored.pod, machine, cores), logFile, exitFile);
+      const run = { pid: started.pid, startTicks: started.startTicks, cores, logFile, exitFile };
+      void this.records.save({ ...stored, run, record: { ...stored.record, state: 'RUNNING', startedAt: new Date().toISOString() } })
+        .then(() => this.emit('changed', this.records.get(appName)!.record));
+      void started.exited.then(() => this.finish(appName));
+    } catch (error) {
+      this.running.delete(appName);
+      void this.update(stored, { state: 'FAILED', stateDetail: `could not start the driver: ${(error as Error).message}`, endedAt: new Date().toISOString() });
+    }
+  }
+
+  /** Records how a driver ended; once per run, however many watchers notice. */
+  private finish(appName: string): Promise<void> {
+    const pending = this.finishing.get(appName);
+    if (pending) return pending;
+    const done = (async () => {
+      const stored = this.records.get(appName);
+      if (!stored?.run || isTerminal(stored.record.state)) return;
+      const code = readExitCode(stored.run.exitFile);
+      const ended = new Date().toISOString();
+      if (stored.run.stopRequested) await this.update(stored, { state: 'KILLED', stateDetail: 'stopped by a user', endedAt: ended });
+      else if (code === 0) await this.update(stored, { state: 'COMPLETED', stateDetail: 'exit code 0', endedAt: ended });
+      else if (code !== undefined) await this.update(stored, { state: 'FAILED', stateDetail: `exit code ${code}`, endedAt: ended });
+      else await this.update(stored, { state: 'UNKNOWN', stateDetail: 'the driver process ended without recording an exit code', endedAt: ended });
+      this.running.delete(appName);
+      this.schedule();
+    })().finally(() => this.finishing.delete(appName));
+    this.finishing.set(appName, done);
+    return done;
+  }
+
+  private async update(stored: StoredApp, change: Partial<AppRecord>): Promise<void> {
+    const current = this.records.get(stored.record.appName) ?? stored;
+    const next = { ...current, record: { ...current.record, ...change } };
+    await this.records.save(next);
+    this.emit('changed', next.record);
+  }
+
+  /** After a restart: pending apps queue again; running drivers are re-attached, or their end recorded. */
+  private recover(): void {
+    const stored = this.records.all().sort((a, b) => a.record.createdAt.localeCompare(b.record.createdAt));
+    for (const app of stored) {
+      const { record, run } = app;
+      if (record.state === 'PENDING') this.queue.push(record.appName);
+      if (record.state !== 'RUNNING') continue;
+      if (run && isAlive(run.pid, run.startTicks)) {
+        this.running.set(record.appName, run.cores);
+        const timer = setInterval(() => {
+          if (isAlive(run.pid, run.startTicks)) return;
+          clearInterval(timer);
+          this.timers.delete(timer);
+          void this.finish(record.appName);
+        }, this.options.pollMs ?? 500);
+        this.timers.add(timer);
+      } else if (run && readExitCode(run.exitFile) !== undefined) {
+        void this.finish(record.appName);
+      } else {
+        void this.update(app, { state: 'UNKNOWN', stateDetail: 'the driver process was gone when the service restarted', endedAt: new Date().toISOString() });
+      }
+    }
+    this.schedule();
+  }
+
+  private emit(type: AppEvent['type'], record: AppRecord): void {
+    for (const listener of this.listeners) listener({ type, record });
+  }
+
+  private logFile(appName: string): string {
+    return join(this.options.dataDir, 'logs', `${appName}.log`);
+  }
+
+  private workDir(appName: string): string {
+    return join(this.options.dataDir, 'work', appName);
+  }
+}

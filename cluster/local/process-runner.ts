@@ -1,0 +1,83 @@
+// Driver processes on this machine. Each runs in its own process group (so stop ends
+// the whole tree: spark-submit, the JVM, Python workers) under a tiny shell wrapper
+// that writes the exit code to a file; the service can die and find it again.
+import { spawn } from 'node:child_process';
+import { closeSync, existsSync, openSync, readFileSync } from 'node:fs';
+import type { LocalCommand } from './spark-command.js';
+
+export interface Started {
+  pid: number;
+  startTicks: number;
+  /** Resolves when the process ends (only for processes this service started). */
+  exited: Promise<void>;
+}
+
+/** State letter and start time (clock ticks after boot) from /proc/PID/stat. */
+function readStat(pid: number): { state: string; startTicks: number } | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' '); // the name may hold spaces
+    return { state: fields[0], startTicks: Number(fields[19]) };
+  } catch {
+    return undefined;
+  }
+}
+
+export const processStartTicks = (pid: number): number | undefined => readStat(pid)?.startTicks;
+
+/** Whether the process we started still runs (and is that process, not a reused pid). */
+export function isAlive(pid: number, startTicks: number): boolean {
+  const stat = readStat(pid);
+  return stat !== undefined && stat.startTicks === startTicks && stat.state !== 'Z';
+}
+
+/** Whether any process of the group is left. */
+function groupAlive(pgid: number): boolean {
+  try {
+    process.kill(-pgid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+const WRAPPER = '"$@"; code=$?; printf "%s" "$code" > "$EXIT_FILE.tmp" && mv "$EXIT_FILE.tmp" "$EXIT_FILE"; exit "$code"';
+
+export function startProcess(command: LocalCommand, logFile: string, exitFile: string): Started {
+  const log = openSync(logFile, 'a');
+  try {
+    const child = spawn('/bin/sh', ['-c', WRAPPER, 'driver', command.command, ...command.args], {
+      detached: true, // its own process group, and it outlives the service
+      stdio: ['ignore', log, log],
+      env: { ...process.env, ...command.env, EXIT_FILE: exitFile },
+    });
+    if (child.pid === undefined) throw new Error(`could not start ${command.command}`);
+    child.unref();
+    const exited = new Promise<void>((ok) => child.once('exit', () => ok()));
+    return { pid: child.pid, startTicks: processStartTicks(child.pid) ?? 0, exited };
+  } finally {
+    closeSync(log);
+  }
+}
+
+/** The exit code the wrapper recorded, if the process ended by itself. */
+export function readExitCode(exitFile: string): number | undefined {
+  if (!existsSync(exitFile)) return undefined;
+  const code = Number.parseInt(readFileSync(exitFile, 'utf8'), 10);
+  return Number.isNaN(code) ? undefined : code;
+}
+
+/** Ends the whole process group: TERM, then KILL after a grace period. */
+export async function killGroup(pid: number, startTicks: number, graceMs = 5000): Promise<void> {
+  if (!isAlive(pid, startTicks) && !groupAlive(pid)) return;
+  const signal = (sig: NodeJS.Signals) => {
+    try { process.kill(-pid, sig); } catch { /* already gone */ }
+  };
+  signal('SIGTERM');
+  const deadline = Date.now() + graceMs;
+  while (Date.now() < deadline) {
+    if (!groupAlive(pid)) return;
+    await new Promise((ok) => setTimeout(ok, 100));
+  }
+  signal('SIGKILL');
+}

@@ -1,0 +1,56 @@
+// Turns an admitted driver pod into the local process that plays its part: the
+// container's spark-submit arguments, with master local[N], as the image's entrypoint
+// would run them. `$(VAR)` is expanded from the pod's env as the kubelet does.
+import type { V1Pod } from '@kubernetes/client-node';
+import { DRIVER_CONTAINER } from '../../webhook/domain/index.js';
+
+export interface LocalCommand {
+  command: string;
+  args: string[];
+  env: Record<string, string>;
+}
+
+export interface LocalMachine {
+  sparkSubmit: string;
+  python?: string;
+  cores: number;
+  workDir: string;
+}
+
+const LOOPBACK = '127.0.0.1';
+
+/** Values the kubelet would give env vars that come from the pod's status. */
+function fieldValue(fieldPath: string): string {
+  return fieldPath === 'status.podIP' || fieldPath === 'status.hostIP' ? LOOPBACK : '';
+}
+
+function podEnv(pod: V1Pod, machine: LocalMachine): Record<string, string> {
+  const env: Record<string, string> = {};
+  const container = pod.spec?.containers.find((c) => c.name === DRIVER_CONTAINER) ?? pod.spec?.containers[0];
+  for (const variable of container?.env ?? []) {
+    env[variable.name] = variable.value ?? fieldValue(variable.valueFrom?.fieldRef?.fieldPath ?? '');
+  }
+  env.SPARK_LOCAL_DIRS = machine.workDir;
+  return env;
+}
+
+const expand = (arg: string, env: Record<string, string>) =>
+  arg.replace(/\$\(([A-Za-z_][A-Za-z0-9_]*)\)/g, (whole, name: string) => env[name] ?? whole);
+
+const localPath = (arg: string) => (arg.startsWith('local://') ? arg.slice('local://'.length) : arg);
+
+export function localDriverCommand(pod: V1Pod, machine: LocalMachine, cores: number): LocalCommand {
+  const container = pod.spec?.containers.find((c) => c.name === DRIVER_CONTAINER) ?? pod.spec?.containers[0];
+  const [role, ...rest] = container?.args ?? [];
+  if (role !== 'driver') throw new Error('the pod is not an admitted driver pod (its container arguments do not start with "driver")');
+  const env = podEnv(pod, machine);
+  const args = ['--deploy-mode', 'client', '--conf', `spark.driver.bindAddress=${LOOPBACK}`];
+  for (let i = 0; i < rest.length; i++) {
+    if (rest[i] === '--master') {
+      args.push('--master', `local[${cores}]`);
+      i++;
+    } else args.push(localPath(expand(rest[i], env)));
+  }
+  if (machine.python) Object.assign(env, { PYSPARK_PYTHON: machine.python, PYSPARK_DRIVER_PYTHON: machine.python });
+  return { command: machine.sparkSubmit, args, env };
+}

@@ -1,0 +1,32 @@
+// Newest-first pages with an opaque cursor (the position after the last item), shared
+// by both cluster implementations.
+import type { AppRecord, ListQuery, Page } from './cluster.js';
+
+const newestFirst = (a: AppRecord, b: AppRecord) =>
+  b.createdAt.localeCompare(a.createdAt) || b.appName.localeCompare(a.appName);
+
+export const encodeCursor = (r: AppRecord) => Buffer.from(JSON.stringify([r.createdAt, r.appName])).toString('base64url');
+
+export function decodeCursor(cursor: string): [string, string] {
+  try {
+    const value = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown;
+    if (Array.isArray(value) && value.length === 2 && value.every((v) => typeof v === 'string')) return value as [string, string];
+  } catch { /* falls through */ }
+  throw new InvalidCursorError('the cursor is not one this service issued');
+}
+
+export class InvalidCursorError extends Error {}
+
+export function pageOf(records: AppRecord[], query: ListQuery): Page<AppRecord> {
+  const sorted = [...records].sort(newestFirst);
+  let start = 0;
+  if (query.cursor) {
+    const [createdAt, appName] = decodeCursor(query.cursor);
+    const after = { createdAt, appName } as AppRecord;
+    start = sorted.findIndex((r) => newestFirst(after, r) < 0);
+    if (start < 0) start = sorted.length;
+  }
+  const items = sorted.slice(start, start + query.limit);
+  const more = start + query.limit < sorted.length;
+  return { items, next: more ? encodeCursor(items[items.length - 1]) : null };
+}

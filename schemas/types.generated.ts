@@ -1,0 +1,310 @@
+/* Generated from schemas/*.json by `npm run generate:types`. Do not edit. */
+
+/**
+ * Derived from the driver. KILLED: stopped by a user. UNKNOWN: the driver can no longer be observed.
+ *
+ * This interface was referenced by `Schemas`'s JSON-Schema
+ * via the `definition` "ApplicationState".
+ */
+export type ApplicationState = 'PENDING' | 'RUNNING' | 'COMPLETED' | 'FAILED' | 'KILLED' | 'UNKNOWN';
+
+export interface Schemas {}
+/**
+ * Configuration of a Spark application: in a submission's configOverrides, in a config template, and (merged, defaulted and sized) in the response.
+ *
+ * This interface was referenced by `Schemas`'s JSON-Schema
+ * via the `definition` "ApplicationConfig".
+ */
+export interface ApplicationConfig {
+  /**
+   * Language of the application.
+   */
+  type?: 'Scala' | 'Java' | 'Python' | 'R';
+  /**
+   * Spark version, e.g. `3.5.7`; chooses the image.
+   */
+  engineVersion?: string;
+  pythonVersion?: '2' | '3';
+  /**
+   * Spark deploy mode; always `cluster`.
+   */
+  mode?: 'cluster';
+  /**
+   * Container image; set from engineVersion by default.
+   */
+  image?: string;
+  /**
+   * `local://` path (in the image, or on this machine in local mode) or an object-storage URL.
+   */
+  mainApplicationFile?: string;
+  mainClass?: string;
+  /**
+   * @maxItems 1000
+   */
+  arguments?: string[];
+  /**
+   * Spark properties with their real keys.
+   */
+  engineConf?: {
+    [k: string]: string;
+  };
+  driver?: PodConfig;
+  executor?: PodConfig;
+  restartPolicy?: {
+    type?: 'Never' | 'OnFailure' | 'Always';
+  };
+}
+/**
+ * Resources and settings of the driver pod or of each executor pod.
+ *
+ * This interface was referenced by `Schemas`'s JSON-Schema
+ * via the `definition` "PodConfig".
+ */
+export interface PodConfig {
+  /**
+   * Tasks run in parallel; a hint for choosing the node pool.
+   */
+  cores?: number;
+  /**
+   * CPU requested from Kubernetes, e.g. `1700m`. Defaults to a share of the chosen pool.
+   */
+  coreRequest?: string;
+  /**
+   * CPU limit of the pod; none by default.
+   */
+  coreLimit?: string;
+  /**
+   * Memory of the Spark process (JVM heap), `m` (MiB) or `g` (GiB). The pod asks 40% more for overhead.
+   */
+  memory?: string;
+  /**
+   * Executor only: number of executors (the initial number under dynamic allocation).
+   */
+  instances?: number;
+  /**
+   * Kubernetes service account of the pod.
+   */
+  serviceAccount?: string;
+  /**
+   * Extra pod labels.
+   */
+  labels?: {
+    [k: string]: string;
+  };
+  /**
+   * Extra pod annotations.
+   */
+  annotations?: {
+    [k: string]: string;
+  };
+  /**
+   * Extra environment variables.
+   */
+  env?: {
+    [k: string]: string;
+  };
+  /**
+   * @maxItems 64
+   */
+  secrets?: SecretMount[];
+}
+/**
+ * A Kubernetes Secret of the applications' namespace mounted into driver and executor pods.
+ *
+ * This interface was referenced by `Schemas`'s JSON-Schema
+ * via the `definition` "SecretMount".
+ */
+export interface SecretMount {
+  /**
+   * Name of an existing Secret in the applications' namespace.
+   */
+  name: string;
+  /**
+   * Absolute mount path in the pod.
+   */
+  path: string;
+  /**
+   * CloudServiceAccount: the secret holds `key.json`, and Spark and Hadoop are configured to use it for object storage.
+   */
+  secretType?: 'Generic' | 'CloudServiceAccount';
+}
+/**
+ * One page of applications, newest first; `next` is the cursor of the following page.
+ *
+ * This interface was referenced by `Schemas`'s JSON-Schema
+ * via the `definition` "ApplicationList".
+ */
+export interface ApplicationList {
+  items: Application[];
+  next: string | null;
+}
+/**
+ * A submitted application and its record.
+ *
+ * This interface was referenced by `Schemas`'s JSON-Schema
+ * via the `definition` "Application".
+ */
+export interface Application {
+  /**
+   * `<jobName>-<yyyymmdd>-<hhmmss>-<5 random>`: the driver pod's name and the application's id.
+   */
+  appName: string;
+  jobName: string;
+  /**
+   * Empty when no template was used.
+   */
+  configTemplateName: string;
+  config: ApplicationConfig;
+  state?: ApplicationState;
+  /**
+   * Why the application is in its state, when known (exit code, signal, error).
+   */
+  stateDetail?: string;
+  createdAt?: string;
+  startedAt?: string | null;
+  endedAt?: string | null;
+  runningExecutors?: number;
+}
+/**
+ * This interface was referenced by `Schemas`'s JSON-Schema
+ * via the `definition` "ConfigTemplateList".
+ */
+export interface ConfigTemplateList {
+  items: ConfigTemplate[];
+}
+/**
+ * A reusable, possibly partial application config. Also the spec of the ConfigTemplate custom resource.
+ *
+ * This interface was referenced by `Schemas`'s JSON-Schema
+ * via the `definition` "ConfigTemplate".
+ */
+export interface ConfigTemplate {
+  /**
+   * A DNS-1123 label, unique per namespace.
+   */
+  name: string;
+  config: ApplicationConfig;
+}
+/**
+ * Every error answer: a message a person can act on, and what it concerns.
+ *
+ * This interface was referenced by `Schemas`'s JSON-Schema
+ * via the `definition` "ErrorBody".
+ */
+export interface ErrorBody {
+  message: string;
+  statusCode?: number;
+  /**
+   * The HTTP reason phrase.
+   */
+  error?: string;
+  /**
+   * A stable machine-readable code, e.g. `TEMPLATE_NOT_FOUND`.
+   */
+  code?: string;
+  /**
+   * For 400: the JSON path of the offending field.
+   */
+  field?: string;
+}
+/**
+ * One node pool of the cluster. The schedulable maxima default to SPEC's rule 5 (85% of the CPU; 75% of the memory divided by 1.4) when absent.
+ *
+ * This interface was referenced by `Schemas`'s JSON-Schema
+ * via the `definition` "NodePool".
+ */
+export interface NodePool {
+  cloudProvider: string;
+  cpu: number;
+  instanceName: string;
+  maximumSchedulableCoreRequest?: number;
+  maximumSchedulableMemoryRequestMib?: number;
+  memoryMib: number;
+  preemptible: boolean;
+}
+/**
+ * The --node-pools file (the format of example-cluster.json). Other top-level keys are ignored.
+ *
+ * This interface was referenced by `Schemas`'s JSON-Schema
+ * via the `definition` "NodePoolsFile".
+ */
+export interface NodePoolsFile {
+  /**
+   * @minItems 1
+   */
+  nodePools: [NodePool, ...NodePool[]];
+  sizing?: SizingRules;
+}
+/**
+ * Tunable sizing rules (all optional).
+ *
+ * This interface was referenced by `Schemas`'s JSON-Schema
+ * via the `definition` "SizingRules".
+ */
+export interface SizingRules {
+  /**
+   * Cores of a driver that gives none. Default 1.
+   */
+  defaultDriverCores?: number;
+  /**
+   * Millicores a default-sized driver leaves of its share of the pool, for per-pod agents beside Spark. Default 140: a 1-core share of 850m gives 710m.
+   */
+  defaultDriverCoreRequestReserveMillicores?: number;
+  /**
+   * Spark's memory overhead on top of `memory` in the pod's request. Default 0.4.
+   */
+  memoryOverheadFactor?: number;
+  /**
+   * Rule 5, for pools without maxima: CPU not schedulable. Default 0.15.
+   */
+  nonAllocatableCpuFraction?: number;
+  /**
+   * Rule 5, for pools without maxima: memory not schedulable. Default 0.25.
+   */
+  nonAllocatableMemoryFraction?: number;
+}
+/**
+ * Body of POST /api/apps/.
+ *
+ * This interface was referenced by `Schemas`'s JSON-Schema
+ * via the `definition` "Submission".
+ */
+export interface Submission {
+  /**
+   * Groups applications; a DNS-1123 label of at most 41 characters, so that the generated appName is a valid pod name and label value.
+   */
+  jobName: string;
+  /**
+   * Name of an existing config template; empty for none.
+   */
+  configTemplateName?: string;
+  configOverrides?: ApplicationConfig;
+}
+/**
+ * 422: a pod of the application fits no node pool.
+ *
+ * This interface was referenced by `Schemas`'s JSON-Schema
+ * via the `definition` "UnschedulableError".
+ */
+export interface UnschedulableError {
+  advice: string;
+  message: string;
+  driver?: UnschedulablePod;
+  executor?: UnschedulablePod;
+}
+/**
+ * This interface was referenced by `Schemas`'s JSON-Schema
+ * via the `definition` "UnschedulablePod".
+ */
+export interface UnschedulablePod {
+  availableNodePools: {
+    cloudProvider: string;
+    cpu: number;
+    instanceName: string;
+    maximumSchedulableCoreRequest: number;
+    maximumSchedulableMemoryRequestMib: number;
+    memoryMib: number;
+    preemptible: boolean;
+  }[];
+  targetInputConfig: PodConfig;
+}

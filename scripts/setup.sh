@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# Installs what the service and its tests need, idempotently: npm packages, the
+# TypeScript build, and a cached Python virtualenv with pyspark. Java 17+ is checked,
+# not installed. Progress goes to stderr; the last stdout line is the env file to source.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cache=${SUBMISSION_SERVICE_CACHE:-$HOME/.cache/submission-service}
+mkdir -p "$cache"
+say() { echo "setup: $*" >&2; }
+
+need_node() {
+  command -v node >/dev/null || { say "Node.js 20+ is missing: apt-get install nodejs npm"; exit 1; }
+  local major; major=$(node -p 'process.versions.node.split(".")[0]')
+  [ "$major" -ge 20 ] || { say "Node.js $major found; 20+ is needed"; exit 1; }
+}
+
+need_java() {
+  if ! command -v java >/dev/null; then
+    say "Java 17+ is missing and Spark needs it: apt-get install openjdk-17-jre-headless"; exit 1
+  fi
+  local v; v=$(java -version 2>&1 | sed -n 's/.*version "\([0-9]*\).*/\1/p' | head -1)
+  [ "${v:-0}" -ge 17 ] || { say "Java $v found; Spark here needs 17+ (apt-get install openjdk-17-jre-headless)"; exit 1; }
+}
+
+npm_install() {
+  local stamp="$root/node_modules/.lock-hash" want
+  want=$(sha256sum "$root/package-lock.json" | cut -c1-16)
+  if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+    say "installing npm packages"
+    (cd "$root" && npm ci --no-audit --no-fund --loglevel=error >&2)
+    echo "$want" >"$stamp"
+  fi
+}
+
+build() {
+  say "building TypeScript"
+  (cd "$root" && npx tsc -p tsconfig.json >&2)
+}
+
+python_env() {
+  command -v python3 >/dev/null || { say "python3 is missing: apt-get install python3 python3-venv"; exit 1; }
+  local hash venv
+  hash=$(cat "$root/requirements.txt" <(python3 --version) | sha256sum | cut -c1-12)
+  venv="$cache/venv-$hash"
+  # The marker is written last, so an interrupted install is redone rather than trusted.
+  if [ ! -f "$venv/.complete" ]; then
+    say "creating Python virtualenv with pyspark in $venv (first time only)"
+    rm -rf "$venv" && python3 -m venv "$venv"
+    "$venv/bin/pip" install --disable-pip-version-check -q -r "$root/requirements.txt" >&2
+    touch "$venv/.complete"
+  fi
+  echo "$venv"
+}
+
+need_node; need_java; npm_install
+[ "${SKIP_BUILD:-}" = 1 ] || build
+venv=$(python_env)
+env_file="$cache/env.sh"
+{
+  echo "export SUBMISSION_SERVICE_PYTHON_ENV='$venv'"
+  echo "export PATH='$venv/bin':\"\$PATH\""
+} >"$env_file"
+echo "$env_file"

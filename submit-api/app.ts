@@ -1,0 +1,35 @@
+// The submission API: one fastify instance, declared schemas everywhere, one error
+// handler, authentication as a plugin. Transport only: the work is in cluster/ and webhook/.
+import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import type { Cluster } from '../cluster/cluster.js';
+import { authPlugin } from './auth/plugin.js';
+import { installErrorHandler } from './errors.js';
+import { installOpenApi } from './openapi.js';
+import { appRoutes } from './routes/apps.js';
+import { configTemplateRoutes } from './routes/config-templates.js';
+import { installValidation } from './validation.js';
+
+export interface ApiOptions {
+  cluster: Cluster;
+  auth: { enabled: boolean; store: { verify(key: string): { id: string; role: 'user' | 'admin' } | undefined } };
+  logger?: FastifyServerOptions['logger'];
+  bodyLimit?: number;
+  version?: string;
+}
+
+export async function buildApi(options: ApiOptions): Promise<FastifyInstance> {
+  const app = Fastify({
+    logger: options.logger ?? false,
+    bodyLimit: options.bodyLimit ?? 1024 * 1024,
+    routerOptions: { ignoreTrailingSlash: true },
+    forceCloseConnections: true, // log streams must not hold a shutdown open
+  });
+  installValidation(app);
+  installErrorHandler(app);
+  await app.register(authPlugin, { enabled: options.auth.enabled, store: options.auth.store });
+  await installOpenApi(app, options.version ?? '0.1.0');
+  await app.register(appRoutes, { cluster: options.cluster });
+  await app.register(configTemplateRoutes, { templates: options.cluster.templates });
+  app.get('/healthz', { schema: { hide: true } }, async () => ({ status: 'ok', cluster: options.cluster.kind }));
+  return app;
+}

@@ -1,0 +1,153 @@
+// API keys kept in <dataDir>/keys.json. Only a SHA-256 hash of each key is stored: whoever reads
+// the file (a backup, a debug dump) can't use it to call the API.
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { closeSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, statSync, unlinkSync, writeSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+
+export type Role = 'user' | 'admin';
+export const ROLES: readonly Role[] = ['user', 'admin'];
+
+/** What a request is allowed to know about the key it came with. */
+export interface ApiKeyIdentity {
+  id: string;
+  role: Role;
+}
+
+/** Returned once by create(): the only time the key itself is visible. */
+export interface CreatedKey extends ApiKeyIdentity {
+  key: string;
+  createdAt: string;
+}
+
+/** What list() shows: everything but the hash. */
+export interface KeyInfo extends ApiKeyIdentity {
+  createdAt: string;
+  label?: string;
+  revokedAt?: string;
+}
+
+interface StoredKey extends KeyInfo {
+  hash: string; // SHA-256 of the key, hex
+}
+
+interface KeysFile {
+  version: 1;
+  keys: StoredKey[];
+}
+
+export const KEY_PREFIX = 'ssk_';
+const FILE_NAME = 'keys.json';
+
+export function hashKey(key: string): string {
+  return createHash('sha256').update(key, 'utf8').digest('hex');
+}
+
+export class FileKeyStore {
+  readonly path: string;
+  // Parsed file plus what statSync said about it when read; a different stat means another
+  // process (the `keys` CLI) rewrote it and the cache is stale.
+  private cache: { stamp: string; byHash: Map<string, StoredKey>; keys: StoredKey[] } | undefined;
+
+  constructor(readonly dataDir: string) {
+    this.path = join(dataDir, FILE_NAME);
+  }
+
+  create(role: Role, label?: string): CreatedKey {
+    if (!ROLES.includes(role)) throw new Error(`unknown role "${String(role)}" (expected user or admin)`);
+    const key = KEY_PREFIX + randomBytes(32).toString('base64url');
+    const entry: StoredKey = {
+      id: randomBytes(6).toString('hex'),
+      role,
+      createdAt: new Date().toISOString(),
+      hash: hashKey(key),
+      ...(label ? { label } : {}),
+    };
+    this.update((keys) => keys.push(entry));
+    return { id: entry.id, key, role, createdAt: entry.createdAt };
+  }
+
+  list(): KeyInfo[] {
+    return this.load().keys.map(({ hash: _hash, ...info }) => info);
+  }
+
+  /** True when an active key was revoked now; false when unknown or already revoked. */
+  revoke(id: string): boolean {
+    let revoked = false;
+    this.update((keys) => {
+      const entry = keys.find((k) => k.id === id);
+      if (entry && !entry.revokedAt) {
+        entry.revokedAt = new Date().toISOString();
+        revoked = true;
+      }
+    });
+    return revoked;
+  }
+
+  /**
+   * The key's identity when it is known and not revoked. Looking the hash up in a map is safe
+   * from timing attacks: the attacker controls the key, not its SHA-256, so how long a lookup
+   * takes says nothing usable about stored hashes (the keys have 256 bits of entropy, so no
+   * guessing either). timingSafeEqual then confirms the match in constant time anyway.
+   */
+  verify(key: string): ApiKeyIdentity | undefined {
+    if (!key || key.length > 512) return undefined; // no real key is that long; don't hash junk
+    const presented = hashKey(key);
+    const entry = this.load().byHash.get(presented);
+    if (!entry) return undefined;
+    if (!timingSafeEqual(Buffer.from(presented, 'hex'), Buffer.from(entry.hash, 'hex'))) return undefined;
+    if (entry.revokedAt) return undefined;
+    return { id: entry.id, role: entry.role };
+  }
+
+  // One statSync per call: cheap, and it makes a revocation by another process count at once.
+  // Atomic rename gives the file a new inode, so ino catches rewrites even within one mtime tick.
+  private load(): { byHash: Map<string, StoredKey>; keys: StoredKey[] } {
+    let stamp: string;
+    try {
+      const st = statSync(this.path);
+      stamp = `${st.ino}:${st.size}:${st.mtimeMs}`;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+      stamp = 'missing';
+    }
+    if (this.cache?.stamp === stamp) return this.cache;
+    const keys = stamp === 'missing' ? [] : parse(readFileSync(this.path, 'utf8'), this.path);
+    this.cache = { stamp, keys, byHash: new Map(keys.map((k) => [k.hash, k])) };
+    return this.cache;
+  }
+
+  // Read-modify-write from the file as it is now, so changes by another process aren't lost.
+  // (Two processes writing in the same instant could still race; key changes are rare and manual.)
+  private update(change: (keys: StoredKey[]) => void): void {
+    this.cache = undefined; // a write always starts from the file itself, not the cache
+    const keys = this.load().keys.map((k) => ({ ...k }));
+    change(keys);
+    const body: KeysFile = { version: 1, keys };
+    writeAtomic(this.path, JSON.stringify(body, null, 2) + '\n');
+  }
+}
+
+function parse(text: string, path: string): StoredKey[] {
+  const data = JSON.parse(text) as Partial<KeysFile>;
+  // Fail closed on a file we don't understand rather than treating it as "no keys".
+  if (!data || !Array.isArray(data.keys)) throw new Error(`${path}: not a keys file (no "keys" array)`);
+  return data.keys;
+}
+
+// Temp file in the same directory, then rename: readers see the old file or the new one, never
+// half of one. The temp file is created 0600 so the hashes are never world-readable, not even briefly.
+function writeAtomic(path: string, text: string): void {
+  mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
+  const tmp = `${path}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
+  const fd = openSync(tmp, 'wx', 0o600);
+  try {
+    writeSync(fd, text);
+    fsyncSync(fd);
+  } catch (err) {
+    closeSync(fd);
+    unlinkSync(tmp);
+    throw err;
+  }
+  closeSync(fd);
+  renameSync(tmp, path);
+}

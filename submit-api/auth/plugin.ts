@@ -1,0 +1,96 @@
+// API-key authentication for everything under /api/, except the API reference pages.
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
+import fp from 'fastify-plugin';
+import type { ApiKeyIdentity, Role } from './key-store.js';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The caller's key; null when authentication is off or the route needs none. */
+    apiKey: ApiKeyIdentity | null;
+  }
+  interface FastifyContextConfig {
+    /** Least role a route needs; `user` when not given. */
+    role?: Role;
+  }
+}
+
+export interface KeyVerifier {
+  verify(key: string): ApiKeyIdentity | undefined;
+}
+
+export interface AuthPluginOptions {
+  enabled: boolean;
+  store: KeyVerifier;
+  /** Log the "authentication is OFF" warning and refused requests (default true). */
+  log?: boolean;
+}
+
+const RANK: Record<Role, number> = { user: 1, admin: 2 };
+
+// Reading the docs needs no key: people look at the API before they have one.
+const OPEN_EXACT = new Set(['/api/', '/api/openapi.json', '/api/json', '/api/yaml']);
+const OPEN_PREFIX = '/api/static/';
+
+function isOpen(path: string): boolean {
+  return OPEN_EXACT.has(path) || path.startsWith(OPEN_PREFIX);
+}
+
+function needsKey(request: FastifyRequest): boolean {
+  // Judge by the matched route pattern when there is one, so a URL the router maps onto a
+  // protected route (odd case, extra slashes, encodings) can't pass for a docs page.
+  const pattern = request.routeOptions.url;
+  const path = request.url.split('?', 1)[0];
+  if (pattern !== undefined) return pattern.startsWith('/api/') && !isOpen(pattern);
+  // No route matched (a 404 to be): still ask for a key so strangers can't probe what exists.
+  return path.toLowerCase().startsWith('/api/') && !isOpen(path);
+}
+
+/** `X-API-Key: <key>`, or `Authorization: token <key>` (Jupyter gateway client) / `Bearer <key>`. */
+export function keyFromHeaders(headers: FastifyRequest['headers']): string | undefined {
+  const direct = headers['x-api-key'];
+  if (typeof direct === 'string' && direct.trim()) return direct.trim();
+  const auth = headers.authorization;
+  const match = typeof auth === 'string' ? /^(?:token|bearer)\s+(\S+)\s*$/i.exec(auth) : null;
+  return match?.[1];
+}
+
+function refuse(reply: FastifyReply, statusCode: 401 | 403, message: string): FastifyReply {
+  if (statusCode === 401) reply.header('WWW-Authenticate', 'Bearer realm="submission-service"');
+  const error = statusCode === 401 ? 'Unauthorized' : 'Forbidden';
+  return reply.code(statusCode).type('application/json').send({ message, statusCode, error });
+}
+
+const auth: FastifyPluginAsync<AuthPluginOptions> = async (app, opts) => {
+  const log = opts.log ?? true;
+  app.decorateRequest('apiKey', null);
+
+  if (!opts.enabled) {
+    // Said loudly once, so an open deployment is never a surprise.
+    if (log) app.log.warn('authentication is OFF: every route is open, no API key is checked');
+    return;
+  }
+
+  app.addHook('onRequest', async (request, reply) => {
+    if (!needsKey(request)) return;
+    const key = keyFromHeaders(request.headers);
+    if (!key) {
+      if (log) request.log.info({ url: request.url }, 'refused: no API key');
+      return refuse(reply, 401, 'An API key is required: send it as X-API-Key or Authorization: Bearer <key>.');
+    }
+    const identity = opts.store.verify(key);
+    if (!identity) {
+      if (log) request.log.info({ url: request.url }, 'refused: unknown or revoked API key');
+      return refuse(reply, 401, 'The API key is not valid (unknown or revoked).');
+    }
+    const needed = request.routeOptions.config?.role ?? 'user';
+    // Unknown roles (a typo in a route, a hand-edited keys file) rank so as to refuse.
+    if ((RANK[identity.role] ?? 0) < (RANK[needed] ?? Infinity)) {
+      if (log) request.log.info({ url: request.url, keyId: identity.id }, `refused: needs role ${needed}`);
+      return refuse(reply, 403, `This request needs a key with role "${needed}".`);
+    }
+    request.apiKey = identity;
+  });
+};
+
+export const authPlugin = fp(auth, { name: 'submission-service-auth', fastify: '5.x' });
+export default authPlugin;

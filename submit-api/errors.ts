@@ -1,0 +1,58 @@
+// One catalogue of error answers and one handler: clients see every error below 500
+// as JSON with a message (and the field, for 400); 5xx are logged in full.
+import type { FastifyError, FastifyInstance, FastifyReply } from 'fastify';
+import { ConflictError, NotFoundError, UnavailableError } from '../cluster/cluster.js';
+import { InvalidCursorError } from '../cluster/paging.js';
+
+export class HttpError extends Error {
+  constructor(readonly statusCode: number, message: string, readonly extra: Record<string, unknown> = {}) {
+    super(message);
+  }
+}
+
+export const notFound = (what: string) => new HttpError(404, `${what} does not exist`);
+
+const reasons: Record<number, string> = {
+  400: 'Bad Request', 401: 'Unauthorized', 403: 'Forbidden', 404: 'Not Found', 409: 'Conflict',
+  413: 'Payload Too Large', 415: 'Unsupported Media Type', 422: 'Unprocessable Entity', 500: 'Internal Server Error', 503: 'Service Unavailable',
+};
+
+export function sendError(reply: FastifyReply, statusCode: number, message: string, extra: Record<string, unknown> = {}) {
+  return reply.code(statusCode).type('application/json').send({ message, statusCode, error: reasons[statusCode] ?? 'Error', ...extra });
+}
+
+interface AjvIssue { instancePath: string; keyword: string; params: Record<string, unknown>; message?: string }
+
+/** `configOverrides.executor.cores must be integer`: the path a person can find in their body. */
+function describeValidation(error: FastifyError & { validation?: AjvIssue[]; validationContext?: string }) {
+  const issue = error.validation?.[0];
+  if (!issue) return { message: error.message };
+  const path = issue.instancePath.split('/').filter(Boolean);
+  if (issue.keyword === 'additionalProperties') path.push(String(issue.params.additionalProperty));
+  if (issue.keyword === 'required') path.push(String(issue.params.missingProperty));
+  const field = path.join('.') || (error.validationContext ?? 'body');
+  const where = error.validationContext && error.validationContext !== 'body' ? `${error.validationContext} ` : '';
+  const message =
+    issue.keyword === 'additionalProperties' ? `${where}field "${field}" is not allowed (unknown field)`
+    : issue.keyword === 'required' ? `${where}field "${field}" is required`
+    : `${where}field "${field}" ${issue.message ?? 'is invalid'}`;
+  return { message, field };
+}
+
+export function installErrorHandler(app: FastifyInstance) {
+  app.setErrorHandler((error: FastifyError & { validation?: AjvIssue[] }, request, reply) => {
+    if (error instanceof HttpError) return sendError(reply, error.statusCode, error.message, error.extra);
+    if (error instanceof ConflictError) return sendError(reply, 409, error.message);
+    if (error instanceof NotFoundError) return sendError(reply, 404, error.message);
+    if (error instanceof InvalidCursorError) return sendError(reply, 400, error.message, { field: 'cursor' });
+    if (error instanceof UnavailableError) return sendError(reply, 503, error.message);
+    if (error.validation) return sendError(reply, 400, describeValidation(error).message, { field: describeValidation(error).field });
+    const status = error.statusCode ?? 500;
+    if (status >= 500) {
+      request.log.error({ err: error }, 'request failed');
+      return sendError(reply, status, 'internal error; the service log has the details');
+    }
+    return sendError(reply, status, error.message);
+  });
+  app.setNotFoundHandler((request, reply) => sendError(reply, 404, `no route ${request.method} ${request.url.split('?')[0]}`));
+}

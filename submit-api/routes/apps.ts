@@ -1,0 +1,98 @@
+// /api/apps/: submit (and dry-run), list, read, log, stop, delete.
+import type { FastifyInstance } from 'fastify';
+import type { Cluster } from '../../cluster/cluster.js';
+import { newAppName } from '../../cluster/app-name.js';
+import { type Submission, ref, schemaIds } from '../../schemas/index.js';
+import { bareDriverPod } from '../../webhook/domain/index.js';
+import { notFound } from '../errors.js';
+import { toApplication } from '../present.js';
+
+const errorResponses = { 400: ref(schemaIds.error), 401: ref(schemaIds.error), 403: ref(schemaIds.error), 404: ref(schemaIds.error), 503: ref(schemaIds.error) };
+const appNameParams = {
+  type: 'object', required: ['appName'], additionalProperties: false,
+  properties: { appName: { type: 'string', maxLength: 63 } },
+} as const;
+
+export async function appRoutes(app: FastifyInstance, { cluster }: { cluster: Cluster }) {
+  app.post<{ Body: Submission; Querystring: { dryRun?: boolean } }>('/api/apps/', {
+    schema: {
+      summary: 'Submit an application',
+      description: 'Merges the template with configOverrides, fills in defaults, sizes the pods to fit the node pools and writes the driver pod. With dryRun=true, the same path runs and nothing is created (answer 200).',
+      tags: ['apps'],
+      body: ref(schemaIds.submission),
+      querystring: { type: 'object', additionalProperties: false, properties: { dryRun: { type: 'boolean', default: false } } },
+      response: { 200: ref(schemaIds.application), 201: ref(schemaIds.application), ...errorResponses, 409: ref(schemaIds.error), 422: ref(schemaIds.unschedulableError) },
+    },
+  }, async (request, reply) => {
+    const { jobName, configTemplateName, configOverrides } = request.body;
+    const pod = bareDriverPod({ appName: newAppName(jobName), jobName, namespace: '', configTemplateName, configOverrides });
+    const dryRun = request.query.dryRun === true;
+    const result = await cluster.createDriver(pod, { dryRun });
+    if (!result.ok) return reply.code(result.status).send(result.body);
+    if (dryRun) {
+      const { appName, jobName: job, configTemplateName: template, config } = result.record;
+      return reply.code(200).send({ appName, jobName: job, configTemplateName: template, config });
+    }
+    return reply.code(201).send(toApplication(result.record));
+  });
+
+  app.get<{ Querystring: { jobName?: string; state?: never; limit: number; cursor?: string } }>('/api/apps/', {
+    schema: {
+      summary: 'List applications, newest first',
+      tags: ['apps'],
+      querystring: {
+        type: 'object', additionalProperties: false,
+        properties: {
+          jobName: { type: 'string', maxLength: 63 },
+          state: ref(schemaIds.applicationState),
+          limit: { type: 'integer', minimum: 1, maximum: 500, default: 50 },
+          cursor: { type: 'string', maxLength: 1024 },
+        },
+      },
+      response: { 200: ref(schemaIds.applicationList), ...errorResponses },
+    },
+  }, async (request) => {
+    const page = await cluster.list(request.query);
+    return { items: page.items.map(toApplication), next: page.next };
+  });
+
+  app.get<{ Params: { appName: string } }>('/api/apps/:appName', {
+    schema: { summary: 'Read an application', tags: ['apps'], params: appNameParams, response: { 200: ref(schemaIds.application), ...errorResponses } },
+  }, async (request) => {
+    const record = await cluster.get(request.params.appName);
+    if (!record) throw notFound(`application ${request.params.appName}`);
+    return toApplication(record);
+  });
+
+  app.get<{ Params: { appName: string }; Querystring: { follow?: boolean } }>('/api/apps/:appName/log', {
+    schema: {
+      summary: 'The driver log (plain text); follow=true streams until the application ends',
+      tags: ['apps'],
+      params: appNameParams,
+      querystring: { type: 'object', additionalProperties: false, properties: { follow: { type: 'boolean', default: false } } },
+      response: { 200: { type: 'string', description: 'text/plain' }, ...errorResponses },
+    },
+  }, async (request, reply) => {
+    const abort = new AbortController();
+    request.raw.once('close', () => abort.abort());
+    const stream = await cluster.log(request.params.appName, { follow: request.query.follow === true, signal: abort.signal });
+    if (!stream) throw notFound(`application ${request.params.appName}`);
+    reply.header('cache-control', 'no-cache').header('x-content-type-options', 'nosniff');
+    return reply.type('text/plain; charset=utf-8').send(stream);
+  });
+
+  app.post<{ Params: { appName: string } }>('/api/apps/:appName/stop', {
+    schema: { summary: 'Stop an application (KILLED); its record stays', tags: ['apps'], params: appNameParams, response: { 200: ref(schemaIds.application), ...errorResponses } },
+  }, async (request) => {
+    const record = await cluster.stop(request.params.appName);
+    if (!record) throw notFound(`application ${request.params.appName}`);
+    return toApplication(record);
+  });
+
+  app.delete<{ Params: { appName: string } }>('/api/apps/:appName', {
+    schema: { summary: 'Stop an application and remove its record', tags: ['apps'], params: appNameParams, response: { 204: { type: 'null', description: 'Deleted' }, ...errorResponses } },
+  }, async (request, reply) => {
+    if (!(await cluster.delete(request.params.appName))) throw notFound(`application ${request.params.appName}`);
+    return reply.code(204).send();
+  });
+}

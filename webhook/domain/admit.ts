@@ -1,0 +1,79 @@
+// Admission: a pod in, an admitted pod (or a refusal) out. Pure: everything it needs
+// arrives in the context, so the webhook, local mode and dry runs share one truth.
+import type { V1Pod } from '@kubernetes/client-node';
+import type { ApplicationConfig } from '../../schemas/index.js';
+import { renderDriverPod } from './driver-pod.js';
+import { type ConfigResult, effectiveConfig, type TemplateLookup } from './effective-config.js';
+import { renderExecutorPod } from './executor-pod.js';
+import { ANNOTATION_CONFIG, ANNOTATION_OVERRIDES, LABEL_APP, LABEL_JOB, LABEL_TEMPLATE, SPARK_ROLE } from './labels.js';
+import { clone } from './merge.js';
+import type { AdmissionRules } from './rules.js';
+
+export interface AdmissionContext {
+  rules: AdmissionRules;
+  templates: TemplateLookup;
+  /** Effective config of a known application, by appName (executors are sized from it). */
+  applications: (appName: string) => ApplicationConfig | undefined;
+  /** Names a team's pod that came with generateName only. */
+  newAppName: (jobName: string) => string;
+}
+
+export type Admission =
+  | { outcome: 'ignored'; reason: string }
+  | { outcome: 'admitted'; pod: V1Pod; appName: string; config: ApplicationConfig }
+  | { outcome: 'refused'; status: number; body: { message: string } };
+
+function parseOverrides(pod: V1Pod): { ok: true; value?: ApplicationConfig } | { ok: false; message: string } {
+  const raw = pod.metadata?.annotations?.[ANNOTATION_OVERRIDES];
+  if (raw === undefined || raw === '') return { ok: true };
+  try {
+    const value = JSON.parse(raw) as unknown;
+    if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new Error('not an object');
+    return { ok: true, value: value as ApplicationConfig };
+  } catch (error) {
+    return { ok: false, message: `annotation ${ANNOTATION_OVERRIDES} is not a JSON object: ${(error as Error).message}` };
+  }
+}
+
+function refusal(result: Exclude<ConfigResult, { ok: true }>): Admission {
+  return { outcome: 'refused', status: result.status, body: result.body };
+}
+
+function admitDriver(pod: V1Pod, jobName: string, ctx: AdmissionContext): Admission {
+  const overrides = parseOverrides(pod);
+  if (!overrides.ok) return { outcome: 'refused', status: 400, body: { message: overrides.message } };
+  const labels = pod.metadata?.labels ?? {};
+  const result = effectiveConfig(labels[LABEL_TEMPLATE], overrides.value, ctx.rules, ctx.templates);
+  if (!result.ok) return refusal(result);
+  const appName = labels[LABEL_APP] ?? pod.metadata?.name ?? ctx.newAppName(jobName);
+  const namespace = pod.metadata?.namespace || ctx.rules.namespace;
+  const admitted = renderDriverPod(clone(pod), result.config, { appName, jobName, namespace }, ctx.rules);
+  return { outcome: 'admitted', pod: admitted, appName, config: result.config };
+}
+
+/** The driver an executor belongs to: our label (copied by Spark), else its owner reference. */
+function executorApp(pod: V1Pod): string | undefined {
+  return pod.metadata?.labels?.[LABEL_APP]
+    ?? pod.metadata?.ownerReferences?.find((o) => o.kind === 'Pod')?.name;
+}
+
+function admitExecutor(pod: V1Pod, ctx: AdmissionContext): Admission {
+  const appName = executorApp(pod);
+  const config = appName ? ctx.applications(appName) : undefined;
+  if (!appName || !config) return { outcome: 'ignored', reason: 'executor of a driver the service does not know' };
+  return { outcome: 'admitted', pod: renderExecutorPod(clone(pod), config, ctx.rules), appName, config };
+}
+
+export function admitPod(pod: V1Pod, ctx: AdmissionContext): Admission {
+  const labels = pod.metadata?.labels ?? {};
+  if (labels[SPARK_ROLE] === 'executor') return admitExecutor(pod, ctx);
+  const jobName = labels[LABEL_JOB];
+  if (!jobName) return { outcome: 'ignored', reason: `no ${LABEL_JOB} label` };
+  return admitDriver(pod, jobName, ctx);
+}
+
+/** The effective config admission wrote into a pod. */
+export function readConfig(pod: V1Pod): ApplicationConfig | undefined {
+  const raw = pod.metadata?.annotations?.[ANNOTATION_CONFIG];
+  return raw ? (JSON.parse(raw) as ApplicationConfig) : undefined;
+}

@@ -1,0 +1,124 @@
+// The driver pod: the bare pod the API writes, and the admitted pod that admission
+// renders from the effective config (what Spark's cluster-mode submission would write).
+import type { V1Container, V1EnvVar, V1Pod, V1Volume, V1VolumeMount } from '@kubernetes/client-node';
+import type { ApplicationConfig, SecretMount } from '../../schemas/index.js';
+import { keyFilePath } from './defaults.js';
+import {
+  ANNOTATION_ADMITTED, ANNOTATION_CONFIG, ANNOTATION_OVERRIDES, DRIVER_CONTAINER, LABEL_APP, LABEL_JOB,
+  LABEL_TEMPLATE, RULES_VERSION, SPARK_ROLE,
+} from './labels.js';
+import { placeDriver } from './placement.js';
+import { parseMemoryMib } from './quantities.js';
+import type { AdmissionRules } from './rules.js';
+import { type AppIdentity, cpuQuantity, podMemoryMib, sparkProperties } from './spark-properties.js';
+
+export interface BarePodInput {
+  appName: string;
+  jobName: string;
+  namespace: string;
+  configTemplateName?: string;
+  configOverrides?: ApplicationConfig;
+}
+
+/** What the API writes: identity and intent only; admission fills in the rest. */
+export function bareDriverPod(input: BarePodInput): V1Pod {
+  const labels: Record<string, string> = { [LABEL_JOB]: input.jobName, [LABEL_APP]: input.appName, [SPARK_ROLE]: 'driver' };
+  if (input.configTemplateName) labels[LABEL_TEMPLATE] = input.configTemplateName;
+  return {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: {
+      name: input.appName,
+      namespace: input.namespace,
+      labels,
+      annotations: { [ANNOTATION_OVERRIDES]: JSON.stringify(input.configOverrides ?? {}) },
+    },
+    // No image on purpose: a pod that missed admission fails validation loudly.
+    spec: { restartPolicy: 'Never', containers: [{ name: DRIVER_CONTAINER } as V1Container] },
+  };
+}
+
+export const SPARK_LOCAL_DIR = '/var/data/spark-local';
+export const DRIVER_PORTS = { rpc: 7078, blockManager: 7079, ui: 4040 };
+
+/** Container arguments for the image's entrypoint (`driver` runs spark-submit in client mode). */
+export function driverArgs(config: ApplicationConfig, props: Record<string, string>, master: string): string[] {
+  const args = ['driver', '--master', master];
+  for (const [key, value] of Object.entries(props)) args.push('--conf', `${key}=${value}`);
+  if (config.mainClass) args.push('--class', config.mainClass);
+  args.push(config.mainApplicationFile ?? 'spark-internal', ...(config.arguments ?? []));
+  return args;
+}
+
+const secretVolumeName = (secret: SecretMount) => `secret-${secret.name}`.slice(0, 63).replace(/[^a-z0-9-]/g, '-');
+
+function driverEnv(config: ApplicationConfig): V1EnvVar[] {
+  const env: V1EnvVar[] = [
+    { name: 'SPARK_DRIVER_BIND_ADDRESS', valueFrom: { fieldRef: { apiVersion: 'v1', fieldPath: 'status.podIP' } } },
+    { name: 'SPARK_LOCAL_DIRS', value: SPARK_LOCAL_DIR },
+  ];
+  const cloud = (config.driver?.secrets ?? []).find((s) => s.secretType === 'CloudServiceAccount');
+  if (cloud) env.push({ name: 'GOOGLE_APPLICATION_CREDENTIALS', value: keyFilePath(cloud) });
+  for (const [name, value] of Object.entries(config.driver?.env ?? {})) env.push({ name, value });
+  return env;
+}
+
+function driverVolumes(config: ApplicationConfig): { volumes: V1Volume[]; mounts: V1VolumeMount[] } {
+  const volumes: V1Volume[] = [{ name: 'spark-local-dir-1', emptyDir: {} }];
+  const mounts: V1VolumeMount[] = [{ name: 'spark-local-dir-1', mountPath: SPARK_LOCAL_DIR }];
+  for (const secret of config.driver?.secrets ?? []) {
+    const name = secretVolumeName(secret);
+    volumes.push({ name, secret: { secretName: secret.name } });
+    mounts.push({ name, mountPath: secret.path, readOnly: true });
+  }
+  return { volumes, mounts };
+}
+
+/** Renders the admitted driver pod from a bare (or team-written) pod and the effective config. */
+export function renderDriverPod(pod: V1Pod, config: ApplicationConfig, id: AppIdentity, rules: AdmissionRules): V1Pod {
+  const driver = config.driver ?? {};
+  const props = sparkProperties(config, id, rules);
+  const memory = `${podMemoryMib(parseMemoryMib(driver.memory ?? '1g'), rules.sizing.memoryOverheadFactor)}Mi`;
+  const { volumes, mounts } = driverVolumes(config);
+  const spec = pod.spec ?? { containers: [] };
+  const original = spec.containers.find((c) => c.name === DRIVER_CONTAINER) ?? spec.containers[0];
+  const container: V1Container = {
+    ...original,
+    name: original?.name ?? DRIVER_CONTAINER,
+    image: config.image,
+    args: driverArgs(config, props, rules.master),
+    env: [...driverEnv(config), ...(original?.env ?? [])],
+    ports: [
+      { name: 'driver-rpc-port', containerPort: DRIVER_PORTS.rpc, protocol: 'TCP' },
+      { name: 'blockmanager', containerPort: DRIVER_PORTS.blockManager, protocol: 'TCP' },
+      { name: 'spark-ui', containerPort: DRIVER_PORTS.ui, protocol: 'TCP' },
+    ],
+    resources: {
+      requests: { cpu: cpuQuantity(driver.coreRequest ?? '1'), memory },
+      limits: { memory, ...(driver.coreLimit ? { cpu: cpuQuantity(driver.coreLimit) } : {}) },
+    },
+    volumeMounts: [...mounts, ...(original?.volumeMounts ?? [])],
+  };
+  return {
+    ...pod,
+    metadata: {
+      ...pod.metadata,
+      name: id.appName,
+      labels: { ...pod.metadata?.labels, ...driver.labels, [LABEL_APP]: id.appName, [LABEL_JOB]: id.jobName, [SPARK_ROLE]: 'driver' },
+      annotations: {
+        ...pod.metadata?.annotations,
+        ...driver.annotations,
+        [ANNOTATION_CONFIG]: JSON.stringify(config),
+        [ANNOTATION_ADMITTED]: RULES_VERSION,
+      },
+    },
+    spec: {
+      ...spec,
+      serviceAccountName: driver.serviceAccount,
+      restartPolicy: config.restartPolicy?.type ?? 'Never',
+      containers: [container, ...spec.containers.filter((c) => c !== original)],
+      volumes: [...volumes, ...(spec.volumes ?? [])],
+      ...placeDriver(rules),
+    },
+  };
+}

@@ -1,0 +1,11 @@
+// The admission domain: pure functions shared by the webhook, the API and local mode.
+export * from './admit.js';
+export * from './defaults.js';
+export * from './driver-pod.js';
+export * from './effective-config.js';
+export * from './labels.js';
+export * from './merge.js';
+export * from './quantities.js';
+export * from './rules.js';
+export * from './sizing.js';
+export * from './spark-properties.js';
