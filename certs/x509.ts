@@ -30,7 +30,7 @@ export const nameWithCommonName = (cn: string): Der => sequence(set(sequence(oid
 /** A key identifier: any stable hash of the key is allowed (RFC 5280 4.2.1.2). */
 export const keyIdentifier = (spki: Buffer): Buffer => createHash('sha1').update(spki).digest();
 
-function ipBytes(ip: string): Buffer {
+export function ipBytes(ip: string): Buffer {
   if (isIPv4(ip)) return Buffer.from(ip.split('.').map(Number));
   if (!isIPv6(ip)) throw new Error(`not an IP address: ${ip}`);
   const [head = '', tail] = ip.split('::');

@@ -5,8 +5,8 @@ import { parseArgs } from 'node:util';
 import { LocalCluster } from '../cluster/local/local-cluster.js';
 import { buildApi } from '../submit-api/app.js';
 import { FileKeyStore } from '../submit-api/auth/key-store.js';
-import { buildRules } from '../webhook/domain/index.js';
-import { defaultDataDir, findSpark, javaProblem, readNodePools, thisMachinePool } from './config.js';
+import { defaultDataDir, findSpark, javaProblem } from './config.js';
+import { rulesFrom } from './rules.js';
 
 export async function localCommand(argv: string[]): Promise<number> {
   const { values } = parseArgs({
@@ -22,8 +22,7 @@ export async function localCommand(argv: string[]): Promise<number> {
   });
   if (values.auth !== 'on' && values.auth !== 'off') throw new Error('--auth takes on or off');
   const dataDir = values['data-dir'];
-  const file = values['node-pools'] ? readNodePools(values['node-pools']) : undefined;
-  const rules = buildRules({ nodePools: file?.nodePools ?? [thisMachinePool()], sizing: file?.sizing, namespace: 'local' });
+  const rules = rulesFrom(values['node-pools'], 'local');
   const cluster = new LocalCluster({ dataDir, rules, cores: Number(values.cores), ...findSpark() });
   const api = await buildApi({
     cluster,

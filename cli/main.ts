@@ -1,13 +1,20 @@
 // submission-service: one command, a subcommand per process or task.
 import { appsCommand } from './apps.js';
+import { clusterCommand } from './cluster.js';
 import { defaultDataDir } from './config.js';
 import { keysCommand } from './keys.js';
+import { apiCommand, webhookCommand } from './kubernetes.js';
 import { localCommand } from './local.js';
 
 const USAGE = `usage: submission-service <command> [options]
 
   local            the whole service on this machine (API, admission in-process, Spark drivers as local processes)
                    --port 8080 --host 127.0.0.1 --data-dir DIR --node-pools FILE --auth on|off --cores N
+  api              the API in Kubernetes mode   --kubeconfig F --namespace NS --port 8080 --auth on|off
+  webhook          the admission webhook (HTTPS) --kubeconfig F --namespace NS --node-pools FILE --cert-dir DIR --register NAME
+  cluster up [--node-pools FILE] [--nodes] | cluster down
+                   a real control plane here (etcd, kube-apiserver, kube-scheduler) with the webhook and the API;
+                   prints BASE_URL=... and KUBECONFIG=... last
   keys create --role user|admin [--label L] | keys list | keys revoke ID      (--data-dir DIR)
   apps submit --job NAME [--template T] [--set executor.cores=4] [--file overrides.json] [--follow] [--dry-run]
   apps list [--job NAME] [--state STATE]
@@ -25,6 +32,9 @@ async function main(argv: string[]): Promise<number> {
       return keysCommand(at >= 0 ? [...rest.slice(0, at), ...rest.slice(at + 2)] : rest, dataDir);
     }
     case 'apps': return appsCommand(rest);
+    case 'api': return apiCommand(rest);
+    case 'webhook': return webhookCommand(rest);
+    case 'cluster': return clusterCommand(rest);
     case undefined: case '-h': case '--help': case 'help':
       process.stdout.write(USAGE);
       return command === undefined ? 2 : 0;

@@ -24,6 +24,9 @@ export async function buildApi(options: ApiOptions): Promise<FastifyInstance> {
     routerOptions: { ignoreTrailingSlash: true },
     forceCloseConnections: true, // log streams must not hold a shutdown open
   });
+  // Request bodies are JSON only: without this, fastify's built-in text/plain parser lets a
+  // text body through to the schema (400 "must be object") instead of answering 415.
+  app.removeContentTypeParser('text/plain');
   installValidation(app);
   installErrorHandler(app);
   await app.register(authPlugin, { enabled: options.auth.enabled, store: options.auth.store });

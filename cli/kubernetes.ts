@@ -1,0 +1,63 @@
+// `submission-service api` and `submission-service webhook`: the processes of a cluster deployment.
+import { parseArgs } from 'node:util';
+import { kubeClients } from '../cluster/kubernetes/client.js';
+import { KubernetesCluster } from '../cluster/kubernetes/kubernetes-cluster.js';
+import { buildApi } from '../submit-api/app.js';
+import { FileKeyStore } from '../submit-api/auth/key-store.js';
+import { startWebhookService } from '../webhook/service.js';
+import { defaultDataDir } from './config.js';
+import { rulesFrom } from './rules.js';
+
+const common = {
+  kubeconfig: { type: 'string' },
+  namespace: { type: 'string', default: process.env.APPLICATIONS_NAMESPACE ?? 'spark-apps' },
+  port: { type: 'string' },
+  host: { type: 'string', default: '0.0.0.0' },
+} as const;
+
+function onSignal(close: () => Promise<void>) {
+  const stop = () => void close().finally(() => process.exit(0));
+  process.once('SIGINT', stop);
+  process.once('SIGTERM', stop);
+}
+
+export async function apiCommand(argv: string[]): Promise<number> {
+  const { values } = parseArgs({ args: argv, options: { ...common, auth: { type: 'string', default: 'on' }, 'data-dir': { type: 'string', default: defaultDataDir() } } });
+  if (values.auth !== 'on' && values.auth !== 'off') throw new Error('--auth takes on or off');
+  const cluster = new KubernetesCluster({ clients: kubeClients(values.kubeconfig), namespace: values.namespace });
+  const api = await buildApi({ cluster, auth: { enabled: values.auth === 'on', store: new FileKeyStore(values['data-dir']) }, logger: { level: process.env.LOG_LEVEL ?? 'info' } });
+  const address = await api.listen({ port: Number(values.port ?? 8080), host: values.host });
+  process.stdout.write(`Submission Service API (Kubernetes mode, namespace ${values.namespace}) at ${address}/api/\n`);
+  onSignal(async () => { await api.close(); await cluster.close(); });
+  return -1;
+}
+
+export async function webhookCommand(argv: string[]): Promise<number> {
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      ...common,
+      'node-pools': { type: 'string' },
+      placement: { type: 'string' },
+      'cert-dir': { type: 'string', default: '/var/run/submission-service/certs' },
+      'dns-name': { type: 'string', multiple: true, default: [] },
+      register: { type: 'string', description: 'name of the MutatingWebhookConfiguration to keep registered' },
+      'service-name': { type: 'string' },
+      'service-namespace': { type: 'string' },
+      url: { type: 'string' },
+    },
+  });
+  const clients = kubeClients(values.kubeconfig);
+  const rules = rulesFrom(values['node-pools'], values.namespace, values.placement);
+  const service = values['service-name'] && values['service-namespace']
+    ? { name: values['service-name'], namespace: values['service-namespace'] } : undefined;
+  const dnsNames = [...values['dns-name'], ...(service ? [`${service.name}.${service.namespace}.svc`, `${service.name}.${service.namespace}.svc.cluster.local`] : [])];
+  const webhook = await startWebhookService({
+    clients, rules, certDir: values['cert-dir'], port: Number(values.port ?? 9443), host: values.host,
+    dnsNames: dnsNames.length ? dnsNames : ['localhost'], ipAddresses: ['127.0.0.1'],
+    registration: values.register ? { name: values.register, url: values.url, service } : undefined,
+  });
+  process.stdout.write(`Submission Service webhook at ${webhook.url}\n`);
+  onSignal(() => webhook.close());
+  return -1;
+}

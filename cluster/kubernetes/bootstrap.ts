@@ -1,0 +1,78 @@
+// Puts what the service needs into a cluster that has none of it: the namespace, the
+// CRDs (generated from schemas/), and for the test bed, Node objects for each pool.
+import { ApiextensionsV1Api, type V1CustomResourceDefinition, type V1Node } from '@kubernetes/client-node';
+import { allCrds } from '../../schemas/crd.js';
+import type { AdmissionRules, ResolvedPool } from '../../webhook/domain/index.js';
+import type { KubeClients } from './client.js';
+
+const exists = (error: unknown) => (error as { code?: number }).code === 409;
+
+export async function ensureNamespace(clients: KubeClients, name: string): Promise<void> {
+  await clients.core.createNamespace({ body: { metadata: { name } } }).catch((e) => { if (!exists(e)) throw e; });
+}
+
+export async function ensureCrds(clients: KubeClients): Promise<void> {
+  const api = clients.kc.makeApiClient(ApiextensionsV1Api);
+  for (const crd of allCrds() as unknown as V1CustomResourceDefinition[]) {
+    await api.createCustomResourceDefinition({ body: crd }).catch((e) => { if (!exists(e)) throw e; });
+  }
+  // The apiserver serves a new CRD's resources a moment after accepting it, and answers
+  // 429 "storage is (re)initializing" until then: wait until a list works.
+  for (const crd of allCrds() as unknown as V1CustomResourceDefinition[]) {
+    const { group, names, versions } = crd.spec;
+    for (let i = 0; ; i++) {
+      try {
+        await clients.custom.listClusterCustomObject({ group, version: versions[0].name, plural: names.plural });
+        break;
+      } catch (error) {
+        if (i >= 300) throw error;
+        await new Promise((ok) => setTimeout(ok, 100));
+      }
+    }
+  }
+}
+
+/**
+ * A Node object standing for one node of a pool (no kubelet runs it: a test double for the
+ * scheduler). Allocatable is what SPEC's figures leave for our pods: the schedulable CPU,
+ * and the schedulable memory plus Spark's overhead, since pods request memory x 1.4.
+ */
+export function fakeNode(pool: ResolvedPool, index: number, rules: AdmissionRules): V1Node {
+  const { instanceTypeLabel, preemptibleLabel, preemptibleTaints } = rules.placement;
+  const memory = Math.ceil(pool.maximumSchedulableMemoryRequestMib * (1 + rules.sizing.memoryOverheadFactor));
+  const capacity = { cpu: String(pool.cpu), memory: `${pool.memoryMib}Mi`, pods: '110' };
+  return {
+    metadata: {
+      name: `${pool.instanceName}-${index}`.toLowerCase(),
+      labels: {
+        [instanceTypeLabel]: pool.instanceName,
+        'kubernetes.io/os': 'linux',
+        'submission-service/test-double': 'fake-node',
+        ...(pool.preemptible ? { [preemptibleLabel.key]: preemptibleLabel.value } : {}),
+      },
+    },
+    spec: { taints: pool.preemptible ? preemptibleTaints.map((t) => ({ ...t })) : [] },
+    status: {
+      capacity,
+      allocatable: { cpu: `${pool.maxCoreMillicores}m`, memory: `${memory}Mi`, pods: '110' },
+      conditions: [{ type: 'Ready', status: 'True', reason: 'FakeNode', message: 'a test double: no kubelet runs here' }],
+    },
+  };
+}
+
+/** Creates `perPool` fake nodes per pool and marks them Ready (status is a subresource). */
+export async function createFakeNodes(clients: KubeClients, rules: AdmissionRules, perPool = 1): Promise<string[]> {
+  const names: string[] = [];
+  for (const pool of rules.pools) {
+    for (let i = 0; i < perPool; i++) {
+      const node = fakeNode(pool, i, rules);
+      await clients.core.createNode({ body: node }).catch((e) => { if (!exists(e)) throw e; });
+      await clients.core.replaceNodeStatus({
+        name: node.metadata!.name!,
+        body: { ...(await clients.core.readNode({ name: node.metadata!.name! })), status: node.status },
+      });
+      names.push(node.metadata!.name!);
+    }
+  }
+  return names;
+}

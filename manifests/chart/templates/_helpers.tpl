@@ -1,0 +1,59 @@
+{{/* Names are fixed: SPEC names the services `submission-service` and `notebook-service`, so one
+release per namespace. Cluster-scoped objects carry the namespace to stay unique. */}}
+{{- define "ss.name" -}}submission-service{{- end }}
+{{- define "ss.webhookConfigurationName" -}}submission-service-{{ .Release.Namespace }}{{- end }}
+{{- define "ss.webhookClusterRoleName" -}}submission-service-webhook-{{ .Release.Namespace }}{{- end }}
+{{- define "ss.webhookServiceName" -}}submission-service-webhook{{- end }}
+{{- define "ss.webhookCertSecretName" -}}submission-service-webhook-cert{{- end }}
+{{- define "ss.authSecretName" -}}{{ .Values.auth.existingSecret | default "submission-service-auth" }}{{- end }}
+{{- define "ss.image" -}}{{ .Values.image.repository }}:{{ .Values.image.tag | default .Chart.AppVersion }}{{- end }}
+
+{{/* Selector labels of one component: (dict "root" $ "component" "api") */}}
+{{- define "ss.selectorLabels" -}}
+app.kubernetes.io/name: submission-service
+app.kubernetes.io/instance: {{ .root.Release.Name }}
+app.kubernetes.io/component: {{ .component }}
+{{- end }}
+
+{{- define "ss.labels" -}}
+{{ include "ss.selectorLabels" . }}
+app.kubernetes.io/version: {{ .root.Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .root.Release.Service }}
+helm.sh/chart: {{ printf "%s-%s" .root.Chart.Name .root.Chart.Version }}
+{{- end }}
+
+{{/* What every pod of ours shares: (dict "root" $ "component" "api") */}}
+{{- define "ss.podCommon" -}}
+serviceAccountName: submission-service-{{ .component }}
+{{- with .root.Values.imagePullSecrets }}
+imagePullSecrets: {{ toJson . }}
+{{- end }}
+securityContext: {{ toJson .root.Values.podSecurityContext }}
+{{- with .root.Values.nodeSelector }}
+nodeSelector: {{ toJson . }}
+{{- end }}
+{{- with .root.Values.tolerations }}
+tolerations: {{ toJson . }}
+{{- end }}
+{{- end }}
+
+{{/* The config files every process reads, and the volume that holds them. */}}
+{{- define "ss.configArgs" -}}
+- --node-pools
+- /etc/submission-service/node-pools.json
+- --rules
+- /etc/submission-service/rules.json
+{{- end }}
+{{- define "ss.configVolume" -}}
+- name: config
+  configMap:
+    name: submission-service-config
+{{- end }}
+{{- define "ss.configMount" -}}
+- name: config
+  mountPath: /etc/submission-service
+  readOnly: true
+{{- end }}
+{{- define "ss.configChecksum" -}}
+checksum/config: {{ include (print .Template.BasePath "/configmap.yaml") . | sha256sum }}
+{{- end }}

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Runs every test: installs what they need (scripts/setup.sh), then tap over test/.
+# Ends with one line "N passed, N failed[, N skipped]" and exits non-zero on any failure.
+# Extra arguments go to tap (e.g. a subset of files).
+set -uo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+env_file=$(bash scripts/setup.sh | tail -n 1) || { echo "0 passed, 1 failed"; exit 1; }
+# shellcheck disable=SC1090
+source "$env_file"
+if [ -x test/cluster/build.sh ] && [ "${SKIP_CLUSTER_TESTS:-}" != 1 ]; then
+  echo "test: building the Kubernetes test bed (cached after the first time)" >&2
+  if bin=$(bash test/cluster/build.sh | tail -n 1); then export SUBMISSION_SERVICE_TESTBED="$bin"; else echo "test: the test bed did not build; its tests will fail" >&2; fi
+fi
+files=("$@")
+[ ${#files[@]} -gt 0 ] || mapfile -t files < <(find test -name '*.test.ts' -not -path '*/node_modules/*' | sort)
+out=$(mktemp)
+npx tap --jobs=2 "${files[@]}" 2>&1 | tee "$out"
+status=${PIPESTATUS[0]}
+summary=$(grep -E '^# \{ total: [0-9]+' "$out" | tail -n 1)
+rm -f "$out"
+num() { echo "$summary" | grep -oE "$1: [0-9]+" | grep -oE '[0-9]+' || echo 0; }
+pass=$(num pass); fail=$(num fail); skip=$(( $(num skip) + $(num todo) ))
+if [ -z "$summary" ]; then pass=0; fail=1; fi
+if [ "$status" -ne 0 ] && [ "$fail" -eq 0 ]; then fail=1; fi
+line="$pass passed, $fail failed"
+[ "$skip" -gt 0 ] && line="$line, $skip skipped"
+echo "$line"
+[ "$status" -eq 0 ] && [ "$fail" -eq 0 ]

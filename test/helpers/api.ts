@@ -1,0 +1,85 @@
+// The API in-process over a LocalCluster sized with the example cluster of SPEC.md,
+// driven through `app.inject`. Everything it starts is ended when the test ends.
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { FastifyInstance, InjectOptions } from 'fastify';
+import type { Application, NodePool } from '../../schemas/index.js';
+import { LocalCluster } from '../../cluster/local/local-cluster.js';
+import { buildApi } from '../../submit-api/app.js';
+import { buildRules } from '../../webhook/domain/index.js';
+import { killDrivers } from './drivers.js';
+import { writeFakeSparkSubmit } from './fake-spark-submit.js';
+import { sleep, tempDir } from './temp.js';
+
+export const repoRoot = join(import.meta.dirname, '..', '..');
+export const exampleClusterFile = join(repoRoot, '..', 'shared', 'spec', 'example-cluster.json');
+
+export interface ExampleCluster {
+  nodePools: NodePool[];
+  expected: {
+    defaultDriver: { cores: number; coreRequest: string; memory: string };
+    defaultExecutor: { cores: number; coreRequest: string; memory: string; instances: number };
+    executorByCores: Record<string, { coreRequest: string; memory: string }>;
+    rejectedExecutorCores: number;
+  };
+}
+
+export const exampleCluster = (): ExampleCluster => JSON.parse(readFileSync(exampleClusterFile, 'utf8')) as ExampleCluster;
+
+interface TestLike { teardown(fn: () => unknown): void }
+
+export interface TestApi {
+  app: FastifyInstance;
+  cluster: LocalCluster;
+  dataDir: string;
+  /** inject, with the JSON body parsed when there is one. */
+  call(method: InjectOptions['method'], url: string, payload?: unknown, headers?: Record<string, string>):
+    Promise<{ status: number; json: any; body: string; headers: Record<string, unknown> }>;
+  getApp(appName: string): Promise<Application & { stateDetail?: string }>;
+}
+
+export interface TestApiOptions {
+  /** Cores the machine lends to drivers (LocalCluster `cores`). */
+  cores?: number;
+  /** The real spark-submit and python; default: the TEST DOUBLE of fake-spark-submit.ts. */
+  spark?: { sparkSubmit: string; python?: string };
+  auth?: { enabled: boolean; store: { verify(key: string): { id: string; role: 'user' | 'admin' } | undefined } };
+}
+
+export async function startTestApi(t: TestLike, options: TestApiOptions = {}): Promise<TestApi> {
+  const root = tempDir(t);
+  const dataDir = join(root, 'data');
+  const spark = options.spark ?? { sparkSubmit: writeFakeSparkSubmit(root) };
+  const cluster = new LocalCluster({
+    dataDir,
+    rules: buildRules({ nodePools: exampleCluster().nodePools, namespace: 'local' }),
+    cores: options.cores ?? 2,
+    pollMs: 100,
+    ...spark,
+  });
+  const app = await buildApi({ cluster, auth: options.auth ?? { enabled: false, store: { verify: () => undefined } } });
+  // Registered after tempDir's teardown, so it runs first (tap runs teardowns in reverse).
+  t.teardown(async () => {
+    await app.close();
+    // Closed first, so that no queued app starts; then every running driver is stopped
+    // through the cluster, so its end is recorded before the directory goes away.
+    await cluster.close();
+    const { items } = await cluster.list({ limit: 500 });
+    await Promise.all(items.filter((r) => r.state === 'RUNNING').map((r) => cluster.stop(r.appName)));
+    await sleep(50); // exit handlers of drivers that ended on their own
+    await cluster.close();
+    killDrivers(dataDir);
+  });
+  const call: TestApi['call'] = async (method, url, payload, headers) => {
+    const res = await app.inject({ method, url, payload: payload as InjectOptions['payload'], headers });
+    let json: unknown;
+    try { json = res.body ? JSON.parse(res.body) : undefined; } catch { json = undefined; }
+    return { status: res.statusCode, json, body: res.body, headers: res.headers };
+  };
+  const getApp = async (appName: string) => {
+    const res = await call('GET', `/api/apps/${appName}`);
+    if (res.status !== 200) throw new Error(`GET ${appName}: ${res.status} ${res.body}`);
+    return res.json;
+  };
+  return { app, cluster, dataDir, call, getApp };
+}

@@ -1,0 +1,117 @@
+// The real command line: `submission-service local` as a child process (the compiled
+// dist/, so run `npx tsc -p .` first), and one-shot commands such as `apps list`.
+import { type ChildProcess, spawn } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { join } from 'node:path';
+import { exampleClusterFile, repoRoot } from './api.js';
+import { killDrivers } from './drivers.js';
+
+export const binPath = join(repoRoot, 'bin', 'submission-service.js');
+
+interface TestLike { teardown(fn: () => unknown): void }
+
+/**
+ * The environment with the project's Spark virtualenv (what `source env.sh` would set),
+ * read from ~/.cache/submission-service/env.sh when the caller has not sourced it.
+ */
+export function sparkEnv(): NodeJS.ProcessEnv {
+  const env = { ...process.env };
+  if (env.SUBMISSION_SERVICE_PYTHON_ENV) return env;
+  const file = join(homedir(), '.cache', 'submission-service', 'env.sh');
+  if (!existsSync(file)) return env;
+  for (const line of readFileSync(file, 'utf8').split('\n')) {
+    const m = /^export (\w+)='([^']*)'(:"\$PATH")?$/.exec(line.trim());
+    if (m) env[m[1]] = m[3] ? `${m[2]}:${env.PATH ?? ''}` : m[2];
+  }
+  return env;
+}
+
+/** The real spark-submit and python of the virtualenv, for an in-process LocalCluster. */
+export function realSpark(): { sparkSubmit: string; python?: string } | undefined {
+  const venv = sparkEnv().SUBMISSION_SERVICE_PYTHON_ENV;
+  if (!venv || !existsSync(join(venv, 'bin', 'spark-submit'))) return undefined;
+  return { sparkSubmit: join(venv, 'bin', 'spark-submit'), python: join(venv, 'bin', 'python') };
+}
+
+export interface Service {
+  url: string;
+  child: ChildProcess;
+  /** Everything the service wrote so far (stdout and stderr). */
+  output(): string;
+  /** Sends the signal and resolves with the exit code (or signal name) once it is gone. */
+  stop(signal?: NodeJS.Signals): Promise<number | string>;
+}
+
+export interface ServiceOptions {
+  dataDir: string;
+  env?: NodeJS.ProcessEnv;
+  /** Extra flags, e.g. ['--auth', 'on', '--cores', '2']. */
+  args?: string[];
+  timeoutMs?: number;
+}
+
+/** Starts `submission-service local` on a free port (port 0: the kernel picks) and waits for its URL. */
+export async function startService(t: TestLike, options: ServiceOptions): Promise<Service> {
+  if (!existsSync(join(repoRoot, 'dist', 'cli', 'main.js'))) throw new Error('dist/ is missing: run npx tsc -p . first');
+  const child = spawn(process.execPath, [
+    binPath, 'local', '--port', '0', '--data-dir', options.dataDir, '--node-pools', exampleClusterFile, ...(options.args ?? []),
+  ], { env: { LOG_LEVEL: 'warn', ...(options.env ?? sparkEnv()) }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let output = '';
+  child.stdout!.on('data', (chunk) => { output += chunk; });
+  child.stderr!.on('data', (chunk) => { output += chunk; });
+  const exited = new Promise<number | string>((ok) => child.once('exit', (code, signal) => ok(code ?? signal ?? -1)));
+  t.teardown(async () => {
+    if (child.exitCode === null && child.signalCode === null) {
+      child.kill('SIGKILL');
+      await exited;
+    }
+    killDrivers(options.dataDir);
+  });
+  const url = await new Promise<string>((ok, fail) => {
+    const timer = setTimeout(() => fail(new Error(`the service did not start in time:\n${output}`)), options.timeoutMs ?? 20_000);
+    const look = () => {
+      const m = /at (http:\/\/[^\s/]+)\/api\//.exec(output);
+      if (m) { clearTimeout(timer); ok(m[1]); }
+    };
+    child.stdout!.on('data', look);
+    void exited.then((code) => { clearTimeout(timer); fail(new Error(`the service exited (${code}) before listening:\n${output}`)); });
+  });
+  return {
+    url,
+    child,
+    output: () => output,
+    stop: async (signal = 'SIGTERM') => {
+      if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+      return exited;
+    },
+  };
+}
+
+export interface CliResult { code: number | null; stdout: string; stderr: string }
+
+/** Runs one CLI command to its end. */
+export function runCli(args: string[], env: NodeJS.ProcessEnv = process.env, timeoutMs = 90_000): Promise<CliResult> {
+  return new Promise((ok, fail) => {
+    const child = spawn(process.execPath, [binPath, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (c) => { stdout += c; });
+    child.stderr.on('data', (c) => { stderr += c; });
+    const timer = setTimeout(() => { child.kill('SIGKILL'); fail(new Error(`${args.join(' ')} timed out:\n${stdout}\n${stderr}`)); }, timeoutMs);
+    child.once('exit', (code) => { clearTimeout(timer); ok({ code, stdout, stderr }); });
+  });
+}
+
+/** JSON over HTTP against a running service. */
+export async function http(base: string, method: string, path: string, body?: unknown, headers: Record<string, string> = {}) {
+  const res = await fetch(base + path, {
+    method,
+    headers: body === undefined ? headers : { 'content-type': 'application/json', ...headers },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await res.text();
+  let json: any;
+  try { json = JSON.parse(text); } catch { json = undefined; }
+  return { status: res.status, json, text, headers: res.headers };
+}
