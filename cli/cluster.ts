@@ -14,7 +14,9 @@ import { KubernetesCluster } from '../cluster/kubernetes/kubernetes-cluster.js';
 import { buildApi } from '../submit-api/app.js';
 import { FileKeyStore } from '../submit-api/auth/key-store.js';
 import { startWebhookService } from '../webhook/service.js';
-import { defaultDataDir } from './config.js';
+import { defaultDataDir, findSpark } from './config.js';
+import { FakeKubelet } from '../cluster/testbed/fake-kubelet.js';
+import { availableParallelism } from 'node:os';
 import { rulesFrom } from './rules.js';
 
 const packageRoot = fileURLToPath(new URL('../../', import.meta.url));
@@ -22,6 +24,7 @@ const packageRoot = fileURLToPath(new URL('../../', import.meta.url));
 const options = {
   'node-pools': { type: 'string' },
   nodes: { type: 'boolean', default: false },
+  'run-pods': { type: 'boolean', default: false },
   dir: { type: 'string', default: join(defaultDataDir(), 'cluster') },
   port: { type: 'string', default: '0' },
   namespace: { type: 'string', default: 'spark-apps' },
@@ -61,7 +64,7 @@ export function startTestbed(dir: string, scheduler: boolean) {
 }
 
 /** Everything in this process; stops it all on SIGTERM. */
-interface UpOptions { 'node-pools'?: string; nodes: boolean; dir: string; port: string; namespace: string; auth: string }
+interface UpOptions { 'node-pools'?: string; nodes: boolean; 'run-pods': boolean; dir: string; port: string; namespace: string; auth: string }
 
 async function serve(values: UpOptions) {
   const dir = resolve(values.dir);
@@ -81,12 +84,18 @@ async function serve(values: UpOptions) {
     dnsNames: ['localhost'], ipAddresses: ['127.0.0.1'],
     registration: { name: 'submission-service', url: `https://127.0.0.1:${webhookPort}/mutate-pods` },
   });
+  // A test double for a kubelet: runs driver pods as local Spark processes (README, "cluster up").
+  const kubelet = values['run-pods']
+    ? new FakeKubelet({ clients, namespace: values.namespace, dataDir: join(dir, 'kubelet'), cores: availableParallelism(), ...findSpark() })
+    : undefined;
+  await kubelet?.start();
   const cluster = new KubernetesCluster({ clients, namespace: values.namespace });
   const api = await buildApi({ cluster, auth: { enabled: values.auth === 'on', store: new FileKeyStore(join(dir, 'keys')) } });
   const baseUrl = await api.listen({ port: Number(values.port), host: '127.0.0.1' });
   const close = async () => {
     await api.close().catch(() => undefined);
     await cluster.close();
+    await kubelet?.stop();
     await webhook.close().catch(() => undefined);
     stopTestbed();
     rmSync(join(dir, 'state.json'), { force: true });
@@ -142,6 +151,6 @@ export async function clusterCommand(argv: string[]): Promise<number> {
     process.stderr.write('stopped\n');
     return 0;
   }
-  process.stderr.write('usage: submission-service cluster up|down [--node-pools FILE] [--nodes] [--dir DIR] [--port N]\n');
+  process.stderr.write('usage: submission-service cluster up|down [--node-pools FILE] [--nodes] [--run-pods] [--dir DIR] [--port N]\n');
   return 2;
 }

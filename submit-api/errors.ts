@@ -2,6 +2,7 @@
 // as JSON with a message (and the field, for 400); 5xx are logged in full.
 import type { FastifyError, FastifyInstance, FastifyReply } from 'fastify';
 import { ConflictError, NotFoundError, UnavailableError } from '../cluster/cluster.js';
+import { KubernetesError } from '../cluster/kubernetes/errors.js';
 import { InvalidCursorError } from '../cluster/paging.js';
 
 export class HttpError extends Error {
@@ -46,6 +47,8 @@ export function installErrorHandler(app: FastifyInstance) {
     if (error instanceof NotFoundError) return sendError(reply, 404, error.message);
     if (error instanceof InvalidCursorError) return sendError(reply, 400, error.message, { field: 'cursor' });
     if (error instanceof UnavailableError) return sendError(reply, 503, error.message);
+    // Kubernetes' own words reach the client whatever the status: they say what to fix.
+    if (error instanceof KubernetesError) return sendError(reply, error.statusCode >= 400 ? error.statusCode : 502, error.message);
     if (error.validation) return sendError(reply, 400, describeValidation(error).message, { field: describeValidation(error).field });
     const status = error.statusCode ?? 500;
     if (status >= 500) {

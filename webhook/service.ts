@@ -24,12 +24,19 @@ export interface WebhookServiceOptions {
   rotationCheckMs?: number;
 }
 
+/**
+ * Keeps our CA in the MutatingWebhookConfiguration. One that exists (the Helm chart's) only
+ * gets its caBundle patched, so its failurePolicy, timeouts and labels stay as deployed;
+ * a missing one (the test bed) is created whole.
+ */
 async function register(clients: KubeClients, body: V1MutatingWebhookConfiguration): Promise<void> {
   const api = clients.kc.makeApiClient(AdmissionregistrationV1Api);
   const name = body.metadata!.name!;
+  const caBundle = body.webhooks?.[0]?.clientConfig.caBundle;
   try {
     const current = await api.readMutatingWebhookConfiguration({ name });
-    await api.replaceMutatingWebhookConfiguration({ name, body: { ...body, metadata: { ...body.metadata, resourceVersion: current.metadata?.resourceVersion } } });
+    const patch = (current.webhooks ?? []).map((_w, i) => ({ op: 'add', path: `/webhooks/${i}/clientConfig/caBundle`, value: caBundle }));
+    if (patch.length > 0) await api.patchMutatingWebhookConfiguration({ name, body: patch });
   } catch (error) {
     if ((error as { code?: number }).code !== 404) throw error;
     await api.createMutatingWebhookConfiguration({ body });

@@ -14,6 +14,7 @@ export class AdmissionCache {
   readonly applications = new LRUCache<string, ApplicationConfig>({ max: 50_000 });
   private readonly stops: (() => Promise<void> | void)[] = [];
   private synced = 0;
+  private stopped = false;
 
   constructor(private readonly clients: KubeClients, private readonly namespace: string) {}
 
@@ -42,7 +43,11 @@ export class AdmissionCache {
     // Deleted drivers stay cached: their last executors may still be arriving.
 
     for (const informer of [templates, drivers]) {
-      informer.on('error', () => setTimeout(() => void informer.start().catch(() => undefined), 1000));
+      // stop() aborts the watch, which reports an error too: no restart once stopped.
+      informer.on('error', () => {
+        if (this.stopped) return;
+        setTimeout(() => { if (!this.stopped) void informer.start().catch(() => undefined); }, 1000).unref();
+      });
       await informer.start();
       this.synced++;
       this.stops.push(() => informer.stop());
@@ -59,6 +64,7 @@ export class AdmissionCache {
   }
 
   async stop(): Promise<void> {
+    this.stopped = true;
     await Promise.all(this.stops.map((stop) => stop()));
   }
 }

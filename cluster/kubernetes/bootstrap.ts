@@ -1,6 +1,6 @@
 // Puts what the service needs into a cluster that has none of it: the namespace, the
 // CRDs (generated from schemas/), and for the test bed, Node objects for each pool.
-import { ApiextensionsV1Api, type V1CustomResourceDefinition, type V1Node } from '@kubernetes/client-node';
+import { ApiextensionsV1Api, loadYaml, type V1CustomResourceDefinition, type V1Node } from '@kubernetes/client-node';
 import { allCrds } from '../../schemas/crd.js';
 import type { AdmissionRules, ResolvedPool } from '../../webhook/domain/index.js';
 import type { KubeClients } from './client.js';
@@ -13,7 +13,9 @@ export async function ensureNamespace(clients: KubeClients, name: string): Promi
 
 export async function ensureCrds(clients: KubeClients): Promise<void> {
   const api = clients.kc.makeApiClient(ApiextensionsV1Api);
-  for (const crd of allCrds() as unknown as V1CustomResourceDefinition[]) {
+  // Through loadYaml: the client's serializer keeps only fields of its typed models, so a
+  // plain object would lose keywords such as `enum` on the way.
+  for (const crd of allCrds().map((c) => loadYaml<V1CustomResourceDefinition>(JSON.stringify(c)))) {
     await api.createCustomResourceDefinition({ body: crd }).catch((e) => { if (!exists(e)) throw e; });
   }
   // The apiserver serves a new CRD's resources a moment after accepting it, and answers

@@ -13,7 +13,7 @@ import { pageOf } from '../paging.js';
 import { logStream } from './log-stream.js';
 import { isAlive, killGroup, readExitCode, startProcess } from './process-runner.js';
 import { RecordStore, type StoredApp } from './record-store.js';
-import { type LocalMachine, localDriverCommand } from './spark-command.js';
+import { type LocalMachine, localCores, localDriverCommand } from './spark-command.js';
 import { FileTemplateStore } from './template-store.js';
 import { newAppName } from '../app-name.js';
 
@@ -157,10 +157,8 @@ export class LocalCluster implements Cluster {
     }
   }
 
-  /** Task slots the app asks for, capped at what the machine has so that it can ever start. */
   private demand({ record }: StoredApp): number {
-    const executor = record.config.executor ?? {};
-    return Math.max(1, Math.min(this.options.cores, (executor.cores ?? 1) * Math.max(1, executor.instances ?? 1)));
+    return localCores(record.config, this.options.cores);
   }
 
   private start(stored: StoredApp, cores: number): void {

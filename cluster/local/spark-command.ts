@@ -2,6 +2,7 @@
 // container's spark-submit arguments, with master local[N], as the image's entrypoint
 // would run them. `$(VAR)` is expanded from the pod's env as the kubelet does.
 import type { V1Pod } from '@kubernetes/client-node';
+import type { ApplicationConfig } from '../../schemas/index.js';
 import { DRIVER_CONTAINER } from '../../webhook/domain/index.js';
 
 export interface LocalCommand {
@@ -18,6 +19,12 @@ export interface LocalMachine {
 }
 
 const LOOPBACK = '127.0.0.1';
+
+/** Task slots an app asks for (executor cores x instances), capped at the machine's so it can ever start. */
+export function localCores(config: ApplicationConfig | undefined, machineCores: number): number {
+  const executor = config?.executor ?? {};
+  return Math.max(1, Math.min(machineCores, (executor.cores ?? 1) * Math.max(1, executor.instances ?? 1)));
+}
 
 /** Values the kubelet would give env vars that come from the pod's status. */
 function fieldValue(fieldPath: string): string {

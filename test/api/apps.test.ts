@@ -4,7 +4,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import t from 'tap';
 import { exampleCluster, startTestApi } from '../helpers/api.js';
-import { groupAlive, storedApp } from '../helpers/drivers.js';
+import { groupAlive, liveGroupMembers, storedApp } from '../helpers/drivers.js';
 import { fakeJob } from '../helpers/fake-spark-submit.js';
 import { until, waitForState } from '../helpers/poll.js';
 import { filesUnder, sleep } from '../helpers/temp.js';
@@ -123,7 +123,7 @@ t.test('stop ends the whole process group: KILLED, record kept', async (t) => {
   t.equal(stopped.json.state, 'KILLED');
   t.match(stopped.json.endedAt, iso);
   t.ok(Date.now() - t0 < 5000, 'stopped without waiting for the kill grace period');
-  t.notOk(groupAlive(run.pid), 'no process of the group is left');
+  t.same(liveGroupMembers(run.pid), [], 'no process of the group is left');
   t.notOk(pidAlive(driverPid), 'the driver is gone');
   const read = await api.getApp(appName);
   t.equal(read.state, 'KILLED', 'the record stays, KILLED');
@@ -157,7 +157,7 @@ t.test('delete stops a running app, removes its record and files: 204 then 404',
   const del = await api.call('DELETE', `/api/apps/${appName}`);
   t.equal(del.status, 204);
   t.equal(del.body, '', 'no body');
-  t.notOk(groupAlive(run.pid), 'its processes are gone');
+  t.same(liveGroupMembers(run.pid), [], 'its processes are gone');
   t.equal((await api.call('GET', `/api/apps/${appName}`)).status, 404);
   t.equal((await api.call('GET', `/api/apps/${appName}/log`)).status, 404);
   t.equal((await api.call('DELETE', `/api/apps/${appName}`)).status, 404, 'deleting again is 404');

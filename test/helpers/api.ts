@@ -43,12 +43,14 @@ export interface TestApiOptions {
   cores?: number;
   /** The real spark-submit and python; default: the TEST DOUBLE of fake-spark-submit.ts. */
   spark?: { sparkSubmit: string; python?: string };
+  /** An existing data dir (e.g. one with crafted records); default: a fresh temp dir. */
+  dataDir?: string;
   auth?: { enabled: boolean; store: { verify(key: string): { id: string; role: 'user' | 'admin' } | undefined } };
 }
 
 export async function startTestApi(t: TestLike, options: TestApiOptions = {}): Promise<TestApi> {
   const root = tempDir(t);
-  const dataDir = join(root, 'data');
+  const dataDir = options.dataDir ?? join(root, 'data');
   const spark = options.spark ?? { sparkSubmit: writeFakeSparkSubmit(root) };
   const cluster = new LocalCluster({
     dataDir,

@@ -29,6 +29,23 @@ export function groupAlive(pgid: number): boolean {
   }
 }
 
+/**
+ * Live processes of a group: pids whose /proc stat names the group and which are not
+ * zombies (an orphan zombie waits for init to reap it; it runs nothing).
+ */
+export function liveGroupMembers(pgid: number): number[] {
+  const out: number[] = [];
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      if (Number(fields[2]) === pgid && fields[0] !== 'Z') out.push(Number(name));
+    } catch { /* ended meanwhile */ }
+  }
+  return out;
+}
+
 /** SIGKILLs every driver process group recorded in dataDir that is still ours. */
 export function killDrivers(dataDir: string): void {
   for (const { run } of storedApps(dataDir)) {

@@ -3,7 +3,7 @@ import { sleep } from './temp.js';
 
 export const TERMINAL = ['COMPLETED', 'FAILED', 'KILLED', 'UNKNOWN'];
 
-export interface Polled { state?: string; [key: string]: unknown }
+export interface Polled { state?: string | null }
 
 /**
  * Reads the app until its state is one of `states` and returns it; fails with the last

@@ -51,7 +51,7 @@ export function applyDefaults(config: ApplicationConfig, rules: AdmissionRules):
     engineVersion,
     mode: config.mode ?? 'cluster',
     image: config.image ?? imageFor(engineVersion, rules),
-    engineConf: { ...engineDefaults(config, engineVersion), ...config.engineConf },
+    engineConf: Object.assign(engineDefaults(config, engineVersion), config.engineConf),
     driver,
     executor,
     restartPolicy: { type: 'Never', ...config.restartPolicy },

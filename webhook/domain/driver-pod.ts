@@ -10,7 +10,7 @@ import {
 import { placeDriver } from './placement.js';
 import { parseMemoryMib } from './quantities.js';
 import type { AdmissionRules } from './rules.js';
-import { type AppIdentity, cpuQuantity, podMemoryMib, sparkProperties } from './spark-properties.js';
+import { type AppIdentity, cpuQuantity, DRIVER_PORTS, podMemoryMib, sparkProperties } from './spark-properties.js';
 
 export interface BarePodInput {
   appName: string;
@@ -39,7 +39,6 @@ export function bareDriverPod(input: BarePodInput): V1Pod {
 }
 
 export const SPARK_LOCAL_DIR = '/var/data/spark-local';
-export const DRIVER_PORTS = { rpc: 7078, blockManager: 7079, ui: 4040 };
 
 /** Container arguments for the image's entrypoint (`driver` runs spark-submit in client mode). */
 export function driverArgs(config: ApplicationConfig, props: Record<string, string>, master: string): string[] {

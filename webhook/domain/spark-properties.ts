@@ -5,21 +5,25 @@ import { LABEL_APP, LABEL_JOB } from './labels.js';
 import { parseMillicores } from './quantities.js';
 import type { AdmissionRules } from './rules.js';
 
+/** Spark's own name for the language (it sizes Python executors' extra memory from it). */
+const RESOURCE_TYPES: Record<NonNullable<ApplicationConfig['type']>, string> = { Scala: 'java', Java: 'java', Python: 'python', R: 'r' };
+
+export const DRIVER_PORTS = { rpc: 7078, blockManager: 7079, ui: 4040 };
+
 export interface AppIdentity {
   appName: string;
   jobName: string;
   namespace: string;
 }
 
-function podProperties(role: 'driver' | 'executor', pod: PodConfig): Record<string, string> {
-  const props: Record<string, string> = {};
+/** Adds the properties of one pod's config (Object.assign-style: spreading large maps is slow in V8). */
+function addPodProperties(props: Record<string, string>, role: 'driver' | 'executor', pod: PodConfig): void {
   if (pod.cores !== undefined) props[`spark.${role}.cores`] = String(pod.cores);
   if (pod.memory !== undefined) props[`spark.${role}.memory`] = pod.memory;
   if (pod.coreRequest !== undefined) props[`spark.kubernetes.${role}.request.cores`] = pod.coreRequest;
   if (pod.coreLimit !== undefined) props[`spark.kubernetes.${role}.limit.cores`] = pod.coreLimit;
-  for (const [key, value] of Object.entries(pod.labels ?? {})) props[`spark.kubernetes.${role}.label.${key}`] = value;
-  for (const [key, value] of Object.entries(pod.annotations ?? {})) props[`spark.kubernetes.${role}.annotation.${key}`] = value;
-  return props;
+  for (const key in pod.labels) props[`spark.kubernetes.${role}.label.${key}`] = pod.labels[key];
+  for (const key in pod.annotations) props[`spark.kubernetes.${role}.annotation.${key}`] = pod.annotations[key];
 }
 
 export function sparkProperties(config: ApplicationConfig, id: AppIdentity, rules: AdmissionRules): Record<string, string> {
@@ -38,16 +42,20 @@ export function sparkProperties(config: ApplicationConfig, id: AppIdentity, rule
     'spark.driver.memoryOverheadFactor': overhead,
     'spark.executor.memoryOverheadFactor': overhead,
     'spark.kubernetes.memoryOverheadFactor': overhead, // the key before Spark 3.3
-    ...podProperties('driver', driver),
-    ...podProperties('executor', executor),
-    [`spark.kubernetes.executor.label.${LABEL_APP}`]: id.appName,
-    [`spark.kubernetes.executor.label.${LABEL_JOB}`]: id.jobName,
+    // The ports the pod declares; Spark would pick random ones in client mode.
+    'spark.driver.port': String(DRIVER_PORTS.rpc),
+    'spark.driver.blockManager.port': String(DRIVER_PORTS.blockManager),
+    'spark.kubernetes.resource.type': RESOURCE_TYPES[config.type ?? 'Scala'],
   };
+  addPodProperties(props, 'driver', driver);
+  addPodProperties(props, 'executor', executor);
+  props[`spark.kubernetes.executor.label.${LABEL_APP}`] = id.appName;
+  props[`spark.kubernetes.executor.label.${LABEL_JOB}`] = id.jobName;
   if (executor.instances !== undefined) props['spark.executor.instances'] = String(executor.instances);
   for (const secret of executor.secrets ?? []) props[`spark.kubernetes.executor.secrets.${secret.name}`] = secret.path;
-  for (const [key, value] of Object.entries(executor.env ?? {})) props[`spark.executorEnv.${key}`] = value;
+  for (const key in executor.env) props[`spark.executorEnv.${key}`] = executor.env[key];
   if (config.type === 'Python' && config.pythonVersion) props['spark.kubernetes.pyspark.pythonVersion'] = config.pythonVersion;
-  return { ...props, ...config.engineConf };
+  return Object.assign(props, config.engineConf);
 }
 
 /** Pod memory request: Spark's memory plus its overhead (at least 384 MiB, as Spark does). */

@@ -71,7 +71,7 @@ export function mutatingWebhookConfiguration(options: RegistrationOptions): Reco
           { key: SPARK_ROLE, operator: 'In', values: ['executor'] },
           { key: SPARK_APP_SELECTOR, operator: 'Exists' },
         ],
-      }, options.executorFailurePolicy ?? 'Ignore'),
+      }, options.executorFailurePolicy ?? 'Fail'),
     ],
   };
 }

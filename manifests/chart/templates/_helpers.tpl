@@ -37,13 +37,7 @@ tolerations: {{ toJson . }}
 {{- end }}
 {{- end }}
 
-{{/* The config files every process reads, and the volume that holds them. */}}
-{{- define "ss.configArgs" -}}
-- --node-pools
-- /etc/submission-service/node-pools.json
-- --rules
-- /etc/submission-service/rules.json
-{{- end }}
+{{/* The config file the webhook reads, and the volume that holds it. */}}
 {{- define "ss.configVolume" -}}
 - name: config
   configMap:

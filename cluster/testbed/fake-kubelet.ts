@@ -1,0 +1,158 @@
+// FakeKubelet — a TEST DOUBLE for a kubelet, for the test bed and `cluster up --run-pods`.
+// No container runtime exists here, so it plays one node agent for our driver pods: it
+// runs each admitted driver pod the way local mode does (the pod's own spark-submit
+// arguments, master local[N]), reports pod status to the apiserver, honours deletion,
+// and serves /containerLogs so that `kubectl logs` (and our API's log) work through the
+// real apiserver. Executors are not created: master local[N] runs tasks in the driver.
+import { createServer, type Server } from 'node:https';
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { type V1Pod, Watch } from '@kubernetes/client-node';
+import { generateCa, issueServingCert } from '../../certs/generate.js';
+import { LABEL_JOB, readConfig, SPARK_ROLE } from '../../webhook/domain/index.js';
+import type { KubeClients } from '../kubernetes/client.js';
+import { logStream } from '../local/log-stream.js';
+import { isAlive, killGroup, readExitCode, startProcess } from '../local/process-runner.js';
+import { localCores, localDriverCommand } from '../local/spark-command.js';
+
+export interface FakeKubeletOptions {
+  clients: KubeClients;
+  namespace: string;
+  dataDir: string;
+  sparkSubmit: string;
+  python?: string;
+  cores: number;
+}
+
+interface Running { pid: number; startTicks: number; logFile: string; exitFile: string; startedAt: string; done: boolean }
+
+export class FakeKubelet {
+  readonly nodeName = 'fake-kubelet';
+  private server?: Server;
+  private watch?: AbortController;
+  private readonly running = new Map<string, Running>();
+  port = 0;
+
+  constructor(private readonly options: FakeKubeletOptions) {
+    mkdirSync(join(options.dataDir, 'logs'), { recursive: true });
+  }
+
+  async start(): Promise<void> {
+    const ca = generateCa({ commonName: 'fake-kubelet-ca' });
+    const tls = issueServingCert({ ca, ipAddresses: ['127.0.0.1'], dnsNames: ['localhost'] });
+    this.server = createServer({ cert: tls.cert, key: tls.key }, (req, res) => void this.serveLog(req.url ?? '', res));
+    await new Promise<void>((ok) => this.server!.listen(0, '127.0.0.1', ok));
+    this.port = (this.server.address() as { port: number }).port;
+    await this.registerNode();
+    const watch = new Watch(this.options.clients.kc);
+    this.watch = await watch.watch(`/api/v1/namespaces/${this.options.namespace}/pods`, { labelSelector: `${LABEL_JOB},${SPARK_ROLE}=driver` },
+      (_phase, pod: V1Pod) => void this.onPod(pod).catch(() => undefined), () => undefined);
+  }
+
+  async stop(): Promise<void> {
+    this.watch?.abort();
+    for (const run of this.running.values()) if (!run.done) await killGroup(run.pid, run.startTicks, 2000);
+    await new Promise<void>((ok) => (this.server ? this.server.close(() => ok()) : ok()));
+  }
+
+  /** The node that pods without a scheduler are bound to; the apiserver reaches its logs here. */
+  private async registerNode(): Promise<void> {
+    const { core } = this.options.clients;
+    const body = { metadata: { name: this.nodeName, labels: { 'submission-service/test-double': 'fake-kubelet' } } };
+    await core.createNode({ body }).catch((e: { code?: number }) => { if (e.code !== 409) throw e; });
+    const status = {
+      allocatable: { cpu: '1000', memory: '10000Gi', pods: '1000' },
+      capacity: { cpu: '1000', memory: '10000Gi', pods: '1000' },
+      addresses: [{ type: 'InternalIP', address: '127.0.0.1' }],
+      daemonEndpoints: { kubeletEndpoint: { Port: this.port } },
+      conditions: [{ type: 'Ready', status: 'True', reason: 'FakeKubelet', message: 'a test double runs pods as local processes' }],
+    };
+    // A taint keeps the real scheduler (when it runs) from choosing this node for sized pods.
+    const node = await core.readNode({ name: this.nodeName });
+    await core.replaceNode({ name: this.nodeName, body: { ...node, spec: { taints: [{ key: 'submission-service/fake-kubelet', effect: 'NoSchedule' }] } } });
+    await core.replaceNodeStatus({ name: this.nodeName, body: { ...(await core.readNode({ name: this.nodeName })), status } });
+    // The pools' fake nodes (cluster up --nodes) are this kubelet's too: logs come here.
+    const pools = await core.listNode({ labelSelector: 'submission-service/test-double=fake-node' });
+    for (const poolNode of pools.items) {
+      poolNode.status = { ...poolNode.status, addresses: status.addresses, daemonEndpoints: status.daemonEndpoints };
+      await core.replaceNodeStatus({ name: poolNode.metadata!.name!, body: poolNode });
+    }
+  }
+
+  private async onPod(pod: V1Pod): Promise<void> {
+    const name = pod.metadata!.name!;
+    const run = this.running.get(name);
+    if (pod.metadata?.deletionTimestamp) {
+      if (run && !run.done) await killGroup(run.pid, run.startTicks, 2000);
+      await this.options.clients.core.deleteNamespacedPod({ name, namespace: this.options.namespace, gracePeriodSeconds: 0 }).catch(() => undefined);
+      return;
+    }
+    if (run || pod.status?.phase !== 'Pending') return;
+    if (!pod.spec?.nodeName) {
+      await this.options.clients.core.createNamespacedPodBinding({
+        name, namespace: this.options.namespace,
+        body: { metadata: { name }, target: { apiVersion: 'v1', kind: 'Node', name: this.nodeName } },
+      });
+      return; // the binding's update event starts it
+    }
+    this.launch(pod);
+  }
+
+  private launch(pod: V1Pod): void {
+    const name = pod.metadata!.name!;
+    const logFile = join(this.options.dataDir, 'logs', `${name}.log`);
+    const exitFile = join(this.options.dataDir, 'logs', `${name}.exit`);
+    const workDir = join(this.options.dataDir, 'work', name);
+    mkdirSync(workDir, { recursive: true });
+    const cores = localCores(readConfig(pod), this.options.cores);
+    const command = localDriverCommand(pod, { sparkSubmit: this.options.sparkSubmit, python: this.options.python, cores, workDir }, cores);
+    const started = startProcess(command, logFile, exitFile);
+    const run: Running = { ...started, logFile, exitFile, startedAt: new Date().toISOString(), done: false };
+    this.running.set(name, run);
+    void this.report(pod, { phase: 'Running', running: { startedAt: run.startedAt } });
+    void started.exited.then(async () => {
+      run.done = true;
+      const code = readExitCode(exitFile) ?? 137;
+      await this.report(pod, {
+        phase: code === 0 ? 'Succeeded' : 'Failed',
+        terminated: { exitCode: code, reason: code === 0 ? 'Completed' : 'Error', startedAt: run.startedAt, finishedAt: new Date().toISOString() },
+      });
+    });
+  }
+
+  private async report(pod: V1Pod, state: { phase: string; running?: { startedAt: string }; terminated?: { exitCode: number; reason: string; startedAt: string; finishedAt: string } }) {
+    const { core } = this.options.clients;
+    const name = pod.metadata!.name!;
+    const current = await core.readNamespacedPod({ name, namespace: this.options.namespace }).catch(() => undefined);
+    if (!current) return;
+    const container = current.spec!.containers[0];
+    current.status = {
+      ...current.status,
+      phase: state.phase,
+      startTime: current.status?.startTime ?? new Date(state.running?.startedAt ?? state.terminated!.startedAt),
+      podIP: '127.0.0.1',
+      containerStatuses: [{
+        name: container.name, image: container.image ?? '', imageID: '', ready: state.phase === 'Running', restartCount: 0,
+        state: state.running
+          ? { running: { startedAt: new Date(state.running.startedAt) } }
+          : { terminated: { ...state.terminated!, startedAt: new Date(state.terminated!.startedAt), finishedAt: new Date(state.terminated!.finishedAt) } },
+      }],
+    };
+    await core.replaceNamespacedPodStatus({ name, namespace: this.options.namespace, body: current }).catch(() => undefined);
+  }
+
+  /** GET /containerLogs/{namespace}/{pod}/{container}?follow=true, as the apiserver asks a kubelet. */
+  private async serveLog(url: string, res: import('node:http').ServerResponse): Promise<void> {
+    const parsed = new URL(url, 'https://127.0.0.1');
+    const [, kind, , pod] = parsed.pathname.split('/');
+    const run = kind === 'containerLogs' ? this.running.get(pod ?? '') : undefined;
+    if (!run) {
+      res.writeHead(404, { 'content-type': 'text/plain' }).end('no such container on this fake kubelet\n');
+      return;
+    }
+    res.writeHead(200, { 'content-type': 'text/plain' });
+    const stream = logStream({ file: run.logFile, follow: parsed.searchParams.get('follow') === 'true', ended: () => run.done || !isAlive(run.pid, run.startTicks) });
+    res.once('close', () => stream.destroy());
+    stream.pipe(res);
+  }
+}

@@ -1,0 +1,303 @@
+// A real control plane for a test, in this process's care: the test bed (etcd,
+// kube-apiserver, optionally kube-scheduler; built by test/cluster/build.sh) in a temp dir,
+// then what `cluster serve` puts on it (namespace, CRDs, fake nodes on request, the webhook
+// service registered with its CA) and the API in Kubernetes mode on a real port.
+// Everything started here is stopped in the test's teardown.
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { existsSync, mkdirSync, openSync, closeSync, readFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { AdmissionregistrationV1Api, type V1MutatingWebhookConfiguration, type V1Pod } from '@kubernetes/client-node';
+import type { FastifyInstance } from 'fastify';
+import { createFakeNodes, ensureCrds, ensureNamespace } from '../../cluster/kubernetes/bootstrap.js';
+import { APPLICATIONS, GROUP, type KubeClients, kubeClients, TEMPLATES, VERSION } from '../../cluster/kubernetes/client.js';
+import { KubernetesCluster } from '../../cluster/kubernetes/kubernetes-cluster.js';
+import { buildApi } from '../../submit-api/app.js';
+import { type AdmissionRules, buildRules } from '../../webhook/domain/index.js';
+import { mutatingWebhookConfiguration } from '../../webhook/server/registration.js';
+import { startWebhookService } from '../../webhook/service.js';
+import { exampleCluster, repoRoot } from './api.js';
+import { sleep, tempDir } from './temp.js';
+
+interface TestLike { teardown(fn: () => unknown): void }
+
+export const WEBHOOK_NAME = 'submission-service';
+
+export async function freePort(): Promise<number> {
+  return new Promise((ok, fail) => {
+    const server = createServer().once('error', fail).listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => ok(port));
+    });
+  });
+}
+
+/** The test bed binary: $SUBMISSION_SERVICE_TESTBED, or built (cached) by test/cluster/build.sh. */
+export function testbedBinary(): string {
+  const given = process.env.SUBMISSION_SERVICE_TESTBED;
+  if (given && existsSync(given)) return given;
+  const out = execFileSync('bash', [join(repoRoot, 'test/cluster/build.sh')], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
+  return out.trim().split('\n').pop()!;
+}
+
+/** One test bed process. */
+export interface Testbed {
+  child: ChildProcess;
+  kubeconfig: string;
+  server: string;
+  port: number;
+  /** SIGTERM (or the given signal), then SIGKILL after `graceMs`; resolves once it has exited. */
+  stop(signal?: NodeJS.Signals, graceMs?: number): Promise<void>;
+}
+
+const running = new Set<ChildProcess>();
+// A test that crashes must not leave a control plane behind.
+process.once('exit', () => { for (const child of running) child.kill('SIGKILL'); });
+
+const exited = (child: ChildProcess) => child.exitCode !== null || child.signalCode !== null;
+
+export async function startTestbed(dir: string, options: { scheduler?: boolean; port?: number } = {}): Promise<Testbed> {
+  mkdirSync(dir, { recursive: true });
+  const port = options.port ?? await freePort();
+  const log = openSync(join(dir, 'testbed.log'), 'a');
+  const args = ['--dir', dir, '--port', String(port), ...(options.scheduler ? ['--scheduler'] : [])];
+  const child = spawn(testbedBinary(), args, { stdio: ['ignore', 'pipe', log] });
+  closeSync(log);
+  running.add(child);
+  const gone = new Promise<void>((ok) => child.once('exit', () => { running.delete(child); ok(); }));
+  const stop = async (signal: NodeJS.Signals = 'SIGTERM', graceMs = 5_000) => {
+    if (exited(child)) return;
+    child.kill(signal);
+    const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
+    await gone;
+    clearTimeout(timer);
+  };
+  try {
+    const { kubeconfig, server } = await new Promise<{ kubeconfig: string; server: string }>((ok, fail) => {
+      const timer = setTimeout(() => fail(new Error(`the test bed was not ready within 120 s; see ${join(dir, 'testbed.log')}`)), 120_000);
+      child.once('exit', (code) => { clearTimeout(timer); fail(new Error(`the test bed exited (${code}) before it was ready: ${tail(join(dir, 'testbed.log'))}`)); });
+      createInterface({ input: child.stdout! }).on('line', (line) => {
+        const [word, kubeconfig, server] = line.split(' ');
+        if (word === 'READY') { clearTimeout(timer); ok({ kubeconfig, server }); }
+      });
+    });
+    return { child, kubeconfig, server, port, stop };
+  } catch (error) {
+    await stop('SIGKILL');
+    throw error;
+  }
+}
+
+function tail(file: string): string {
+  try { return readFileSync(file, 'utf8').split('\n').slice(-15).join('\n'); } catch { return '(no log)'; }
+}
+
+export type Reply = { status: number; json: any; body: string; ms: number };
+
+/** A JSON call over real HTTP; `timeoutMs` bounds how long an answer may take. */
+export async function httpCall(baseUrl: string, method: string, path: string, body?: unknown, timeoutMs = 30_000): Promise<Reply> {
+  const started = performance.now();
+  const res = await fetch(baseUrl + path, {
+    method,
+    headers: body === undefined ? {} : { 'content-type': 'application/json' },
+    body: body === undefined ? undefined : JSON.stringify(body),
+    signal: AbortSignal.timeout(timeoutMs),
+  });
+  const text = await res.text();
+  let json: unknown;
+  try { json = text ? JSON.parse(text) : undefined; } catch { json = undefined; }
+  return { status: res.status, json, body: text, ms: performance.now() - started };
+}
+
+export interface ApiInstance {
+  app: FastifyInstance;
+  cluster: KubernetesCluster;
+  kubeClients: KubeClients;
+  baseUrl: string;
+  close(): Promise<void>;
+}
+
+/** One more API (its own clients and KubernetesCluster) against the same apiserver. */
+export async function startApi(kubeconfig: string, namespace: string): Promise<ApiInstance> {
+  const clients = kubeClients(kubeconfig);
+  const cluster = new KubernetesCluster({ clients, namespace });
+  const app = await buildApi({ cluster, auth: { enabled: false, store: { verify: () => undefined } } });
+  const baseUrl = await app.listen({ port: 0, host: '127.0.0.1' });
+  return { app, cluster, kubeClients: clients, baseUrl, close: async () => { await app.close(); await cluster.close(); } };
+}
+
+export interface KubeBed {
+  dir: string;
+  namespace: string;
+  rules: AdmissionRules;
+  /** The current test bed (see `restartTestbed`). */
+  testbed: Testbed;
+  /**
+   * Starts a new test bed on the same dir and apiserver port. The test bed makes a fresh
+   * cluster on every start (new PKI, empty etcd), so the new kubeconfig is loaded into the
+   * KubeConfig objects already in use (the API keeps its instances), and the namespace,
+   * CRDs and webhook registration are put back, as a restarted real apiserver would keep them.
+   */
+  restartTestbed(): Promise<void>;
+  /** Clients of this process (the API's own are separate: see `api.cluster`). */
+  clients: KubeClients;
+  webhook: Awaited<ReturnType<typeof startWebhookService>>;
+  api: ApiInstance;
+  call(method: string, path: string, body?: unknown, timeoutMs?: number): Promise<Reply>;
+  /** The MutatingWebhookConfiguration as the webhook service registers it. */
+  registration(): V1MutatingWebhookConfiguration;
+  /** Pods of our namespace matching a label selector. */
+  pods(labelSelector?: string): Promise<V1Pod[]>;
+  /** Application custom resources of our namespace. */
+  applications(): Promise<{ metadata: { name: string }; spec: any; status?: any }[]>;
+  template(name: string): Promise<{ spec: { config: any } } | undefined>;
+}
+
+export interface KubeBedOptions {
+  scheduler?: boolean;
+  /** Fake Node objects for each pool of the example cluster (a test double: no kubelet). */
+  nodes?: boolean;
+  namespace?: string;
+}
+
+/** Namespace, CRDs and (on request) fake nodes: what `cluster serve` puts into a fresh cluster. */
+export async function bootstrap(clients: KubeClients, rules: AdmissionRules, nodes: boolean): Promise<void> {
+  await ensureNamespace(clients, rules.namespace);
+  await ensureCrds(clients);
+  if (nodes) await createFakeNodes(clients, rules);
+}
+
+/** Registers (or re-registers) the webhook configuration, as the webhook service does at start. */
+export async function register(clients: KubeClients, body: V1MutatingWebhookConfiguration): Promise<void> {
+  const api = clients.kc.makeApiClient(AdmissionregistrationV1Api);
+  await api.deleteMutatingWebhookConfiguration({ name: body.metadata!.name! }).catch(() => undefined);
+  await api.createMutatingWebhookConfiguration({ body });
+}
+
+export async function startKubeBed(t: TestLike, options: KubeBedOptions = {}): Promise<KubeBed> {
+  const dir = tempDir(t, 'subsvc-kube-');
+  const namespace = options.namespace ?? 'spark-apps';
+  const rules = buildRules({ nodePools: exampleCluster().nodePools, namespace });
+  let testbed = await startTestbed(join(dir, 'testbed'), { scheduler: options.scheduler });
+  // Registered after tempDir's teardown, so it runs before the directory goes.
+  const stops: (() => Promise<unknown>)[] = [() => testbed.stop()];
+  t.teardown(async () => {
+    for (const stop of stops.reverse()) await stop().catch(() => undefined);
+  });
+  const clients = kubeClients(testbed.kubeconfig);
+  await bootstrap(clients, rules, options.nodes ?? false);
+  const webhookPort = await freePort();
+  const url = `https://127.0.0.1:${webhookPort}/mutate-pods`;
+  const webhook = await startWebhookService({
+    clients, rules, certDir: join(dir, 'certs'), port: webhookPort, host: '127.0.0.1',
+    dnsNames: ['localhost'], ipAddresses: ['127.0.0.1'],
+    registration: { name: WEBHOOK_NAME, url },
+  });
+  stops.push(() => webhook.close());
+  const api = await startApi(testbed.kubeconfig, namespace);
+  stops.push(() => api.close());
+  const where = { group: GROUP, version: VERSION, namespace };
+  const registration = () => mutatingWebhookConfiguration({ name: WEBHOOK_NAME, url, caBundle: webhook.caBundle, namespaces: [namespace] }) as V1MutatingWebhookConfiguration;
+  const bed: KubeBed = {
+    dir, namespace, rules, testbed, clients, webhook, api, registration,
+    async restartTestbed() {
+      await testbed.stop();
+      testbed = await startTestbed(join(dir, 'testbed'), { scheduler: options.scheduler, port: testbed.port });
+      bed.testbed = testbed;
+      for (const kc of [clients.kc, api.kubeClients.kc]) kc.loadFromFile(testbed.kubeconfig);
+      await bootstrap(clients, rules, options.nodes ?? false);
+      await register(clients, registration());
+    },
+    call: (method, path, body, timeoutMs) => httpCall(api.baseUrl, method, path, body, timeoutMs),
+    pods: async (labelSelector) => (await clients.core.listNamespacedPod({ namespace, labelSelector })).items,
+    applications: async () => (await clients.custom.listNamespacedCustomObject({ ...where, plural: APPLICATIONS }) as { items: any[] }).items,
+    template: async (name) => {
+      try {
+        return await clients.custom.getNamespacedCustomObject({ ...where, plural: TEMPLATES, name }) as { spec: { config: any } };
+      } catch (error) {
+        if ((error as { code?: number }).code === 404) return undefined;
+        throw error;
+      }
+    },
+  };
+  return bed;
+}
+
+/** Waits until `read` gives a value `ok` accepts; fails with the last value seen. */
+export async function eventually<T>(read: () => Promise<T>, ok: (value: T) => boolean, { timeoutMs = 30_000, intervalMs = 100, what = 'condition' } = {}): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: T | undefined;
+  let lastError: unknown;
+  while (Date.now() < deadline) {
+    try {
+      last = await read();
+      if (ok(last)) return last;
+    } catch (error) { lastError = error; }
+    await sleep(intervalMs);
+  }
+  throw new Error(`timed out waiting for ${what}; last: ${JSON.stringify(last)?.slice(0, 500) ?? String(lastError)}`);
+}
+
+/**
+ * TEST DOUBLE for the kubelet, which the test bed does not run: writes a driver pod's
+ * status as a kubelet would when its container runs or ends.
+ */
+export async function fakeKubelet(clients: KubeClients, namespace: string, name: string, phase: 'Running' | 'Succeeded' | 'Failed', exitCode = 0): Promise<V1Pod> {
+  const pod = await clients.core.readNamespacedPod({ name, namespace });
+  const container = pod.spec!.containers[0];
+  const now = new Date();
+  const startedAt = pod.status?.startTime ? new Date(pod.status.startTime) : now;
+  const state = phase === 'Running'
+    ? { running: { startedAt } }
+    : { terminated: { exitCode: phase === 'Succeeded' ? 0 : exitCode || 1, reason: phase === 'Succeeded' ? 'Completed' : 'Error', startedAt, finishedAt: now } };
+  pod.status = {
+    ...pod.status,
+    phase,
+    startTime: startedAt,
+    conditions: [{ type: 'Ready', status: phase === 'Running' ? 'True' : 'False', lastTransitionTime: now }],
+    containerStatuses: [{
+      name: container.name, image: container.image ?? '', imageID: `fake-kubelet://${container.image}`,
+      ready: phase === 'Running', restartCount: 0, started: phase === 'Running', state,
+    }],
+  };
+  return clients.core.replaceNamespacedPodStatus({ name, namespace, body: pod });
+}
+
+/**
+ * TEST DOUBLE for the kubelet, for deletion: a pod bound to a node stays Terminating until
+ * its kubelet confirms that its containers are gone; this confirms it (grace period 0).
+ */
+export async function fakeKubeletFinishDeletion(clients: KubeClients, namespace: string, name: string): Promise<void> {
+  await clients.core.deleteNamespacedPod({ name, namespace, gracePeriodSeconds: 0 }).catch((e) => { if (e.code !== 404) throw e; });
+}
+
+/** A pod shaped as Spark writes an executor of the given driver pod. */
+export function sparkExecutorPod(driver: V1Pod, index: number, namespace: string): V1Pod {
+  const appName = driver.metadata!.name!;
+  return {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: {
+      name: `${appName}-exec-${index}`,
+      namespace,
+      labels: {
+        'spark-role': 'executor',
+        'spark-app-selector': `spark-${appName.replace(/[^a-z0-9]/g, '').slice(-24)}`,
+        'spark-exec-id': String(index),
+        'submission-service/app-name': appName,
+      },
+      ownerReferences: [{ apiVersion: 'v1', kind: 'Pod', name: appName, uid: driver.metadata!.uid!, controller: true }],
+    },
+    spec: {
+      restartPolicy: 'Never',
+      containers: [{
+        name: 'spark-kubernetes-executor',
+        image: driver.spec!.containers[0].image ?? 'apache/spark:3.5.7',
+        args: ['executor'],
+        // What Spark itself would request before admission resizes it.
+        resources: { requests: { cpu: '1', memory: '1408Mi' }, limits: { memory: '1408Mi' } },
+      }],
+    },
+  };
+}

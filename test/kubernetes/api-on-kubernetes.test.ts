@@ -1,0 +1,166 @@
+// Our API in Kubernetes mode against a real apiserver and our webhook: what each call
+// leaves in the cluster (pods, Application and ConfigTemplate custom resources).
+import t from 'tap';
+import { AdmissionregistrationV1Api } from '@kubernetes/client-node';
+import { readConfig } from '../../webhook/domain/index.js';
+import { exampleCluster } from '../helpers/api.js';
+import { eventually, fakeKubelet, register, startKubeBed, WEBHOOK_NAME } from '../helpers/kubernetes.js';
+
+const example = exampleCluster();
+
+t.test('the API on Kubernetes', async (t) => {
+  const bed = await startKubeBed(t);
+  const { core } = bed.clients;
+  const namespace = bed.namespace;
+  const submit = (body: unknown, query = '') => bed.call('POST', `/api/apps/${query}`, body);
+  const podNames = async () => (await bed.pods()).map((p) => p.metadata!.name!).sort();
+  const recordNames = async () => (await bed.applications()).map((a) => a.metadata.name).sort();
+  const podGone = async (name: string) => core.readNamespacedPod({ name, namespace }).then(() => false, (e) => e.code === 404);
+
+  t.test('201 writes an admitted driver pod and an Application resource', async (t) => {
+    const res = await submit({ jobName: 'first', configOverrides: { executor: { cores: 4 } } });
+    t.equal(res.status, 201);
+    const { appName } = res.json;
+    t.match(appName, /^first-\d{8}-\d{6}-[a-z0-9]{5}$/);
+    t.equal(res.json.state, 'PENDING');
+    const pod = await core.readNamespacedPod({ name: appName, namespace });
+    t.equal(pod.metadata?.labels?.['submission-service/job-name'], 'first');
+    t.equal(pod.spec!.containers[0].resources?.requests?.cpu, '710m');
+    t.same(readConfig(pod)?.executor, res.json.config.executor, 'the pod carries the config the API answered');
+    t.same(res.json.config.executor, { ...res.json.config.executor, cores: 4, ...example.expected.executorByCores['4'] });
+    const record = (await bed.applications()).find((a) => a.metadata.name === appName);
+    t.ok(record, 'an Application resource');
+    t.equal(record?.spec.jobName, 'first');
+    t.same(record?.spec.config, res.json.config);
+  });
+
+  t.test('dryRun=true goes through the apiserver and the webhook and creates nothing', async (t) => {
+    const pods = await podNames();
+    const records = await recordNames();
+    const res = await submit({ jobName: 'dry', configOverrides: { executor: { cores: 6 } } }, '?dryRun=true');
+    t.equal(res.status, 200);
+    t.equal(res.json.config.executor.coreRequest, example.expected.executorByCores['6'].coreRequest);
+    t.equal(res.json.config.executor.memory, example.expected.executorByCores['6'].memory);
+    t.equal(res.json.config.driver.coreRequest, example.expected.defaultDriver.coreRequest);
+    t.equal(res.json.config.image, 'apache/spark:3.5.7', 'the webhook filled in the image');
+    t.same(await podNames(), pods, 'no pod');
+    t.same(await recordNames(), records, 'no Application');
+    t.equal((await bed.call('GET', `/api/apps/${res.json.appName}`)).status, 404);
+  });
+
+  t.test('unschedulable: 422 with exactly the body of SPEC, dry run or not', async (t) => {
+    const pods = await podNames();
+    for (const query of ['', '?dryRun=true']) {
+      const res = await submit({ jobName: 'toobig', configOverrides: { executor: { cores: example.expected.rejectedExecutorCores } } }, query);
+      t.equal(res.status, 422, `status ${query}`);
+      t.same(Object.keys(res.json).sort(), ['advice', 'executor', 'message']);
+      t.match(res.json.advice, /modify/i);
+      t.match(res.json.message, /unschedulable/i);
+      t.same(Object.keys(res.json.executor).sort(), ['availableNodePools', 'targetInputConfig']);
+      t.same(res.json.executor.availableNodePools, example.nodePools);
+      t.equal(res.json.executor.targetInputConfig.cores, example.expected.rejectedExecutorCores);
+    }
+    t.same(await podNames(), pods, 'no pod');
+  });
+
+  t.test('a missing template answers 404', async (t) => {
+    const res = await submit({ jobName: 'notpl', configTemplateName: 'nope' });
+    t.equal(res.status, 404);
+    t.match(res.json.message, /nope/);
+  });
+
+  t.test('list, get, stop, delete', async (t) => {
+    const a = (await submit({ jobName: 'lifecycle' })).json.appName;
+    const b = (await submit({ jobName: 'lifecycle' })).json.appName;
+    const list = await bed.call('GET', '/api/apps/?jobName=lifecycle');
+    t.equal(list.status, 200);
+    t.same(list.json.items.map((x: { appName: string }) => x.appName).sort(), [a, b].sort());
+    const one = await bed.call('GET', `/api/apps/${a}`);
+    t.equal(one.status, 200);
+    t.equal(one.json.state, 'PENDING');
+    const stopped = await bed.call('POST', `/api/apps/${a}/stop`);
+    t.equal(stopped.status, 200);
+    t.equal(stopped.json.state, 'KILLED');
+    t.ok(await podGone(a), 'the driver pod is deleted');
+    t.equal((await bed.call('GET', `/api/apps/${a}`)).json.state, 'KILLED', 'the record is kept');
+    t.ok((await recordNames()).includes(a));
+    t.equal((await bed.call('DELETE', `/api/apps/${b}`)).status, 204);
+    t.notOk((await recordNames()).includes(b), 'the Application resource is gone');
+    t.ok(await podGone(b));
+    t.equal((await bed.call('GET', `/api/apps/${b}`)).status, 404);
+    t.equal((await bed.call('DELETE', `/api/apps/${b}`)).status, 404);
+    t.equal((await bed.call('POST', `/api/apps/${b}/stop`)).status, 404);
+  });
+
+  t.test('the record survives the deletion of its pod by someone else', async (t) => {
+    const appName = (await submit({ jobName: 'orphan' })).json.appName;
+    await core.deleteNamespacedPod({ name: appName, namespace, gracePeriodSeconds: 0 });
+    await eventually(() => podGone(appName), Boolean, { what: 'the pod to go' });
+    const res = await bed.call('GET', `/api/apps/${appName}`);
+    t.equal(res.status, 200);
+    t.equal(res.json.state, 'UNKNOWN');
+    t.equal(res.json.jobName, 'orphan');
+  });
+
+  t.test('with a fake kubelet: RUNNING, then COMPLETED, which outlives the pod', async (t) => {
+    const appName = (await submit({ jobName: 'runs' })).json.appName;
+    await fakeKubelet(bed.clients, namespace, appName, 'Running');
+    const running = await bed.call('GET', `/api/apps/${appName}`);
+    t.equal(running.json.state, 'RUNNING');
+    t.ok(running.json.startedAt, 'startedAt set');
+    await fakeKubelet(bed.clients, namespace, appName, 'Succeeded');
+    const done = await bed.call('GET', `/api/apps/${appName}`);
+    t.equal(done.json.state, 'COMPLETED');
+    t.ok(done.json.endedAt, 'endedAt set');
+    await core.deleteNamespacedPod({ name: appName, namespace, gracePeriodSeconds: 0 });
+    await eventually(() => podGone(appName), Boolean, { what: 'the pod to go' });
+    const after = await bed.call('GET', `/api/apps/${appName}`);
+    t.equal(after.json.state, 'COMPLETED', 'still COMPLETED without its pod');
+    t.equal(after.json.endedAt, done.json.endedAt);
+    const listed = (await bed.call('GET', '/api/apps/?jobName=runs')).json.items;
+    t.equal(listed[0].state, 'COMPLETED');
+  });
+
+  t.test('config templates through the API are ConfigTemplate resources', async (t) => {
+    const config = { engineVersion: '3.5.7', executor: { cores: 2, instances: 2 } };
+    t.equal((await bed.call('POST', '/api/config-templates/', { name: 'nightly', config })).status, 201);
+    t.same((await bed.template('nightly'))?.spec.config, config);
+    t.equal((await bed.call('POST', '/api/config-templates/', { name: 'nightly', config })).status, 409);
+    t.same((await bed.call('GET', '/api/config-templates/nightly')).json, { name: 'nightly', config });
+    const replaced = { executor: { cores: 4 } };
+    t.equal((await bed.call('PUT', '/api/config-templates/nightly', { name: 'nightly', config: replaced })).status, 200);
+    t.same((await bed.template('nightly'))?.spec.config, replaced);
+    // The webhook sees it through its watch: a submission naming it is merged.
+    await eventually(async () => bed.webhook.cache.templates.get('nightly')?.executor?.cores === 4, Boolean, { what: 'the webhook to see the change' });
+    const merged = await submit({ jobName: 'withtpl', configTemplateName: 'nightly' }, '?dryRun=true');
+    t.equal(merged.status, 200);
+    t.equal(merged.json.config.executor.coreRequest, example.expected.executorByCores['4'].coreRequest);
+    t.equal(merged.json.configTemplateName, 'nightly');
+    t.equal((await bed.call('DELETE', '/api/config-templates/nightly')).status, 204);
+    t.equal(await bed.template('nightly'), undefined, 'the resource is gone');
+    t.equal((await bed.call('GET', '/api/config-templates/nightly')).status, 404);
+  });
+
+  t.test('webhook not registered: 503 naming the webhook, and nothing is left behind', async (t) => {
+    const admission = bed.clients.kc.makeApiClient(AdmissionregistrationV1Api);
+    await admission.deleteMutatingWebhookConfiguration({ name: WEBHOOK_NAME });
+    t.teardown(() => register(bed.clients, bed.registration()));
+    // The apiserver drops the configuration from its admission chain a moment later.
+    const res = await eventually(() => submit({ jobName: 'nohook' }), (r) => r.status !== 201 && r.status !== 200, { what: 'the webhook to be out of the chain' });
+    t.equal(res.status, 503);
+    t.match(res.json.message, /webhook/);
+    const pods = await podNames();
+    t.equal((await submit({ jobName: 'nohook' }, '?dryRun=true')).status, 503, 'dry runs too');
+    t.same(await podNames(), pods, 'no pod left');
+  });
+
+  t.test('apiserver unreachable: 503 naming the API server', async (t) => {
+    await bed.testbed.stop();
+    for (const [method, path, body] of [['POST', '/api/apps/', { jobName: 'down' }], ['GET', '/api/apps/'], ['GET', '/api/config-templates/']] as const) {
+      const res = await bed.call(method, path, body, 10_000);
+      t.equal(res.status, 503, `${method} ${path}`);
+      t.match(res.json.message, /Kubernetes API server/, 'names the API server');
+      t.ok(res.ms < 5_000, `answered in ${Math.round(res.ms)} ms`);
+    }
+  });
+});

@@ -1,0 +1,83 @@
+// Where the real kube-scheduler puts our pods, given fake nodes (test doubles: Node
+// objects, no kubelet) for the three pools of the example cluster, one node each.
+// Allocatable per node: 1700m / 3400m / 6800m CPU; the memory SPEC leaves, times 1.4.
+import t from 'tap';
+import type { V1Pod } from '@kubernetes/client-node';
+import { exampleCluster } from '../helpers/api.js';
+import { eventually, fakeKubeletFinishDeletion, sparkExecutorPod, startKubeBed } from '../helpers/kubernetes.js';
+import { sleep } from '../helpers/temp.js';
+
+const pools = exampleCluster().nodePools;
+const nodeOf = (instanceName: string) => `${instanceName}-0`;
+const [small, medium, large] = pools.map((p) => nodeOf(p.instanceName));
+
+t.test('placement by the real scheduler', async (t) => {
+  const bed = await startKubeBed(t, { scheduler: true, nodes: true });
+  const { core } = bed.clients;
+  const namespace = bed.namespace;
+  const read = (name: string) => core.readNamespacedPod({ name, namespace });
+  const scheduled = (name: string) => eventually(() => read(name), (p) => Boolean(p.spec?.nodeName), { what: `${name} to be bound` });
+  const unschedulable = (name: string) => eventually(() => read(name),
+    (p) => p.status?.conditions?.some((c) => c.type === 'PodScheduled' && c.status === 'False' && c.reason === 'Unschedulable') ?? false,
+    { what: `the scheduler to give up on ${name}` });
+  const cordon = (name: string, unschedulable: boolean) =>
+    core.patchNode({ name, body: [{ op: 'replace', path: '/spec/unschedulable', value: unschedulable }] });
+
+  t.same((await core.listNode()).items.map((n) => n.metadata!.name).sort(), [small, medium, large].sort(), 'one fake node per pool');
+
+  // One application per executor size; their (default) drivers go first.
+  const apps: Record<number, { appName: string; driver: V1Pod }> = {};
+  for (const cores of [6, 4, 2]) {
+    const res = await bed.call('POST', '/api/apps/', { jobName: `place${cores}`, configOverrides: { executor: { cores } } });
+    t.equal(res.status, 201);
+    apps[cores] = { appName: res.json.appName, driver: await read(res.json.appName) };
+  }
+
+  t.test('a default driver is bound to the n1-standard-2 node', async (t) => {
+    const driver = await scheduled(apps[6].appName);
+    t.equal(driver.spec!.nodeName, small);
+    // 1700m holds two 710m drivers; the third waits rather than go to a preemptible node.
+    t.equal((await scheduled(apps[4].appName)).spec!.nodeName, small);
+    const third = await unschedulable(apps[2].appName);
+    t.notOk(third.spec!.nodeName, 'the third driver stays unbound');
+  });
+
+  t.test('executors land on the pool they were sized for: nowhere smaller fits', async (t) => {
+    for (const { appName } of Object.values(apps)) {
+      await eventually(async () => bed.webhook.cache.applications.has(appName), Boolean, { what: `the webhook to know ${appName}` });
+    }
+    // 6 cores: 5100m fits only the 8-core node (the others allow 1700m and 3400m).
+    const e6 = await core.createNamespacedPod({ namespace, body: sparkExecutorPod(apps[6].driver, 1, namespace) });
+    t.equal(e6.spec!.containers[0].resources?.requests?.cpu, '5100m');
+    t.equal((await scheduled(e6.metadata!.name!)).spec!.nodeName, large, '6 cores: the 8-core pool');
+    // 4 cores: 3400m fits the 4-core node only (1700m is left on the 8-core one).
+    const e4 = await core.createNamespacedPod({ namespace, body: sparkExecutorPod(apps[4].driver, 1, namespace) });
+    t.equal(e4.spec!.containers[0].resources?.requests?.cpu, '3400m');
+    t.equal((await scheduled(e4.metadata!.name!)).spec!.nodeName, medium, '4 cores: the 4-core pool');
+    // 2 cores: 1700m needs a whole 2-core node, so its drivers are stopped (the webhook keeps
+    // their configs for late executors). The 8-core node has exactly 1700m left: cordoned here.
+    for (const { appName } of Object.values(apps)) t.equal((await bed.call('POST', `/api/apps/${appName}/stop`)).status, 200);
+    for (const { appName } of Object.values(apps)) await fakeKubeletFinishDeletion(bed.clients, namespace, appName);
+    await eventually(() => bed.pods('spark-role=driver'), (pods) => pods.length === 0, { what: 'the drivers to go' });
+    await cordon(large, true);
+    const e2 = await core.createNamespacedPod({ namespace, body: sparkExecutorPod(apps[2].driver, 1, namespace) });
+    t.equal(e2.spec!.containers[0].resources?.requests?.cpu, '1700m');
+    t.equal((await scheduled(e2.metadata!.name!)).spec!.nodeName, small, '2 cores: the 2-core pool');
+    await cordon(large, false);
+  });
+
+  t.test('a driver never lands on a preemptible node, even when the stable node is full', async (t) => {
+    // The 2-core node is full (the 2-core executor); the 8-core node has 1700m free again.
+    const res = await bed.call('POST', '/api/apps/', { jobName: 'nowhere' });
+    t.equal(res.status, 201);
+    const pod = await unschedulable(res.json.appName);
+    t.notOk(pod.spec!.nodeName, 'unbound');
+    const condition = pod.status!.conditions!.find((c) => c.type === 'PodScheduled')!;
+    t.match(condition.message, /Insufficient cpu/, `the scheduler says why: ${condition.message}`);
+    t.match(condition.message, /2 node\(s\) had untolerated taint/, 'the preemptible nodes are refused');
+    await sleep(2000); // a retry later, still nowhere
+    t.notOk((await read(res.json.appName)).spec!.nodeName, 'still unbound');
+    const spot = await core.listNode({ labelSelector: 'submission-service/preemptible=true' });
+    t.equal(spot.items.length, 2, 'while two preemptible nodes exist');
+  });
+});

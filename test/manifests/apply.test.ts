@@ -1,0 +1,205 @@
+// The chart and the CRDs on a real kube-apiserver (test/cluster): every object is accepted,
+// the CRDs keep what our schemas allow and refuse the rest, the webhook configuration selects
+// the pods it should, and RBAC grants what manifests/README.md says, judged by the apiserver.
+import {
+  ApiextensionsV1Api, AuthorizationV1Api, CoreV1Api, CustomObjectsApi, KubernetesObjectApi, loadAllYaml,
+  type V1ResourceAttributes,
+} from '@kubernetes/client-node';
+import { readFileSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import t from 'tap';
+import { CRD_GROUP, CRD_VERSION, allCrds } from '../../schemas/crd.js';
+import { RELEASE_NAMESPACE, chartDir, renderChart } from './helm.js';
+import { type Testbed, startTestbed, testbedUnavailable } from './testbed.js';
+
+const APPS = 'spark-apps';
+const crdDir = join(chartDir, 'crds');
+/** Helm's install order, for the kinds the chart has. */
+const ORDER = ['Namespace', 'PodDisruptionBudget', 'ServiceAccount', 'Secret', 'ConfigMap', 'ClusterRole', 'ClusterRoleBinding',
+  'Role', 'RoleBinding', 'Service', 'Deployment', 'Ingress', 'MutatingWebhookConfiguration'];
+
+const skip = testbedUnavailable();
+if (skip) {
+  t.plan(0, skip);
+} else {
+  let bed: Testbed;
+  t.before(async () => { bed = await startTestbed(); });
+  t.teardown(async () => { await bed?.stop(); });
+
+  const fullConfig = {
+    type: 'Python', engineVersion: '3.5.7', pythonVersion: '3', mode: 'cluster', image: 'apache/spark:3.5.7',
+    mainApplicationFile: 'local:///opt/spark/examples/src/main/python/pi.py', mainClass: 'x.Main', arguments: ['10'],
+    engineConf: { 'spark.dynamicAllocation.enabled': 'true' },
+    driver: { cores: 1, coreRequest: '710m', memory: '2043m', serviceAccount: 'spark-driver', labels: { team: 'a' }, env: { A: 'b' }, annotations: { n: 'v' } },
+    executor: { cores: 2, coreRequest: '1700m', coreLimit: '2', memory: '4086m', instances: 1, secrets: [{ name: 'gcs', path: '/mnt/gcs', secretType: 'CloudServiceAccount' }] },
+    restartPolicy: { type: 'Never' },
+  };
+
+  t.test('CRDs are accepted (structural) and established', async (t) => {
+    const objects = KubernetesObjectApi.makeApiClient(bed.kc);
+    const crds = bed.kc.makeApiClient(ApiextensionsV1Api);
+    // The files Helm installs, read as typed objects: client-node serializes by its model's
+    // names (`_enum` for `enum`, ...), so a plain object would silently lose such keywords.
+    const files = readdirSync(crdDir).filter((f) => f.endsWith('.yaml'));
+    t.same(files.sort(), allCrds().map((c) => `${(c.metadata as { name: string }).name}.yaml`).sort());
+    for (const file of files) {
+      for (const crd of loadAllYaml(readFileSync(join(crdDir, file), 'utf8'))) await objects.create(crd);
+    }
+    for (const crd of allCrds()) {
+      const name = (crd.metadata as { name: string }).name;
+      const deadline = Date.now() + 30_000;
+      for (;;) {
+        const read = await crds.readCustomResourceDefinition({ name });
+        const conditions = read.status?.conditions ?? [];
+        const established = conditions.some((c) => c.type === 'Established' && c.status === 'True');
+        const nonStructural = conditions.find((c) => c.type === 'NonStructuralSchema' && c.status === 'True');
+        t.notOk(nonStructural, `${name} is structural`);
+        if (established) break;
+        if (Date.now() > deadline) throw new Error(`${name} not established: ${JSON.stringify(conditions)}`);
+        await new Promise((r) => setTimeout(r, 200));
+      }
+      t.pass(`${name} established`);
+    }
+  });
+
+  t.test('every object of the chart is accepted by the apiserver', async (t) => {
+    const objects = KubernetesObjectApi.makeApiClient(bed.kc);
+    const rendered = renderChart({ 'ingress.enabled': 'true', 'ingress.host': 'spark.example.com', 'ingress.className': 'nginx' });
+    const unknown = rendered.filter((o) => !ORDER.includes(o.kind!));
+    t.same(unknown.map((o) => o.kind), [], 'every kind has its place in the install order');
+    rendered.sort((a, b) => ORDER.indexOf(a.kind!) - ORDER.indexOf(b.kind!));
+    await objects.create({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: RELEASE_NAMESPACE } });
+    for (const object of rendered) {
+      try {
+        await objects.create(object);
+      } catch (error) {
+        t.fail(`${object.kind} ${object.metadata?.namespace ?? ''}/${object.metadata?.name}: ${(error as { body?: string }).body ?? String(error)}`);
+      }
+    }
+    t.pass(`${rendered.length} objects created`);
+  });
+
+  t.test('ConfigTemplate and Application custom resources', async (t) => {
+    const custom = bed.kc.makeApiClient(CustomObjectsApi);
+    const at = (plural: string) => ({ group: CRD_GROUP, version: CRD_VERSION, namespace: APPS, plural });
+
+    await custom.createNamespacedCustomObject({ ...at('configtemplates'), body: {
+      apiVersion: `${CRD_GROUP}/${CRD_VERSION}`, kind: 'ConfigTemplate', metadata: { name: 'full' }, spec: { config: fullConfig },
+    } });
+    const template = await custom.getNamespacedCustomObject({ ...at('configtemplates'), name: 'full' }) as { spec: unknown };
+    t.same(template.spec, { config: fullConfig }, 'every field our schema allows survives pruning');
+
+    const appName = 'pi-20250101-120000-abcde';
+    await custom.createNamespacedCustomObject({ ...at('applications'), body: {
+      apiVersion: `${CRD_GROUP}/${CRD_VERSION}`, kind: 'Application', metadata: { name: appName },
+      spec: { jobName: 'pi', configTemplateName: '', config: fullConfig },
+      status: { state: 'RUNNING' }, // ignored: status is a subresource
+    } });
+    const created = await custom.getNamespacedCustomObject({ ...at('applications'), name: appName }) as Record<string, any>;
+    t.notOk(created.status, 'status is set through its subresource only');
+    created.status = { state: 'RUNNING', startedAt: '2025-01-01T12:00:05Z', endedAt: null, runningExecutors: 2 };
+    const updated = await custom.replaceNamespacedCustomObjectStatus({ ...at('applications'), name: appName, body: created }) as Record<string, any>;
+    t.same(updated.status, created.status, 'nullable endedAt and the rest kept');
+
+    const refusals: [string, Record<string, unknown>][] = [
+      ['unknown state', { ...updated, status: { ...updated.status, state: 'SLEEPING' } }],
+      ['negative executors', { ...updated, status: { ...updated.status, runningExecutors: -1 } }],
+    ];
+    for (const [why, body] of refusals) {
+      await t.rejects(custom.replaceNamespacedCustomObjectStatus({ ...at('applications'), name: appName, body }), { code: 422 }, why);
+    }
+    await t.rejects(custom.createNamespacedCustomObject({ ...at('configtemplates'), body: {
+      apiVersion: `${CRD_GROUP}/${CRD_VERSION}`, kind: 'ConfigTemplate', metadata: { name: 'bad' },
+      spec: { config: { executor: { cores: 0, memory: '4 GB' } } },
+    } }), { code: 422 }, 'the pod-config constraints hold in the cluster too');
+    await t.rejects(custom.createNamespacedCustomObject({ ...at('applications'), body: {
+      apiVersion: `${CRD_GROUP}/${CRD_VERSION}`, kind: 'Application', metadata: { name: 'no-job' }, spec: { config: {} },
+    } }), { code: 422 }, 'jobName and configTemplateName are required');
+  });
+
+  t.test('the webhook configuration selects our pods only (webhook not running: Fail refuses them)', async (t) => {
+    const core = bed.kc.makeApiClient(CoreV1Api);
+    const pod = (name: string, labels: Record<string, string>) => ({
+      metadata: { name, labels },
+      spec: { serviceAccountName: 'spark-driver', automountServiceAccountToken: false, containers: [{ name: 'c', image: 'busybox' }] },
+    });
+    await core.createNamespacedPod({ namespace: APPS, body: pod('plain', { app: 'other' }) });
+    t.pass('a pod without our labels is not sent to the webhook');
+    await t.rejects(core.createNamespacedPod({ namespace: APPS, body: pod('ours', { 'submission-service/job-name': 'pi' }) }),
+      { message: /pods\.submission-service\.webhook/ }, 'a labelled pod is refused');
+    await t.rejects(core.createNamespacedPod({ namespace: APPS, body: pod('exec', { 'spark-role': 'executor', 'spark-app-selector': 'spark-1' }) }),
+      { message: /executors\.submission-service\.webhook/ }, 'an executor is refused');
+    await core.createNamespace({ body: { metadata: { name: 'elsewhere' } } });
+    await core.createNamespacedServiceAccount({ namespace: 'elsewhere', body: { metadata: { name: 'default' } } });
+    await core.createNamespacedPod({ namespace: 'elsewhere', body: { ...pod('ours', { 'submission-service/job-name': 'pi' }), spec: { ...pod('x', {}).spec, serviceAccountName: 'default' } } });
+    t.pass('other namespaces are not affected');
+  });
+
+  t.test('RBAC, as the apiserver judges it (SubjectAccessReview)', async (t) => {
+    const authz = bed.kc.makeApiClient(AuthorizationV1Api);
+    const sa = (namespace: string, name: string) => `system:serviceaccount:${namespace}:${name}`;
+    const api = sa(RELEASE_NAMESPACE, 'submission-service-api');
+    const webhook = sa(RELEASE_NAMESPACE, 'submission-service-webhook');
+    const gateway = sa(RELEASE_NAMESPACE, 'submission-service-gateway');
+    const driver = sa(APPS, 'spark-driver');
+    const mwc = `submission-service-${RELEASE_NAMESPACE}`;
+    const ss = (resource: string) => ({ group: CRD_GROUP, resource });
+
+    const cases: [string, V1ResourceAttributes, boolean][] = [
+      [api, { namespace: APPS, verb: 'create', resource: 'pods' }, true],
+      [api, { namespace: APPS, verb: 'delete', resource: 'pods' }, true],
+      [api, { namespace: APPS, verb: 'get', resource: 'pods', subresource: 'log' }, true],
+      [api, { namespace: APPS, verb: 'create', ...ss('applications') }, true],
+      [api, { namespace: APPS, verb: 'update', ...ss('applications'), subresource: 'status' }, true],
+      [api, { namespace: APPS, verb: 'delete', ...ss('configtemplates') }, true],
+      [api, { namespace: 'kube-system', verb: 'create', resource: 'pods' }, false],
+      [api, { namespace: RELEASE_NAMESPACE, verb: 'create', resource: 'pods' }, false],
+      [api, { namespace: APPS, verb: 'get', resource: 'secrets' }, false],
+      [api, { namespace: RELEASE_NAMESPACE, verb: 'get', resource: 'secrets' }, false],
+      [api, { namespace: APPS, verb: 'create', resource: 'pods', subresource: 'exec' }, false],
+      [api, { namespace: APPS, verb: 'deletecollection', resource: 'pods' }, true],
+      [api, { namespace: APPS, verb: 'deletecollection', resource: 'services' }, false],
+      [api, { verb: 'list', resource: 'nodes' }, false],
+
+      [webhook, { namespace: APPS, verb: 'create', resource: 'pods' }, false],
+      [webhook, { namespace: APPS, verb: 'watch', resource: 'pods' }, true],
+      [webhook, { namespace: APPS, verb: 'list', ...ss('configtemplates') }, true],
+      [webhook, { namespace: APPS, verb: 'create', ...ss('configtemplates') }, false],
+      [webhook, { verb: 'patch', group: 'admissionregistration.k8s.io', resource: 'mutatingwebhookconfigurations', name: mwc }, true],
+      [webhook, { verb: 'update', group: 'admissionregistration.k8s.io', resource: 'mutatingwebhookconfigurations', name: mwc }, false],
+      [webhook, { verb: 'create', group: 'admissionregistration.k8s.io', resource: 'mutatingwebhookconfigurations' }, false],
+      [webhook, { verb: 'delete', group: 'admissionregistration.k8s.io', resource: 'mutatingwebhookconfigurations', name: mwc }, false],
+      [webhook, { verb: 'patch', group: 'admissionregistration.k8s.io', resource: 'mutatingwebhookconfigurations', name: 'someone-else' }, false],
+      [webhook, { verb: 'list', group: 'admissionregistration.k8s.io', resource: 'mutatingwebhookconfigurations' }, false],
+      [webhook, { verb: 'patch', group: 'admissionregistration.k8s.io', resource: 'validatingwebhookconfigurations', name: mwc }, false],
+      [webhook, { namespace: RELEASE_NAMESPACE, verb: 'update', resource: 'secrets', name: 'submission-service-webhook-cert' }, true],
+      [webhook, { namespace: RELEASE_NAMESPACE, verb: 'get', resource: 'secrets', name: 'submission-service-auth' }, false],
+      [webhook, { namespace: RELEASE_NAMESPACE, verb: 'create', resource: 'secrets' }, false],
+      [webhook, { namespace: RELEASE_NAMESPACE, verb: 'list', resource: 'secrets' }, false],
+
+      [gateway, { namespace: APPS, verb: 'create', resource: 'pods' }, false],
+      [gateway, { namespace: APPS, verb: 'list', ...ss('applications') }, false],
+
+      [driver, { namespace: APPS, verb: 'create', resource: 'pods' }, true],
+      [driver, { namespace: APPS, verb: 'deletecollection', resource: 'pods' }, true],
+      [driver, { namespace: APPS, verb: 'create', resource: 'services' }, true],
+      [driver, { namespace: APPS, verb: 'create', resource: 'configmaps' }, true],
+      [driver, { namespace: APPS, verb: 'create', resource: 'persistentvolumeclaims' }, true],
+      [driver, { namespace: 'default', verb: 'create', resource: 'pods' }, false],
+      [driver, { namespace: RELEASE_NAMESPACE, verb: 'create', resource: 'pods' }, false],
+      [driver, { namespace: APPS, verb: 'get', resource: 'secrets' }, false],
+      [driver, { namespace: APPS, verb: 'create', ...ss('applications') }, false],
+      [driver, { namespace: APPS, verb: 'create', group: 'rbac.authorization.k8s.io', resource: 'rolebindings' }, false],
+    ];
+    for (const [user, resourceAttributes, expected] of cases) {
+      const namespace = user.split(':')[2];
+      const review = await authz.createSubjectAccessReview({ body: {
+        apiVersion: 'authorization.k8s.io/v1', kind: 'SubjectAccessReview',
+        spec: { user, groups: ['system:serviceaccounts', `system:serviceaccounts:${namespace}`, 'system:authenticated'], resourceAttributes },
+      } });
+      const what = [resourceAttributes.verb, [resourceAttributes.group, resourceAttributes.resource, resourceAttributes.subresource].filter(Boolean).join('/'),
+        resourceAttributes.name ?? '', `in ${resourceAttributes.namespace ?? '(cluster)'}`].filter(Boolean).join(' ');
+      t.equal(review.status?.allowed ?? false, expected, `${user.split(':').at(-1)} ${expected ? 'may' : 'may not'} ${what}`);
+    }
+  });
+}

@@ -1,0 +1,218 @@
+// The Helm chart, rendered by Helm itself (built from its Go module by manifests/install-helm.sh).
+import type {
+  V1ConfigMap, V1Deployment, V1Ingress, V1MutatingWebhookConfiguration, V1PolicyRule, V1Role, V1Service,
+} from '@kubernetes/client-node';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import t from 'tap';
+import { rulesFrom } from '../../cli/rules.js';
+import { mutatingWebhookConfiguration } from '../../webhook/server/registration.js';
+import { RELEASE_NAMESPACE, chartDir, helm, named, ofKind, renderChart } from './helm.js';
+
+const defaults = renderChart();
+const noNotebooks = renderChart({ 'notebookService.enabled': 'false', 'ingress.enabled': 'true', 'ingress.host': 'spark.example.com' });
+const withIngress = renderChart({ 'ingress.enabled': 'true', 'ingress.host': 'spark.example.com', 'ingress.className': 'nginx' });
+
+function servicePort(objects: typeof defaults, name: string) {
+  const service = named<V1Service>(objects, 'Service', name);
+  return service?.spec?.ports?.[0];
+}
+
+/** The container port a Service's named targetPort lands on, in the Deployment it selects. */
+function landsOn(objects: typeof defaults, serviceName: string): number | undefined {
+  const service = named<V1Service>(objects, 'Service', serviceName)!;
+  const deployment = ofKind<V1Deployment>(objects, 'Deployment').find((d) =>
+    Object.entries(service.spec!.selector!).every(([k, v]) => d.spec!.template.metadata!.labels![k] === v));
+  const port = deployment?.spec?.template.spec?.containers[0].ports?.find((p) => p.name === service.spec!.ports![0].targetPort);
+  return port?.containerPort;
+}
+
+t.test('helm lint --strict passes, with defaults and with the variants', async (t) => {
+  for (const sets of [[], ['--set', 'notebookService.enabled=false'], ['--set', 'ingress.enabled=true,ingress.host=a.example.com,auth.enabled=false']]) {
+    const result = helm(['lint', '--strict', chartDir, ...sets]);
+    t.equal(result.status, 0, `lint ${sets.join(' ') || 'defaults'}${result.status ? `:\n${result.output}` : ''}`);
+  }
+});
+
+t.test('values.schema.json refuses bad values', async (t) => {
+  for (const [set, why] of [
+    ['placement=azure', /placement/], ['webhook.failurePolicy=Sometimes', /failurePolicy/],
+    ['nodePools[0].cpu=0', /cpu/], ['ingres.enabled=true', /ingres/],
+  ] as const) {
+    const result = helm(['template', 'ss', chartDir, '--set', set]);
+    t.not(result.status, 0, `${set} refused`);
+    t.match(result.output, why);
+  }
+});
+
+t.test('services: submission-service and notebook-service on port 80, webhook on 443', async (t) => {
+  t.equal(servicePort(defaults, 'submission-service')?.port, 80);
+  t.equal(landsOn(defaults, 'submission-service'), 8080, 'submission-service → api 8080');
+  t.equal(servicePort(defaults, 'notebook-service')?.port, 80);
+  t.equal(landsOn(defaults, 'notebook-service'), 8888, 'notebook-service → gateway 8888');
+  t.equal(servicePort(defaults, 'submission-service-webhook')?.port, 443);
+  t.equal(landsOn(defaults, 'submission-service-webhook'), 9443, 'webhook service → 9443');
+});
+
+t.test('deployments run the three processes of the one command', async (t) => {
+  const command = (name: string) => named<V1Deployment>(defaults, 'Deployment', name)?.spec?.template.spec?.containers[0].command;
+  t.same(command('submission-service-api'), ['submission-service', 'api']);
+  t.same(command('submission-service-webhook'), ['submission-service', 'webhook']);
+  t.same(command('submission-service-gateway'), ['submission-service', 'gateway']);
+  t.equal(named<V1Deployment>(defaults, 'Deployment', 'submission-service-api')?.spec?.replicas, 2);
+  for (const deployment of ofKind<V1Deployment>(defaults, 'Deployment')) {
+    t.equal(deployment.metadata?.namespace, RELEASE_NAMESPACE);
+    t.equal(deployment.spec?.template.spec?.serviceAccountName, deployment.metadata?.name, `${deployment.metadata?.name} has its own service account`);
+  }
+});
+
+t.test('notebookService.enabled=false removes the notebook service, its deployment and account', async (t) => {
+  t.notOk(named(noNotebooks, 'Service', 'notebook-service'));
+  t.notOk(named(noNotebooks, 'Deployment', 'submission-service-gateway'));
+  t.notOk(named(noNotebooks, 'ServiceAccount', 'submission-service-gateway'));
+  t.ok(named(noNotebooks, 'Service', 'submission-service'), 'the API stays');
+  const ingress = ofKind<V1Ingress>(noNotebooks, 'Ingress')[0];
+  t.same(ingress.spec?.rules?.[0].http?.paths.map((p) => p.path), ['/api', '/dashboard'], 'no /notebooks path');
+});
+
+t.test('ingress: off by default; one host with /api, /dashboard and /notebooks', async (t) => {
+  t.same(ofKind(defaults, 'Ingress'), []);
+  const ingresses = ofKind<V1Ingress>(withIngress, 'Ingress');
+  t.equal(ingresses.length, 1);
+  const spec = ingresses[0].spec!;
+  t.equal(spec.ingressClassName, 'nginx');
+  t.equal(spec.rules?.length, 1, 'one rule: one host');
+  t.equal(spec.rules![0].host, 'spark.example.com');
+  t.same(spec.rules![0].http!.paths.map((p) => [p.path, p.pathType, p.backend.service?.name, p.backend.service?.port?.number]), [
+    ['/api', 'Prefix', 'submission-service', 80],
+    ['/dashboard', 'Prefix', 'submission-service', 80],
+    ['/notebooks', 'Prefix', 'notebook-service', 80],
+  ]);
+});
+
+t.test('the MutatingWebhookConfiguration', async (t) => {
+  const [mwc, ...more] = ofKind<V1MutatingWebhookConfiguration>(defaults, 'MutatingWebhookConfiguration');
+  t.same(more, [], 'exactly one');
+  t.equal(mwc.webhooks?.length, 2);
+  for (const webhook of mwc.webhooks!) {
+    t.equal(webhook.failurePolicy, 'Fail', `${webhook.name}: failurePolicy from values`);
+    t.equal(webhook.sideEffects, 'None');
+    t.same(webhook.admissionReviewVersions, ['v1']);
+    t.equal(webhook.reinvocationPolicy, 'Never');
+    t.equal(webhook.timeoutSeconds, 5);
+    t.same(webhook.namespaceSelector, { matchExpressions: [{ key: 'kubernetes.io/metadata.name', operator: 'In', values: ['spark-apps'] }] });
+    t.same(webhook.clientConfig.service, { namespace: RELEASE_NAMESPACE, name: 'submission-service-webhook', path: '/mutate-pods', port: 443 });
+    t.notOk(webhook.clientConfig.caBundle, 'caBundle left to the webhook process');
+    t.same(webhook.rules, [{ operations: ['CREATE'], apiGroups: [''], apiVersions: ['v1'], resources: ['pods'], scope: 'Namespaced' }]);
+  }
+  const [labelled, executors] = mwc.webhooks!;
+  t.match(labelled.objectSelector?.matchExpressions, [{ key: 'submission-service/job-name', operator: 'Exists' }]);
+  t.match(executors.objectSelector?.matchExpressions, [{ key: 'spark-role', operator: 'In', values: ['executor'] }]);
+  t.match(mwc.metadata?.annotations, { 'submission-service.io/ca-bundle': 'injected-by-webhook' });
+
+  // The same selectors and names as the webhook's own registration code (webhook/server/registration.ts).
+  const own = mutatingWebhookConfiguration({ name: 'x', caBundle: '', service: { namespace: RELEASE_NAMESPACE, name: 'submission-service-webhook' }, namespaces: ['spark-apps'] }) as { webhooks: Record<string, unknown>[] };
+  t.same(mwc.webhooks!.map((w) => [w.name, w.objectSelector, w.namespaceSelector, w.rules, w.clientConfig.service]),
+    own.webhooks.map((w) => [w.name, w.objectSelector, w.namespaceSelector, w.rules, (w.clientConfig as Record<string, unknown>).service]));
+
+  const tuned = renderChart({ 'webhook.failurePolicy': 'Ignore', 'webhook.timeoutSeconds': '10', applicationsNamespace: 'batch' });
+  const tunedHooks = ofKind<V1MutatingWebhookConfiguration>(tuned, 'MutatingWebhookConfiguration')[0].webhooks!;
+  t.same(tunedHooks.map((w) => [w.failurePolicy, w.timeoutSeconds, w.namespaceSelector?.matchExpressions?.[0].values]),
+    [['Ignore', 10, ['batch']], ['Ignore', 10, ['batch']]]);
+  const split = renderChart({ 'webhook.executorFailurePolicy': 'Ignore' });
+  t.same(ofKind<V1MutatingWebhookConfiguration>(split, 'MutatingWebhookConfiguration')[0].webhooks!.map((w) => w.failurePolicy), ['Fail', 'Ignore']);
+});
+
+t.test('RBAC: least privilege', async (t) => {
+  const roles = [...ofKind<V1Role>(defaults, 'Role'), ...ofKind<V1Role>(defaults, 'ClusterRole')];
+  const all: V1PolicyRule[] = roles.flatMap((r) => r.rules ?? []);
+  t.ok(all.length > 0);
+  for (const rule of all) {
+    t.notOk(rule.verbs.includes('*'), `no * verb in ${JSON.stringify(rule)}`);
+    t.notOk(rule.resources?.includes('*'), 'no * resource');
+    t.notOk(rule.apiGroups?.includes('*'), 'no * apiGroup');
+    t.notOk(rule.nonResourceURLs, 'no non-resource URLs');
+    t.notOk(rule.verbs.some((v) => ['escalate', 'bind', 'impersonate'].includes(v)), 'no escalation verbs');
+  }
+  const clusterRoles = ofKind<V1Role>(defaults, 'ClusterRole');
+  t.equal(clusterRoles.length, 1, 'the one cluster-wide grant is the webhook configuration');
+  t.same(clusterRoles[0].rules, [{ apiGroups: ['admissionregistration.k8s.io'], resources: ['mutatingwebhookconfigurations'], resourceNames: [`submission-service-${RELEASE_NAMESPACE}`], verbs: ['get', 'patch'] }]);
+  const secretRules = all.filter((r) => r.resources?.includes('secrets'));
+  t.same(secretRules, [{ apiGroups: [''], resources: ['secrets'], resourceNames: ['submission-service-webhook-cert'], verbs: ['get', 'watch', 'update', 'patch'] }],
+    'secrets: only the webhook, only its own certificate Secret');
+
+  const role = (name: string, namespace: string) => {
+    const found = ofKind<V1Role>(defaults, 'Role').find((r) => r.metadata?.name === name && r.metadata?.namespace === namespace);
+    return found?.rules;
+  };
+  t.same(role('submission-service-api', 'spark-apps'), [
+    { apiGroups: [''], resources: ['pods'], verbs: ['create', 'get', 'list', 'watch', 'delete', 'deletecollection'] },
+    { apiGroups: [''], resources: ['pods/log'], verbs: ['get'] },
+    { apiGroups: ['submission-service.io'], resources: ['applications', 'applications/status', 'configtemplates'], verbs: ['create', 'get', 'list', 'watch', 'update', 'patch', 'delete'] },
+  ]);
+  t.same(role('submission-service-webhook', 'spark-apps'), [
+    { apiGroups: [''], resources: ['pods'], verbs: ['get', 'list', 'watch'] },
+    { apiGroups: ['submission-service.io'], resources: ['configtemplates'], verbs: ['get', 'list', 'watch'] },
+  ]);
+  t.same(role('spark-driver', 'spark-apps'), [
+    { apiGroups: [''], resources: ['pods', 'services', 'configmaps', 'persistentvolumeclaims'], verbs: ['create', 'get', 'list', 'watch', 'delete', 'deletecollection'] },
+  ]);
+  t.equal(named(defaults, 'ServiceAccount', 'spark-driver')?.metadata?.namespace, 'spark-apps');
+  t.equal(named<{ automountServiceAccountToken?: boolean }>(defaults, 'ServiceAccount', 'submission-service-gateway')?.automountServiceAccountToken, false,
+    'the gateway has no Kubernetes credentials');
+});
+
+t.test('the ConfigMap is a node-pool file the webhook turns into the intended rules', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'ss-chart-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const rulesOf = (objects: typeof defaults) => {
+    const file = join(dir, 'node-pools.json');
+    writeFileSync(file, named<V1ConfigMap>(objects, 'ConfigMap', 'submission-service-config')!.data!['node-pools.json']);
+    return rulesFrom(file, 'spark-apps'); // what `submission-service webhook --node-pools` does with it
+  };
+  const rules = rulesOf(defaults);
+  t.same(rules.pools.map((p) => [p.cpu, p.maximumSchedulableCoreRequest]), [[2, 1.7], [4, 3.4], [8, 6.8]], 'the three pools of the example cluster');
+  t.equal(rules.serviceAccount, 'spark-driver');
+  t.equal(rules.placement.preemptibleLabel.key, 'submission-service/preemptible');
+  t.equal(rules.imagePattern, 'apache/spark:{version}');
+  const eks = rulesOf(renderChart({ placement: 'eks', 'images.3\\.5\\.7': 'my/spark:3.5.7', 'sizing.defaultDriverCoreRequestReserveMillicores': '100' }));
+  t.equal(eks.placement.preemptibleLabel.key, 'eks.amazonaws.com/capacityType');
+  t.same(eks.images, { '3.5.7': 'my/spark:3.5.7' });
+  t.equal(eks.sizing.defaultDriverCoreRequestReserveMillicores, 100);
+});
+
+t.test('the processes accept the arguments the chart gives them', async (t) => {
+  const cli = fileURLToPath(new URL('../../cli/main.ts', import.meta.url));
+  for (const name of ['api', 'webhook']) {
+    const container = named<V1Deployment>(defaults, 'Deployment', `submission-service-${name}`)!.spec!.template.spec!.containers[0];
+    t.same(container.command, ['submission-service', name]);
+    // A kubeconfig that does not exist: the process stops right after parsing its arguments.
+    const run = spawnSync(process.execPath, ['--import', 'tsx', cli, name, ...container.args!, '--kubeconfig', '/nonexistent/kubeconfig'], { encoding: 'utf8', timeout: 60_000 });
+    t.notMatch(run.stderr, /Unknown option|Unexpected argument|takes on or off|argument missing/i, `${name}: arguments parsed`);
+    t.match(run.stderr, /nonexistent\/kubeconfig/, `${name}: got as far as loading the kubeconfig`);
+  }
+});
+
+t.test('no YAML 1.1 boolean words unquoted (Go YAML would read `on` as true)', async (t) => {
+  const text = helm(['template', 'ss', chartDir, '--namespace', RELEASE_NAMESPACE]).output;
+  const bare = text.split('\n').filter((line) => /^\s*(-|[\w./-]+:)\s+(on|off|yes|no|y|n)\s*$/i.test(line));
+  t.same(bare, []);
+});
+
+t.test('namespaces and auth', async (t) => {
+  t.equal(named(defaults, 'Namespace', 'spark-apps')?.metadata?.annotations?.['helm.sh/resource-policy'], 'keep');
+  t.notOk(named(renderChart({ createApplicationsNamespace: 'false' }), 'Namespace', 'spark-apps'));
+  const args = (objects: typeof defaults) => named<V1Deployment>(objects, 'Deployment', 'submission-service-api')!.spec!.template.spec!.containers[0].args!;
+  t.match(args(defaults).join(' '), /--auth on/);
+  t.ok(named(defaults, 'Secret', 'submission-service-auth'), 'a keys Secret when none is given');
+  const off = renderChart({ 'auth.enabled': 'false' });
+  t.match(args(off).join(' '), /--auth off/);
+  t.notOk(named(off, 'Secret', 'submission-service-auth'));
+  const existing = renderChart({ 'auth.existingSecret': 'mine' });
+  t.notOk(named(existing, 'Secret', 'submission-service-auth'));
+  const volume = named<V1Deployment>(existing, 'Deployment', 'submission-service-api')!.spec!.template.spec!.volumes!.find((v) => v.name === 'auth');
+  t.equal(volume?.secret?.secretName, 'mine');
+});
