@@ -1,6 +1,6 @@
 // Where local mode keeps its data, which pools it sizes for, where Spark is.
 import { spawnSync } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { availableParallelism, homedir, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { Ajv } from 'ajv';
@@ -33,9 +33,21 @@ export function thisMachinePool(): NodePool {
   };
 }
 
+/** The project's virtualenv: named by scripts/setup.sh's env, else the newest complete one in its cache. */
+function pythonEnv(): string | undefined {
+  const named = process.env.SUBMISSION_SERVICE_PYTHON_ENV;
+  if (named) return named;
+  const cache = process.env.SUBMISSION_SERVICE_CACHE ?? join(homedir(), '.cache', 'submission-service');
+  if (!existsSync(cache)) return undefined;
+  return readdirSync(cache)
+    .filter((name) => name.startsWith('venv-') && existsSync(join(cache, name, '.complete')))
+    .map((name) => join(cache, name))
+    .sort((a, b) => statSync(b).mtimeMs - statSync(a).mtimeMs)[0];
+}
+
 /** spark-submit from the project's virtualenv (scripts/setup.sh), else from PATH. */
 export function findSpark(): { sparkSubmit: string; python?: string } {
-  const venv = process.env.SUBMISSION_SERVICE_PYTHON_ENV;
+  const venv = pythonEnv();
   if (venv && existsSync(join(venv, 'bin', 'spark-submit'))) {
     return { sparkSubmit: join(venv, 'bin', 'spark-submit'), python: join(venv, 'bin', 'python') };
   }

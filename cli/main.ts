@@ -1,10 +1,5 @@
 // submission-service: one command, a subcommand per process or task.
-import { appsCommand } from './apps.js';
-import { clusterCommand } from './cluster.js';
-import { defaultDataDir } from './config.js';
-import { keysCommand } from './keys.js';
-import { apiCommand, webhookCommand } from './kubernetes.js';
-import { localCommand } from './local.js';
+// Each command is imported when used: the Kubernetes client alone costs a second to load.
 
 const USAGE = `usage: submission-service <command> [options]
 
@@ -25,16 +20,16 @@ const USAGE = `usage: submission-service <command> [options]
 async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
   switch (command) {
-    case 'local': return localCommand(rest);
+    case 'local': return (await import('./local.js')).localCommand(rest);
     case 'keys': {
       const at = rest.indexOf('--data-dir');
-      const dataDir = at >= 0 ? rest[at + 1] : defaultDataDir();
-      return keysCommand(at >= 0 ? [...rest.slice(0, at), ...rest.slice(at + 2)] : rest, dataDir);
+      const dataDir = at >= 0 ? rest[at + 1] : (await import('./config.js')).defaultDataDir();
+      return (await import('./keys.js')).keysCommand(at >= 0 ? [...rest.slice(0, at), ...rest.slice(at + 2)] : rest, dataDir);
     }
-    case 'apps': return appsCommand(rest);
-    case 'api': return apiCommand(rest);
-    case 'webhook': return webhookCommand(rest);
-    case 'cluster': return clusterCommand(rest);
+    case 'apps': return (await import('./apps.js')).appsCommand(rest);
+    case 'api': return (await import('./kubernetes.js')).apiCommand(rest);
+    case 'webhook': return (await import('./kubernetes.js')).webhookCommand(rest);
+    case 'cluster': return (await import('./cluster.js')).clusterCommand(rest);
     case undefined: case '-h': case '--help': case 'help':
       process.stdout.write(USAGE);
       return command === undefined ? 2 : 0;

@@ -187,7 +187,8 @@ export class LocalCluster implements Cluster {
     if (pending) return pending;
     const done = (async () => {
       const stored = this.records.get(appName);
-      if (!stored?.run || isTerminal(stored.record.state)) return;
+      // After close, the next service to start records the end (it re-attaches).
+      if (this.closed || !stored?.run || isTerminal(stored.record.state)) return;
       const code = readExitCode(stored.run.exitFile);
       const ended = new Date().toISOString();
       if (stored.run.stopRequested) await this.update(stored, { state: 'KILLED', stateDetail: 'stopped by a user', endedAt: ended });

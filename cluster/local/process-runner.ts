@@ -2,7 +2,7 @@
 // the whole tree: spark-submit, the JVM, Python workers) under a tiny shell wrapper
 // that writes the exit code to a file; the service can die and find it again.
 import { spawn } from 'node:child_process';
-import { closeSync, existsSync, openSync, readFileSync } from 'node:fs';
+import { closeSync, existsSync, openSync, readdirSync, readFileSync } from 'node:fs';
 import type { LocalCommand } from './spark-command.js';
 
 export interface Started {
@@ -31,14 +31,20 @@ export function isAlive(pid: number, startTicks: number): boolean {
   return stat !== undefined && stat.startTicks === startTicks && stat.state !== 'Z';
 }
 
-/** Whether any process of the group is left. */
+/**
+ * Whether a live process of the group is left. Zombies do not count: a JVM's exited child
+ * waits in the group until init reaps it, and `kill(-pgid, 0)` would count it.
+ */
 function groupAlive(pgid: number): boolean {
-  try {
-    process.kill(-pgid, 0);
-    return true;
-  } catch {
-    return false;
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      if (Number(fields[2]) === pgid && fields[0] !== 'Z') return true;
+    } catch { /* ended meanwhile */ }
   }
+  return false;
 }
 
 const WRAPPER = '"$@"; code=$?; printf "%s" "$code" > "$EXIT_FILE.tmp" && mv "$EXIT_FILE.tmp" "$EXIT_FILE"; exit "$code"';

@@ -1,5 +1,6 @@
 // /api/apps/ over a LocalCluster whose spark-submit is the TEST DOUBLE of
 // test/helpers/fake-spark-submit.ts: real processes, real process groups, no JVM.
+import { readFileSync } from 'node:fs';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import t from 'tap';
@@ -11,8 +12,14 @@ import { filesUnder, sleep } from '../helpers/temp.js';
 
 const iso = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$/;
 
+/** Alive and not a zombie: a killed process waits as a zombie until init reaps it. */
 function pidAlive(pid: number): boolean {
-  try { process.kill(pid, 0); return true; } catch { return false; }
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z';
+  } catch {
+    return false;
+  }
 }
 
 t.test('dry run answers 200 with the application and creates nothing', async (t) => {

@@ -1,0 +1,74 @@
+// The real command line: `cluster up` (test bed, webhook, API in Kubernetes mode in one
+// detached process), the shared acceptance contract against it, then `cluster down`, after
+// which none of its processes is left. Runs the compiled CLI: `npx tsc -p .` first.
+import t from 'tap';
+import { spawn } from 'node:child_process';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { exampleClusterFile, repoRoot } from '../helpers/api.js';
+import { eventually } from '../helpers/kubernetes.js';
+import { tempDir } from '../helpers/temp.js';
+
+const bin = join(repoRoot, 'bin', 'submission-service.js');
+const contract = join(repoRoot, '..', 'shared', 'acceptance', 'contract.mjs');
+
+function run(args: string[], env: NodeJS.ProcessEnv = {}, timeoutMs = 180_000): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((ok, fail) => {
+    const child = spawn(process.execPath, args, { cwd: repoRoot, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d) => { stdout += d; });
+    child.stderr.on('data', (d) => { stderr += d; });
+    const timer = setTimeout(() => { child.kill('SIGKILL'); fail(new Error(`${args.join(' ')} took over ${timeoutMs} ms: ${stderr}`)); }, timeoutMs);
+    child.once('exit', (code) => { clearTimeout(timer); ok({ code, stdout, stderr }); });
+  });
+}
+
+/** Pids whose command line mentions `text` (the test bed's is `testbed --dir <dir>/testbed`). */
+function pidsMentioning(text: string): number[] {
+  const pids: number[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry) || Number(entry) === process.pid) continue;
+    try {
+      if (readFileSync(`/proc/${entry}/cmdline`, 'utf8').split('\0').some((arg) => arg.includes(text))) pids.push(Number(entry));
+    } catch { /* gone meanwhile */ }
+  }
+  return pids;
+}
+
+const alive = (pid: number) => { try { process.kill(pid, 0); return true; } catch { return false; } };
+
+t.test('cluster up, the acceptance contract, cluster down', { skip: existsSync(join(repoRoot, 'dist', 'cli', 'cluster.js')) ? false : 'dist/ is not built: run `npx tsc -p .`' }, async (t) => {
+  const dir = join(tempDir(t, 'subsvc-up-'), 'cluster');
+  // Whatever happens below, nothing of this cluster outlives the test.
+  t.teardown(async () => {
+    if (existsSync(join(dir, 'state.json'))) await run([bin, 'cluster', 'down', '--dir', dir], {}, 60_000).catch(() => undefined);
+    for (const pid of pidsMentioning(dir)) { try { process.kill(pid, 'SIGKILL'); } catch { /* gone */ } }
+  });
+
+  const up = await run([bin, 'cluster', 'up', '--node-pools', exampleClusterFile, '--nodes', '--dir', dir]);
+  t.equal(up.code, 0, `cluster up: ${up.stderr.slice(-2000)}`);
+  const lines = up.stdout.trim().split('\n');
+  const baseUrl = /^BASE_URL=(.+)$/.exec(lines.at(-2) ?? '')?.[1];
+  const kubeconfig = /^KUBECONFIG=(.+)$/.exec(lines.at(-1) ?? '')?.[1];
+  t.ok(baseUrl, `BASE_URL printed: ${baseUrl}`);
+  t.ok(kubeconfig && existsSync(kubeconfig), 'KUBECONFIG printed and present');
+  const state = JSON.parse(readFileSync(join(dir, 'state.json'), 'utf8')) as { pid: number };
+  t.ok(alive(state.pid), 'the serving process runs');
+  const testbeds = pidsMentioning(join(dir, 'testbed'));
+  t.equal(testbeds.length, 1, 'one test bed process');
+
+  const acceptance = await run([contract], { BASE_URL: baseUrl, CLUSTER: exampleClusterFile }, 180_000);
+  t.equal(acceptance.code, 0, `the contract passes:\n${acceptance.stdout.slice(-3000)}`);
+  t.match(acceptance.stdout, /\b0 failed\b/);
+  t.comment(acceptance.stdout.trim().split('\n').at(-1) ?? '');
+
+  const down = await run([bin, 'cluster', 'down', '--dir', dir], {}, 60_000);
+  t.equal(down.code, 0);
+  t.notOk(alive(state.pid), 'the serving process is gone');
+  await eventually(async () => pidsMentioning(dir), (pids) => pids.length === 0, { timeoutMs: 60_000, intervalMs: 200, what: 'the test bed to exit' });
+  t.pass('no process of the cluster is left');
+  t.notOk(existsSync(join(dir, 'state.json')), 'state.json removed');
+  const after = await fetch(`${baseUrl}/healthz`).then(() => 'answered', () => 'refused');
+  t.equal(after, 'refused', 'the API no longer answers');
+});
