@@ -16,17 +16,26 @@ export function apiStatus(error: unknown): { code?: number; status?: KubeStatus 
 
 const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENOTFOUND', 'EPIPE', 'UND_ERR_SOCKET', 'UND_ERR_CONNECT_TIMEOUT']);
 
-function networkCode(error: unknown): string | undefined {
+// The apiserver answers but its certificate does not check out (e.g. it came back with a
+// new CA): it is not reachable as configured either, and nothing the client sent is wrong.
+const TLS_CODES = new Set(['UNABLE_TO_VERIFY_LEAF_SIGNATURE', 'SELF_SIGNED_CERT_IN_CHAIN', 'DEPTH_ZERO_SELF_SIGNED_CERT',
+  'UNABLE_TO_GET_ISSUER_CERT_LOCALLY', 'CERT_HAS_EXPIRED', 'CERT_NOT_YET_VALID', 'ERR_TLS_CERT_ALTNAME_INVALID']);
+
+function codeIn(error: unknown, codes: Set<string>): string | undefined {
   for (let e = error as { code?: unknown; cause?: unknown } | undefined; e; e = e.cause as typeof e) {
-    if (typeof e.code === 'string' && NETWORK_CODES.has(e.code)) return e.code;
+    if (typeof e.code === 'string' && codes.has(e.code)) return e.code;
   }
   return undefined;
 }
+
+const networkCode = (error: unknown) => codeIn(error, NETWORK_CODES);
 
 /** Turns any error from the client into one of ours, keeping Kubernetes' own message. */
 export function translate(error: unknown, server: string, what: string): Error {
   const network = networkCode(error);
   if (network) return new UnavailableError(`the Kubernetes API server at ${server} is unreachable (${network}) while trying to ${what}`);
+  const tls = codeIn(error, TLS_CODES);
+  if (tls) return new UnavailableError(`the Kubernetes API server at ${server} failed TLS verification (${tls}) while trying to ${what}`);
   const { code, status } = apiStatus(error);
   const message = status?.message ?? (error as Error).message;
   if (code === 409) return new ConflictError(message);

@@ -1,7 +1,6 @@
 // /api/apps/ over a LocalCluster whose spark-submit is the TEST DOUBLE of
 // test/helpers/fake-spark-submit.ts: real processes, real process groups, no JVM.
-import { readFileSync } from 'node:fs';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import t from 'tap';
 import { exampleCluster, startTestApi } from '../helpers/api.js';

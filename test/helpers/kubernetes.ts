@@ -135,9 +135,10 @@ export interface KubeBed {
   testbed: Testbed;
   /**
    * Starts a new test bed on the same dir and apiserver port. The test bed makes a fresh
-   * cluster on every start (new PKI, empty etcd), so the new kubeconfig is loaded into the
-   * KubeConfig objects already in use (the API keeps its instances), and the namespace,
-   * CRDs and webhook registration are put back, as a restarted real apiserver would keep them.
+   * cluster on every start (new PKI, empty etcd), so the clients built from the new
+   * kubeconfig replace those inside the KubeClients objects in use (the API instance and its
+   * KubernetesCluster stay), and the namespace, CRDs and webhook registration are put back,
+   * as a restarted real apiserver would still have them.
    */
   restartTestbed(): Promise<void>;
   /** Clients of this process (the API's own are separate: see `api.cluster`). */
@@ -204,9 +205,13 @@ export async function startKubeBed(t: TestLike, options: KubeBedOptions = {}): P
     async restartTestbed() {
       await testbed.stop();
       testbed = await startTestbed(join(dir, 'testbed'), { scheduler: options.scheduler, port: testbed.port });
+      // Swapped into the KubeClients objects in use (the API's KubernetesCluster reads them
+      // on every call), since loading the new kubeconfig into a KubeConfig object that has
+      // talked to the old apiserver kept failing TLS verification (see the test's header).
+      Object.assign(clients, kubeClients(testbed.kubeconfig));
+      Object.assign(api.kubeClients, kubeClients(testbed.kubeconfig));
       bed.testbed = testbed;
-      for (const kc of [clients.kc, api.kubeClients.kc]) kc.loadFromFile(testbed.kubeconfig);
-      await bootstrap(clients, rules, options.nodes ?? false);
+      await eventually(() => bootstrap(clients, rules, options.nodes ?? false).then(() => true), Boolean, { timeoutMs: 20_000, intervalMs: 500, what: 'the namespace and CRDs on the new apiserver' });
       await register(clients, registration());
     },
     call: (method, path, body, timeoutMs) => httpCall(api.baseUrl, method, path, body, timeoutMs),

@@ -35,16 +35,34 @@ function parseOverrides(pod: V1Pod): { ok: true; value?: ApplicationConfig } | {
   }
 }
 
-function refusal(result: Exclude<ConfigResult, { ok: true }>): Admission {
-  return { outcome: 'refused', status: result.status, body: result.body };
+/**
+ * Effective configs by (template, overrides text), per rule set. Pipelines submit the same
+ * config again and again; a replaced template is a new object, so its entries miss. Results
+ * are shared, hence never mutated (rendering builds new objects).
+ */
+const memo = new WeakMap<AdmissionRules, Map<string, { template: ApplicationConfig | undefined; result: ConfigResult }>>();
+const MEMO_SIZE = 1024;
+
+function configFor(pod: V1Pod, ctx: AdmissionContext): ConfigResult | { ok: false; status: 400; body: { message: string } } {
+  const templateName = pod.metadata?.labels?.[LABEL_TEMPLATE];
+  const template = templateName ? ctx.templates(templateName) : undefined;
+  const key = `${templateName ?? ''}\u0000${pod.metadata?.annotations?.[ANNOTATION_OVERRIDES] ?? ''}`;
+  let cache = memo.get(ctx.rules);
+  if (!cache) memo.set(ctx.rules, (cache = new Map()));
+  const hit = cache.get(key);
+  if (hit && hit.template === template) return hit.result;
+  const overrides = parseOverrides(pod);
+  if (!overrides.ok) return { ok: false, status: 400, body: { message: overrides.message } };
+  const result = effectiveConfig(templateName, overrides.value, ctx.rules, () => template);
+  if (cache.size >= MEMO_SIZE) cache.clear();
+  cache.set(key, { template, result });
+  return result;
 }
 
 function admitDriver(pod: V1Pod, jobName: string, ctx: AdmissionContext): Admission {
-  const overrides = parseOverrides(pod);
-  if (!overrides.ok) return { outcome: 'refused', status: 400, body: { message: overrides.message } };
   const labels = pod.metadata?.labels ?? {};
-  const result = effectiveConfig(labels[LABEL_TEMPLATE], overrides.value, ctx.rules, ctx.templates);
-  if (!result.ok) return refusal(result);
+  const result = configFor(pod, ctx);
+  if (!result.ok) return { outcome: 'refused', status: result.status, body: result.body };
   const appName = labels[LABEL_APP] ?? pod.metadata?.name ?? ctx.newAppName(jobName);
   const namespace = pod.metadata?.namespace || ctx.rules.namespace;
   const admitted = renderDriverPod(clone(pod), result.config, { appName, jobName, namespace }, ctx.rules);

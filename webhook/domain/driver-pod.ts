@@ -98,19 +98,17 @@ export function renderDriverPod(pod: V1Pod, config: ApplicationConfig, id: AppId
     },
     volumeMounts: [...mounts, ...(original?.volumeMounts ?? [])],
   };
+  // Object.assign, not spreads with computed keys: V8 turns those into slow dictionary objects.
+  const labels: Record<string, string> = Object.assign({}, pod.metadata?.labels, driver.labels);
+  labels[LABEL_APP] = id.appName;
+  labels[LABEL_JOB] = id.jobName;
+  labels[SPARK_ROLE] = 'driver';
+  const annotations: Record<string, string> = Object.assign({}, pod.metadata?.annotations, driver.annotations);
+  annotations[ANNOTATION_CONFIG] = JSON.stringify(config);
+  annotations[ANNOTATION_ADMITTED] = RULES_VERSION;
   return {
     ...pod,
-    metadata: {
-      ...pod.metadata,
-      name: id.appName,
-      labels: { ...pod.metadata?.labels, ...driver.labels, [LABEL_APP]: id.appName, [LABEL_JOB]: id.jobName, [SPARK_ROLE]: 'driver' },
-      annotations: {
-        ...pod.metadata?.annotations,
-        ...driver.annotations,
-        [ANNOTATION_CONFIG]: JSON.stringify(config),
-        [ANNOTATION_ADMITTED]: RULES_VERSION,
-      },
-    },
+    metadata: { ...pod.metadata, name: id.appName, labels, annotations },
     spec: {
       ...spec,
       serviceAccountName: driver.serviceAccount,

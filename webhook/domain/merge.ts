@@ -9,10 +9,11 @@ const isPlainObject = (value: unknown): value is Plain =>
 export function deepMerge<T>(base: T | undefined, override: T | undefined): T {
   if (override === undefined) return clone(base) as T;
   if (!isPlainObject(base) || !isPlainObject(override)) return clone(override) as T;
-  const merged: Plain = { ...base };
-  for (const [key, value] of Object.entries(override)) {
-    if (value === undefined) continue;
-    merged[key] = deepMerge(base[key], value);
+  const merged: Plain = {};
+  for (const key in base) merged[key] = base[key];
+  for (const key in override) {
+    const value = override[key];
+    if (value !== undefined) merged[key] = deepMerge(base[key], value);
   }
   return merged as T;
 }
@@ -22,6 +23,6 @@ export function clone<T>(value: T): T {
   if (Array.isArray(value)) return value.map(clone) as T;
   if (!isPlainObject(value)) return value;
   const copy: Plain = {};
-  for (const [key, inner] of Object.entries(value)) copy[key] = clone(inner);
+  for (const key in value) copy[key] = clone(value[key]);
   return copy as T;
 }
