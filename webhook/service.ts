@@ -61,6 +61,7 @@ export async function startWebhookService(options: WebhookServiceOptions) {
     certFile: store.paths.cert,
     keyFile: store.paths.key,
     ready: () => cache.ready,
+    prepare: (review) => cache.prepare(review),
     admit: (pod) => admitPod(pod, {
       rules,
       templates: (name) => cache.templates.get(name),

@@ -4,7 +4,7 @@
 import { makeInformer, type KubernetesObject, type V1Pod } from '@kubernetes/client-node';
 import { LRUCache } from 'lru-cache';
 import type { ApplicationConfig } from '../../schemas/index.js';
-import { LABEL_JOB, readConfig, SPARK_ROLE } from '../../webhook/domain/index.js';
+import { LABEL_APP, LABEL_JOB, LABEL_TEMPLATE, readConfig, SPARK_ROLE } from '../../webhook/domain/index.js';
 import { GROUP, type KubeClients, TEMPLATES, VERSION } from './client.js';
 
 type TemplateObject = KubernetesObject & { spec?: { config?: ApplicationConfig } };
@@ -52,6 +52,29 @@ export class AdmissionCache {
       this.synced++;
       this.stops.push(() => informer.stop());
     }
+  }
+
+  /**
+   * Fills what a review needs and the watches have not delivered yet (a template created a
+   * moment ago, an executor's driver admitted a moment ago): one GET on a miss, then cached.
+   */
+  async prepare(review: unknown): Promise<void> {
+    const pod = (review as { request?: { object?: V1Pod } })?.request?.object;
+    const labels = pod?.metadata?.labels ?? {};
+    const template = labels[LABEL_TEMPLATE];
+    if (template && !this.templates.has(template)) await this.fetchTemplate(template);
+    if (labels[SPARK_ROLE] === 'executor') {
+      const driver = labels[LABEL_APP] ?? pod?.metadata?.ownerReferences?.find((o) => o.kind === 'Pod')?.name;
+      if (driver && !this.applications.has(driver)) await this.fetchDriver(driver);
+    }
+  }
+
+  private async fetchDriver(name: string): Promise<void> {
+    try {
+      const pod = await this.clients.core.readNamespacedPod({ name, namespace: this.namespace });
+      const config = readConfig(pod);
+      if (config && pod.metadata?.labels?.[LABEL_JOB]) this.applications.set(name, config);
+    } catch { /* unknown driver: the executor is not ours */ }
   }
 
   /** A freshly created template may not have arrived yet: one GET on a miss, then cached. */

@@ -206,8 +206,8 @@ export async function startKubeBed(t: TestLike, options: KubeBedOptions = {}): P
       await testbed.stop();
       testbed = await startTestbed(join(dir, 'testbed'), { scheduler: options.scheduler, port: testbed.port });
       // Swapped into the KubeClients objects in use (the API's KubernetesCluster reads them
-      // on every call), since loading the new kubeconfig into a KubeConfig object that has
-      // talked to the old apiserver kept failing TLS verification (see the test's header).
+      // on every call): reloading the file into a live KubeConfig does not take, because
+      // client.ts keeps one kept-alive https.Agent per KubeConfig, with the old CA in it.
       Object.assign(clients, kubeClients(testbed.kubeconfig));
       Object.assign(api.kubeClients, kubeClients(testbed.kubeconfig));
       bed.testbed = testbed;

@@ -1,14 +1,14 @@
 // The apiserver goes away under load and comes back: meanwhile the API answers 503
-// quickly (not 500, not hanging), and afterwards it serves again by itself: same API
-// instance, same clients, no restart.
+// quickly (not 500, not hanging), and afterwards it serves again: same API instance,
+// no restart.
 //
 // The test bed cannot restart "the same" cluster: every start makes a new PKI and an empty
 // etcd (test/cluster/main.go). It does take `--port`, so the new apiserver comes back at the
 // same address. restartTestbed() swaps clients built from the new kubeconfig into the
 // KubeClients objects the running API instance reads on every call (loading the new file
-// into the live KubeConfig objects did not take: those kept failing TLS verification against
-// the new CA), and puts back the namespace, CRDs and webhook registration that a real
-// restarted apiserver would still have in etcd. The API instance itself is never restarted.
+// into the live KubeConfig objects does not take: cluster/kubernetes/client.ts keeps one
+// kept-alive https.Agent per KubeConfig, TLS material included), and puts back the
+// namespace, CRDs and webhook registration that a real restarted apiserver would still have. The API instance itself is never restarted.
 // Until the swap, calls meet the new apiserver with the old CA: those must be 503 too.
 import t from 'tap';
 import { type Reply, startKubeBed } from '../helpers/kubernetes.js';

@@ -7,7 +7,7 @@ import type { AddressInfo } from 'node:net';
 import { watchCertificates } from './certificate-watcher.js';
 import { deny } from './envelope.js';
 import { readBody, sendJson } from './http-io.js';
-import { type AdmitFunction, type ReviewResult, reviewText, uidFromText } from './review.js';
+import { type AdmitFunction, type ReviewResult, reviewAdmission, reviewText, uidFromText } from './review.js';
 
 export const MUTATE_PATH = '/mutate-pods';
 /** Above what the apiserver itself sends (objects are capped near 1.5 MiB by etcd). */
@@ -22,6 +22,12 @@ export interface WebhookServerOptions {
   maxBodyBytes?: number;
   /** How often the certificate files are re-read at the latest. */
   certReloadIntervalMs?: number;
+  /**
+   * Awaited before the (synchronous) admission with the parsed review: the place to fill a
+   * cache miss (a template created a moment ago) with one GET. Bounded by prepareTimeoutMs.
+   */
+  prepare?: (review: unknown) => Promise<void>;
+  prepareTimeoutMs?: number;
   /** Readiness beyond "serving", e.g. caches synced. */
   ready?: () => boolean;
   onReview?: (result: ReviewResult, durationMs: number) => void;
@@ -53,9 +59,23 @@ async function mutate(req: IncomingMessage, res: ServerResponse, options: Webhoo
   const body = await readBody(req, limit);
   if (!body.ok) return tooLarge(res, body.head, body.bytes, limit);
   const started = performance.now();
-  const result = reviewText(body.text, options.admit);
+  const result = options.prepare ? await prepared(body.text, options) : reviewText(body.text, options.admit);
   sendJson(res, 200, result.review);
   options.onReview?.(result, performance.now() - started);
+}
+
+async function prepared(text: string, options: WebhookServerOptions) {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    return reviewText(text, options.admit); // answers the malformed body with its uid
+  }
+  let timer: NodeJS.Timeout | undefined;
+  const limit = new Promise<void>((ok) => { timer = setTimeout(ok, options.prepareTimeoutMs ?? 2000); });
+  await Promise.race([options.prepare!(parsed).catch(() => undefined), limit]);
+  clearTimeout(timer);
+  return reviewAdmission(parsed, options.admit);
 }
 
 function route(req: IncomingMessage, res: ServerResponse, options: WebhookServerOptions): Promise<void> | void {
