@@ -6,20 +6,19 @@ import { existsSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync } 
 import { createServer } from 'node:net';
 import { join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
-import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { kubeClients } from '../cluster/kubernetes/client.js';
 import { createFakeNodes, ensureCrds, ensureNamespace } from '../cluster/kubernetes/bootstrap.js';
 import { KubernetesCluster } from '../cluster/kubernetes/kubernetes-cluster.js';
 import { buildApi } from '../submit-api/app.js';
 import { FileKeyStore } from '../submit-api/auth/key-store.js';
+import { packageRoot } from '../lib/package-root.js';
 import { startWebhookService } from '../webhook/service.js';
 import { defaultDataDir, findSpark } from './config.js';
 import { FakeKubelet } from '../cluster/testbed/fake-kubelet.js';
 import { availableParallelism } from 'node:os';
 import { rulesFrom } from './rules.js';
 
-const packageRoot = fileURLToPath(new URL('../../', import.meta.url));
 
 const options = {
   'node-pools': { type: 'string' },

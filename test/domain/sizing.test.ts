@@ -34,7 +34,7 @@ t.test('a driver above every non-preemptible pool is refused under driver', asyn
   const r = size({ driver: { cores: 4 } });
   t.equal(r.ok, false);
   if (r.ok) return;
-  const body = r.body as Record<string, { availableNodePools: { preemptible: boolean }[] }>;
+  const body = r.body as unknown as Record<string, { availableNodePools: { preemptible: boolean }[] }>;
   t.notOk(body.executor, 'executor fits');
   t.ok(body.driver.availableNodePools.every((p) => !p.preemptible), 'only pools a driver may use');
 });

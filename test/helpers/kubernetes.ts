@@ -3,9 +3,8 @@
 // then what `cluster serve` puts on it (namespace, CRDs, fake nodes on request, the webhook
 // service registered with its CA) and the API in Kubernetes mode on a real port.
 // Everything started here is stopped in the test's teardown.
-import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync, mkdirSync, openSync, closeSync, readFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { AdmissionregistrationV1Api, type V1MutatingWebhookConfiguration, type V1Pod } from '@kubernetes/client-node';
@@ -24,22 +23,9 @@ interface TestLike { teardown(fn: () => unknown): void }
 
 export const WEBHOOK_NAME = 'submission-service';
 
-export async function freePort(): Promise<number> {
-  return new Promise((ok, fail) => {
-    const server = createServer().once('error', fail).listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => ok(port));
-    });
-  });
-}
+import { freePort, testbedBinary } from '../../cli/cluster.js';
 
-/** The test bed binary: $SUBMISSION_SERVICE_TESTBED, or built (cached) by test/cluster/build.sh. */
-export function testbedBinary(): string {
-  const given = process.env.SUBMISSION_SERVICE_TESTBED;
-  if (given && existsSync(given)) return given;
-  const out = execFileSync('bash', [join(repoRoot, 'test/cluster/build.sh')], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
-  return out.trim().split('\n').pop()!;
-}
+export { freePort, testbedBinary };
 
 /** One test bed process. */
 export interface Testbed {
