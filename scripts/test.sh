@@ -12,6 +12,9 @@ if [ -x test/cluster/build.sh ] && [ "${SKIP_CLUSTER_TESTS:-}" != 1 ]; then
   echo "test: building the Kubernetes test bed (cached after the first time)" >&2
   if bin=$(bash test/cluster/build.sh | tail -n 1); then export SUBMISSION_SERVICE_TESTBED="$bin"; else echo "test: the test bed did not build; its tests will fail" >&2; fi
 fi
+# The whole tree type-checks (tests and benches too): one check of its own in the count.
+typecheck_failed=0
+if ! npx tsc -p tsconfig.check.json >&2; then echo "test: type errors (above)" >&2; typecheck_failed=1; fi
 files=("$@")
 [ ${#files[@]} -gt 0 ] || mapfile -t files < <(find test -name '*.test.ts' -not -path '*/node_modules/*' | sort)
 out=$(mktemp)
@@ -23,7 +26,8 @@ num() { echo "$summary" | grep -oE "$1: [0-9]+" | grep -oE '[0-9]+' || echo 0; }
 pass=$(num pass); fail=$(num fail); skip=$(( $(num skip) + $(num todo) ))
 if [ -z "$summary" ]; then pass=0; fail=1; fi
 if [ "$status" -ne 0 ] && [ "$fail" -eq 0 ]; then fail=1; fi
+if [ "$typecheck_failed" -eq 1 ]; then fail=$((fail + 1)); else pass=$((pass + 1)); fi
 line="$pass passed, $fail failed"
 [ "$skip" -gt 0 ] && line="$line, $skip skipped"
 echo "$line"
-[ "$status" -eq 0 ] && [ "$fail" -eq 0 ]
+[ "$status" -eq 0 ] && [ "$fail" -eq 0 ] && [ "$typecheck_failed" -eq 0 ]
