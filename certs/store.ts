@@ -1,5 +1,5 @@
-// Where the webhook's certificates live. Files now; a Kubernetes Secret later, through
-// the cluster adapter, behind the same interface.
+// Where the webhook's certificates live: files here; a Kubernetes Secret shared by the
+// replicas in secret-store.ts, behind the same interface.
 import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';

@@ -45,17 +45,24 @@ export async function webhookCommand(argv: string[]): Promise<number> {
       'service-name': { type: 'string' },
       'service-namespace': { type: 'string' },
       url: { type: 'string' },
+      'cert-secret': { type: 'string', description: 'NAMESPACE/NAME of the Secret that keeps the CA and serving certificate for every replica' },
     },
   });
   const clients = kubeClients(values.kubeconfig);
   const rules = rulesFrom(values['node-pools'], values.namespace, values.placement);
   const service = values['service-name'] && values['service-namespace']
     ? { name: values['service-name'], namespace: values['service-namespace'] } : undefined;
+  // --cert-secret NAMESPACE/NAME: certificates shared by all replicas (webhook/service.ts).
+  const secretRef = values['cert-secret'] === undefined ? undefined
+    : /^([a-z0-9]([-a-z0-9]*[a-z0-9])?)\/([a-z0-9]([-.a-z0-9]*[a-z0-9])?)$/.exec(values['cert-secret']);
+  if (secretRef === null) throw new Error(`--cert-secret takes NAMESPACE/NAME, not ${JSON.stringify(values['cert-secret'])}`);
+  const certSecret = secretRef ? { namespace: secretRef[1]!, name: secretRef[3]! } : undefined;
   const dnsNames = [...values['dns-name'], ...(service ? [`${service.name}.${service.namespace}.svc`, `${service.name}.${service.namespace}.svc.cluster.local`] : [])];
   const webhook = await startWebhookService({
     clients, rules, certDir: values['cert-dir'], port: Number(values.port ?? 9443), host: values.host,
     dnsNames: dnsNames.length ? dnsNames : ['localhost'], ipAddresses: ['127.0.0.1'],
     registration: values.register ? { name: values.register, url: values.url, service } : undefined,
+    certSecret,
   });
   process.stdout.write(`Submission Service webhook at ${webhook.url}\n`);
   onSignal(() => webhook.close());

@@ -60,8 +60,8 @@ export function valuesSchema(): Record<string, unknown> {
       }),
       api: component({ replicas: { type: 'integer', minimum: 0 }, port }),
       webhook: component({
-        // Each replica issues its own CA today (certs/store.ts keeps them in files): one at most.
-        replicas: { type: 'integer', minimum: 0, maximum: 1 },
+        // Any number: the replicas share their certificates through a Secret (certs/secret-store.ts).
+        replicas: { type: 'integer', minimum: 0 },
         port,
         failurePolicy: { enum: ['Fail', 'Ignore'] },
         executorFailurePolicy: { enum: ['', 'Fail', 'Ignore'] },

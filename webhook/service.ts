@@ -1,14 +1,24 @@
 // The webhook process: watch-fed caches, certificates (issued, rotated, CA published in
 // the MutatingWebhookConfiguration), and the HTTPS server running the pure admission.
+//
+// Certificates live in --cert-dir (one replica), or in a Secret shared by all replicas
+// (`certSecret`). With the Secret, it is the source of truth: every check ensures it holds
+// a valid CA and serving pair (issuing one, or adopting what another replica wrote:
+// certs/secret-store.ts), publishes its caBundle, and only then copies the pair into
+// --cert-dir, which the server reloads without a restart. A pair signed by a CA the
+// replica did not serve under before is copied in only after the caBundle with that CA has
+// been published and has had `caBundleSettleMs` to reach the apiservers, so no admission
+// meets a certificate the apiserver does not trust yet.
 import { AdmissionregistrationV1Api, type V1MutatingWebhookConfiguration } from '@kubernetes/client-node';
 import { AdmissionCache } from '../cluster/kubernetes/admission-cache.js';
 import type { KubeClients } from '../cluster/kubernetes/client.js';
 import { newAppName } from '../cluster/app-name.js';
-import { ensureCertificates } from '../certs/rotation.js';
-import { fileCertificateStore } from '../certs/store.js';
+import { caBundle as caBundleOf, ensureCertificates, type EnsureResult, type RotationPolicy } from '../certs/rotation.js';
+import { ensureSharedCertificates, secretCertificateStore } from '../certs/secret-store.js';
+import { fileCertificateStore, type StoredCertificates } from '../certs/store.js';
 import { type AdmissionRules, admitPod } from './domain/index.js';
 import { mutatingWebhookConfiguration } from './server/registration.js';
-import { startWebhookServer } from './server/server.js';
+import { startWebhookServer, type WebhookServer, type WebhookServerOptions } from './server/server.js';
 
 export interface WebhookServiceOptions {
   clients: KubeClients;
@@ -20,46 +30,130 @@ export interface WebhookServiceOptions {
   ipAddresses?: string[];
   /** Keep this MutatingWebhookConfiguration registered with our CA. */
   registration?: { name: string; url?: string; service?: { namespace: string; name: string; port?: number } };
-  /** How often the certificate is checked for renewal. */
+  /**
+   * Keep the CA and serving certificate in this Secret, shared with the other replicas;
+   * certDir then holds this replica's copy of it. Needs get and update on the Secret
+   * (create too when it does not exist yet).
+   */
+  certSecret?: { namespace: string; name: string };
+  /** How often the certificate is checked for renewal (and, with certSecret, for a pair another replica wrote). */
   rotationCheckMs?: number;
+  /** With certSecret: wait this long after publishing a new CA before serving a certificate it signed. Default 5 s. */
+  caBundleSettleMs?: number;
+  /** Validity of serving certificates and of the CA (certs/rotation.ts defaults: 365 and 3650 days). */
+  validityDays?: number;
+  caValidityDays?: number;
+  onReview?: WebhookServerOptions['onReview'];
 }
 
 /**
  * Keeps our CA in the MutatingWebhookConfiguration. One that exists (the Helm chart's) only
- * gets its caBundle patched, so its failurePolicy, timeouts and labels stay as deployed;
- * a missing one (the test bed) is created whole.
+ * gets its caBundle patched, and only when it differs, so its failurePolicy, timeouts and
+ * labels stay as deployed; a missing one (the test bed) is created whole.
  */
 async function register(clients: KubeClients, body: V1MutatingWebhookConfiguration): Promise<void> {
   const api = clients.kc.makeApiClient(AdmissionregistrationV1Api);
   const name = body.metadata!.name!;
   const caBundle = body.webhooks?.[0]?.clientConfig.caBundle;
-  try {
-    const current = await api.readMutatingWebhookConfiguration({ name });
-    const patch = (current.webhooks ?? []).map((_w, i) => ({ op: 'add', path: `/webhooks/${i}/clientConfig/caBundle`, value: caBundle }));
-    if (patch.length > 0) await api.patchMutatingWebhookConfiguration({ name, body: patch });
-  } catch (error) {
-    if ((error as { code?: number }).code !== 404) throw error;
-    await api.createMutatingWebhookConfiguration({ body });
+  const code = (error: unknown) => (error as { code?: number }).code;
+  for (let attempt = 1; ; attempt++) {
+    try {
+      const current = await api.readMutatingWebhookConfiguration({ name });
+      const patch = (current.webhooks ?? []).flatMap((w, i) => (w.clientConfig.caBundle === caBundle ? []
+        : [{ op: 'add', path: `/webhooks/${i}/clientConfig/caBundle`, value: caBundle }]));
+      if (patch.length > 0) await api.patchMutatingWebhookConfiguration({ name, body: patch });
+      return;
+    } catch (error) {
+      if (code(error) !== 404) throw error;
+    }
+    try {
+      await api.createMutatingWebhookConfiguration({ body });
+      return;
+    } catch (error) {
+      // Another replica created it a moment ago: patch that one instead.
+      if (code(error) !== 409 || attempt >= 3) throw error;
+    }
   }
+}
+
+const sameCerts = (a: StoredCertificates | undefined, b: StoredCertificates) =>
+  a !== undefined && a.caCert === b.caCert && a.caKey === b.caKey && a.cert === b.cert && a.key === b.key;
+
+const sleep = (ms: number) => new Promise<void>((ok) => setTimeout(ok, ms));
+
+export interface CertificateCheck {
+  /** Why this replica issued a new pair ('none' when it kept or adopted the stored one). */
+  reason: EnsureResult['reason'];
+  /** The local copy (the served pair) changed: a rotation by this or by another replica. */
+  installed: boolean;
+  caBundle: string;
 }
 
 export async function startWebhookService(options: WebhookServiceOptions) {
   const { rules } = options;
   const cache = new AdmissionCache(options.clients, rules.namespace);
   await cache.start();
-  const store = fileCertificateStore(options.certDir);
+  const files = fileCertificateStore(options.certDir);
+  const shared = options.certSecret ? secretCertificateStore({ core: options.clients.core, ...options.certSecret }) : undefined;
   const publish = async (caBundle: string) => {
     if (!options.registration) return;
     const { name, url, service } = options.registration;
     await register(options.clients, mutatingWebhookConfiguration({ name, url, service, caBundle, namespaces: [rules.namespace] }) as V1MutatingWebhookConfiguration);
   };
-  const policy = { dnsNames: options.dnsNames, ipAddresses: options.ipAddresses, publishCaBundle: publish };
-  const first = await ensureCertificates(store, policy);
-  const server = await startWebhookServer({
+  const policy: RotationPolicy = {
+    dnsNames: options.dnsNames, ipAddresses: options.ipAddresses, validityDays: options.validityDays, caValidityDays: options.caValidityDays,
+  };
+  let server: WebhookServer | undefined;
+  let currentBundle = '';
+
+  /** File mode: the files are the store; a renewed CA is published before its certificate is written. */
+  const checkFiles = async (overrides: Pick<RotationPolicy, 'now'>): Promise<CertificateCheck> => {
+    const result = await ensureCertificates(files, { ...policy, ...overrides, publishCaBundle: publish });
+    if (result.reason !== 'none') await server?.reloadCertificates();
+    currentBundle = result.caBundle;
+    return { reason: result.reason, installed: result.reason !== 'none', caBundle: result.caBundle };
+  };
+
+  /** Secret mode: ensure the Secret, publish its CA, then copy it to the files the server reads. */
+  const checkSecret = async (overrides: Pick<RotationPolicy, 'now'>): Promise<CertificateCheck> => {
+    const store = shared!;
+    const first = await ensureSharedCertificates(store, { ...policy, ...overrides });
+    let certs = first.certs;
+    // Publish what the Secret holds, then look again: a replica that wrote in between has
+    // published before or will publish after us (it publishes after its write), so once the
+    // Secret is unchanged across our publish, the published caBundle is that of the Secret.
+    for (let attempt = 1; ; attempt++) {
+      currentBundle = caBundleOf(certs); // with the real clock, whatever `now` the check used
+      await publish(currentBundle);
+      const again = await store.read();
+      if (sameCerts(again, certs)) break;
+      if (attempt >= 5) throw new Error(`Secret ${store.namespace}/${store.name} keeps changing; will check again`);
+      certs = (await ensureSharedCertificates(store, policy)).certs;
+    }
+    const local = await files.read();
+    if (sameCerts(local, certs)) return { reason: first.reason, installed: false, caBundle: currentBundle };
+    // A new CA: let the apiservers see the caBundle with it before serving what it signed.
+    if (local && server && local.caCert !== certs.caCert) await sleep(options.caBundleSettleMs ?? 5_000);
+    await files.write(certs);
+    await server?.reloadCertificates();
+    return { reason: first.reason, installed: true, caBundle: currentBundle };
+  };
+
+  // One check at a time: the timer and an explicit call never interleave their writes.
+  let queue: Promise<unknown> = Promise.resolve();
+  const check = (overrides: Pick<RotationPolicy, 'now'> = {}): Promise<CertificateCheck> => {
+    const run = queue.then(() => (shared ? checkSecret(overrides) : checkFiles(overrides)));
+    queue = run.catch(() => undefined);
+    return run;
+  };
+
+  await check();
+  server = await startWebhookServer({
     port: options.port,
     host: options.host,
-    certFile: store.paths.cert,
-    keyFile: store.paths.key,
+    certFile: files.paths.cert,
+    keyFile: files.paths.key,
+    onReview: options.onReview,
     ready: () => cache.ready,
     prepare: (review) => cache.prepare(review),
     admit: (pod) => admitPod(pod, {
@@ -69,17 +163,26 @@ export async function startWebhookService(options: WebhookServiceOptions) {
       newAppName,
     }),
   });
-  await publish(first.caBundle);
+  // File mode publishes once serving (a missing configuration, created whole, sends pods at
+  // once); Secret mode has published in its check, before installing the files.
+  if (!shared) await publish(currentBundle);
   // Renewal writes new files; the server reloads them without a restart.
-  const timer = setInterval(() => void ensureCertificates(store, policy).catch(() => undefined), options.rotationCheckMs ?? 3_600_000);
+  const timer = setInterval(() => void check().catch(() => undefined), options.rotationCheckMs ?? 3_600_000);
   timer.unref();
   return {
     url: server.url,
-    caBundle: first.caBundle,
+    /** base64 PEM of the CAs this replica last published. */
+    get caBundle() { return currentBundle; },
     cache,
+    /**
+     * Runs a certificate check now (what the timer does); `now` pretends a later time for
+     * the renewal decision, as certs/rotation.ts allows. Serialised with the timer's checks.
+     */
+    checkCertificates: check,
     async close() {
       clearInterval(timer);
-      await server.close();
+      await queue;
+      await server!.close();
       await cache.stop();
     },
   };

@@ -2,9 +2,10 @@
 // and optionally kube-scheduler) in one process for integration tests, in the
 // spirit of envtest but built from Kubernetes' own Go modules.
 //
-//	testbed --dir DIR [--scheduler] [--port N]
+//	testbed --dir DIR [--scheduler] [--port N] [--keep]
 //
-// Prints "READY <kubeconfig> <apiserver-url>" on stdout once usable; logs go
+// With --keep, a DIR left by an earlier run is started again as the same cluster
+// (same PKI, same etcd data) instead of a new one. Prints "READY <kubeconfig> <apiserver-url>" on stdout once usable; logs go
 // to stderr; SIGTERM/SIGINT shut it down with exit code 0.
 package main
 
@@ -24,6 +25,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -39,33 +41,48 @@ func main() {
 	dir := fs.String("dir", "", "state directory (kubeconfig, pki/, etcd/); required")
 	withScheduler := fs.Bool("scheduler", false, "also run kube-scheduler")
 	port := fs.Int("port", 0, "apiserver secure port on 127.0.0.1 (0 = pick a free one)")
+	keep := fs.Bool("keep", false, "restart the cluster DIR holds (its PKI and etcd data) instead of making a new one")
 	fs.Parse(os.Args[1:])
 	if *dir == "" {
 		fmt.Fprintln(os.Stderr, "testbed: --dir is required")
 		os.Exit(2)
 	}
-	if err := run(*dir, *withScheduler, *port); err != nil {
+	if err := run(*dir, *withScheduler, *port, *keep); err != nil {
 		fmt.Fprintln(os.Stderr, "testbed:", err)
 		os.Exit(1)
 	}
 }
 
-func run(dir string, withScheduler bool, port int) error {
+func run(dir string, withScheduler bool, port int, keep bool) error {
 	dir, err := filepath.Abs(dir)
 	if err != nil {
-		return err
-	}
-	// Every start is a fresh cluster: old etcd data would not match the new PKI.
-	if err := os.RemoveAll(filepath.Join(dir, "etcd")); err != nil {
 		return err
 	}
 	// Registered before anything starts so an early signal is not lost.
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
 
-	p, err := newPKI(filepath.Join(dir, "pki"))
-	if err != nil {
-		return fmt.Errorf("pki: %w", err)
+	// With --keep and a PKI from an earlier run, this is that cluster again: same
+	// certificates (clients holding the old CA and admin cert reconnect as they are)
+	// and etcd restarted on its data. Otherwise a fresh cluster: old etcd data would
+	// not match a new PKI.
+	pkiDir := filepath.Join(dir, "pki")
+	var p *pki
+	if keep && hasPKI(pkiDir) {
+		if p, err = loadPKI(pkiDir); err != nil {
+			return fmt.Errorf("--keep: pki from the earlier run: %w", err)
+		}
+		fmt.Fprintf(os.Stderr, "testbed: --keep: reusing %s and %s\n", pkiDir, filepath.Join(dir, "etcd"))
+	} else {
+		if err := os.RemoveAll(filepath.Join(dir, "etcd")); err != nil {
+			return err
+		}
+		if p, err = newPKI(pkiDir); err != nil {
+			return fmt.Errorf("pki: %w", err)
+		}
+	}
+	if port == 0 && keep {
+		port = previousPort(filepath.Join(dir, "kubeconfig")) // 0 if there is none
 	}
 	if port == 0 {
 		if port, err = freePort(); err != nil {
@@ -111,6 +128,9 @@ func run(dir string, withScheduler bool, port int) error {
 		// rejects (logged every 10s); nothing in-cluster needs it, so don't reconcile it.
 		"--endpoint-reconciler-type=none",
 		"--allow-privileged=true",
+		// Ends open watches when shutting down. Without it a SIGTERM waits for them until
+		// --request-timeout (60s): informers keep a watch open all the time.
+		"--shutdown-watch-termination-grace-period=2s",
 		"--profiling=false",
 		"--v=0",
 	})
@@ -224,6 +244,23 @@ func startEtcd(dataDir string) (*embed.Etcd, string, error) {
 		return nil, "", errors.New("etcd not ready within 1m")
 	}
 	return e, clientURL.String(), nil
+}
+
+// previousPort is the apiserver port in the kubeconfig an earlier run wrote, or 0.
+func previousPort(kubeconfig string) int {
+	b, err := os.ReadFile(kubeconfig)
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if server, ok := strings.CutPrefix(strings.TrimSpace(line), "server: "); ok {
+			if u, err := url.Parse(server); err == nil {
+				port, _ := strconv.Atoi(u.Port())
+				return port
+			}
+		}
+	}
+	return 0
 }
 
 // freePort asks the kernel for an unused loopback port.

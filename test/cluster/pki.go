@@ -2,19 +2,25 @@ package main
 
 // Throwaway PKI for one test bed: a CA, the apiserver's serving cert, an admin
 // client cert in system:masters, and the service-account signing key pair.
+// newPKI makes one; loadPKI (--keep) takes back the one an earlier run left.
 
 import (
+	"bytes"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/hex"
 	"encoding/pem"
+	"errors"
+	"fmt"
 	"math/big"
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 )
 
@@ -133,6 +139,80 @@ func newPKI(dir string) (*pki, error) {
 	line := p.token + `,testbed-admin,testbed-admin,"system:masters"` + "\n"
 	if err := os.WriteFile(p.path("tokens.csv"), []byte(line), 0o600); err != nil {
 		return nil, err
+	}
+	return p, os.WriteFile(filepath.Join(filepath.Dir(dir), "token"), []byte(p.token), 0o600)
+}
+
+// pkiFiles are what newPKI writes into the pki dir (besides DIR/token, derived from tokens.csv).
+var pkiFiles = []string{"ca.crt", "apiserver.crt", "apiserver.key", "admin.crt", "admin.key", "sa.key", "sa.pub", "tokens.csv"}
+
+// hasPKI tells whether an earlier run left a PKI in dir (loadPKI then says whether it is whole).
+func hasPKI(dir string) bool {
+	_, err := os.Stat(filepath.Join(dir, "ca.crt"))
+	return err == nil
+}
+
+// loadPKI takes back the PKI newPKI wrote into dir, checking that it is whole and
+// consistent: both leaf certs signed by the CA and matching their keys, the
+// service-account pair matching, a token in tokens.csv.
+func loadPKI(dir string) (*pki, error) {
+	p := &pki{dir: dir}
+	files := map[string][]byte{}
+	for _, name := range pkiFiles {
+		b, err := os.ReadFile(p.path(name))
+		if err != nil {
+			return nil, err
+		}
+		files[name] = b
+	}
+	p.caCert, p.adminCert, p.adminKey = files["ca.crt"], files["admin.crt"], files["admin.key"]
+
+	caBlock, _ := pem.Decode(p.caCert)
+	if caBlock == nil {
+		return nil, errors.New("ca.crt: no PEM block")
+	}
+	ca, err := x509.ParseCertificate(caBlock.Bytes)
+	if err != nil {
+		return nil, fmt.Errorf("ca.crt: %w", err)
+	}
+	roots := x509.NewCertPool()
+	roots.AddCert(ca)
+	for _, leaf := range []struct {
+		name  string
+		usage x509.ExtKeyUsage
+	}{{"apiserver", x509.ExtKeyUsageServerAuth}, {"admin", x509.ExtKeyUsageClientAuth}} {
+		pair, err := tls.X509KeyPair(files[leaf.name+".crt"], files[leaf.name+".key"])
+		if err != nil {
+			return nil, fmt.Errorf("%s.crt/.key: %w", leaf.name, err)
+		}
+		cert, err := x509.ParseCertificate(pair.Certificate[0])
+		if err != nil {
+			return nil, fmt.Errorf("%s.crt: %w", leaf.name, err)
+		}
+		if _, err := cert.Verify(x509.VerifyOptions{Roots: roots, KeyUsages: []x509.ExtKeyUsage{leaf.usage}}); err != nil {
+			return nil, fmt.Errorf("%s.crt: %w", leaf.name, err)
+		}
+	}
+
+	saBlock, _ := pem.Decode(files["sa.key"])
+	if saBlock == nil {
+		return nil, errors.New("sa.key: no PEM block")
+	}
+	saKey, err := x509.ParseECPrivateKey(saBlock.Bytes)
+	if err != nil {
+		return nil, fmt.Errorf("sa.key: %w", err)
+	}
+	pubDER, err := x509.MarshalPKIXPublicKey(&saKey.PublicKey)
+	if err != nil {
+		return nil, err
+	}
+	if pubBlock, _ := pem.Decode(files["sa.pub"]); pubBlock == nil || !bytes.Equal(pubBlock.Bytes, pubDER) {
+		return nil, errors.New("sa.pub does not match sa.key")
+	}
+
+	p.token, _, _ = strings.Cut(strings.TrimSpace(string(files["tokens.csv"])), ",")
+	if p.token == "" {
+		return nil, errors.New("tokens.csv: no token")
 	}
 	return p, os.WriteFile(filepath.Join(filepath.Dir(dir), "token"), []byte(p.token), 0o600)
 }

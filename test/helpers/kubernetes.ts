@@ -43,11 +43,12 @@ process.once('exit', () => { for (const child of running) child.kill('SIGKILL');
 
 const exited = (child: ChildProcess) => child.exitCode !== null || child.signalCode !== null;
 
-export async function startTestbed(dir: string, options: { scheduler?: boolean; port?: number } = {}): Promise<Testbed> {
+/** `keep`: start the cluster an earlier test bed left in `dir` again (its PKI and etcd data) instead of a new one. */
+export async function startTestbed(dir: string, options: { scheduler?: boolean; port?: number; keep?: boolean } = {}): Promise<Testbed> {
   mkdirSync(dir, { recursive: true });
   const port = options.port ?? await freePort();
   const log = openSync(join(dir, 'testbed.log'), 'a');
-  const args = ['--dir', dir, '--port', String(port), ...(options.scheduler ? ['--scheduler'] : [])];
+  const args = ['--dir', dir, '--port', String(port), ...(options.scheduler ? ['--scheduler'] : []), ...(options.keep ? ['--keep'] : [])];
   const child = spawn(testbedBinary(), args, { stdio: ['ignore', 'pipe', log] });
   closeSync(log);
   running.add(child);
@@ -120,13 +121,12 @@ export interface KubeBed {
   /** The current test bed (see `restartTestbed`). */
   testbed: Testbed;
   /**
-   * Starts a new test bed on the same dir and apiserver port. The test bed makes a fresh
-   * cluster on every start (new PKI, empty etcd), so the clients built from the new
-   * kubeconfig replace those inside the KubeClients objects in use (the API instance and its
-   * KubernetesCluster stay), and the namespace, CRDs and webhook registration are put back,
-   * as a restarted real apiserver would still have them.
+   * Stops the test bed (SIGTERM, or `signal`; nothing if it is already gone) and starts it
+   * again with `--keep` on the same dir and apiserver port: the same cluster, as a restarted
+   * apiserver is (same CA and certificates, etcd restarted on its data), so everything in it
+   * is still there. Nothing is swapped or put back: clients in use must reconnect by themselves.
    */
-  restartTestbed(): Promise<void>;
+  restartTestbed(signal?: NodeJS.Signals): Promise<void>;
   /** Clients of this process (the API's own are separate: see `api.cluster`). */
   clients: KubeClients;
   webhook: Awaited<ReturnType<typeof startWebhookService>>;
@@ -188,17 +188,10 @@ export async function startKubeBed(t: TestLike, options: KubeBedOptions = {}): P
   const registration = () => mutatingWebhookConfiguration({ name: WEBHOOK_NAME, url, caBundle: webhook.caBundle, namespaces: [namespace] }) as V1MutatingWebhookConfiguration;
   const bed: KubeBed = {
     dir, namespace, rules, testbed, clients, webhook, api, registration,
-    async restartTestbed() {
-      await testbed.stop();
-      testbed = await startTestbed(join(dir, 'testbed'), { scheduler: options.scheduler, port: testbed.port });
-      // Swapped into the KubeClients objects in use (the API's KubernetesCluster reads them
-      // on every call): reloading the file into a live KubeConfig does not take, because
-      // client.ts keeps one kept-alive https.Agent per KubeConfig, with the old CA in it.
-      Object.assign(clients, kubeClients(testbed.kubeconfig));
-      Object.assign(api.kubeClients, kubeClients(testbed.kubeconfig));
+    async restartTestbed(signal) {
+      await testbed.stop(signal);
+      testbed = await startTestbed(join(dir, 'testbed'), { scheduler: options.scheduler, port: testbed.port, keep: true });
       bed.testbed = testbed;
-      await eventually(() => bootstrap(clients, rules, options.nodes ?? false).then(() => true), Boolean, { timeoutMs: 20_000, intervalMs: 500, what: 'the namespace and CRDs on the new apiserver' });
-      await register(clients, registration());
     },
     call: (method, path, body, timeoutMs) => httpCall(api.baseUrl, method, path, body, timeoutMs),
     pods: async (labelSelector) => (await clients.core.listNamespacedPod({ namespace, labelSelector })).items,
