@@ -110,8 +110,8 @@ export async function startWebhookService(options: WebhookServiceOptions) {
   const checkFiles = async (overrides: Pick<RotationPolicy, 'now'>): Promise<CertificateCheck> => {
     const result = await ensureCertificates(files, { ...policy, ...overrides, publishCaBundle: publish });
     if (result.reason !== 'none') await server?.reloadCertificates();
-    currentBundle = result.caBundle;
-    return { reason: result.reason, installed: result.reason !== 'none', caBundle: result.caBundle };
+    currentBundle = caBundleOf(result.certs);
+    return { reason: result.reason, installed: result.reason !== 'none', caBundle: currentBundle };
   };
 
   /** Secret mode: ensure the Secret, publish its CA, then copy it to the files the server reads. */
@@ -181,7 +181,10 @@ export async function startWebhookService(options: WebhookServiceOptions) {
     checkCertificates: check,
     async close() {
       clearInterval(timer);
-      await queue;
+      // Let a check in progress finish its writes, but not hang on an unreachable apiserver.
+      let waited: NodeJS.Timeout | undefined;
+      await Promise.race([queue, new Promise<void>((ok) => { waited = setTimeout(ok, 10_000); })]);
+      clearTimeout(waited);
       await server!.close();
       await cache.stop();
     },
