@@ -61,6 +61,17 @@ func run(dir string, withScheduler bool, port int, keep bool) error {
 	// Registered before anything starts so an early signal is not lost.
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
+	// A bed whose parent died (a test killed hard) would hold ports and memory forever:
+	// when this process is orphaned, signal itself as if told to stop (a real signal, so the
+	// apiserver's own handler drains too).
+	go func(parent int) {
+		for range time.Tick(500 * time.Millisecond) {
+			if os.Getppid() != parent {
+				_ = syscall.Kill(os.Getpid(), syscall.SIGTERM)
+				return
+			}
+		}
+	}(os.Getppid())
 
 	// With --keep and a PKI from an earlier run, this is that cluster again: same
 	// certificates (clients holding the old CA and admin cert reconnect as they are)
