@@ -60,7 +60,7 @@ export class LocalCluster implements Cluster {
     if (admission.outcome === 'ignored') throw new Error(`admission ignored the driver pod: ${admission.reason}`);
     const record: AppRecord = {
       appName: admission.appName,
-      jobName: admission.pod.metadata?.labels?.[LABEL_JOB] ?? '',
+      jobName: pod.metadata?.labels?.[LABEL_JOB] ?? '',
       configTemplateName: pod.metadata?.labels?.[LABEL_TEMPLATE] ?? '',
       config: admission.config,
       state: 'PENDING',
@@ -68,9 +68,9 @@ export class LocalCluster implements Cluster {
       startedAt: null,
       endedAt: null,
       runningExecutors: 0,
-      namespace: admission.pod.metadata?.namespace ?? this.options.rules.namespace,
+      namespace: pod.metadata?.namespace || this.options.rules.namespace,
     };
-    if (dryRun) return { ok: true, record, pod: admission.pod };
+    if (dryRun) return { ok: true, record, get pod() { return admission.pod; } };
     if (this.records.get(record.appName)) throw new ConflictError(`application ${record.appName} exists`);
     await this.records.save({ record, pod: admission.pod });
     this.emit('changed', record);

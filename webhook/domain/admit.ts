@@ -65,8 +65,16 @@ function admitDriver(pod: V1Pod, jobName: string, ctx: AdmissionContext): Admiss
   if (!result.ok) return { outcome: 'refused', status: result.status, body: result.body };
   const appName = labels[LABEL_APP] ?? pod.metadata?.name ?? ctx.newAppName(jobName);
   const namespace = pod.metadata?.namespace || ctx.rules.namespace;
-  const admitted = renderDriverPod(clone(pod), result.config, { appName, jobName, namespace }, ctx.rules);
-  return { outcome: 'admitted', pod: admitted, appName, config: result.config };
+  const config = result.config;
+  // Every decision is made above; the pod is rendered when first read (the webhook and a
+  // real submission read it, a local dry run answers with the config alone).
+  let rendered: V1Pod | undefined;
+  return {
+    outcome: 'admitted',
+    appName,
+    config,
+    get pod() { return (rendered ??= renderDriverPod(clone(pod), config, { appName, jobName, namespace }, ctx.rules)); },
+  };
 }
 
 /** The driver an executor belongs to: our label (copied by Spark), else its owner reference. */
