@@ -9,12 +9,9 @@
 //        submissions: the latency one user sees), SUBMISSION_SERVICE_TESTBED (skip the build)
 //
 // Goals: >= 3,000 submissions/minute through the API, and a submission >= 50x faster than spark-submit.
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { envNumber, fmt, load, median, percentileSorted, saveSummary, type SummaryRow, table } from '../lib.js';
 import {
-  clusterUp, deleteAllPods, missingPrerequisite, NAMESPACE, PI_PY, runSparkSubmit, sparkSubmitArgs, type Testbed,
+  deleteAllPods, NAMESPACE, PI_PY, runSparkSubmit, sparkSubmitArgs, type Testbed, withClusterUp,
 } from './testbed.js';
 
 const CONCURRENCY = envNumber('SUBMIT_CONCURRENCY', 16);
@@ -83,15 +80,7 @@ async function apiPhase(tb: Testbed, concurrency: number, max: number): Promise<
 }
 
 async function main() {
-  const missing = missingPrerequisite();
-  if (missing) { process.stderr.write(`bench/kubernetes/submissions: ${missing}\n`); process.exit(2); }
-  const dir = mkdtempSync(join(tmpdir(), 'bench-k8s-submit-'));
-  let tb: Testbed | undefined;
-  const stop = async () => { await tb?.down(); rmSync(dir, { recursive: true, force: true }); };
-  process.once('SIGINT', () => void stop().then(() => process.exit(130)));
-  try {
-    process.stderr.write(`cluster up in ${dir} (load ${load()})\n`);
-    tb = await clusterUp(join(dir, 'cluster'));
+  await withClusterUp('submissions', async (tb) => {
     // One untimed warm-up each way (JIT, connections, caches), then clean.
     await fetch(`${tb.baseUrl}/api/apps/`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: BODY }).then((r) => r.arrayBuffer());
     await deleteAllPods(tb.core);
@@ -145,9 +134,7 @@ async function main() {
     });
     const okAll = api.failed === 0 && api.podsCreated === api.ok && sequential.failed === 0 && spark.every((r) => r.podCreated);
     if (!okAll) { process.stderr.write('some submissions failed or created no admitted pod\n'); process.exitCode = 1; }
-  } finally {
-    await stop();
-  }
+  });
 }
 
 await main();

@@ -3,13 +3,15 @@
 // real spark-submit (cluster deploy mode) against it. Everything started here is stopped
 // by `down()`.
 import { execFile, spawn } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
+import { testbedBinary as buildTestbed } from '../../cli/cluster.js';
 import { sparkEnv } from '../../test/helpers/service.js';
+import { load } from '../lib.js';
 
 const run = promisify(execFile);
 
@@ -20,12 +22,7 @@ export const SPARK_IMAGE = 'apache/spark:3.5.7';
 const BIN = join(ROOT, 'bin', 'submission-service.js');
 
 /** The test bed binary: $SUBMISSION_SERVICE_TESTBED, or test/cluster/build.sh's (cached) output. */
-export async function testbedBinary(): Promise<string> {
-  const given = process.env.SUBMISSION_SERVICE_TESTBED;
-  if (given && existsSync(given)) return given;
-  const { stdout } = await run('bash', [join(ROOT, 'test', 'cluster', 'build.sh')], { maxBuffer: 1 << 20, timeout: 30 * 60_000 });
-  return stdout.trim().split('\n').pop()!;
-}
+export const testbedBinary = async (): Promise<string> => buildTestbed();
 
 /** What is missing to run against the test bed and real Spark, or undefined when all is there. */
 export function missingPrerequisite(): string | undefined {
@@ -169,5 +166,25 @@ export async function deleteAllPods(core: CoreV1Api, namespace = NAMESPACE): Pro
     const left = await core.listNamespacedPod({ namespace, limit: 1 });
     if (left.items.length === 0) return;
     await new Promise((ok) => setTimeout(ok, 100));
+  }
+}
+
+/**
+ * One benchmark's life on a fresh `cluster up`: prerequisites checked (exit 2 when missing,
+ * unless `allowMissing` accepts the reason), a temp dir, teardown on SIGINT and at the end.
+ */
+export async function withClusterUp(name: string, run: (tb: Testbed) => Promise<void>, allowMissing: (reason: string) => boolean = () => false): Promise<void> {
+  const missing = missingPrerequisite();
+  if (missing && !allowMissing(missing)) { process.stderr.write(`bench/kubernetes/${name}: ${missing}\n`); process.exit(2); }
+  const dir = mkdtempSync(join(tmpdir(), `bench-k8s-${name}-`));
+  let tb: Testbed | undefined;
+  const stop = async () => { await tb?.down(); rmSync(dir, { recursive: true, force: true }); };
+  process.once('SIGINT', () => void stop().then(() => process.exit(130)));
+  try {
+    process.stderr.write(`cluster up in ${dir} (load ${load()})\n`);
+    tb = await clusterUp(join(dir, 'cluster'));
+    await run(tb);
+  } finally {
+    await stop();
   }
 }

@@ -17,13 +17,10 @@
 //
 // Goal: the webhook adds < 5 ms at p99.
 import { Agent, request } from 'node:https';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { AdmissionregistrationV1Api, type V1MutatingWebhookConfiguration, type V1Pod } from '@kubernetes/client-node';
 import { bareDriverPod } from '../../webhook/domain/driver-pod.js';
 import { envNumber, fmt, load, percentileSorted, saveSummary, type SummaryRow, table } from '../lib.js';
-import { clusterUp, missingPrerequisite, NAMESPACE, SPARK_IMAGE, type Testbed } from './testbed.js';
+import { NAMESPACE, SPARK_IMAGE, type Testbed, withClusterUp } from './testbed.js';
 
 const BLOCKS = envNumber('WEBHOOK_BLOCKS', 6);
 const BLOCK_SIZE = envNumber('WEBHOOK_BLOCK_SIZE', 50);
@@ -132,15 +129,7 @@ async function block(raw: Raw, side: Side, rendered: V1Pod, count: number, concu
 }
 
 async function main() {
-  const missing = missingPrerequisite();
-  if (missing && !missing.startsWith('no Spark')) { process.stderr.write(`bench/kubernetes/webhook-latency: ${missing}\n`); process.exit(2); }
-  const dir = mkdtempSync(join(tmpdir(), 'bench-k8s-webhook-'));
-  let tb: Testbed | undefined;
-  const stop = async () => { await tb?.down(); rmSync(dir, { recursive: true, force: true }); };
-  process.once('SIGINT', () => void stop().then(() => process.exit(130)));
-  try {
-    process.stderr.write(`cluster up in ${dir} (load ${load()})\n`);
-    tb = await clusterUp(join(dir, 'cluster'));
+  await withClusterUp('webhook-latency', async (tb) => {
     const admission = tb.kc.makeApiClient(AdmissionregistrationV1Api);
     const registered = await admission.readMutatingWebhookConfiguration({ name: WEBHOOK_NAME });
     const body: V1MutatingWebhookConfiguration = {
@@ -207,9 +196,7 @@ async function main() {
     console.log(`\nblocks of ${BLOCK_SIZE} (after ${WARMUP} untimed) x ${BLOCKS} per side, alternating; webhook (un)registration took effect in ${fmt(Math.min(...toggleMs))}-${fmt(Math.max(...toggleMs))} ms`);
     saveSummary('kubernetes-webhook-latency', summary, { results: Object.fromEntries(Object.entries(results).map(([m, s]) => [m, Object.fromEntries(Object.entries(s).map(([k, v]) => [k, v.length]))])), toggleMs });
     if (!(worstAdded < GOAL_ADDED_P99_MS)) process.stderr.write(`added p99 ${fmt(worstAdded, 2)} ms is above the ${GOAL_ADDED_P99_MS} ms goal\n`);
-  } finally {
-    await stop();
-  }
+  }, (reason) => reason.startsWith('no Spark'));
 }
 
 await main();

@@ -4,7 +4,7 @@
 // service registered with its CA) and the API in Kubernetes mode on a real port.
 // Everything started here is stopped in the test's teardown.
 import { type ChildProcess, spawn } from 'node:child_process';
-import { existsSync, mkdirSync, openSync, closeSync, readFileSync } from 'node:fs';
+import { closeSync, mkdirSync, openSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { AdmissionregistrationV1Api, type V1MutatingWebhookConfiguration, type V1Pod } from '@kubernetes/client-node';
@@ -16,7 +16,7 @@ import { buildApi } from '../../submit-api/app.js';
 import { type AdmissionRules, buildRules } from '../../webhook/domain/index.js';
 import { mutatingWebhookConfiguration } from '../../webhook/server/registration.js';
 import { startWebhookService } from '../../webhook/service.js';
-import { exampleCluster, repoRoot } from './api.js';
+import { exampleCluster } from './api.js';
 import { sleep, tempDir } from './temp.js';
 
 interface TestLike { teardown(fn: () => unknown): void }
