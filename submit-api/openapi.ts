@@ -20,6 +20,6 @@ export async function installOpenApi(app: FastifyInstance, version: string) {
     // Components are named after each schema's title (ApplicationConfig, ...), not def-N.
     refResolver: { buildLocalReference: (json, _base, _fragment, i) => String(json.title ?? `def-${i}`) },
   });
-  await app.register(swaggerUi, { routePrefix: '/api', staticCSP: true, uiConfig: { deepLinking: true, tryItOutEnabled: true } });
+  await app.register(swaggerUi, { routePrefix: '/api', staticCSP: true, uiConfig: { deepLinking: true, tryItOutEnabled: true, layout: 'BaseLayout' } });
   app.get('/api/openapi.json', { schema: { hide: true } }, async () => app.swagger());
 }
