@@ -6,6 +6,8 @@ export const GROUP = 'submission-service.io';
 export const VERSION = 'v1';
 export const TEMPLATES = 'configtemplates';
 export const APPLICATIONS = 'applications';
+/** Names our writes in managedFields (client-node would say node-fetch). */
+export const FIELD_MANAGER = 'submission-service';
 
 export interface KubeClients {
   kc: KubeConfig;

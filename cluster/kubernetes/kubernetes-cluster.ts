@@ -10,7 +10,7 @@ import {
 import type { AppEvent, AppRecord, Cluster, CreateResult, ListQuery, Page } from '../cluster.js';
 import { UnavailableError } from '../cluster.js';
 import { pageOf } from '../paging.js';
-import { APPLICATIONS, GROUP, type KubeClients, VERSION } from './client.js';
+import { APPLICATIONS, FIELD_MANAGER, GROUP, type KubeClients, VERSION } from './client.js';
 import { missedAdmission, translate, webhookRefusal } from './errors.js';
 import { type ApplicationResource, applicationResource, isTerminal, toRecord } from './records.js';
 import { KubernetesTemplateStore } from './template-store.js';
@@ -60,7 +60,7 @@ export class KubernetesCluster implements Cluster {
     const body: V1Pod = { ...bare, metadata: { ...bare.metadata, namespace: this.ns } };
     let pod: V1Pod;
     try {
-      pod = await this.core.createNamespacedPod({ namespace: this.ns, body, dryRun: dryRun ? 'All' : undefined });
+      pod = await this.core.createNamespacedPod({ namespace: this.ns, body, dryRun: dryRun ? 'All' : undefined, fieldManager: FIELD_MANAGER });
     } catch (error) {
       const refusal = webhookRefusal(error);
       if (refusal) return { ok: false, ...refusal };
@@ -90,7 +90,7 @@ export class KubernetesCluster implements Cluster {
     if (dryRun) return { ok: true, record, pod };
     const recordLabels = { [LABEL_JOB]: record.jobName, ...(record.configTemplateName ? { [LABEL_TEMPLATE]: record.configTemplateName } : {}) };
     try {
-      await this.custom.createNamespacedCustomObject({ ...this.records, body: applicationResource(record, recordLabels) });
+      await this.custom.createNamespacedCustomObject({ ...this.records, body: applicationResource(record, recordLabels), fieldManager: FIELD_MANAGER });
     } catch (error) {
       // No half-written application: without its record, the pod goes too.
       await this.deletePods(record.appName).catch(() => undefined);
@@ -186,7 +186,7 @@ export class KubernetesCluster implements Cluster {
   private async saveStatus(record: AppRecord): Promise<void> {
     const status = { state: record.state as ApplicationState, stateDetail: record.stateDetail, startedAt: record.startedAt, endedAt: record.endedAt, runningExecutors: record.runningExecutors };
     await this.call(`update application ${record.appName}`, () =>
-      this.custom.patchNamespacedCustomObjectStatus({ ...this.records, name: record.appName, body: [{ op: 'replace', path: '/status', value: status }] }));
+      this.custom.patchNamespacedCustomObjectStatus({ ...this.records, name: record.appName, body: [{ op: 'replace', path: '/status', value: status }], fieldManager: FIELD_MANAGER }));
   }
 
   private async deletePods(appName: string): Promise<void> {

@@ -1,7 +1,7 @@
 // Config templates as ConfigTemplate custom resources: `kubectl get configtemplates` shows them.
 import type { ConfigTemplate } from '../../schemas/index.js';
 import type { TemplateStore } from '../cluster.js';
-import { GROUP, type KubeClients, TEMPLATES, VERSION } from './client.js';
+import { FIELD_MANAGER, GROUP, type KubeClients, TEMPLATES, VERSION } from './client.js';
 import { translate } from './errors.js';
 
 interface TemplateResource {
@@ -53,7 +53,7 @@ export class KubernetesTemplateStore implements TemplateStore {
 
   async create(template: ConfigTemplate): Promise<ConfigTemplate> {
     const created = await this.call(`create config template ${template.name}`, () =>
-      this.clients.custom.createNamespacedCustomObject({ ...this.where, body: this.resource(template) }));
+      this.clients.custom.createNamespacedCustomObject({ ...this.where, body: this.resource(template), fieldManager: FIELD_MANAGER }));
     return toTemplate(created as TemplateResource);
   }
 
@@ -61,7 +61,7 @@ export class KubernetesTemplateStore implements TemplateStore {
     const current = await this.call(`read config template ${template.name}`, () =>
       this.clients.custom.getNamespacedCustomObject({ ...this.where, name: template.name })) as TemplateResource;
     const replaced = await this.call(`replace config template ${template.name}`, () =>
-      this.clients.custom.replaceNamespacedCustomObject({ ...this.where, name: template.name, body: this.resource(template, current.metadata.resourceVersion) }));
+      this.clients.custom.replaceNamespacedCustomObject({ ...this.where, name: template.name, body: this.resource(template, current.metadata.resourceVersion), fieldManager: FIELD_MANAGER }));
     return toTemplate(replaced as TemplateResource);
   }
 
