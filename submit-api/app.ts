@@ -2,6 +2,7 @@
 // handler, authentication as a plugin. Transport only: the work is in cluster/ and webhook/.
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import type { Cluster } from '../cluster/cluster.js';
+import { dashboardPlugin } from '../dashboard/plugin.js';
 import { authPlugin } from './auth/plugin.js';
 import { installErrorHandler } from './errors.js';
 import { installOpenApi } from './openapi.js';
@@ -32,6 +33,7 @@ export async function buildApi(options: ApiOptions): Promise<FastifyInstance> {
   await installOpenApi(app, options.version ?? '0.1.0');
   await app.register(appRoutes, { cluster: options.cluster });
   await app.register(configTemplateRoutes, { templates: options.cluster.templates });
+  await app.register(dashboardPlugin, { auth: options.auth });
   // Followed logs must not hold a shutdown open. (fastify's forceCloseConnections option
   // would do it too, but tracks every socket and costs 40% of the throughput here.)
   app.addHook('preClose', async () => { app.server.closeAllConnections(); });

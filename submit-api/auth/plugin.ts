@@ -12,6 +12,10 @@ declare module 'fastify' {
     /** Least role a route needs; `user` when not given. */
     role?: Role;
   }
+  interface FastifyInstance {
+    /** The key behind a dashboard session cookie (dashboard/plugin.ts); honoured for GET only. */
+    sessionIdentity?: (request: FastifyRequest) => ApiKeyIdentity | undefined;
+  }
 }
 
 export interface KeyVerifier {
@@ -73,11 +77,13 @@ const auth: FastifyPluginAsync<AuthPluginOptions> = async (app, opts) => {
   app.addHook('onRequest', async (request, reply) => {
     if (!needsKey(request)) return;
     const key = keyFromHeaders(request.headers);
-    if (!key) {
+    // A dashboard session cookie reads (GET) only: it can't be used to change anything.
+    const session = !key && request.method === 'GET' ? app.sessionIdentity?.(request) : undefined;
+    if (!key && !session) {
       if (log) request.log.info({ url: request.url }, 'refused: no API key');
       return refuse(reply, 401, 'An API key is required: send it as X-API-Key or Authorization: Bearer <key>.');
     }
-    const identity = opts.store.verify(key);
+    const identity = session ?? opts.store.verify(key!);
     if (!identity) {
       if (log) request.log.info({ url: request.url }, 'refused: unknown or revoked API key');
       return refuse(reply, 401, 'The API key is not valid (unknown or revoked).');

@@ -1,0 +1,147 @@
+// The web dashboard at /dashboard/: its pages and assets over inject, the session cookie of a
+// protected service, then the real page in headless Chromium over a LocalCluster whose
+// spark-submit is the TEST DOUBLE of test/helpers/fake-spark-submit.ts.
+// Screenshots go to $DASHBOARD_SCREENSHOTS (default <tmp>/submission-service-dashboard), never the repo.
+import { mkdirSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { chromium, type Browser } from 'playwright-core';
+import t from 'tap';
+import { FileKeyStore } from '../../submit-api/auth/key-store.js';
+import { startTestApi } from '../helpers/api.js';
+import { fakeJob } from '../helpers/fake-spark-submit.js';
+import { waitForState } from '../helpers/poll.js';
+
+const shots = process.env.DASHBOARD_SCREENSHOTS ?? join(tmpdir(), 'submission-service-dashboard');
+const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+
+t.test('pages and assets', async (t) => {
+  const api = await startTestApi(t);
+  for (const url of ['/dashboard/', '/dashboard', '/dashboard/apps/some-app-20260101-000000-abcde']) {
+    const res = await api.call('GET', url);
+    t.equal(res.status, 200, url);
+    t.match(res.headers['content-type'], /^text\/html/, `${url} is HTML`);
+    t.match(res.body, /<title>Submission Service<\/title>/);
+    t.match(res.headers['content-security-policy'], /script-src 'self'/, 'no inline script allowed');
+  }
+  const js = await api.call('GET', '/dashboard/static/dashboard.js');
+  t.equal(js.status, 200);
+  t.match(js.headers['content-type'], /^text\/javascript/);
+  t.notMatch(js.body, /innerHTML/, 'the script never parses data as HTML');
+  t.match((await api.call('GET', '/dashboard/static/dashboard.css')).headers['content-type'], /^text\/css/);
+  t.equal((await api.call('GET', '/dashboard/static/nope.js')).status, 404);
+  t.equal((await api.call('GET', '/dashboard/static/..%2Fplugin.ts')).status, 404, 'only the listed files');
+  t.same((await api.call('GET', '/dashboard/session')).json, { authEnabled: false, signedIn: true, keyId: null }, 'auth off: no login');
+  const openApi = (await api.call('GET', '/api/openapi.json')).json;
+  t.notOk(Object.keys(openApi.paths).some((p) => p.startsWith('/dashboard')), 'not in the API reference');
+});
+
+t.test('protected: a key once, then a session cookie that reads only', async (t) => {
+  const store = new FileKeyStore(t.testdir());
+  const user = store.create('user');
+  const api = await startTestApi(t, { auth: { enabled: true, store } });
+
+  t.equal((await api.call('GET', '/dashboard/')).status, 200, 'the page itself is open (it shows the sign-in form)');
+  t.equal((await api.call('GET', '/api/apps/')).status, 401);
+  t.match((await api.call('GET', '/dashboard/session')).json, { authEnabled: true, signedIn: false });
+  t.equal((await api.call('POST', '/dashboard/login', { key: 'ssk_wrong' })).status, 401, 'a wrong key');
+
+  const login = await api.call('POST', '/dashboard/login', { key: user.key });
+  t.equal(login.status, 200);
+  const setCookie = String(login.headers['set-cookie']);
+  t.match(setCookie, /^ss_session=[A-Za-z0-9_-]{43}; /);
+  t.match(setCookie, /; HttpOnly/);
+  t.match(setCookie, /; SameSite=Strict/);
+  t.match(setCookie, /; Path=\//);
+  t.notMatch(setCookie, new RegExp(user.key.slice(4)), 'the cookie is not the key');
+  const cookie = setCookie.split(';', 1)[0];
+
+  t.match((await api.call('GET', '/dashboard/session', undefined, { cookie })).json, { signedIn: true, keyId: user.id });
+  t.equal((await api.call('GET', '/api/apps/', undefined, { cookie })).status, 200, 'reads with the cookie');
+  t.equal((await api.call('GET', '/api/apps/', undefined, { cookie: 'ss_session=forged' })).status, 401, 'a made-up session');
+  const created = await api.call('POST', '/api/apps/', { jobName: 'cookie', configOverrides: fakeJob() }, { cookie });
+  t.equal(created.status, 401, 'no write with the cookie alone');
+  t.equal((await api.call('POST', '/api/apps/', { jobName: 'cookie', configOverrides: fakeJob() }, { 'x-api-key': user.key })).status, 201, 'the key still works');
+
+  store.revoke(user.id);
+  t.equal((await api.call('GET', '/api/apps/', undefined, { cookie })).status, 401, 'revoking the key ends its sessions');
+
+  const other = store.create('user');
+  const again = String((await api.call('POST', '/dashboard/login', { key: other.key })).headers['set-cookie']).split(';', 1)[0];
+  t.equal((await api.call('GET', '/api/apps/', undefined, { cookie: again })).status, 200);
+  const out = await api.call('POST', '/dashboard/logout', undefined, { cookie: again });
+  t.match(String(out.headers['set-cookie']), /^ss_session=; .*Max-Age=0/);
+  t.equal((await api.call('GET', '/api/apps/', undefined, { cookie: again })).status, 401, 'signed out');
+});
+
+t.test('in Chromium: empty, grouped by jobName, config JSON and a live log', async (t) => {
+  mkdirSync(shots, { recursive: true });
+  const api = await startTestApi(t);
+  const address = await api.app.listen({ port: 0, host: '127.0.0.1' });
+  const browser: Browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
+  });
+  t.teardown(() => browser.close());
+  const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+  const errors: string[] = [];
+  page.on('pageerror', (err) => errors.push(String(err)));
+
+  await page.goto(`${address}/dashboard/`);
+  await page.locator('#empty').waitFor();
+  t.match(await page.locator('#empty').innerText(), /No applications yet/);
+  await page.screenshot({ path: join(shots, 'empty.png') });
+
+  const submit = async (jobName: string, directives: Parameters<typeof fakeJob>[0]) => {
+    const res = await api.call('POST', '/api/apps/', { jobName, configOverrides: fakeJob(directives) });
+    t.equal(res.status, 201, `submitted ${jobName}`);
+    return res.json.appName as string;
+  };
+  const daily = [await submit('daily-report', { lines: 2 }), await submit('daily-report', { lines: 3 })];
+  const hourly = await submit('hourly-etl', { lines: 2 });
+  const live = await submit('streaming', { lines: 60, tick: 0.25 });
+  for (const name of [...daily, hourly]) await waitForState(() => api.getApp(name), 'COMPLETED');
+
+  // Auto-refresh picks the new applications up without a reload.
+  await page.locator(`tr[data-app="${live}"]`).waitFor({ timeout: 10_000 });
+  const jobs = await page.locator('section.job').evaluateAll((sections) => sections.map((s) => ({
+    job: s.getAttribute('data-job'),
+    apps: [...s.querySelectorAll('tbody tr')].map((r) => r.getAttribute('data-app')),
+  })));
+  t.same(jobs.map((j) => j.job).sort(), ['daily-report', 'hourly-etl', 'streaming'], 'one table per jobName');
+  t.same(jobs.find((j) => j.job === 'daily-report')?.apps, [...daily].reverse(), 'both runs of a job together, newest first');
+  t.same(jobs.find((j) => j.job === 'hourly-etl')?.apps, [hourly]);
+  t.equal(await page.locator(`tr[data-app="${hourly}"] .badge`).innerText(), 'COMPLETED');
+  await page.screenshot({ path: join(shots, 'list.png'), fullPage: true });
+
+  await page.locator(`a[href="/dashboard/apps/${live}"]`).click();
+  await page.waitForURL(`**/dashboard/apps/${live}`);
+  await page.locator('#config').waitFor();
+  const config = JSON.parse(await page.locator('#config').innerText());
+  t.same(config.arguments, ['lines=60', 'tick=0.25'], 'the configuration, as JSON');
+  t.equal(config.mainApplicationFile, 'local:///fake/job.py');
+
+  const log = page.locator('#log');
+  await page.waitForFunction(() => /fake line 2 of 60/.test(document.getElementById('log')?.textContent ?? ''), undefined, { timeout: 10_000 });
+  const early = (await log.innerText()).split('\n').filter((l) => l.startsWith('fake line')).length;
+  t.ok(early < 60, `the log is read while the app runs (${early} lines so far)`);
+  t.equal(await page.locator('#state .badge').innerText(), 'RUNNING');
+  t.notOk(await page.locator('#stop').isHidden(), 'Stop is offered while running');
+  await page.screenshot({ path: join(shots, 'app-running.png'), fullPage: true });
+
+  await page.waitForFunction((n) => (document.getElementById('log')?.textContent ?? '').includes(`fake line ${n} of 60`), early + 3, { timeout: 10_000 });
+  const later = (await log.innerText()).split('\n').filter((l) => l.startsWith('fake line')).length;
+  t.ok(later > early, `more lines appear without a reload (${early} → ${later})`);
+
+  page.once('dialog', (dialog) => void dialog.accept());
+  await page.locator('#stop').click();
+  await page.waitForFunction(() => document.querySelector('#state .badge')?.textContent === 'KILLED', undefined, { timeout: 10_000 });
+  t.ok(await page.locator('#stop').isHidden(), 'no Stop once ended');
+  await page.waitForFunction(() => document.getElementById('log-status')?.textContent === 'log ended', undefined, { timeout: 10_000 });
+  await page.screenshot({ path: join(shots, 'app-stopped.png'), fullPage: true });
+
+  await page.goto(`${address}/dashboard/apps/no-such-app`);
+  await page.locator('#error').waitFor();
+  t.match(await page.locator('#error').innerText(), /No such application/);
+  t.same(errors, [], 'no script errors');
+});
