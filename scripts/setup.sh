@@ -52,7 +52,17 @@ python_env() {
   echo "$venv"
 }
 
+# Debian's Chromium, for the dashboard's browser tests (SETUP_BROWSER=1: the test command).
+browser() {
+  command -v chromium >/dev/null && return 0
+  say "installing Debian's chromium for the browser tests"
+  local sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo apt-get update -qq >&2 && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq chromium >&2 \
+    || { say "could not install chromium; the dashboard's browser test will fail"; return 0; }
+}
+
 need_node; need_java; npm_install
+[ "${SETUP_BROWSER:-}" = 1 ] && browser
 [ "${SKIP_BUILD:-}" = 1 ] || build
 venv=$(python_env)
 env_file="$cache/env.sh"
