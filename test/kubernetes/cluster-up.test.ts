@@ -1,6 +1,8 @@
-// The real command line: `cluster up` (test bed, webhook, API in Kubernetes mode in one
-// detached process), the shared acceptance contract against it, then `cluster down`, after
-// which none of its processes is left. Runs the compiled CLI: `npx tsc -p .` first.
+// The real command line: `cluster up --run-pods` (test bed, webhook, API in Kubernetes mode
+// and the FakeKubelet test double in one detached process), the shared acceptance contract
+// against it with --lifecycle (examples/pi.py runs as an admitted driver pod; its log comes
+// through the real apiserver), then `cluster down`, after which none of its processes is
+// left. Runs the compiled CLI: `npx tsc -p .` first.
 import t from 'tap';
 import { spawn } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
@@ -38,7 +40,7 @@ function pidsMentioning(text: string): number[] {
 
 const alive = (pid: number) => { try { process.kill(pid, 0); return true; } catch { return false; } };
 
-t.test('cluster up, the acceptance contract, cluster down', { skip: existsSync(join(repoRoot, 'dist', 'cli', 'cluster.js')) ? false : 'dist/ is not built: run `npx tsc -p .`' }, async (t) => {
+t.test('cluster up --run-pods, the acceptance contract with --lifecycle, cluster down', { skip: existsSync(join(repoRoot, 'dist', 'cli', 'cluster.js')) ? false : 'dist/ is not built: run `npx tsc -p .`' }, async (t) => {
   const dir = join(tempDir(t, 'subsvc-up-'), 'cluster');
   // Whatever happens below, nothing of this cluster outlives the test.
   t.teardown(async () => {
@@ -46,7 +48,7 @@ t.test('cluster up, the acceptance contract, cluster down', { skip: existsSync(j
     for (const pid of pidsMentioning(dir)) { try { process.kill(pid, 'SIGKILL'); } catch { /* gone */ } }
   });
 
-  const up = await run([bin, 'cluster', 'up', '--node-pools', exampleClusterFile, '--nodes', '--dir', dir]);
+  const up = await run([bin, 'cluster', 'up', '--node-pools', exampleClusterFile, '--nodes', '--run-pods', '--dir', dir]);
   t.equal(up.code, 0, `cluster up: ${up.stderr.slice(-2000)}`);
   const lines = up.stdout.trim().split('\n');
   const baseUrl = /^BASE_URL=(.+)$/.exec(lines.at(-2) ?? '')?.[1];
@@ -58,7 +60,7 @@ t.test('cluster up, the acceptance contract, cluster down', { skip: existsSync(j
   const testbeds = pidsMentioning(join(dir, 'testbed'));
   t.equal(testbeds.length, 1, 'one test bed process');
 
-  const acceptance = await run([contract], { BASE_URL: baseUrl, CLUSTER: exampleClusterFile }, 180_000);
+  const acceptance = await run([contract, '--lifecycle'], { BASE_URL: baseUrl, CLUSTER: exampleClusterFile, CHECKOUT: repoRoot, LIFECYCLE_S: '240' }, 300_000);
   t.equal(acceptance.code, 0, `the contract passes:\n${acceptance.stdout.slice(-3000)}`);
   t.match(acceptance.stdout, /\b0 failed\b/);
   t.comment(acceptance.stdout.trim().split('\n').at(-1) ?? '');
