@@ -44,6 +44,8 @@ export interface WebhookServiceOptions {
   validityDays?: number;
   caValidityDays?: number;
   onReview?: WebhookServerOptions['onReview'];
+  /** Where problems of the background work go (a failed certificate check, a reload error). Default: stderr. */
+  log?: (message: string) => void;
 }
 
 /**
@@ -91,6 +93,7 @@ export interface CertificateCheck {
 
 export async function startWebhookService(options: WebhookServiceOptions) {
   const { rules } = options;
+  const log = options.log ?? ((message: string) => process.stderr.write(`webhook: ${message}\n`));
   const cache = new AdmissionCache(options.clients, rules.namespace);
   await cache.start();
   const files = fileCertificateStore(options.certDir);
@@ -154,6 +157,7 @@ export async function startWebhookService(options: WebhookServiceOptions) {
     certFile: files.paths.cert,
     keyFile: files.paths.key,
     onReview: options.onReview,
+    onEvent: (event) => { if (event.type !== 'cert-reloaded') log(`${event.type}: ${event.message}`); },
     ready: () => cache.ready,
     prepare: (review) => cache.prepare(review),
     admit: (pod) => admitPod(pod, {
@@ -167,7 +171,8 @@ export async function startWebhookService(options: WebhookServiceOptions) {
   // once); Secret mode has published in its check, before installing the files.
   if (!shared) await publish(currentBundle);
   // Renewal writes new files; the server reloads them without a restart.
-  const timer = setInterval(() => void check().catch(() => undefined), options.rotationCheckMs ?? 3_600_000);
+  // A failed check is retried at the next tick; it is said, not swallowed.
+  const timer = setInterval(() => void check().catch((error: Error) => log(`certificate check failed: ${error.message}`)), options.rotationCheckMs ?? 3_600_000);
   timer.unref();
   return {
     url: server.url,
