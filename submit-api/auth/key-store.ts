@@ -26,11 +26,12 @@ export interface KeyInfo extends ApiKeyIdentity {
   revokedAt?: string;
 }
 
-interface StoredKey extends KeyInfo {
+/** One entry of keys.json (the file store and the Secret store share the format). */
+export interface StoredKey extends KeyInfo {
   hash: string; // SHA-256 of the key, hex
 }
 
-interface KeysFile {
+export interface KeysFile {
   version: 1;
   keys: StoredKey[];
 }
@@ -40,6 +41,73 @@ const FILE_NAME = 'keys.json';
 
 export function hashKey(key: string): string {
   return createHash('sha256').update(key, 'utf8').digest('hex');
+}
+
+// Pure helpers shared by FileKeyStore and SecretKeyStore (secret-key-store.ts): the format and
+// the rules live here once, the stores only differ in where the keys.json text is kept.
+
+/** A new key and the entry that stores its hash (the key itself is never stored). */
+export function newKey(role: Role, label?: string): { entry: StoredKey; created: CreatedKey } {
+  if (!ROLES.includes(role)) throw new Error(`unknown role "${String(role)}" (expected user or admin)`);
+  const key = KEY_PREFIX + randomBytes(32).toString('base64url');
+  const entry: StoredKey = {
+    id: randomBytes(6).toString('hex'),
+    role,
+    createdAt: new Date().toISOString(),
+    hash: hashKey(key),
+    ...(label ? { label } : {}),
+  };
+  return { entry, created: { id: entry.id, key, role, createdAt: entry.createdAt } };
+}
+
+/** Marks key `id` revoked in `keys`; true when an active key was revoked now. */
+export function revokeIn(keys: StoredKey[], id: string): boolean {
+  const entry = keys.find((k) => k.id === id);
+  if (!entry || entry.revokedAt) return false;
+  entry.revokedAt = new Date().toISOString();
+  return true;
+}
+
+/** Everything but the hashes. */
+export function keyInfos(keys: StoredKey[]): KeyInfo[] {
+  return keys.map(({ hash: _hash, ...info }) => info);
+}
+
+/** keys.json text, as FileKeyStore writes it. */
+export function serializeKeys(keys: StoredKey[]): string {
+  const body: KeysFile = { version: 1, keys };
+  return JSON.stringify(body, null, 2) + '\n';
+}
+
+/**
+ * The keys of a keys.json text. Throws on anything else: a store fails closed on a file it
+ * doesn't understand rather than treating it as "no keys".
+ */
+export function parseKeys(text: string, source: string): StoredKey[] {
+  const data = JSON.parse(text) as Partial<KeysFile>;
+  if (!data || !Array.isArray(data.keys)) throw new Error(`${source}: not a keys file (no "keys" array)`);
+  return data.keys;
+}
+
+/**
+ * The identity of `key` when `byHash` (stored hash -> entry) knows it and it isn't revoked.
+ * Looking the hash up in a map is safe from timing attacks: the attacker controls the key, not
+ * its SHA-256, so how long a lookup takes says nothing usable about stored hashes (the keys
+ * have 256 bits of entropy, so no guessing either). timingSafeEqual then confirms the match in
+ * constant time anyway.
+ */
+export function verifyIn(byHash: ReadonlyMap<string, StoredKey>, key: string): ApiKeyIdentity | undefined {
+  if (!key || key.length > 512) return undefined; // no real key is that long; don't hash junk
+  const presented = hashKey(key);
+  const entry = byHash.get(presented);
+  if (!entry) return undefined;
+  if (!timingSafeEqual(Buffer.from(presented, 'hex'), Buffer.from(entry.hash, 'hex'))) return undefined;
+  if (entry.revokedAt) return undefined;
+  return { id: entry.id, role: entry.role };
+}
+
+export function indexByHash(keys: StoredKey[]): Map<string, StoredKey> {
+  return new Map(keys.map((k) => [k.hash, k]));
 }
 
 export class FileKeyStore {
@@ -53,50 +121,25 @@ export class FileKeyStore {
   }
 
   create(role: Role, label?: string): CreatedKey {
-    if (!ROLES.includes(role)) throw new Error(`unknown role "${String(role)}" (expected user or admin)`);
-    const key = KEY_PREFIX + randomBytes(32).toString('base64url');
-    const entry: StoredKey = {
-      id: randomBytes(6).toString('hex'),
-      role,
-      createdAt: new Date().toISOString(),
-      hash: hashKey(key),
-      ...(label ? { label } : {}),
-    };
+    const { entry, created } = newKey(role, label);
     this.update((keys) => keys.push(entry));
-    return { id: entry.id, key, role, createdAt: entry.createdAt };
+    return created;
   }
 
   list(): KeyInfo[] {
-    return this.load().keys.map(({ hash: _hash, ...info }) => info);
+    return keyInfos(this.load().keys);
   }
 
   /** True when an active key was revoked now; false when unknown or already revoked. */
   revoke(id: string): boolean {
     let revoked = false;
-    this.update((keys) => {
-      const entry = keys.find((k) => k.id === id);
-      if (entry && !entry.revokedAt) {
-        entry.revokedAt = new Date().toISOString();
-        revoked = true;
-      }
-    });
+    this.update((keys) => { revoked = revokeIn(keys, id); });
     return revoked;
   }
 
-  /**
-   * The key's identity when it is known and not revoked. Looking the hash up in a map is safe
-   * from timing attacks: the attacker controls the key, not its SHA-256, so how long a lookup
-   * takes says nothing usable about stored hashes (the keys have 256 bits of entropy, so no
-   * guessing either). timingSafeEqual then confirms the match in constant time anyway.
-   */
+  /** The key's identity when it is known and not revoked (verifyIn: constant-time compare). */
   verify(key: string): ApiKeyIdentity | undefined {
-    if (!key || key.length > 512) return undefined; // no real key is that long; don't hash junk
-    const presented = hashKey(key);
-    const entry = this.load().byHash.get(presented);
-    if (!entry) return undefined;
-    if (!timingSafeEqual(Buffer.from(presented, 'hex'), Buffer.from(entry.hash, 'hex'))) return undefined;
-    if (entry.revokedAt) return undefined;
-    return { id: entry.id, role: entry.role };
+    return verifyIn(this.load().byHash, key);
   }
 
   // One statSync per call: cheap, and it makes a revocation by another process count at once.
@@ -111,8 +154,8 @@ export class FileKeyStore {
       stamp = 'missing';
     }
     if (this.cache?.stamp === stamp) return this.cache;
-    const keys = stamp === 'missing' ? [] : parse(readFileSync(this.path, 'utf8'), this.path);
-    this.cache = { stamp, keys, byHash: new Map(keys.map((k) => [k.hash, k])) };
+    const keys = stamp === 'missing' ? [] : parseKeys(readFileSync(this.path, 'utf8'), this.path);
+    this.cache = { stamp, keys, byHash: indexByHash(keys) };
     return this.cache;
   }
 
@@ -122,16 +165,8 @@ export class FileKeyStore {
     this.cache = undefined; // a write always starts from the file itself, not the cache
     const keys = this.load().keys.map((k) => ({ ...k }));
     change(keys);
-    const body: KeysFile = { version: 1, keys };
-    writeAtomic(this.path, JSON.stringify(body, null, 2) + '\n');
+    writeAtomic(this.path, serializeKeys(keys));
   }
-}
-
-function parse(text: string, path: string): StoredKey[] {
-  const data = JSON.parse(text) as Partial<KeysFile>;
-  // Fail closed on a file we don't understand rather than treating it as "no keys".
-  if (!data || !Array.isArray(data.keys)) throw new Error(`${path}: not a keys file (no "keys" array)`);
-  return data.keys;
 }
 
 // Temp file in the same directory, then rename: readers see the old file or the new one, never
