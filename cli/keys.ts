@@ -1,6 +1,16 @@
 // `submission-service keys create|list|revoke`: issue and withdraw API keys.
 // It writes the same keys.json the API reads; the API notices the change on its next request.
-import { FileKeyStore, ROLES, type Role } from '../submit-api/auth/key-store.js';
+// With --secret NAMESPACE/NAME (and --kubeconfig FILE, else the default kubeconfig or the
+// in-cluster config) the keys.json is the one in that Kubernetes Secret: every API replica
+// watching it (`api --keys-secret`) sees the change within the watch's latency.
+import { type CreatedKey, FileKeyStore, type KeyInfo, ROLES, type Role } from '../submit-api/auth/key-store.js';
+
+/** What the command needs of a store: FileKeyStore answers at once, SecretKeyStore asynchronously. */
+export interface KeyAdmin {
+  create(role: Role, label?: string): CreatedKey | Promise<CreatedKey>;
+  list(): KeyInfo[] | Promise<KeyInfo[]>;
+  revoke(id: string): boolean | Promise<boolean>;
+}
 
 export interface KeysIO {
   out: (text: string) => void;
@@ -16,6 +26,9 @@ const USAGE = `usage:
   keys create --role user|admin [--label LABEL]   issue a key (printed once)
   keys list                                       show keys (never the keys themselves)
   keys revoke ID                                  withdraw a key at once
+options (any command):
+  --data-dir DIR                                  the keys.json file in DIR (default)
+  --secret NAMESPACE/NAME [--kubeconfig FILE]     the keys.json of that Kubernetes Secret instead
 `;
 
 class UsageError extends Error {}
@@ -40,6 +53,39 @@ function parseArgs(args: string[], known: string[]): { options: Map<string, stri
   return { options, rest };
 }
 
+/** Takes the options in `names` (`--name value` / `--name=value`) out of `args`, leaving the rest as it was. */
+function takeOptions(args: string[], names: string[]): { options: Map<string, string>; rest: string[] } {
+  const options = new Map<string, string>();
+  const rest: string[] = [];
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i];
+    const eq = arg.indexOf('=');
+    const name = arg.startsWith('--') ? arg.slice(2, eq < 0 ? undefined : eq) : '';
+    if (!names.includes(name)) {
+      rest.push(arg);
+      continue;
+    }
+    const value = eq < 0 ? args[++i] : arg.slice(eq + 1);
+    if (value === undefined || value === '') throw new UsageError(`--${name} needs a value`);
+    options.set(name, value);
+  }
+  return { options, rest };
+}
+
+// Loaded only when used: the Kubernetes client alone costs a second to load.
+async function secretStore(ref: string, kubeconfig: string | undefined): Promise<KeyAdmin> {
+  const { parseSecretRef, SecretKeyStore } = await import('../submit-api/auth/secret-key-store.js');
+  let target: { namespace: string; name: string };
+  try {
+    target = parseSecretRef(ref);
+  } catch (err) {
+    throw new UsageError((err as Error).message);
+  }
+  const { kubeClients } = await import('../cluster/kubernetes/client.js');
+  const { kc, core } = kubeClients(kubeconfig);
+  return new SecretKeyStore({ kc, core, ...target });
+}
+
 function table(rows: string[][]): string {
   const widths = rows[0].map((_, col) => Math.max(...rows.map((r) => r[col].length)));
   return rows.map((r) => r.map((cell, col) => cell.padEnd(widths[col])).join('  ').trimEnd()).join('\n') + '\n';
@@ -54,25 +100,27 @@ export async function keysCommand(argv: string[], dataDir: string, io: KeysIO = 
     (sub === undefined ? io.err : io.out)(USAGE);
     return sub === undefined ? 2 : 0;
   }
-  const store = new FileKeyStore(dataDir);
   try {
+    const { options: where, rest: remaining } = takeOptions(rest, ['kubeconfig', 'secret']);
+    if (where.has('kubeconfig') && !where.has('secret')) throw new UsageError('--kubeconfig goes with --secret NAMESPACE/NAME');
+    const store: KeyAdmin = where.has('secret') ? await secretStore(where.get('secret')!, where.get('kubeconfig')) : new FileKeyStore(dataDir);
     switch (sub) {
       case 'create': {
-        const { options, rest: extra } = parseArgs(rest, ['role', 'label']);
+        const { options, rest: extra } = parseArgs(remaining, ['role', 'label']);
         if (extra.length) throw new UsageError(`unexpected argument "${extra[0]}"`);
         const role = options.get('role');
         if (!role) throw new UsageError('keys create needs --role user|admin');
         if (!ROLES.includes(role as Role)) throw new UsageError(`--role must be user or admin, not "${role}"`);
-        const created = store.create(role as Role, options.get('label'));
+        const created = await store.create(role as Role, options.get('label'));
         // The key alone on stdout, so `KEY=$(submission-service keys create ...)` just works.
         io.out(created.key + '\n');
         io.err(`Created ${created.role} key ${created.id}. It is shown only this once: store it now.\n`);
         return 0;
       }
       case 'list': {
-        const { rest: extra } = parseArgs(rest, []);
+        const { rest: extra } = parseArgs(remaining, []);
         if (extra.length) throw new UsageError(`unexpected argument "${extra[0]}"`);
-        const keys = store.list();
+        const keys = await store.list();
         if (keys.length === 0) {
           io.err('No keys yet. Create one with: keys create --role user|admin\n');
           return 0;
@@ -82,14 +130,14 @@ export async function keysCommand(argv: string[], dataDir: string, io: KeysIO = 
         return 0;
       }
       case 'revoke': {
-        const { rest: ids } = parseArgs(rest, []);
+        const { rest: ids } = parseArgs(remaining, []);
         if (ids.length !== 1) throw new UsageError('keys revoke needs exactly one key ID (see: keys list)');
         const id = ids[0];
-        if (store.revoke(id)) {
+        if (await store.revoke(id)) {
           io.err(`Revoked key ${id}; it is refused from now on.\n`);
           return 0;
         }
-        const known = store.list().find((k) => k.id === id);
+        const known = (await store.list()).find((k) => k.id === id);
         if (known) {
           io.err(`Key ${id} was already revoked at ${known.revokedAt}.\n`);
           return 0;

@@ -4,6 +4,7 @@ import { kubeClients } from '../cluster/kubernetes/client.js';
 import { KubernetesCluster } from '../cluster/kubernetes/kubernetes-cluster.js';
 import { buildApi } from '../submit-api/app.js';
 import { FileKeyStore } from '../submit-api/auth/key-store.js';
+import { parseSecretRef, SecretKeyStore } from '../submit-api/auth/secret-key-store.js';
 import { startWebhookService } from '../webhook/service.js';
 import { defaultDataDir } from './config.js';
 import { rulesFrom } from './rules.js';
@@ -22,13 +23,33 @@ function onSignal(close: () => Promise<void>) {
 }
 
 export async function apiCommand(argv: string[]): Promise<number> {
-  const { values } = parseArgs({ args: argv, options: { ...common, auth: { type: 'string', default: 'on' }, 'data-dir': { type: 'string', default: defaultDataDir() } } });
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      ...common,
+      auth: { type: 'string', default: 'on' },
+      'data-dir': { type: 'string', default: defaultDataDir() },
+      'keys-secret': { type: 'string', description: 'NAMESPACE/NAME of the Secret whose keys.json holds the API keys (watched; instead of <data-dir>/keys.json)' },
+    },
+  });
   if (values.auth !== 'on' && values.auth !== 'off') throw new Error('--auth takes on or off');
-  const cluster = new KubernetesCluster({ clients: kubeClients(values.kubeconfig), namespace: values.namespace });
-  const api = await buildApi({ cluster, auth: { enabled: values.auth === 'on', store: new FileKeyStore(values['data-dir']) }, logger: { level: process.env.LOG_LEVEL ?? 'info' } });
+  const clients = kubeClients(values.kubeconfig);
+  // --keys-secret: keys verified against a watched copy of the Secret, so a revocation counts
+  // within the watch's latency on every replica (submit-api/auth/secret-key-store.ts).
+  const keysSecret = values['keys-secret'] === undefined ? undefined : parseSecretRef(values['keys-secret'], '--keys-secret');
+  const secretStore = keysSecret && values.auth === 'on'
+    ? new SecretKeyStore({ kc: clients.kc, core: clients.core, ...keysSecret, log: (message) => void process.stderr.write(`${message}\n`) })
+    : undefined;
+  // Listed before the port opens: a replica is never ready with an empty copy of the keys.
+  await secretStore?.start();
+  const cluster = new KubernetesCluster({ clients, namespace: values.namespace });
+  const fileStore = secretStore ? undefined : new FileKeyStore(values['data-dir']);
+  const store = secretStore ?? fileStore!;
+  const api = await buildApi({ cluster, auth: { enabled: values.auth === 'on', store }, logger: { level: process.env.LOG_LEVEL ?? 'info' } });
   const address = await api.listen({ port: Number(values.port ?? 8080), host: values.host });
-  process.stdout.write(`Submission Service API (Kubernetes mode, namespace ${values.namespace}) at ${address}/api/\n`);
-  onSignal(async () => { await api.close(); await cluster.close(); });
+  const keysFrom = values.auth !== 'on' ? '' : secretStore ? `, API keys from Secret ${secretStore.ref}` : `, API keys from ${fileStore!.path}`;
+  process.stdout.write(`Submission Service API (Kubernetes mode, namespace ${values.namespace}${keysFrom}) at ${address}/api/\n`);
+  onSignal(async () => { await api.close(); await secretStore?.stop(); await cluster.close(); });
   return -1;
 }
 

@@ -5,12 +5,14 @@ const USAGE = `usage: submission-service <command> [options]
 
   local            the whole service on this machine (API, admission in-process, Spark drivers as local processes)
                    --port 8080 --host 127.0.0.1 --data-dir DIR --node-pools FILE --auth on|off --cores N
-  api              the API in Kubernetes mode   --kubeconfig F --namespace NS --port 8080 --auth on|off
-  webhook          the admission webhook (HTTPS) --kubeconfig F --namespace NS --node-pools FILE --cert-dir DIR --register NAME
-  cluster up [--node-pools FILE] [--nodes] | cluster down
+  api              the API in Kubernetes mode   --kubeconfig F --namespace NS --port 8080 --auth on|off --keys-secret NS/NAME
+  webhook          the admission webhook (HTTPS) --kubeconfig F --namespace NS --node-pools FILE --cert-dir DIR
+                   --cert-secret NS/NAME --register NAME
+  cluster up [--node-pools FILE] [--nodes] [--run-pods] | cluster down
                    a real control plane here (etcd, kube-apiserver, kube-scheduler) with the webhook and the API;
                    prints BASE_URL=... and KUBECONFIG=... last
-  keys create --role user|admin [--label L] | keys list | keys revoke ID      (--data-dir DIR)
+  keys create --role user|admin [--label L] | keys list | keys revoke ID
+                   (--data-dir DIR, or --secret NAMESPACE/NAME [--kubeconfig F] for a cluster's keys)
   apps submit --job NAME [--template T] [--set executor.cores=4] [--file overrides.json] [--follow] [--dry-run]
   apps list [--job NAME] [--state STATE]
   apps logs APP [-f]

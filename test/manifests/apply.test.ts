@@ -2,13 +2,14 @@
 // the CRDs keep what our schemas allow and refuse the rest, the webhook configuration selects
 // the pods it should, and RBAC grants what manifests/README.md says, judged by the apiserver.
 import {
-  ApiextensionsV1Api, AuthorizationV1Api, CoreV1Api, CustomObjectsApi, KubernetesObjectApi, loadAllYaml,
+  ApiextensionsV1Api, AuthorizationV1Api, CoreV1Api, CustomObjectsApi, KubeConfig, KubernetesObjectApi, loadAllYaml,
   type V1ResourceAttributes,
 } from '@kubernetes/client-node';
 import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import t from 'tap';
 import { CRD_GROUP, CRD_VERSION, allCrds } from '../../schemas/crd.js';
+import { SecretKeyStore } from '../../submit-api/auth/secret-key-store.js';
 import { RELEASE_NAMESPACE, chartDir, renderChart } from './helm.js';
 import { type Testbed, startTestbed, testbedUnavailable } from './testbed.js';
 
@@ -156,6 +157,16 @@ if (skip) {
       [api, { namespace: RELEASE_NAMESPACE, verb: 'create', resource: 'pods' }, false],
       [api, { namespace: APPS, verb: 'get', resource: 'secrets' }, false],
       [api, { namespace: RELEASE_NAMESPACE, verb: 'get', resource: 'secrets' }, false],
+      // The keys Secret, by name: a list or watch with fieldSelector metadata.name=<it> is judged
+      // as a request for that name (the real requests are made below, as the ServiceAccount).
+      [api, { namespace: RELEASE_NAMESPACE, verb: 'get', resource: 'secrets', name: 'submission-service-auth' }, true],
+      [api, { namespace: RELEASE_NAMESPACE, verb: 'list', resource: 'secrets', name: 'submission-service-auth' }, true],
+      [api, { namespace: RELEASE_NAMESPACE, verb: 'watch', resource: 'secrets', name: 'submission-service-auth' }, true],
+      [api, { namespace: RELEASE_NAMESPACE, verb: 'list', resource: 'secrets' }, false],
+      [api, { namespace: RELEASE_NAMESPACE, verb: 'watch', resource: 'secrets' }, false],
+      [api, { namespace: RELEASE_NAMESPACE, verb: 'update', resource: 'secrets', name: 'submission-service-auth' }, false],
+      [api, { namespace: RELEASE_NAMESPACE, verb: 'get', resource: 'secrets', name: 'submission-service-webhook-cert' }, false],
+      [api, { namespace: APPS, verb: 'list', resource: 'secrets', name: 'submission-service-auth' }, false],
       [api, { namespace: APPS, verb: 'create', resource: 'pods', subresource: 'exec' }, false],
       [api, { namespace: APPS, verb: 'deletecollection', resource: 'pods' }, true],
       [api, { namespace: APPS, verb: 'deletecollection', resource: 'services' }, false],
@@ -201,5 +212,27 @@ if (skip) {
         resourceAttributes.name ?? '', `in ${resourceAttributes.namespace ?? '(cluster)'}`].filter(Boolean).join(' ');
       t.equal(review.status?.allowed ?? false, expected, `${user.split(':').at(-1)} ${expected ? 'may' : 'may not'} ${what}`);
     }
+  });
+
+  t.test('the api ServiceAccount watches the keys Secret for real (SecretKeyStore, impersonated)', async (t) => {
+    // The kubeconfig's admin, impersonating the ServiceAccount: the apiserver authorizes as it.
+    const kc = new KubeConfig();
+    kc.loadFromString(bed.kc.exportConfig());
+    kc.users = kc.users.map((u) => ({ ...u, impersonateUser: `system:serviceaccount:${RELEASE_NAMESPACE}:submission-service-api` }));
+    const core = kc.makeApiClient(CoreV1Api);
+    const logs: string[] = [];
+    const store = new SecretKeyStore({ kc, core, namespace: RELEASE_NAMESPACE, name: 'submission-service-auth', log: (m) => logs.push(m) });
+    await store.start(); // list with fieldSelector metadata.name, then watch: both allowed
+    t.teardown(() => store.stop());
+    t.ok(store.resourceVersion, 'the chart\'s keys Secret is listed');
+    t.same(logs, [], 'and usable');
+    await t.rejects(core.listNamespacedSecret({ namespace: RELEASE_NAMESPACE }), { code: 403 }, 'listing every Secret is refused');
+    await t.rejects(store.create('user'), { code: 403 }, 'and the api cannot write keys');
+    // An operator (the admin credentials) issues a key; the watch as the ServiceAccount delivers it.
+    const admin = new SecretKeyStore({ kc: bed.kc, core: bed.kc.makeApiClient(CoreV1Api), namespace: RELEASE_NAMESPACE, name: 'submission-service-auth' });
+    const key = await admin.create('user', 'rbac-check');
+    const deadline = Date.now() + 5_000;
+    while (!store.verify(key.key) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    t.same(store.verify(key.key), { id: key.id, role: 'user' }, 'the watch (as the ServiceAccount) delivered the new key');
   });
 }

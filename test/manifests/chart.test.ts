@@ -141,8 +141,12 @@ t.test('RBAC: least privilege', async (t) => {
   t.equal(clusterRoles.length, 1, 'the one cluster-wide grant is the webhook configuration');
   t.same(clusterRoles[0].rules, [{ apiGroups: ['admissionregistration.k8s.io'], resources: ['mutatingwebhookconfigurations'], resourceNames: [`submission-service-${RELEASE_NAMESPACE}`], verbs: ['get', 'patch'] }]);
   const secretRules = all.filter((r) => r.resources?.includes('secrets'));
-  t.same(secretRules, [{ apiGroups: [''], resources: ['secrets'], resourceNames: ['submission-service-webhook-cert'], verbs: ['get', 'watch', 'update', 'patch'] }],
-    'secrets: only the webhook, only its own certificate Secret');
+  t.same(secretRules, [
+    { apiGroups: [''], resources: ['secrets'], resourceNames: ['submission-service-auth'], verbs: ['get', 'list', 'watch'] },
+    { apiGroups: [''], resources: ['secrets'], resourceNames: ['submission-service-webhook-cert'], verbs: ['get', 'watch', 'update', 'patch'] },
+  ], 'secrets: each by name only; the api reads the keys Secret, the webhook its own certificate Secret');
+  t.same(ofKind<V1Role>(renderChart({ 'auth.enabled': 'false' }), 'Role').filter((r) => r.metadata?.name === 'submission-service-api-keys'), [],
+    'no keys Secret access without auth');
 
   const role = (name: string, namespace: string) => {
     const found = ofKind<V1Role>(defaults, 'Role').find((r) => r.metadata?.name === name && r.metadata?.namespace === namespace);
@@ -213,6 +217,11 @@ t.test('namespaces and auth', async (t) => {
   t.notOk(named(off, 'Secret', 'submission-service-auth'));
   const existing = renderChart({ 'auth.existingSecret': 'mine' });
   t.notOk(named(existing, 'Secret', 'submission-service-auth'));
-  const volume = named<V1Deployment>(existing, 'Deployment', 'submission-service-api')!.spec!.template.spec!.volumes!.find((v) => v.name === 'auth');
-  t.equal(volume?.secret?.secretName, 'mine');
+  // The keys are read through the API (watched), not mounted: a mount lags revocations by the kubelet's sync.
+  t.match(args(defaults).join(' '), new RegExp(`--keys-secret ${RELEASE_NAMESPACE}/submission-service-auth`));
+  t.match(args(existing).join(' '), new RegExp(`--keys-secret ${RELEASE_NAMESPACE}/mine`));
+  t.notMatch(args(off).join(' '), /--keys-secret/);
+  const apiPod = named<V1Deployment>(existing, 'Deployment', 'submission-service-api')!.spec!.template.spec!;
+  t.notOk(apiPod.volumes!.some((v) => v.secret), 'no Secret volume on the api');
+  t.same(ofKind<V1Role>(existing, 'Role').find((r) => r.metadata?.name === 'submission-service-api-keys')?.rules?.[0].resourceNames, ['mine']);
 });
