@@ -6,7 +6,6 @@ import { renderDriverPod } from './driver-pod.js';
 import { type ConfigResult, effectiveConfig, type TemplateLookup } from './effective-config.js';
 import { renderExecutorPod } from './executor-pod.js';
 import { ANNOTATION_CONFIG, ANNOTATION_OVERRIDES, LABEL_APP, LABEL_JOB, LABEL_TEMPLATE, SPARK_ROLE } from './labels.js';
-import { clone } from './merge.js';
 import type { AdmissionRules } from './rules.js';
 
 export interface AdmissionContext {
@@ -73,7 +72,8 @@ function admitDriver(pod: V1Pod, jobName: string, ctx: AdmissionContext): Admiss
     outcome: 'admitted',
     appName,
     config,
-    get pod() { return (rendered ??= renderDriverPod(clone(pod), config, { appName, jobName, namespace }, ctx.rules)); },
+    // Rendering builds new objects and leaves `pod` as it is: no copy needed.
+    get pod() { return (rendered ??= renderDriverPod(pod, config, { appName, jobName, namespace }, ctx.rules)); },
   };
 }
 
@@ -87,7 +87,7 @@ function admitExecutor(pod: V1Pod, ctx: AdmissionContext): Admission {
   const appName = executorApp(pod);
   const config = appName ? ctx.applications(appName) : undefined;
   if (!appName || !config) return { outcome: 'ignored', reason: 'executor of a driver the service does not know' };
-  return { outcome: 'admitted', pod: renderExecutorPod(clone(pod), config, ctx.rules), appName, config };
+  return { outcome: 'admitted', pod: renderExecutorPod(pod, config, ctx.rules), appName, config };
 }
 
 export function admitPod(pod: V1Pod, ctx: AdmissionContext): Admission {
