@@ -1,10 +1,10 @@
 // `submission-service apps ...`: the API from a terminal.
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
+import { isTerminal } from '../cluster/cluster.js';
 import type { Application, ApplicationConfig } from '../schemas/index.js';
 import { deepMerge } from '../webhook/domain/merge.js';
 
-const TERMINAL = new Set(['COMPLETED', 'FAILED', 'KILLED', 'UNKNOWN']);
 
 function client(url: string, apiKey?: string) {
   const headers: Record<string, string> = apiKey ? { 'x-api-key': apiKey } : {};
@@ -48,7 +48,7 @@ async function follow(call: ReturnType<typeof client>, appName: string): Promise
       process.stderr.write(`[${new Date().toISOString()}] ${appName} ${app.state}${app.stateDetail ? ` (${app.stateDetail})` : ''}\n`);
       last = app.state ?? '';
     }
-    if (TERMINAL.has(last)) break;
+    if (isTerminal(app.state)) break;
     await new Promise((ok) => setTimeout(ok, 1000));
   }
   await logs.catch(() => undefined);

@@ -17,6 +17,11 @@ export type CreateResult =
   | { ok: true; record: AppRecord; pod: V1Pod }
   | { ok: false; status: number; body: { message: string } };
 
+const TERMINAL = new Set<ApplicationState>(['COMPLETED', 'FAILED', 'KILLED', 'UNKNOWN']);
+
+/** States an application does not leave. */
+export const isTerminal = (state: ApplicationState | undefined): boolean => state !== undefined && TERMINAL.has(state);
+
 export interface ListQuery {
   jobName?: string;
   state?: ApplicationState;

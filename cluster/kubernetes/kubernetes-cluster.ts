@@ -8,11 +8,11 @@ import {
   ANNOTATION_ADMITTED, DRIVER_CONTAINER, LABEL_APP, LABEL_JOB, LABEL_TEMPLATE, readConfig, SPARK_ROLE,
 } from '../../webhook/domain/index.js';
 import type { AppEvent, AppRecord, Cluster, CreateResult, ListQuery, Page } from '../cluster.js';
-import { UnavailableError } from '../cluster.js';
+import { isTerminal, UnavailableError } from '../cluster.js';
 import { pageOf } from '../paging.js';
 import { APPLICATIONS, FIELD_MANAGER, GROUP, type KubeClients, VERSION } from './client.js';
 import { missedAdmission, translate, webhookRefusal } from './errors.js';
-import { type ApplicationResource, applicationResource, isTerminal, toRecord } from './records.js';
+import { type ApplicationResource, applicationResource, toRecord } from './records.js';
 import { KubernetesTemplateStore } from './template-store.js';
 
 export interface KubernetesClusterOptions {

@@ -2,7 +2,7 @@
 // outlive the driver pod; the live state is read from the pod while it exists.
 import type { V1Pod } from '@kubernetes/client-node';
 import type { ApplicationConfig, ApplicationState } from '../../schemas/index.js';
-import type { AppRecord } from '../cluster.js';
+import { type AppRecord, isTerminal } from '../cluster.js';
 
 export interface ApplicationResource {
   apiVersion: string;
@@ -12,8 +12,6 @@ export interface ApplicationResource {
   status?: { state?: ApplicationState; stateDetail?: string; startedAt?: string | null; endedAt?: string | null; runningExecutors?: number };
 }
 
-const TERMINAL = new Set<ApplicationState>(['COMPLETED', 'FAILED', 'KILLED', 'UNKNOWN']);
-export const isTerminal = (state: ApplicationState | undefined) => state !== undefined && TERMINAL.has(state);
 
 const iso = (value: string | Date | undefined | null): string | null =>
   value === undefined || value === null ? null : new Date(value).toISOString();

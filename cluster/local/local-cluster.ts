@@ -5,10 +5,9 @@ import { mkdirSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { V1Pod } from '@kubernetes/client-node';
-import type { ApplicationState } from '../../schemas/index.js';
 import { type AdmissionRules, admitPod, LABEL_JOB, LABEL_TEMPLATE } from '../../webhook/domain/index.js';
 import type { AppEvent, AppRecord, Cluster, CreateResult, ListQuery, Page } from '../cluster.js';
-import { ConflictError } from '../cluster.js';
+import { ConflictError, isTerminal } from '../cluster.js';
 import { pageOf } from '../paging.js';
 import { logStream } from './log-stream.js';
 import { isAlive, killGroup, readExitCode, startProcess } from './process-runner.js';
@@ -28,8 +27,6 @@ export interface LocalClusterOptions {
   pollMs?: number;
 }
 
-const TERMINAL: ApplicationState[] = ['COMPLETED', 'FAILED', 'KILLED', 'UNKNOWN'];
-export const isTerminal = (state: ApplicationState) => TERMINAL.includes(state);
 
 export class LocalCluster implements Cluster {
   readonly kind = 'local';
