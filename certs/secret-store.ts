@@ -18,6 +18,7 @@
 // the webhook needs no `create` on secrets); a Secret this store has to create itself is
 // created as kubernetes.io/tls.
 import type { CoreV1Api, V1Secret } from '@kubernetes/client-node';
+import { statusCode } from '../cluster/kubernetes/errors.js';
 import { ensureCertificates, type EnsureOptions, type EnsureResult } from './rotation.js';
 import { type CertificateStore, FILE_NAMES, type StoredCertificates } from './store.js';
 
@@ -43,7 +44,6 @@ export class CertificateConflictError extends Error {
   }
 }
 
-const statusCode = (error: unknown) => (error as { code?: number }).code;
 
 const KEYS = Object.entries(FILE_NAMES) as [keyof StoredCertificates, string][];
 

@@ -12,6 +12,7 @@
 import { AdmissionregistrationV1Api, type V1MutatingWebhookConfiguration } from '@kubernetes/client-node';
 import { AdmissionCache } from '../cluster/kubernetes/admission-cache.js';
 import type { KubeClients } from '../cluster/kubernetes/client.js';
+import { statusCode } from '../cluster/kubernetes/errors.js';
 import { newAppName } from '../cluster/app-name.js';
 import { caBundle as caBundleOf, ensureCertificates, type EnsureResult, type RotationPolicy } from '../certs/rotation.js';
 import { ensureSharedCertificates, secretCertificateStore } from '../certs/secret-store.js';
@@ -57,7 +58,6 @@ async function register(clients: KubeClients, body: V1MutatingWebhookConfigurati
   const api = clients.kc.makeApiClient(AdmissionregistrationV1Api);
   const name = body.metadata!.name!;
   const caBundle = body.webhooks?.[0]?.clientConfig.caBundle;
-  const code = (error: unknown) => (error as { code?: number }).code;
   for (let attempt = 1; ; attempt++) {
     try {
       const current = await api.readMutatingWebhookConfiguration({ name });
@@ -66,14 +66,14 @@ async function register(clients: KubeClients, body: V1MutatingWebhookConfigurati
       if (patch.length > 0) await api.patchMutatingWebhookConfiguration({ name, body: patch });
       return;
     } catch (error) {
-      if (code(error) !== 404) throw error;
+      if (statusCode(error) !== 404) throw error;
     }
     try {
       await api.createMutatingWebhookConfiguration({ body });
       return;
     } catch (error) {
       // Another replica created it a moment ago: patch that one instead.
-      if (code(error) !== 409 || attempt >= 3) throw error;
+      if (statusCode(error) !== 409 || attempt >= 3) throw error;
     }
   }
 }

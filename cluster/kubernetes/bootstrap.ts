@@ -4,11 +4,11 @@ import { ApiextensionsV1Api, loadYaml, type V1CustomResourceDefinition, type V1N
 import { allCrds } from '../../schemas/crd.js';
 import type { AdmissionRules, ResolvedPool } from '../../webhook/domain/index.js';
 import type { KubeClients } from './client.js';
+import { unlessExists } from './errors.js';
 
-const exists = (error: unknown) => (error as { code?: number }).code === 409;
 
 export async function ensureNamespace(clients: KubeClients, name: string): Promise<void> {
-  await clients.core.createNamespace({ body: { metadata: { name } } }).catch((e) => { if (!exists(e)) throw e; });
+  await clients.core.createNamespace({ body: { metadata: { name } } }).catch(unlessExists);
 }
 
 export async function ensureCrds(clients: KubeClients): Promise<void> {
@@ -16,7 +16,7 @@ export async function ensureCrds(clients: KubeClients): Promise<void> {
   // Through loadYaml: the client's serializer keeps only fields of its typed models, so a
   // plain object would lose keywords such as `enum` on the way.
   for (const crd of allCrds().map((c) => loadYaml<V1CustomResourceDefinition>(JSON.stringify(c)))) {
-    await api.createCustomResourceDefinition({ body: crd }).catch((e) => { if (!exists(e)) throw e; });
+    await api.createCustomResourceDefinition({ body: crd }).catch(unlessExists);
   }
   // The apiserver serves a new CRD's resources a moment after accepting it, and answers
   // 429 "storage is (re)initializing" until then: wait until a list works.
@@ -68,7 +68,7 @@ export async function createFakeNodes(clients: KubeClients, rules: AdmissionRule
   for (const pool of rules.pools) {
     for (let i = 0; i < perPool; i++) {
       const node = fakeNode(pool, i, rules);
-      await clients.core.createNode({ body: node }).catch((e) => { if (!exists(e)) throw e; });
+      await clients.core.createNode({ body: node }).catch(unlessExists);
       await clients.core.replaceNodeStatus({
         name: node.metadata!.name!,
         body: { ...(await clients.core.readNode({ name: node.metadata!.name! })), status: node.status },

@@ -4,6 +4,9 @@ import { ConflictError, NotFoundError, UnavailableError } from '../cluster.js';
 
 interface KubeStatus { message?: string; reason?: string; code?: number }
 
+/** The HTTP status of a failed client call (client-node's ApiException carries it as `code`). */
+export const statusCode = (error: unknown): number | undefined => (error as { code?: number } | undefined)?.code;
+
 export function apiStatus(error: unknown): { code?: number; status?: KubeStatus } {
   const e = error as { code?: unknown; body?: unknown };
   if (typeof e?.code !== 'number') return {};
@@ -73,4 +76,28 @@ export function webhookRefusal(error: unknown): { status: number; body: { messag
 export function missedAdmission(error: unknown): boolean {
   const { code, status } = apiStatus(error);
   return code === 422 && /containers\[0\]\.image: Required value/.test(status?.message ?? '');
+}
+
+/** Runs one call to the apiserver; any failure comes back as one of our errors (translate). */
+export async function kubeCall<T>(server: string, what: string, run: () => Promise<T>): Promise<T> {
+  try {
+    return await run();
+  } catch (error) {
+    throw translate(error, server, what);
+  }
+}
+
+/** The same, with 404 meaning "absent": undefined instead of an error. */
+export async function kubeCallOrAbsent<T>(server: string, what: string, run: () => Promise<T>): Promise<T | undefined> {
+  try {
+    return await run();
+  } catch (error) {
+    if (statusCode(error) === 404) return undefined;
+    throw translate(error, server, what);
+  }
+}
+
+/** For creates that may find the object there already (409): rethrows anything else. */
+export function unlessExists(error: unknown): void {
+  if (statusCode(error) !== 409) throw error;
 }

@@ -11,7 +11,7 @@ import type { AppEvent, AppRecord, Cluster, CreateResult, ListQuery, Page } from
 import { isTerminal, UnavailableError } from '../cluster.js';
 import { pageOf } from '../paging.js';
 import { APPLICATIONS, FIELD_MANAGER, GROUP, type KubeClients, VERSION } from './client.js';
-import { missedAdmission, translate, webhookRefusal } from './errors.js';
+import { kubeCall, kubeCallOrAbsent, missedAdmission, translate, webhookRefusal } from './errors.js';
 import { type ApplicationResource, applicationResource, toRecord } from './records.js';
 import { KubernetesTemplateStore } from './template-store.js';
 
@@ -39,21 +39,12 @@ export class KubernetesCluster implements Cluster {
   private get custom() { return this.options.clients.custom; }
   private get records() { return { group: GROUP, version: VERSION, plural: APPLICATIONS, namespace: this.ns }; }
 
-  private async call<T>(what: string, run: () => Promise<T>): Promise<T> {
-    try {
-      return await run();
-    } catch (error) {
-      throw translate(error, this.options.clients.server, what);
-    }
+  private call<T>(what: string, run: () => Promise<T>): Promise<T> {
+    return kubeCall(this.options.clients.server, what, run);
   }
 
-  private async orUndefined<T>(what: string, run: () => Promise<T>): Promise<T | undefined> {
-    try {
-      return await run();
-    } catch (error) {
-      if ((error as { code?: number }).code === 404) return undefined;
-      throw translate(error, this.options.clients.server, what);
-    }
+  private orUndefined<T>(what: string, run: () => Promise<T>): Promise<T | undefined> {
+    return kubeCallOrAbsent(this.options.clients.server, what, run);
   }
 
   async createDriver(bare: V1Pod, { dryRun }: { dryRun: boolean }): Promise<CreateResult> {

@@ -2,7 +2,7 @@
 import type { ConfigTemplate } from '../../schemas/index.js';
 import type { TemplateStore } from '../cluster.js';
 import { FIELD_MANAGER, GROUP, type KubeClients, TEMPLATES, VERSION } from './client.js';
-import { translate } from './errors.js';
+import { kubeCall, kubeCallOrAbsent } from './errors.js';
 
 interface TemplateResource {
   apiVersion: string;
@@ -29,12 +29,8 @@ export class KubernetesTemplateStore implements TemplateStore {
     };
   }
 
-  private async call<T>(what: string, run: () => Promise<T>): Promise<T> {
-    try {
-      return await run();
-    } catch (error) {
-      throw translate(error, this.clients.server, what);
-    }
+  private call<T>(what: string, run: () => Promise<T>): Promise<T> {
+    return kubeCall(this.clients.server, what, run);
   }
 
   async list(): Promise<ConfigTemplate[]> {
@@ -43,12 +39,9 @@ export class KubernetesTemplateStore implements TemplateStore {
   }
 
   async get(name: string): Promise<ConfigTemplate | undefined> {
-    try {
-      return toTemplate(await this.clients.custom.getNamespacedCustomObject({ ...this.where, name }) as TemplateResource);
-    } catch (error) {
-      if ((error as { code?: number }).code === 404) return undefined;
-      throw translate(error, this.clients.server, `read config template ${name}`);
-    }
+    const found = await kubeCallOrAbsent(this.clients.server, `read config template ${name}`, () =>
+      this.clients.custom.getNamespacedCustomObject({ ...this.where, name }));
+    return found === undefined ? undefined : toTemplate(found as TemplateResource);
   }
 
   async create(template: ConfigTemplate): Promise<ConfigTemplate> {
@@ -66,12 +59,8 @@ export class KubernetesTemplateStore implements TemplateStore {
   }
 
   async delete(name: string): Promise<boolean> {
-    try {
-      await this.clients.custom.deleteNamespacedCustomObject({ ...this.where, name });
-      return true;
-    } catch (error) {
-      if ((error as { code?: number }).code === 404) return false;
-      throw translate(error, this.clients.server, `delete config template ${name}`);
-    }
+    const deleted = await kubeCallOrAbsent(this.clients.server, `delete config template ${name}`, () =>
+      this.clients.custom.deleteNamespacedCustomObject({ ...this.where, name }));
+    return deleted !== undefined;
   }
 }

@@ -11,6 +11,7 @@ import { type V1Pod, Watch } from '@kubernetes/client-node';
 import { generateCa, issueServingCert } from '../../certs/generate.js';
 import { LABEL_JOB, readConfig, SPARK_ROLE } from '../../webhook/domain/index.js';
 import type { KubeClients } from '../kubernetes/client.js';
+import { unlessExists } from '../kubernetes/errors.js';
 import { logStream } from '../local/log-stream.js';
 import { isAlive, killGroup, readExitCode, startProcess } from '../local/process-runner.js';
 import { localCores, localDriverCommand } from '../local/spark-command.js';
@@ -59,7 +60,7 @@ export class FakeKubelet {
   private async registerNode(): Promise<void> {
     const { core } = this.options.clients;
     const body = { metadata: { name: this.nodeName, labels: { 'submission-service/test-double': 'fake-kubelet' } } };
-    await core.createNode({ body }).catch((e: { code?: number }) => { if (e.code !== 409) throw e; });
+    await core.createNode({ body }).catch(unlessExists);
     const status = {
       allocatable: { cpu: '1000', memory: '10000Gi', pods: '1000' },
       capacity: { cpu: '1000', memory: '10000Gi', pods: '1000' },

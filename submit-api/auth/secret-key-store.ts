@@ -17,6 +17,7 @@
 // fieldSelector metadata.name=NAME, which is all this store sends; a verifying replica needs
 // get, list, watch on this one Secret (manifests/chart/templates/rbac.yaml), nothing more.
 import { type CoreV1Api, type KubeConfig, type V1Secret, Watch } from '@kubernetes/client-node';
+import { statusCode } from '../../cluster/kubernetes/errors.js';
 import {
   type ApiKeyIdentity, type CreatedKey, indexByHash, type KeyInfo, keyInfos, newKey, parseKeys,
   revokeIn, type Role, serializeKeys, type StoredKey, verifyIn,
@@ -37,7 +38,6 @@ export interface SecretKeyStoreOptions {
   reconnectMs?: number;
 }
 
-const statusCode = (error: unknown) => (error as { code?: number }).code;
 const sleep = (ms: number) => new Promise((ok) => setTimeout(ok, ms));
 
 /** `NAMESPACE/NAME` (as in --secret and --keys-secret); throws on anything else. */
