@@ -142,7 +142,7 @@ class Service {
   command(appName: string): { command: string; args: string[]; env: Record<string, string> } {
     const stored = JSON.parse(readFileSync(join(this.dataDir, 'apps', `${appName}.json`), 'utf8')) as StoredApp;
     const workDir = mkdtempSync(join(tmpdir(), 'bench-exact-'));
-    return localDriverCommand(stored.pod, { sparkSubmit: SPARK_SUBMIT, python: PYTHON, cores: CORES, workDir }, CORES);
+    return localDriverCommand(stored.pod, { sparkSubmit: SPARK_SUBMIT, python: PYTHON, workDir }, CORES);
   }
 
   async stop(): Promise<void> {

@@ -10,9 +10,9 @@ import type { AppEvent, AppRecord, Cluster, CreateResult, ListQuery, Page } from
 import { ConflictError, isTerminal } from '../cluster.js';
 import { pageOf } from '../paging.js';
 import { logStream } from './log-stream.js';
-import { isAlive, killGroup, readExitCode, startProcess } from './process-runner.js';
+import { isAlive, killGroup, readExitCode, startDriverPod } from './process-runner.js';
 import { RecordStore, type StoredApp } from './record-store.js';
-import { type LocalMachine, localCores, localDriverCommand } from './spark-command.js';
+import { localCores } from './spark-command.js';
 import { FileTemplateStore } from './template-store.js';
 import { newAppName } from '../app-name.js';
 
@@ -164,10 +164,8 @@ export class LocalCluster implements Cluster {
     const exitFile = join(this.options.dataDir, 'run', `${appName}.exit`);
     this.running.set(appName, cores);
     try {
-      const workDir = this.workDir(appName);
-      mkdirSync(workDir, { recursive: true });
-      const machine: LocalMachine = { sparkSubmit: this.options.sparkSubmit, python: this.options.python, cores, workDir };
-      const started = startProcess(localDriverCommand(stored.pod, machine, cores), logFile, exitFile);
+      const machine = { sparkSubmit: this.options.sparkSubmit, python: this.options.python, workDir: this.workDir(appName) };
+      const started = startDriverPod(stored.pod, machine, cores, { logFile, exitFile });
       const run = { pid: started.pid, startTicks: started.startTicks, cores, logFile, exitFile };
       void this.records.save({ ...stored, run, record: { ...stored.record, state: 'RUNNING', startedAt: new Date().toISOString() } })
         .then(() => this.emit('changed', this.records.get(appName)!.record));

@@ -2,8 +2,9 @@
 // the whole tree: spark-submit, the JVM, Python workers) under a tiny shell wrapper
 // that writes the exit code to a file; the service can die and find it again.
 import { spawn } from 'node:child_process';
-import { closeSync, existsSync, openSync, readdirSync, readFileSync } from 'node:fs';
-import type { LocalCommand } from './spark-command.js';
+import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync } from 'node:fs';
+import type { V1Pod } from '@kubernetes/client-node';
+import { type LocalCommand, type LocalMachine, localDriverCommand } from './spark-command.js';
 
 export interface Started {
   pid: number;
@@ -12,12 +13,12 @@ export interface Started {
   exited: Promise<void>;
 }
 
-/** State letter and start time (clock ticks after boot) from /proc/PID/stat. */
-function readStat(pid: number): { state: string; startTicks: number } | undefined {
+/** State letter, process group and start time (clock ticks after boot) from /proc/PID/stat. */
+function readStat(pid: number | string): { state: string; group: number; startTicks: number } | undefined {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' '); // the name may hold spaces
-    return { state: fields[0], startTicks: Number(fields[19]) };
+    return { state: fields[0], group: Number(fields[2]), startTicks: Number(fields[19]) };
   } catch {
     return undefined;
   }
@@ -36,15 +37,11 @@ export function isAlive(pid: number, startTicks: number): boolean {
  * waits in the group until init reaps it, and `kill(-pgid, 0)` would count it.
  */
 function groupAlive(pgid: number): boolean {
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
-      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      if (Number(fields[2]) === pgid && fields[0] !== 'Z') return true;
-    } catch { /* ended meanwhile */ }
-  }
-  return false;
+  return readdirSync('/proc').some((entry) => {
+    if (!/^\d+$/.test(entry)) return false;
+    const stat = readStat(entry); // undefined when it ended meanwhile
+    return stat !== undefined && stat.group === pgid && stat.state !== 'Z';
+  });
 }
 
 const WRAPPER = '"$@"; code=$?; printf "%s" "$code" > "$EXIT_FILE.tmp" && mv "$EXIT_FILE.tmp" "$EXIT_FILE"; exit "$code"';
@@ -64,6 +61,12 @@ export function startProcess(command: LocalCommand, logFile: string, exitFile: s
   } finally {
     closeSync(log);
   }
+}
+
+/** Runs an admitted driver pod on this machine: local mode's drivers and FakeKubelet's alike. */
+export function startDriverPod(pod: V1Pod, machine: LocalMachine, cores: number, files: { logFile: string; exitFile: string }): Started {
+  mkdirSync(machine.workDir, { recursive: true });
+  return startProcess(localDriverCommand(pod, machine, cores), files.logFile, files.exitFile);
 }
 
 /** The exit code the wrapper recorded, if the process ended by itself. */

@@ -14,7 +14,6 @@ export interface LocalCommand {
 export interface LocalMachine {
   sparkSubmit: string;
   python?: string;
-  cores: number;
   workDir: string;
 }
 

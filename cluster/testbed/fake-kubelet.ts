@@ -13,8 +13,8 @@ import { LABEL_JOB, readConfig, SPARK_ROLE } from '../../webhook/domain/index.js
 import type { KubeClients } from '../kubernetes/client.js';
 import { unlessExists } from '../kubernetes/errors.js';
 import { logStream } from '../local/log-stream.js';
-import { isAlive, killGroup, readExitCode, startProcess } from '../local/process-runner.js';
-import { localCores, localDriverCommand } from '../local/spark-command.js';
+import { isAlive, killGroup, readExitCode, startDriverPod } from '../local/process-runner.js';
+import { localCores } from '../local/spark-command.js';
 
 export interface FakeKubeletOptions {
   clients: KubeClients;
@@ -103,11 +103,8 @@ export class FakeKubelet {
     const name = pod.metadata!.name!;
     const logFile = join(this.options.dataDir, 'logs', `${name}.log`);
     const exitFile = join(this.options.dataDir, 'logs', `${name}.exit`);
-    const workDir = join(this.options.dataDir, 'work', name);
-    mkdirSync(workDir, { recursive: true });
-    const cores = localCores(readConfig(pod), this.options.cores);
-    const command = localDriverCommand(pod, { sparkSubmit: this.options.sparkSubmit, python: this.options.python, cores, workDir }, cores);
-    const started = startProcess(command, logFile, exitFile);
+    const machine = { sparkSubmit: this.options.sparkSubmit, python: this.options.python, workDir: join(this.options.dataDir, 'work', name) };
+    const started = startDriverPod(pod, machine, localCores(readConfig(pod), this.options.cores), { logFile, exitFile });
     const run: Running = { ...started, logFile, exitFile, startedAt: new Date().toISOString(), done: false };
     this.running.set(name, run);
     void this.report(pod, { phase: 'Running', running: { startedAt: run.startedAt } });
