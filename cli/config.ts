@@ -61,3 +61,10 @@ export function javaProblem(): string | undefined {
   const major = Number(/version "(\d+)/.exec(run.stderr)?.[1] ?? 0);
   return major >= 17 ? undefined : `Java ${major} found; Spark here needs 17 or later: apt-get install openjdk-17-jre-headless`;
 }
+
+/** `NAMESPACE/NAME` of a Secret (--secret, --keys-secret, --cert-secret); throws on anything else. */
+export function parseSecretRef(ref: string, option = '--secret'): { namespace: string; name: string } {
+  const match = /^([a-z0-9]([-a-z0-9]*[a-z0-9])?)\/([a-z0-9]([-.a-z0-9]*[a-z0-9])?)$/.exec(ref);
+  if (!match) throw new Error(`${option} takes NAMESPACE/NAME, not ${JSON.stringify(ref)}`);
+  return { namespace: match[1]!, name: match[3]! };
+}

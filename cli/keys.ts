@@ -4,6 +4,7 @@
 // in-cluster config) the keys.json is the one in that Kubernetes Secret: every API replica
 // watching it (`api --keys-secret`) sees the change within the watch's latency.
 import { type CreatedKey, FileKeyStore, type KeyInfo, ROLES, type Role } from '../submit-api/auth/key-store.js';
+import { parseSecretRef } from './config.js';
 
 /** What the command needs of a store: FileKeyStore answers at once, SecretKeyStore asynchronously. */
 export interface KeyAdmin {
@@ -74,13 +75,13 @@ function takeOptions(args: string[], names: string[]): { options: Map<string, st
 
 // Loaded only when used: the Kubernetes client alone costs a second to load.
 async function secretStore(ref: string, kubeconfig: string | undefined): Promise<KeyAdmin> {
-  const { parseSecretRef, SecretKeyStore } = await import('../submit-api/auth/secret-key-store.js');
   let target: { namespace: string; name: string };
   try {
     target = parseSecretRef(ref);
   } catch (err) {
     throw new UsageError((err as Error).message);
   }
+  const { SecretKeyStore } = await import('../submit-api/auth/secret-key-store.js');
   const { kubeClients } = await import('../cluster/kubernetes/client.js');
   const { kc, core } = kubeClients(kubeconfig);
   return new SecretKeyStore({ kc, core, ...target });

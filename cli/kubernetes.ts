@@ -4,9 +4,9 @@ import { kubeClients } from '../cluster/kubernetes/client.js';
 import { KubernetesCluster } from '../cluster/kubernetes/kubernetes-cluster.js';
 import { buildApi } from '../submit-api/app.js';
 import { FileKeyStore } from '../submit-api/auth/key-store.js';
-import { parseSecretRef, SecretKeyStore } from '../submit-api/auth/secret-key-store.js';
+import { SecretKeyStore } from '../submit-api/auth/secret-key-store.js';
 import { startWebhookService } from '../webhook/service.js';
-import { defaultDataDir } from './config.js';
+import { defaultDataDir, parseSecretRef } from './config.js';
 import { rulesFrom } from './rules.js';
 
 const common = {
@@ -74,10 +74,7 @@ export async function webhookCommand(argv: string[]): Promise<number> {
   const service = values['service-name'] && values['service-namespace']
     ? { name: values['service-name'], namespace: values['service-namespace'] } : undefined;
   // --cert-secret NAMESPACE/NAME: certificates shared by all replicas (webhook/service.ts).
-  const secretRef = values['cert-secret'] === undefined ? undefined
-    : /^([a-z0-9]([-a-z0-9]*[a-z0-9])?)\/([a-z0-9]([-.a-z0-9]*[a-z0-9])?)$/.exec(values['cert-secret']);
-  if (secretRef === null) throw new Error(`--cert-secret takes NAMESPACE/NAME, not ${JSON.stringify(values['cert-secret'])}`);
-  const certSecret = secretRef ? { namespace: secretRef[1]!, name: secretRef[3]! } : undefined;
+  const certSecret = values['cert-secret'] === undefined ? undefined : parseSecretRef(values['cert-secret'], '--cert-secret');
   const dnsNames = [...values['dns-name'], ...(service ? [`${service.name}.${service.namespace}.svc`, `${service.name}.${service.namespace}.svc.cluster.local`] : [])];
   const webhook = await startWebhookService({
     clients, rules, certDir: values['cert-dir'], port: Number(values.port ?? 9443), host: values.host,

@@ -40,13 +40,6 @@ export interface SecretKeyStoreOptions {
 
 const sleep = (ms: number) => new Promise((ok) => setTimeout(ok, ms));
 
-/** `NAMESPACE/NAME` (as in --secret and --keys-secret); throws on anything else. */
-export function parseSecretRef(ref: string, option = '--secret'): { namespace: string; name: string } {
-  const match = /^([a-z0-9]([-a-z0-9]*[a-z0-9])?)\/([a-z0-9]([-.a-z0-9]*[a-z0-9])?)$/.exec(ref);
-  if (!match) throw new Error(`${option} takes NAMESPACE/NAME, not ${JSON.stringify(ref)}`);
-  return { namespace: match[1]!, name: match[3]! };
-}
-
 type State =
   | { kind: 'unknown' } // not started (or stopped)
   | { kind: 'absent' }
