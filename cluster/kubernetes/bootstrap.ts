@@ -2,10 +2,9 @@
 // CRDs (generated from schemas/), and for the test bed, Node objects for each pool.
 import { ApiextensionsV1Api, loadYaml, type V1CustomResourceDefinition, type V1Node } from '@kubernetes/client-node';
 import { allCrds } from '../../schemas/crd.js';
-import type { AdmissionRules, ResolvedPool } from '../../webhook/domain/index.js';
+import { type AdmissionRules, podMemoryMib, type ResolvedPool } from '../../webhook/domain/index.js';
 import type { KubeClients } from './client.js';
 import { unlessExists } from './errors.js';
-
 
 export async function ensureNamespace(clients: KubeClients, name: string): Promise<void> {
   await clients.core.createNamespace({ body: { metadata: { name } } }).catch(unlessExists);
@@ -15,12 +14,13 @@ export async function ensureCrds(clients: KubeClients): Promise<void> {
   const api = clients.kc.makeApiClient(ApiextensionsV1Api);
   // Through loadYaml: the client's serializer keeps only fields of its typed models, so a
   // plain object would lose keywords such as `enum` on the way.
-  for (const crd of allCrds().map((c) => loadYaml<V1CustomResourceDefinition>(JSON.stringify(c)))) {
+  const crds = allCrds().map((c) => loadYaml<V1CustomResourceDefinition>(JSON.stringify(c)));
+  for (const crd of crds) {
     await api.createCustomResourceDefinition({ body: crd }).catch(unlessExists);
   }
   // The apiserver serves a new CRD's resources a moment after accepting it, and answers
   // 429 "storage is (re)initializing" until then: wait until a list works.
-  for (const crd of allCrds() as unknown as V1CustomResourceDefinition[]) {
+  for (const crd of crds) {
     const { group, names, versions } = crd.spec;
     for (let i = 0; ; i++) {
       try {
@@ -37,11 +37,11 @@ export async function ensureCrds(clients: KubeClients): Promise<void> {
 /**
  * A Node object standing for one node of a pool (no kubelet runs it: a test double for the
  * scheduler). Allocatable is what SPEC's figures leave for our pods: the schedulable CPU,
- * and the schedulable memory plus Spark's overhead, since pods request memory x 1.4.
+ * and what a pod with the schedulable memory requests (plus Spark's overhead, podMemoryMib).
  */
 export function fakeNode(pool: ResolvedPool, index: number, rules: AdmissionRules): V1Node {
   const { instanceTypeLabel, preemptibleLabel, preemptibleTaints } = rules.placement;
-  const memory = Math.ceil(pool.maximumSchedulableMemoryRequestMib * (1 + rules.sizing.memoryOverheadFactor));
+  const memory = podMemoryMib(pool.maximumSchedulableMemoryRequestMib, rules.sizing.memoryOverheadFactor);
   const capacity = { cpu: String(pool.cpu), memory: `${pool.memoryMib}Mi`, pods: '110' };
   return {
     metadata: {
