@@ -3,6 +3,7 @@
 import type { Readable } from 'node:stream';
 import type { V1Pod } from '@kubernetes/client-node';
 import type { Application, ApplicationState, ConfigTemplate } from '../schemas/index.js';
+import type { EventFeed } from './events.js';
 
 /** What the service keeps about an application: the API's Application plus where it runs. */
 export interface AppRecord extends Required<Pick<Application, 'appName' | 'jobName' | 'configTemplateName' | 'config' | 'state' | 'createdAt'>> {
@@ -11,6 +12,8 @@ export interface AppRecord extends Required<Pick<Application, 'appName' | 'jobNa
   endedAt: string | null;
   runningExecutors: number;
   namespace: string;
+  /** The application's own labels (reserved keys excluded), as on its driver pod. */
+  labels: Record<string, string>;
 }
 
 export type CreateResult =
@@ -25,14 +28,14 @@ export const isTerminal = (state: ApplicationState | undefined): boolean => stat
 export interface ListQuery {
   jobName?: string;
   state?: ApplicationState;
+  /** Every one of these labels, with these values. */
+  labels?: Record<string, string>;
   limit: number;
   /** Opaque cursor from a previous page's `next`. */
   cursor?: string;
 }
 
 export interface Page<T> { items: T[]; next: string | null }
-
-export type AppEvent = { type: 'changed' | 'deleted'; record: AppRecord };
 
 export interface TemplateStore {
   list(): Promise<ConfigTemplate[]>;
@@ -58,8 +61,8 @@ export interface Cluster {
   delete(appName: string): Promise<boolean>;
   /** The driver log; with follow, the stream ends when the application ends or the signal aborts. */
   log(appName: string, options: { follow: boolean; signal?: AbortSignal }): Promise<Readable | undefined>;
-  /** Record changes, for the dashboard and the gateway; returns the unsubscribe function. */
-  watch(listener: (event: AppEvent) => void): () => void;
+  /** Every record change and deletion, resumable: the API's events stream, the dashboard and the gateway follow it. */
+  readonly events: EventFeed;
   close(): Promise<void>;
 }
 

@@ -17,6 +17,14 @@ export function decodeCursor(cursor: string): [string, string] {
 
 export class InvalidCursorError extends Error {}
 
+/** Whether a record passes a list query's filters (job, state, labels). */
+export function matchesQuery(record: AppRecord, query: Omit<ListQuery, 'limit' | 'cursor'>): boolean {
+  if (query.jobName && record.jobName !== query.jobName) return false;
+  if (query.state && record.state !== query.state) return false;
+  for (const key in query.labels) if (record.labels[key] !== query.labels[key]) return false;
+  return true;
+}
+
 export function pageOf(records: AppRecord[], query: ListQuery): Page<AppRecord> {
   const sorted = [...records].sort(newestFirst);
   let start = 0;

@@ -7,6 +7,7 @@ import application from './application.json' with { type: 'json' };
 import configTemplateList from './config-template-list.json' with { type: 'json' };
 import configTemplate from './config-template.json' with { type: 'json' };
 import error from './error.json' with { type: 'json' };
+import labels from './labels.json' with { type: 'json' };
 import nodePool from './node-pool.json' with { type: 'json' };
 import nodePoolsFile from './node-pools-file.json' with { type: 'json' };
 import podConfig from './pod-config.json' with { type: 'json' };
@@ -20,7 +21,7 @@ export type JsonSchema = { $id: string; title?: string; [key: string]: unknown }
 
 /** Every schema, in an order where each one's references come first. */
 export const allSchemas: JsonSchema[] = [
-  secretMount, podConfig, applicationConfig, applicationState, application, applicationList,
+  secretMount, podConfig, applicationConfig, applicationState, labels, application, applicationList,
   submission, configTemplate, configTemplateList, error, nodePool, sizingRules, nodePoolsFile,
   unschedulablePod, unschedulableError,
 ];
@@ -33,6 +34,7 @@ export const schemaIds = {
   configTemplate: configTemplate.$id,
   configTemplateList: configTemplateList.$id,
   error: error.$id,
+  labels: labels.$id,
   nodePoolsFile: nodePoolsFile.$id,
   submission: submission.$id,
   unschedulableError: unschedulableError.$id,

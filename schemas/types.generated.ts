@@ -154,6 +154,7 @@ export interface Application {
    * Empty when no template was used.
    */
   configTemplateName: string;
+  labels?: Labels;
   config: ApplicationConfig;
   state?: ApplicationState;
   /**
@@ -164,6 +165,15 @@ export interface Application {
   startedAt?: string | null;
   endedAt?: string | null;
   runningExecutors?: number;
+}
+/**
+ * An application's own labels: Kubernetes label syntax (`[prefix/]name` keys, values of at most 63 characters). They are set on the driver pod and the application's record, and `GET /api/apps/?labelSelector=key=value` filters by them. Keys beginning with `submission-service/` or `spark-` are the service's and Spark's own and are refused.
+ *
+ * This interface was referenced by `Schemas`'s JSON-Schema
+ * via the `definition` "Labels".
+ */
+export interface Labels {
+  [k: string]: string;
 }
 /**
  * This interface was referenced by `Schemas`'s JSON-Schema
@@ -279,6 +289,7 @@ export interface Submission {
    */
   configTemplateName?: string;
   configOverrides?: ApplicationConfig;
+  labels?: Labels;
 }
 /**
  * 422: a pod of the application fits no node pool.

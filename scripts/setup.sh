@@ -37,16 +37,17 @@ build() {
   (cd "$root" && npx tsc -p tsconfig.json >&2)
 }
 
+# A virtualenv per requirements file, cached by its hash (and Python's version). The marker is
+# written last, so an interrupted install is redone rather than trusted.
 python_env() {
+  local requirements=$1 name=$2 hash venv
   command -v python3 >/dev/null || { say "python3 is missing: apt-get install python3 python3-venv"; exit 1; }
-  local hash venv
-  hash=$(cat "$root/requirements.txt" <(python3 --version) | sha256sum | cut -c1-12)
-  venv="$cache/venv-$hash"
-  # The marker is written last, so an interrupted install is redone rather than trusted.
+  hash=$(cat "$requirements" <(python3 --version) | sha256sum | cut -c1-12)
+  venv="$cache/$name-$hash"
   if [ ! -f "$venv/.complete" ]; then
-    say "creating Python virtualenv with pyspark in $venv (first time only)"
+    say "creating Python virtualenv $venv from $(basename "$requirements") (first time only)"
     rm -rf "$venv" && python3 -m venv "$venv"
-    "$venv/bin/pip" install --disable-pip-version-check -q -r "$root/requirements.txt" >&2
+    "$venv/bin/pip" install --disable-pip-version-check -q -r "$requirements" >&2
     touch "$venv/.complete"
   fi
   echo "$venv"
@@ -64,10 +65,15 @@ browser() {
 need_node; need_java; npm_install
 [ "${SETUP_BROWSER:-}" = 1 ] && browser
 [ "${SKIP_BUILD:-}" = 1 ] || build
-venv=$(python_env)
+venv=$(python_env "$root/requirements.txt" venv)
+# SETUP_TEST_TOOLS=1 (the test command): Jupyter Server, Notebook 7, Kernel Gateway and
+# schemathesis, in a virtualenv of their own so that they never shadow the product's.
+tools=""
+[ "${SETUP_TEST_TOOLS:-}" = 1 ] && tools=$(python_env "$root/requirements-test.txt" tools)
 env_file="$cache/env.sh"
 {
   echo "export SUBMISSION_SERVICE_PYTHON_ENV='$venv'"
   echo "export PATH='$venv/bin':\"\$PATH\""
+  [ -z "$tools" ] || echo "export SUBMISSION_SERVICE_TOOLS_ENV='$tools'"
 } >"$env_file"
 echo "$env_file"

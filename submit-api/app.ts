@@ -6,6 +6,7 @@ import { dashboardPlugin } from '../dashboard/plugin.js';
 import { authPlugin } from './auth/plugin.js';
 import { installErrorHandler } from './errors.js';
 import { installOpenApi } from './openapi.js';
+import { appEventRoutes } from './routes/app-events.js';
 import { appRoutes } from './routes/apps.js';
 import { configTemplateRoutes } from './routes/config-templates.js';
 import { installValidation } from './validation.js';
@@ -32,6 +33,7 @@ export async function buildApi(options: ApiOptions): Promise<FastifyInstance> {
   await app.register(authPlugin, { enabled: options.auth.enabled, store: options.auth.store });
   await installOpenApi(app, options.version ?? '0.1.0');
   await app.register(appRoutes, { cluster: options.cluster });
+  await app.register(appEventRoutes, { cluster: options.cluster });
   await app.register(configTemplateRoutes, { templates: options.cluster.templates });
   await app.register(dashboardPlugin, { auth: options.auth });
   // Followed logs must not hold a shutdown open. (fastify's forceCloseConnections option

@@ -5,11 +5,12 @@ import { PassThrough, type Readable } from 'node:stream';
 import { Log, type V1Pod, Watch } from '@kubernetes/client-node';
 import type { ApplicationState } from '../../schemas/index.js';
 import {
-  ANNOTATION_ADMITTED, DRIVER_CONTAINER, LABEL_APP, LABEL_JOB, LABEL_TEMPLATE, readConfig, SPARK_ROLE,
+  ANNOTATION_ADMITTED, applicationLabels, DRIVER_CONTAINER, LABEL_APP, LABEL_JOB, LABEL_TEMPLATE, readConfig, SPARK_ROLE,
 } from '../../webhook/domain/index.js';
-import type { AppEvent, AppRecord, Cluster, CreateResult, ListQuery, Page } from '../cluster.js';
+import type { AppRecord, Cluster, CreateResult, ListQuery, Page } from '../cluster.js';
 import { isTerminal, UnavailableError } from '../cluster.js';
-import { pageOf } from '../paging.js';
+import { type AppEventType, EventFeed } from '../events.js';
+import { matchesQuery, pageOf } from '../paging.js';
 import { APPLICATIONS, FIELD_MANAGER, GROUP, type KubeClients, VERSION } from './client.js';
 import { kubeCall, kubeCallOrAbsent, missedAdmission, translate, webhookRefusal } from './errors.js';
 import { type ApplicationResource, applicationResource, toRecord } from './records.js';
@@ -26,7 +27,13 @@ const executorSelector = (appName?: string) => `${SPARK_ROLE}=executor${appName 
 export class KubernetesCluster implements Cluster {
   readonly kind = 'kubernetes';
   readonly templates: KubernetesTemplateStore;
-  private readonly listeners = new Set<(event: AppEvent) => void>();
+  /** Fed by a watch on driver pods while anyone follows it. */
+  readonly events = new EventFeed({
+    onDemand: (active) => {
+      if (active && !this.watchAbort) void this.startWatch();
+      if (!active) { this.watchAbort?.abort(); this.watchAbort = undefined; }
+    },
+  });
   private watchAbort?: AbortController;
   private closed = false;
 
@@ -77,6 +84,7 @@ export class KubernetesCluster implements Cluster {
       endedAt: null,
       runningExecutors: 0,
       namespace: this.ns,
+      labels: applicationLabels(labels),
     };
     if (dryRun) return { ok: true, record, pod };
     const recordLabels = { [LABEL_JOB]: record.jobName, ...(record.configTemplateName ? { [LABEL_TEMPLATE]: record.configTemplateName } : {}) };
@@ -116,7 +124,7 @@ export class KubernetesCluster implements Cluster {
     }
     const records = ((resources as { items: ApplicationResource[] }).items ?? [])
       .map((r) => toRecord(r, pods.get(r.metadata.name), running.get(r.metadata.name) ?? 0))
-      .filter((r) => !query.state || r.state === query.state);
+      .filter((r) => matchesQuery(r, query));
     return pageOf(records, query);
   }
 
@@ -152,15 +160,6 @@ export class KubernetesCluster implements Cluster {
       new Log(this.options.clients.kc).log(this.ns, appName, DRIVER_CONTAINER, stream, { follow: options.follow }));
     options.signal?.addEventListener('abort', () => { abort.abort(); stream.end(); }, { once: true });
     return stream;
-  }
-
-  watch(listener: (event: AppEvent) => void): () => void {
-    this.listeners.add(listener);
-    if (!this.watchAbort) void this.startWatch();
-    return () => {
-      this.listeners.delete(listener);
-      if (this.listeners.size === 0) { this.watchAbort?.abort(); this.watchAbort = undefined; }
-    };
   }
 
   async close(): Promise<void> {
@@ -208,7 +207,7 @@ export class KubernetesCluster implements Cluster {
     if (record) this.emit('changed', record);
   }
 
-  private emit(type: AppEvent['type'], record: AppRecord): void {
-    for (const listener of this.listeners) listener({ type, record });
+  private emit(type: AppEventType, record: AppRecord): void {
+    this.events.publish(type, record);
   }
 }

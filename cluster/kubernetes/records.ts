@@ -2,6 +2,7 @@
 // outlive the driver pod; the live state is read from the pod while it exists.
 import type { V1Pod } from '@kubernetes/client-node';
 import type { ApplicationConfig, ApplicationState } from '../../schemas/index.js';
+import { applicationLabels } from '../../webhook/domain/index.js';
 import { type AppRecord, isTerminal } from '../cluster.js';
 
 export interface ApplicationResource {
@@ -43,6 +44,7 @@ export function toRecord(resource: ApplicationResource, pod: V1Pod | undefined, 
     config: resource.spec.config,
     createdAt: iso(resource.metadata.creationTimestamp) ?? new Date(0).toISOString(),
     namespace: resource.metadata.namespace ?? '',
+    labels: applicationLabels(resource.metadata.labels),
   };
   if (isTerminal(saved.state)) {
     return { ...base, state: saved.state!, stateDetail: saved.stateDetail, startedAt: saved.startedAt ?? null, endedAt: saved.endedAt ?? null, runningExecutors: 0 };
@@ -58,7 +60,7 @@ export function applicationResource(record: AppRecord, labels: Record<string, st
   return {
     apiVersion: 'submission-service.io/v1',
     kind: 'Application',
-    metadata: { name: record.appName, namespace: record.namespace, labels },
+    metadata: { name: record.appName, namespace: record.namespace, labels: { ...record.labels, ...labels } },
     spec: { jobName: record.jobName, configTemplateName: record.configTemplateName, config: record.config },
     status: { state: record.state },
   };

@@ -5,10 +5,11 @@ import { mkdirSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { V1Pod } from '@kubernetes/client-node';
-import { type AdmissionRules, admitPod, LABEL_JOB, LABEL_TEMPLATE } from '../../webhook/domain/index.js';
-import type { AppEvent, AppRecord, Cluster, CreateResult, ListQuery, Page } from '../cluster.js';
+import { type AdmissionRules, admitPod, applicationLabels, LABEL_JOB, LABEL_TEMPLATE } from '../../webhook/domain/index.js';
+import type { AppRecord, Cluster, CreateResult, ListQuery, Page } from '../cluster.js';
 import { ConflictError, isTerminal } from '../cluster.js';
-import { pageOf } from '../paging.js';
+import { type AppEventType, EventFeed } from '../events.js';
+import { matchesQuery, pageOf } from '../paging.js';
 import { logStream } from './log-stream.js';
 import { isAlive, killGroup, readExitCode, startDriverPod } from './process-runner.js';
 import { RecordStore, type StoredApp } from './record-store.js';
@@ -32,7 +33,7 @@ export class LocalCluster implements Cluster {
   readonly kind = 'local';
   readonly templates: FileTemplateStore;
   private readonly records: RecordStore;
-  private readonly listeners = new Set<(event: AppEvent) => void>();
+  readonly events = new EventFeed();
   private readonly queue: string[] = [];
   private readonly running = new Map<string, number>(); // appName -> cores in use
   private readonly timers = new Set<NodeJS.Timeout>();
@@ -66,6 +67,7 @@ export class LocalCluster implements Cluster {
       endedAt: null,
       runningExecutors: 0,
       namespace: pod.metadata?.namespace || this.options.rules.namespace,
+      labels: applicationLabels(pod.metadata?.labels),
     };
     if (dryRun) return { ok: true, record, get pod() { return admission.pod; } };
     if (this.records.get(record.appName)) throw new ConflictError(`application ${record.appName} exists`);
@@ -81,8 +83,7 @@ export class LocalCluster implements Cluster {
   }
 
   async list(query: ListQuery): Promise<Page<AppRecord>> {
-    const matching = this.records.all().map((s) => s.record)
-      .filter((r) => (!query.jobName || r.jobName === query.jobName) && (!query.state || r.state === query.state));
+    const matching = this.records.all().map((s) => s.record).filter((r) => matchesQuery(r, query));
     return pageOf(matching, query);
   }
 
@@ -126,11 +127,6 @@ export class LocalCluster implements Cluster {
     });
   }
 
-  watch(listener: (event: AppEvent) => void): () => void {
-    this.listeners.add(listener);
-    return () => this.listeners.delete(listener);
-  }
-
   /** Leaves drivers running: a restarted service re-attaches to them. */
   async close(): Promise<void> {
     this.closed = true;
@@ -167,8 +163,9 @@ export class LocalCluster implements Cluster {
       const machine = { sparkSubmit: this.options.sparkSubmit, python: this.options.python, workDir: this.workDir(appName) };
       const started = startDriverPod(stored.pod, machine, cores, { logFile, exitFile });
       const run = { pid: started.pid, startTicks: started.startTicks, cores, logFile, exitFile };
-      void this.records.save({ ...stored, run, record: { ...stored.record, state: 'RUNNING', startedAt: new Date().toISOString() } })
-        .then(() => this.emit('changed', this.records.get(appName)!.record));
+      const running: StoredApp = { ...stored, run, record: { ...stored.record, state: 'RUNNING', startedAt: new Date().toISOString() } };
+      // The event carries the record as saved: a quick driver may have ended by the time the write lands.
+      void this.records.save(running).then(() => this.emit('changed', running.record));
       void started.exited.then(() => this.finish(appName));
     } catch (error) {
       this.running.delete(appName);
@@ -229,8 +226,8 @@ export class LocalCluster implements Cluster {
     this.schedule();
   }
 
-  private emit(type: AppEvent['type'], record: AppRecord): void {
-    for (const listener of this.listeners) listener({ type, record });
+  private emit(type: AppEventType, record: AppRecord): void {
+    this.events.publish(type, record);
   }
 
   private logFile(appName: string): string {

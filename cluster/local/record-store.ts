@@ -34,6 +34,7 @@ export class RecordStore {
     for (const name of readdirSync(dir)) {
       if (!name.endsWith('.json') || isTempFile(name)) continue;
       const stored = JSON.parse(readFileSync(join(dir, name), 'utf8')) as StoredApp;
+      stored.record.labels ??= {}; // records written before applications had labels
       this.apps.set(stored.record.appName, stored);
     }
   }

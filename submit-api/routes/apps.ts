@@ -6,6 +6,7 @@ import { type Submission, ref, schemaIds } from '../../schemas/index.js';
 import { bareDriverPod } from '../../webhook/domain/index.js';
 import { notFound } from '../errors.js';
 import { toApplication } from '../present.js';
+import { labelSelectorQuery, parseLabelSelector } from './label-selector.js';
 
 const errorResponses = { 400: ref(schemaIds.error), 401: ref(schemaIds.error), 403: ref(schemaIds.error), 404: ref(schemaIds.error), 503: ref(schemaIds.error) };
 const appNameParams = {
@@ -24,19 +25,19 @@ export async function appRoutes(app: FastifyInstance, { cluster }: { cluster: Cl
       response: { 200: ref(schemaIds.application), 201: ref(schemaIds.application), ...errorResponses, 409: ref(schemaIds.error), 422: ref(schemaIds.unschedulableError) },
     },
   }, async (request, reply) => {
-    const { jobName, configTemplateName, configOverrides } = request.body;
-    const pod = bareDriverPod({ appName: newAppName(jobName), jobName, namespace: '', configTemplateName, configOverrides });
+    const { jobName, configTemplateName, configOverrides, labels } = request.body;
+    const pod = bareDriverPod({ appName: newAppName(jobName), jobName, namespace: '', configTemplateName, configOverrides, labels });
     const dryRun = request.query.dryRun === true;
     const result = await cluster.createDriver(pod, { dryRun });
     if (!result.ok) return reply.code(result.status).send(result.body);
     if (dryRun) {
-      const { appName, jobName: job, configTemplateName: template, config } = result.record;
-      return reply.code(200).send({ appName, jobName: job, configTemplateName: template, config });
+      const { appName, jobName: job, configTemplateName: template, labels: own, config } = result.record;
+      return reply.code(200).send({ appName, jobName: job, configTemplateName: template, labels: own, config });
     }
     return reply.code(201).send(toApplication(result.record));
   });
 
-  app.get<{ Querystring: { jobName?: string; state?: never; limit: number; cursor?: string } }>('/api/apps/', {
+  app.get<{ Querystring: { jobName?: string; state?: never; labelSelector?: string; limit: number; cursor?: string } }>('/api/apps/', {
     schema: {
       summary: 'List applications, newest first',
       tags: ['apps'],
@@ -45,6 +46,7 @@ export async function appRoutes(app: FastifyInstance, { cluster }: { cluster: Cl
         properties: {
           jobName: { type: 'string', maxLength: 63 },
           state: ref(schemaIds.applicationState),
+          labelSelector: labelSelectorQuery,
           limit: { type: 'integer', minimum: 1, maximum: 500, default: 50 },
           cursor: { type: 'string', maxLength: 1024 },
         },
@@ -52,7 +54,8 @@ export async function appRoutes(app: FastifyInstance, { cluster }: { cluster: Cl
       response: { 200: ref(schemaIds.applicationList), ...errorResponses },
     },
   }, async (request) => {
-    const page = await cluster.list(request.query);
+    const { labelSelector, ...query } = request.query;
+    const page = await cluster.list({ ...query, labels: parseLabelSelector(labelSelector) });
     return { items: page.items.map(toApplication), next: page.next };
   });
 

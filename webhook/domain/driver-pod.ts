@@ -18,11 +18,16 @@ export interface BarePodInput {
   namespace: string;
   configTemplateName?: string;
   configOverrides?: ApplicationConfig;
+  /** The application's own labels (never reserved keys: the schema refuses them). */
+  labels?: Record<string, string>;
 }
 
 /** What the API writes: identity and intent only; admission fills in the rest. */
 export function bareDriverPod(input: BarePodInput): V1Pod {
-  const labels: Record<string, string> = { [LABEL_JOB]: input.jobName, [LABEL_APP]: input.appName, [SPARK_ROLE]: 'driver' };
+  const labels: Record<string, string> = Object.assign({}, input.labels);
+  labels[LABEL_JOB] = input.jobName;
+  labels[LABEL_APP] = input.appName;
+  labels[SPARK_ROLE] = 'driver';
   if (input.configTemplateName) labels[LABEL_TEMPLATE] = input.configTemplateName;
   return {
     apiVersion: 'v1',

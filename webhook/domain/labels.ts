@@ -12,3 +12,16 @@ export const RULES_VERSION = 'submission-service-rules/v1';
 export const SPARK_ROLE = 'spark-role';
 export const SPARK_APP_SELECTOR = 'spark-app-selector';
 export const DRIVER_CONTAINER = 'spark-kubernetes-driver';
+
+/**
+ * Label keys the service and Spark write themselves: an application's own labels (the
+ * submission's `labels`) may not use them, and they are not reported back as its labels.
+ */
+export const isReservedLabel = (key: string): boolean => key.startsWith('submission-service/') || key.startsWith('spark-');
+
+/** An application's own labels among a pod's or a resource's labels. */
+export function applicationLabels(labels: Record<string, string> | undefined): Record<string, string> {
+  const own: Record<string, string> = {};
+  for (const key in labels) if (!isReservedLabel(key)) own[key] = labels[key];
+  return own;
+}
