@@ -14,6 +14,8 @@ export interface AppRecord extends Required<Pick<Application, 'appName' | 'jobNa
   namespace: string;
   /** The application's own labels (reserved keys excluded), as on its driver pod. */
   labels: Record<string, string>;
+  /** Id of the API key that submitted it; null when authentication was off. */
+  submittedBy: string | null;
 }
 
 export type CreateResult =

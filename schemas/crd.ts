@@ -11,7 +11,8 @@ export const CRD_VERSION = 'v1';
 export const CRD_CATEGORY = 'submission-service';
 
 /** Keywords that only mean something to JSON Schema tooling: dropped. */
-const DROPPED = new Set(['$id', '$schema', '$comment', 'title', 'examples']);
+// propertyNames (label keys) has no structural form: the API checks keys before anything is stored.
+const DROPPED = new Set(['$id', '$schema', '$comment', 'title', 'examples', 'propertyNames']);
 /** Keywords a structural schema may carry as they are. Anything else is refused loudly. */
 const KEPT = new Set([
   'description', 'format', 'enum', 'default', 'nullable', 'required',
@@ -218,7 +219,7 @@ export function applicationCrd(index: SchemaIndex = indexSchemas()): Schema {
     plural: 'applications',
     shortNames: ['ssapp'],
     description: String(application.description),
-    spec: toStructural(pick(application, ['jobName', 'configTemplateName', 'config']), index),
+    spec: toStructural(pick(application, ['jobName', 'configTemplateName', 'config', 'submittedBy']), index),
     status: toStructural(pick(application, ['state', 'stateDetail', 'startedAt', 'endedAt', 'runningExecutors']), index),
     columns: [
       { name: 'Job', type: 'string', jsonPath: '.spec.jobName' },

@@ -155,6 +155,10 @@ export interface Application {
    */
   configTemplateName: string;
   labels?: Labels;
+  /**
+   * Id of the API key that submitted the application (as `keys list` shows it); null when authentication was off.
+   */
+  submittedBy?: string | null;
   config: ApplicationConfig;
   state?: ApplicationState;
   /**

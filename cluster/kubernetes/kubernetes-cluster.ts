@@ -5,7 +5,7 @@ import { PassThrough, type Readable } from 'node:stream';
 import { Log, type V1Pod, Watch } from '@kubernetes/client-node';
 import type { ApplicationState } from '../../schemas/index.js';
 import {
-  ANNOTATION_ADMITTED, applicationLabels, DRIVER_CONTAINER, LABEL_APP, LABEL_JOB, LABEL_TEMPLATE, readConfig, SPARK_ROLE,
+  ANNOTATION_ADMITTED, ANNOTATION_SUBMITTED_BY, applicationLabels, DRIVER_CONTAINER, LABEL_APP, LABEL_JOB, LABEL_TEMPLATE, readConfig, SPARK_ROLE,
 } from '../../webhook/domain/index.js';
 import type { AppRecord, Cluster, CreateResult, ListQuery, Page } from '../cluster.js';
 import { isTerminal, UnavailableError } from '../cluster.js';
@@ -85,6 +85,7 @@ export class KubernetesCluster implements Cluster {
       runningExecutors: 0,
       namespace: this.ns,
       labels: applicationLabels(labels),
+      submittedBy: pod.metadata?.annotations?.[ANNOTATION_SUBMITTED_BY] ?? null,
     };
     if (dryRun) return { ok: true, record, pod };
     const recordLabels = { [LABEL_JOB]: record.jobName, ...(record.configTemplateName ? { [LABEL_TEMPLATE]: record.configTemplateName } : {}) };

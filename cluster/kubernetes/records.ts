@@ -9,7 +9,7 @@ export interface ApplicationResource {
   apiVersion: string;
   kind: 'Application';
   metadata: { name: string; namespace?: string; creationTimestamp?: string | Date; labels?: Record<string, string>; resourceVersion?: string };
-  spec: { jobName: string; configTemplateName: string; config: ApplicationConfig };
+  spec: { jobName: string; configTemplateName: string; config: ApplicationConfig; submittedBy?: string | null };
   status?: { state?: ApplicationState; stateDetail?: string; startedAt?: string | null; endedAt?: string | null; runningExecutors?: number };
 }
 
@@ -45,6 +45,7 @@ export function toRecord(resource: ApplicationResource, pod: V1Pod | undefined, 
     createdAt: iso(resource.metadata.creationTimestamp) ?? new Date(0).toISOString(),
     namespace: resource.metadata.namespace ?? '',
     labels: applicationLabels(resource.metadata.labels),
+    submittedBy: resource.spec.submittedBy ?? null,
   };
   if (isTerminal(saved.state)) {
     return { ...base, state: saved.state!, stateDetail: saved.stateDetail, startedAt: saved.startedAt ?? null, endedAt: saved.endedAt ?? null, runningExecutors: 0 };
@@ -61,7 +62,7 @@ export function applicationResource(record: AppRecord, labels: Record<string, st
     apiVersion: 'submission-service.io/v1',
     kind: 'Application',
     metadata: { name: record.appName, namespace: record.namespace, labels: { ...record.labels, ...labels } },
-    spec: { jobName: record.jobName, configTemplateName: record.configTemplateName, config: record.config },
+    spec: { jobName: record.jobName, configTemplateName: record.configTemplateName, config: record.config, submittedBy: record.submittedBy },
     status: { state: record.state },
   };
 }

@@ -5,7 +5,7 @@ import { mkdirSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { V1Pod } from '@kubernetes/client-node';
-import { type AdmissionRules, admitPod, applicationLabels, LABEL_JOB, LABEL_TEMPLATE } from '../../webhook/domain/index.js';
+import { type AdmissionRules, admitPod, ANNOTATION_SUBMITTED_BY, applicationLabels, LABEL_JOB, LABEL_TEMPLATE } from '../../webhook/domain/index.js';
 import type { AppRecord, Cluster, CreateResult, ListQuery, Page } from '../cluster.js';
 import { ConflictError, isTerminal } from '../cluster.js';
 import { type AppEventType, EventFeed } from '../events.js';
@@ -68,6 +68,7 @@ export class LocalCluster implements Cluster {
       runningExecutors: 0,
       namespace: pod.metadata?.namespace || this.options.rules.namespace,
       labels: applicationLabels(pod.metadata?.labels),
+      submittedBy: pod.metadata?.annotations?.[ANNOTATION_SUBMITTED_BY] ?? null,
     };
     if (dryRun) return { ok: true, record, get pod() { return admission.pod; } };
     if (this.records.get(record.appName)) throw new ConflictError(`application ${record.appName} exists`);

@@ -34,7 +34,9 @@ export class RecordStore {
     for (const name of readdirSync(dir)) {
       if (!name.endsWith('.json') || isTempFile(name)) continue;
       const stored = JSON.parse(readFileSync(join(dir, name), 'utf8')) as StoredApp;
-      stored.record.labels ??= {}; // records written before applications had labels
+      // Records written before applications had labels and a submitter.
+      stored.record.labels ??= {};
+      stored.record.submittedBy ??= null;
       this.apps.set(stored.record.appName, stored);
     }
   }

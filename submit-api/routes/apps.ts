@@ -26,7 +26,7 @@ export async function appRoutes(app: FastifyInstance, { cluster }: { cluster: Cl
     },
   }, async (request, reply) => {
     const { jobName, configTemplateName, configOverrides, labels } = request.body;
-    const pod = bareDriverPod({ appName: newAppName(jobName), jobName, namespace: '', configTemplateName, configOverrides, labels });
+    const pod = bareDriverPod({ appName: newAppName(jobName), jobName, namespace: '', configTemplateName, configOverrides, labels, submittedBy: request.apiKey?.id });
     const dryRun = request.query.dryRun === true;
     const result = await cluster.createDriver(pod, { dryRun });
     if (!result.ok) return reply.code(result.status).send(result.body);

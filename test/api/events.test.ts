@@ -53,6 +53,7 @@ t.test('labels reach the record, filter the list, and reserved keys are refused'
   const growth = await api.call('POST', '/api/apps/', { jobName: 'lab', labels: { team: 'growth', 'example.com/tier': 'batch' }, configOverrides: fakeJob() });
   t.equal(growth.status, 201);
   t.same(growth.json.labels, { team: 'growth', 'example.com/tier': 'batch' });
+  t.equal(growth.json.submittedBy, null, 'no submitter while authentication is off');
   const other = await api.call('POST', '/api/apps/', { jobName: 'lab', labels: { team: 'core' }, configOverrides: fakeJob() });
   t.equal(other.status, 201);
   const pod = api.cluster['records'].get(growth.json.appName)!.pod;

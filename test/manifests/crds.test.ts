@@ -84,7 +84,7 @@ t.test('Application CRD', async (t) => {
   t.match(spec.names, { kind: 'Application', plural: 'applications', shortNames: ['ssapp'] });
   t.same(versionOf(crd).subresources, { status: {} });
   const root = props(rootOf(crd));
-  t.same(Object.keys(props(root.spec)), ['jobName', 'configTemplateName', 'config']);
+  t.same(Object.keys(props(root.spec)), ['jobName', 'configTemplateName', 'config', 'submittedBy']);
   t.same(Object.keys(props(root.status)), ['state', 'stateDetail', 'startedAt', 'endedAt', 'runningExecutors']);
   const columns = (versionOf(crd).additionalPrinterColumns as Schema[]).filter((c) => !c.priority).map((c) => c.jsonPath);
   t.same(columns, ['.spec.jobName', '.status.state', '.metadata.creationTimestamp']);

@@ -4,7 +4,7 @@ import type { V1Container, V1EnvVar, V1Pod, V1Volume, V1VolumeMount } from '@kub
 import type { ApplicationConfig, SecretMount } from '../../schemas/index.js';
 import { keyFilePath } from './defaults.js';
 import {
-  ANNOTATION_ADMITTED, ANNOTATION_CONFIG, ANNOTATION_OVERRIDES, DRIVER_CONTAINER, LABEL_APP, LABEL_JOB,
+  ANNOTATION_ADMITTED, ANNOTATION_CONFIG, ANNOTATION_OVERRIDES, ANNOTATION_SUBMITTED_BY, DRIVER_CONTAINER, LABEL_APP, LABEL_JOB,
   LABEL_TEMPLATE, RULES_VERSION, SPARK_ROLE,
 } from './labels.js';
 import { placeDriver } from './placement.js';
@@ -20,6 +20,8 @@ export interface BarePodInput {
   configOverrides?: ApplicationConfig;
   /** The application's own labels (never reserved keys: the schema refuses them). */
   labels?: Record<string, string>;
+  /** The submitting key's id, kept on the pod (and so in the record). */
+  submittedBy?: string;
 }
 
 /** What the API writes: identity and intent only; admission fills in the rest. */
@@ -36,7 +38,9 @@ export function bareDriverPod(input: BarePodInput): V1Pod {
       name: input.appName,
       namespace: input.namespace,
       labels,
-      annotations: { [ANNOTATION_OVERRIDES]: JSON.stringify(input.configOverrides ?? {}) },
+      annotations: input.submittedBy === undefined
+        ? { [ANNOTATION_OVERRIDES]: JSON.stringify(input.configOverrides ?? {}) }
+        : { [ANNOTATION_OVERRIDES]: JSON.stringify(input.configOverrides ?? {}), [ANNOTATION_SUBMITTED_BY]: input.submittedBy },
     },
     // No image on purpose: a pod that missed admission fails validation loudly.
     spec: { restartPolicy: 'Never', containers: [{ name: DRIVER_CONTAINER } as V1Container] },

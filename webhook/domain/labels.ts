@@ -8,6 +8,8 @@ export const ANNOTATION_CONFIG = 'submission-service/config';
 /** Stamped on every pod admission changed, with the rule set's version. */
 export const ANNOTATION_ADMITTED = 'submission-service/admitted-by';
 export const RULES_VERSION = 'submission-service-rules/v1';
+/** The id of the API key that submitted the application (absent when authentication is off). */
+export const ANNOTATION_SUBMITTED_BY = 'submission-service/submitted-by';
 
 export const SPARK_ROLE = 'spark-role';
 export const SPARK_APP_SELECTOR = 'spark-app-selector';
