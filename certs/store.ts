@@ -1,8 +1,8 @@
 // Where the webhook's certificates live: files here; a Kubernetes Secret shared by the
 // replicas in secret-store.ts, behind the same interface.
-import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
+import { mkdir, readFile } from 'node:fs/promises';
+import { writeFileAtomic } from '../lib/atomic-file.js';
 import { join } from 'node:path';
-import { randomBytes } from 'node:crypto';
 
 export interface StoredCertificates {
   caCert: string;
@@ -20,13 +20,6 @@ export interface CertificateStore {
 /** The key names of a kubernetes.io/tls Secret (plus ca.*), so a mounted Secret reads the same. */
 export const FILE_NAMES = { caCert: 'ca.crt', caKey: 'ca.key', cert: 'tls.crt', key: 'tls.key' } as const;
 
-/** Replaces a file in one step: readers see the old content or the new, never half. */
-export async function writeAtomically(path: string, content: string, mode = 0o600): Promise<void> {
-  const temp = `${path}.${randomBytes(6).toString('hex')}.tmp`;
-  await writeFile(temp, content, { mode });
-  await rename(temp, path);
-}
-
 export function fileCertificateStore(dir: string): CertificateStore & { paths: typeof FILE_NAMES } {
   const path = (name: string) => join(dir, name);
   return {
@@ -42,12 +35,12 @@ export function fileCertificateStore(dir: string): CertificateStore & { paths: t
     },
     async write(certs) {
       await mkdir(dir, { recursive: true, mode: 0o700 });
-      await writeAtomically(path(FILE_NAMES.caCert), certs.caCert, 0o644);
-      await writeAtomically(path(FILE_NAMES.caKey), certs.caKey);
+      await writeFileAtomic(path(FILE_NAMES.caCert), certs.caCert, 0o644);
+      await writeFileAtomic(path(FILE_NAMES.caKey), certs.caKey);
       // Key before certificate: a server that reloads in between sees a mismatch and
       // keeps its previous pair until the certificate lands (certificate-watcher.ts).
-      await writeAtomically(path(FILE_NAMES.key), certs.key);
-      await writeAtomically(path(FILE_NAMES.cert), certs.cert, 0o644);
+      await writeFileAtomic(path(FILE_NAMES.key), certs.key);
+      await writeFileAtomic(path(FILE_NAMES.cert), certs.cert, 0o644);
     },
   };
 }

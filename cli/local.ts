@@ -2,6 +2,7 @@
 import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
+import { pino } from 'pino';
 import { LocalCluster } from '../cluster/local/local-cluster.js';
 import { buildApi } from '../submit-api/app.js';
 import { FileKeyStore } from '../submit-api/auth/key-store.js';
@@ -23,11 +24,13 @@ export async function localCommand(argv: string[]): Promise<number> {
   if (values.auth !== 'on' && values.auth !== 'off') throw new Error('--auth takes on or off');
   const dataDir = values['data-dir'];
   const rules = rulesFrom(values['node-pools'], 'local');
-  const cluster = new LocalCluster({ dataDir, rules, cores: Number(values.cores), ...findSpark() });
+  // One logger for requests and for local mode's background work.
+  const log = pino({ level: process.env.LOG_LEVEL ?? 'info' });
+  const cluster = new LocalCluster({ dataDir, rules, cores: Number(values.cores), log, ...findSpark() });
   const api = await buildApi({
     cluster,
     auth: { enabled: values.auth === 'on', store: new FileKeyStore(dataDir) },
-    logger: { level: process.env.LOG_LEVEL ?? 'info' },
+    loggerInstance: log,
   });
   const java = javaProblem();
   if (java) api.log.warn(java);

@@ -1,6 +1,6 @@
 // The submission API: one fastify instance, declared schemas everywhere, one error
 // handler, authentication as a plugin. Transport only: the work is in cluster/ and webhook/.
-import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import type { Cluster } from '../cluster/cluster.js';
 import { dashboardPlugin } from '../dashboard/plugin.js';
 import { authPlugin } from './auth/plugin.js';
@@ -15,13 +15,15 @@ export interface ApiOptions {
   cluster: Cluster;
   auth: { enabled: boolean; store: { verify(key: string): { id: string; role: 'user' | 'admin' } | undefined } };
   logger?: FastifyServerOptions['logger'];
+  /** A logger made by the caller (local mode shares it with its LocalCluster); wins over logger. */
+  loggerInstance?: FastifyBaseLogger;
   bodyLimit?: number;
   version?: string;
 }
 
 export async function buildApi(options: ApiOptions): Promise<FastifyInstance> {
   const app = Fastify({
-    logger: options.logger ?? false,
+    ...(options.loggerInstance ? { loggerInstance: options.loggerInstance } : { logger: options.logger ?? false }),
     bodyLimit: options.bodyLimit ?? 1024 * 1024,
     routerOptions: { ignoreTrailingSlash: true },
   });

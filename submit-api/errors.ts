@@ -15,7 +15,7 @@ export const notFound = (what: string) => new HttpError(404, `${what} does not e
 
 const reasons: Record<number, string> = {
   400: 'Bad Request', 401: 'Unauthorized', 403: 'Forbidden', 404: 'Not Found', 409: 'Conflict',
-  413: 'Payload Too Large', 415: 'Unsupported Media Type', 422: 'Unprocessable Entity', 500: 'Internal Server Error', 503: 'Service Unavailable',
+  413: 'Payload Too Large', 415: 'Unsupported Media Type', 422: 'Unprocessable Entity', 500: 'Internal Server Error', 503: 'Service Unavailable', 507: 'Insufficient Storage',
 };
 
 export function sendError(reply: FastifyReply, statusCode: number, message: string, extra: Record<string, unknown> = {}) {
@@ -50,6 +50,16 @@ export function installErrorHandler(app: FastifyInstance) {
     // Kubernetes' own words reach the client whatever the status: they say what to fix.
     if (error instanceof KubernetesError) return sendError(reply, error.statusCode >= 400 ? error.statusCode : 502, error.message);
     if (error.validation) return sendError(reply, 400, describeValidation(error).message, { field: describeValidation(error).field });
+    // A full disk is the operator's to fix, and the client's to know: its request was not kept.
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'ENOSPC' || code === 'EDQUOT') {
+      request.log.error({ err: error }, 'a write failed: no space left');
+      return sendError(reply, 507, 'the service could not store this change: its disk is full (nothing was changed)');
+    }
+    if (typeof code === 'string' && typeof (error as NodeJS.ErrnoException).syscall === 'string') {
+      request.log.error({ err: error }, 'a file operation failed');
+      return sendError(reply, 500, `the service could not store this change (${code}); nothing was changed`);
+    }
     const status = error.statusCode ?? 500;
     if (status >= 500) {
       request.log.error({ err: error }, 'request failed');

@@ -1,7 +1,6 @@
 // Local mode: the same admission runs in-process on each bare pod, and the admitted
 // driver pod runs as a local spark-submit process (master local[N]). Apps wait
 // PENDING while their cores are not free on this machine.
-import { mkdirSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { V1Pod } from '@kubernetes/client-node';
@@ -16,6 +15,8 @@ import { RecordStore, type StoredApp } from './record-store.js';
 import { localCores } from './spark-command.js';
 import { FileTemplateStore } from './template-store.js';
 import { newAppName } from '../app-name.js';
+import { makePrivateDir, type WriteFileAtomic } from '../../lib/atomic-file.js';
+import { defaultLocalLogger, type LocalLogger } from './logger.js';
 
 export interface LocalClusterOptions {
   dataDir: string;
@@ -26,6 +27,10 @@ export interface LocalClusterOptions {
   cores: number;
   /** How often re-attached drivers (started before a restart) are checked. */
   pollMs?: number;
+  /** The service's logger (background failures are logged here); default: warnings to stderr. */
+  log?: LocalLogger;
+  /** Where records and templates are written; tests inject failures (a full disk) here. */
+  writeFile?: WriteFileAtomic;
 }
 
 
@@ -39,11 +44,15 @@ export class LocalCluster implements Cluster {
   private readonly timers = new Set<NodeJS.Timeout>();
   private readonly finishing = new Map<string, Promise<void>>();
   private closed = false;
+  private readonly logger: LocalLogger;
 
   constructor(private readonly options: LocalClusterOptions) {
-    for (const dir of ['logs', 'run', 'work']) mkdirSync(join(options.dataDir, dir), { recursive: true });
-    this.templates = new FileTemplateStore(join(options.dataDir, 'templates'));
-    this.records = new RecordStore(join(options.dataDir, 'apps'));
+    this.logger = options.log ?? defaultLocalLogger();
+    makePrivateDir(options.dataDir);
+    for (const dir of ['logs', 'run', 'work']) makePrivateDir(join(options.dataDir, dir));
+    const stores = { log: this.logger, writeFile: options.writeFile };
+    this.templates = new FileTemplateStore(join(options.dataDir, 'templates'), stores);
+    this.records = new RecordStore(join(options.dataDir, 'apps'), stores);
     this.recover();
   }
 
@@ -72,7 +81,7 @@ export class LocalCluster implements Cluster {
     };
     if (dryRun) return { ok: true, record, get pod() { return admission.pod; } };
     if (this.records.get(record.appName)) throw new ConflictError(`application ${record.appName} exists`);
-    await this.records.save({ record, pod: admission.pod });
+    await this.records.create({ record, pod: admission.pod });
     this.emit('changed', record);
     this.queue.push(record.appName);
     this.schedule();
@@ -93,8 +102,14 @@ export class LocalCluster implements Cluster {
     if (!stored) return undefined;
     const { record, run } = stored;
     if (record.state === 'PENDING') {
-      this.queue.splice(this.queue.indexOf(appName), 1);
-      await this.update(stored, { state: 'KILLED', stateDetail: 'stopped before it started', endedAt: new Date().toISOString() });
+      // Shown KILLED at once, so the scheduler passes it over; queued again if the write fails.
+      try {
+        await this.update(stored, { state: 'KILLED', stateDetail: 'stopped before it started', endedAt: new Date().toISOString() });
+      } catch (error) {
+        if (this.records.get(appName)?.record.state === 'PENDING' && !this.queue.includes(appName)) this.requeue(appName);
+        throw error;
+      }
+      this.unqueue(appName);
     } else if (record.state === 'RUNNING' && run) {
       await this.records.save({ ...stored, run: { ...run, stopRequested: true } });
       await killGroup(run.pid, run.startTicks);
@@ -166,11 +181,14 @@ export class LocalCluster implements Cluster {
       const run = { pid: started.pid, startTicks: started.startTicks, cores, logFile, exitFile };
       const running: StoredApp = { ...stored, run, record: { ...stored.record, state: 'RUNNING', startedAt: new Date().toISOString() } };
       // The event carries the record as saved: a quick driver may have ended by the time the write lands.
-      void this.records.save(running).then(() => this.emit('changed', running.record));
-      void started.exited.then(() => this.finish(appName));
+      // Kept in memory when the write fails: the driver does run; its end is written later.
+      this.background(this.records.save(running, { keepOnFailure: true }).then(() => this.emit('changed', running.record)), appName, 'could not record that the driver started');
+      this.background(started.exited.then(() => this.finish(appName)), appName, 'could not record how the driver ended');
     } catch (error) {
       this.running.delete(appName);
-      void this.update(stored, { state: 'FAILED', stateDetail: `could not start the driver: ${(error as Error).message}`, endedAt: new Date().toISOString() });
+      this.background(
+        this.update(stored, { state: 'FAILED', stateDetail: `could not start the driver: ${(error as Error).message}`, endedAt: new Date().toISOString() }, { keepOnFailure: true }),
+        appName, 'could not record that the driver failed to start');
     }
   }
 
@@ -184,10 +202,18 @@ export class LocalCluster implements Cluster {
       if (this.closed || !stored?.run || isTerminal(stored.record.state)) return;
       const code = readExitCode(stored.run.exitFile);
       const ended = new Date().toISOString();
-      if (stored.run.stopRequested) await this.update(stored, { state: 'KILLED', stateDetail: 'stopped by a user', endedAt: ended });
-      else if (code === 0) await this.update(stored, { state: 'COMPLETED', stateDetail: 'exit code 0', endedAt: ended });
-      else if (code !== undefined) await this.update(stored, { state: 'FAILED', stateDetail: `exit code ${code}`, endedAt: ended });
-      else await this.update(stored, { state: 'UNKNOWN', stateDetail: 'the driver process ended without recording an exit code', endedAt: ended });
+      const change: Partial<AppRecord> =
+        stored.run.stopRequested ? { state: 'KILLED', stateDetail: 'stopped by a user', endedAt: ended }
+        : code === 0 ? { state: 'COMPLETED', stateDetail: 'exit code 0', endedAt: ended }
+        : code !== undefined ? { state: 'FAILED', stateDetail: `exit code ${code}`, endedAt: ended }
+        : { state: 'UNKNOWN', stateDetail: 'the driver process ended without recording an exit code', endedAt: ended };
+      // The driver has ended whatever the disk says: its cores are free again. A record that
+      // could not be written stays RUNNING on disk and is settled from the exit file at the next start.
+      try {
+        await this.update(stored, change, { keepOnFailure: true });
+      } catch (error) {
+        this.logger.error({ err: error, appName }, `could not record that application ${appName} ended`);
+      }
       this.running.delete(appName);
       this.schedule();
     })().finally(() => this.finishing.delete(appName));
@@ -195,11 +221,30 @@ export class LocalCluster implements Cluster {
     return done;
   }
 
-  private async update(stored: StoredApp, change: Partial<AppRecord>): Promise<void> {
-    const current = this.records.get(stored.record.appName) ?? stored;
+  private async update(stored: StoredApp, change: Partial<AppRecord>, options: { keepOnFailure?: boolean } = {}): Promise<void> {
+    const current = this.records.get(stored.record.appName);
+    if (!current) return; // deleted meanwhile
     const next = { ...current, record: { ...current.record, ...change } };
-    await this.records.save(next);
+    await this.records.save(next, options);
     this.emit('changed', next.record);
+  }
+
+  /** Background work has no request to answer: its failures are logged, never left unhandled. */
+  private background(work: Promise<unknown>, appName: string, what: string): void {
+    work.catch((error: unknown) => this.logger.error({ err: error, appName }, `${what} (application ${appName})`));
+  }
+
+  private unqueue(appName: string): void {
+    const index = this.queue.indexOf(appName);
+    if (index >= 0) this.queue.splice(index, 1);
+  }
+
+  /** Back in the queue in order of creation, so a failed stop does not cost the app its turn. */
+  private requeue(appName: string): void {
+    const createdAt = (name: string) => this.records.get(name)?.record.createdAt ?? '';
+    const at = this.queue.findIndex((name) => createdAt(name) > createdAt(appName));
+    this.queue.splice(at < 0 ? this.queue.length : at, 0, appName);
+    this.schedule();
   }
 
   /** After a restart: pending apps queue again; running drivers are re-attached, or their end recorded. */
@@ -215,13 +260,16 @@ export class LocalCluster implements Cluster {
           if (isAlive(run.pid, run.startTicks)) return;
           clearInterval(timer);
           this.timers.delete(timer);
-          void this.finish(record.appName);
+          this.background(this.finish(record.appName), record.appName, 'could not record how the driver ended');
         }, this.options.pollMs ?? 500);
         this.timers.add(timer);
       } else if (run && readExitCode(run.exitFile) !== undefined) {
-        void this.finish(record.appName);
+        this.running.set(record.appName, run.cores); // released by finish
+        this.background(this.finish(record.appName), record.appName, 'could not record how the driver ended');
       } else {
-        void this.update(app, { state: 'UNKNOWN', stateDetail: 'the driver process was gone when the service restarted', endedAt: new Date().toISOString() });
+        this.background(
+          this.update(app, { state: 'UNKNOWN', stateDetail: 'the driver process was gone when the service restarted', endedAt: new Date().toISOString() }, { keepOnFailure: true }),
+          record.appName, 'could not record that the driver was gone');
       }
     }
     this.schedule();

@@ -1,11 +1,18 @@
 // Application records of local mode: one JSON file per application, written atomically,
 // all held in memory for reads. Survives restarts of the service.
-import { mkdirSync, readdirSync, readFileSync } from 'node:fs';
+//
+// A write that fails (full disk, EMFILE) rejects the save() that asked for it, and only that:
+// a new record becomes visible once it is on disk; a changed one is shown at once and put
+// back as it was if its write fails, unless the caller keeps it (background changes whose
+// facts already happened, such as a driver's end: memory stays true, the disk catches up
+// with the next write or the next start).
+import { readdirSync, readFileSync } from 'node:fs';
 import { unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { V1Pod } from '@kubernetes/client-node';
-import { isTempFile, writeFileAtomic } from '../../lib/atomic-file.js';
+import { isTempFile, makePrivateDir, removeTempFiles, setAside, writeFileAtomic, type WriteFileAtomic } from '../../lib/atomic-file.js';
 import type { AppRecord } from '../cluster.js';
+import type { LocalLogger } from './logger.js';
 
 /** How to find a driver process again after the service restarts. */
 export interface RunInfo {
@@ -24,16 +31,33 @@ export interface StoredApp {
   run?: RunInfo;
 }
 
+export interface RecordStoreOptions {
+  log: LocalLogger;
+  /** Where writes go; tests inject failures here (a full disk, EMFILE). */
+  writeFile?: WriteFileAtomic;
+}
+
 export class RecordStore {
   private readonly apps = new Map<string, StoredApp>();
   /** Writes per app are chained so that an older state never lands after a newer one. */
   private readonly writes = new Map<string, Promise<void>>();
+  private readonly writeFile: WriteFileAtomic;
+  private readonly log: LocalLogger;
 
-  constructor(private readonly dir: string) {
-    mkdirSync(dir, { recursive: true });
+  constructor(private readonly dir: string, options: RecordStoreOptions) {
+    this.log = options.log;
+    this.writeFile = options.writeFile ?? writeFileAtomic;
+    makePrivateDir(dir);
+    const stale = removeTempFiles(dir);
+    if (stale.length > 0) this.log.warn({ dir, files: stale }, 'removed temp files left by an interrupted write');
     for (const name of readdirSync(dir)) {
       if (!name.endsWith('.json') || isTempFile(name)) continue;
-      const stored = JSON.parse(readFileSync(join(dir, name), 'utf8')) as StoredApp;
+      const path = join(dir, name);
+      const stored = readRecord(path);
+      if (!stored) {
+        this.log.error({ file: path, setAsideAs: setAside(path) }, `application record ${path} cannot be read; set aside as ${path}.corrupt`);
+        continue;
+      }
       // Records written before applications had labels and a submitter.
       stored.record.labels ??= {};
       stored.record.submittedBy ??= null;
@@ -49,31 +73,79 @@ export class RecordStore {
     return [...this.apps.values()];
   }
 
-  /** Resolves once the record is durable on disk. */
-  save(stored: StoredApp): Promise<void> {
+  /** A new record: visible once it is durable on disk; rejects with the write's error. */
+  create(stored: StoredApp): Promise<void> {
     const name = stored.record.appName;
-    this.apps.set(name, stored);
-    const data = JSON.stringify(stored);
-    const previous = this.writes.get(name) ?? Promise.resolve();
-    const next = previous.then(() => (this.apps.get(name) ? writeFileAtomic(this.path(name), data) : undefined));
-    this.writes.set(name, next.finally(() => { if (this.writes.get(name) === next) this.writes.delete(name); }));
-    return next;
+    return this.chain(name, async () => {
+      await this.writeFile(this.path(name), JSON.stringify(stored));
+      this.apps.set(name, stored);
+    });
   }
 
-  async remove(appName: string): Promise<void> {
-    this.apps.delete(appName);
-    await (this.writes.get(appName) ?? Promise.resolve()).catch(() => undefined);
-    await unlink(this.path(appName)).catch((error: NodeJS.ErrnoException) => {
-      if (error.code !== 'ENOENT') throw error;
+  /**
+   * A change to a known record, shown at once; resolves once it is durable on disk. On a failed
+   * write the record is put back as it was (unless keepOnFailure) and the error is the caller's.
+   * A record removed meanwhile stays removed: nothing is written.
+   */
+  save(stored: StoredApp, { keepOnFailure = false } = {}): Promise<void> {
+    const name = stored.record.appName;
+    const before = this.apps.get(name);
+    if (!before) return Promise.resolve();
+    this.apps.set(name, stored);
+    const data = JSON.stringify(stored);
+    const write = this.chain(name, async () => {
+      if (this.apps.has(name)) await this.writeFile(this.path(name), data);
     });
+    return write.catch((error: unknown) => {
+      if (!keepOnFailure && this.apps.get(name) === stored) this.apps.set(name, before);
+      throw error;
+    });
+  }
+
+  /** Gone from memory at once (so no later change writes it again), then from disk. */
+  async remove(appName: string): Promise<void> {
+    const stored = this.apps.get(appName);
+    this.apps.delete(appName);
+    try {
+      await this.chain(appName, () => unlink(this.path(appName)).catch((error: NodeJS.ErrnoException) => {
+        if (error.code !== 'ENOENT') throw error;
+      }));
+    } catch (error) {
+      if (stored && !this.apps.has(appName)) this.apps.set(appName, stored); // still on disk: still here
+      throw error;
+    }
+  }
+
+  /** Runs step after every earlier write of that app; the chain itself never rejects. */
+  private chain(name: string, step: () => Promise<void>): Promise<void> {
+    const previous = this.writes.get(name) ?? Promise.resolve();
+    const next = previous.then(step);
+    const settled = next.then(() => undefined, () => undefined);
+    this.writes.set(name, settled);
+    void settled.then(() => { if (this.writes.get(name) === settled) this.writes.delete(name); });
+    return next;
   }
 
   /** Waits for every pending write (shutdown, tests). */
   async flush(): Promise<void> {
-    await Promise.allSettled([...this.writes.values()]);
+    await Promise.all([...this.writes.values()]);
   }
 
   private path(appName: string): string {
     return join(this.dir, `${appName}.json`);
+  }
+}
+
+/** undefined for a file that is not a whole record (truncated, edited by hand, another format). */
+function readRecord(path: string): StoredApp | undefined {
+  try {
+    const stored = JSON.parse(readFileSync(path, 'utf8')) as StoredApp;
+    const record = stored?.record;
+    return typeof record?.appName === 'string' && typeof record.state === 'string' && typeof record.createdAt === 'string' && stored.pod
+      ? stored
+      : undefined;
+  } catch (error) {
+    if (error instanceof SyntaxError) return undefined;
+    throw error;
   }
 }

@@ -1,8 +1,9 @@
 // API keys kept in <dataDir>/keys.json. Only a SHA-256 hash of each key is stored: whoever reads
 // the file (a backup, a debug dump) can't use it to call the API.
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
-import { closeSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, statSync, unlinkSync, writeSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
 import { dirname, join } from 'node:path';
+import { makePrivateDir, writeFileAtomicSync } from '../../lib/atomic-file.js';
 
 export type Role = 'user' | 'admin';
 export const ROLES: readonly Role[] = ['user', 'admin'];
@@ -165,24 +166,7 @@ export class FileKeyStore {
     this.cache = undefined; // a write always starts from the file itself, not the cache
     const keys = this.load().keys.map((k) => ({ ...k }));
     change(keys);
-    writeAtomic(this.path, serializeKeys(keys));
+    makePrivateDir(dirname(this.path));
+    writeFileAtomicSync(this.path, serializeKeys(keys));
   }
-}
-
-// Temp file in the same directory, then rename: readers see the old file or the new one, never
-// half of one. The temp file is created 0600 so the hashes are never world-readable, not even briefly.
-function writeAtomic(path: string, text: string): void {
-  mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
-  const tmp = `${path}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
-  const fd = openSync(tmp, 'wx', 0o600);
-  try {
-    writeSync(fd, text);
-    fsyncSync(fd);
-  } catch (err) {
-    closeSync(fd);
-    unlinkSync(tmp);
-    throw err;
-  }
-  closeSync(fd);
-  renameSync(tmp, path);
 }

@@ -4,7 +4,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { FastifyInstance, InjectOptions } from 'fastify';
 import type { Application, NodePool } from '../../schemas/index.js';
-import { LocalCluster } from '../../cluster/local/local-cluster.js';
+import { LocalCluster, type LocalClusterOptions } from '../../cluster/local/local-cluster.js';
 import { buildApi } from '../../submit-api/app.js';
 import { buildRules } from '../../webhook/domain/index.js';
 import { killDrivers } from './drivers.js';
@@ -46,6 +46,9 @@ export interface TestApiOptions {
   /** An existing data dir (e.g. one with crafted records); default: a fresh temp dir. */
   dataDir?: string;
   auth?: { enabled: boolean; store: { verify(key: string): { id: string; role: 'user' | 'admin' } | undefined } };
+  /** Passed to LocalCluster: a logger, and where records are written (to inject a full disk). */
+  log?: LocalClusterOptions['log'];
+  writeFile?: LocalClusterOptions['writeFile'];
 }
 
 export async function startTestApi(t: TestLike, options: TestApiOptions = {}): Promise<TestApi> {
@@ -57,6 +60,8 @@ export async function startTestApi(t: TestLike, options: TestApiOptions = {}): P
     rules: buildRules({ nodePools: exampleCluster().nodePools, namespace: 'local' }),
     cores: options.cores ?? 2,
     pollMs: 100,
+    log: options.log,
+    writeFile: options.writeFile,
     ...spark,
   });
   const app = await buildApi({ cluster, auth: options.auth ?? { enabled: false, store: { verify: () => undefined } } });
