@@ -30,6 +30,7 @@ export async function apiCommand(argv: string[]): Promise<number> {
       auth: { type: 'string', default: 'on' },
       'data-dir': { type: 'string', default: defaultDataDir() },
       'keys-secret': { type: 'string', description: 'NAMESPACE/NAME of the Secret whose keys.json holds the API keys (watched; instead of <data-dir>/keys.json)' },
+      'node-pools': { type: 'string', description: 'the node-pool file; its policy section says whether users may act on applications of other keys' },
     },
   });
   if (values.auth !== 'on' && values.auth !== 'off') throw new Error('--auth takes on or off');
@@ -45,7 +46,8 @@ export async function apiCommand(argv: string[]): Promise<number> {
   const cluster = new KubernetesCluster({ clients, namespace: values.namespace });
   const fileStore = secretStore ? undefined : new FileKeyStore(values['data-dir']);
   const store = secretStore ?? fileStore!;
-  const api = await buildApi({ cluster, auth: { enabled: values.auth === 'on', store }, logger: { level: process.env.LOG_LEVEL ?? 'info' } });
+  const policy = values['node-pools'] ? rulesFrom(values['node-pools'], values.namespace).policy : undefined;
+  const api = await buildApi({ cluster, auth: { enabled: values.auth === 'on', store }, policy, logger: { level: process.env.LOG_LEVEL ?? 'info' } });
   const address = await api.listen({ port: Number(values.port ?? 8080), host: values.host });
   const keysFrom = values.auth !== 'on' ? '' : secretStore ? `, API keys from Secret ${secretStore.ref}` : `, API keys from ${fileStore!.path}`;
   process.stdout.write(`Submission Service API (Kubernetes mode, namespace ${values.namespace}${keysFrom}) at ${address}/api/\n`);

@@ -31,6 +31,7 @@ export async function localCommand(argv: string[]): Promise<number> {
     cluster,
     auth: { enabled: values.auth === 'on', store: new FileKeyStore(dataDir) },
     loggerInstance: log,
+    policy: rules.policy,
   });
   const java = javaProblem();
   if (java) api.log.warn(java);

@@ -1,6 +1,6 @@
 // Admission rules from the command line and a node-pool file (which may also carry
 // sizing, placement, images: the same keys as the Helm chart's values).
-import { buildRules, type AdmissionRules, type PlacementRules } from '../webhook/domain/index.js';
+import { buildRules, type AdmissionRules, type PlacementRules, type SubmissionPolicy } from '../webhook/domain/index.js';
 import { readNodePools, thisMachinePool } from './config.js';
 
 interface ServiceConfigFile {
@@ -9,6 +9,8 @@ interface ServiceConfigFile {
   imagePattern?: string;
   defaultEngineVersion?: string;
   serviceAccount?: string;
+  /** Allowlists for submissions and who may act on whose applications (docs/security.md). */
+  policy?: Partial<SubmissionPolicy>;
 }
 
 export function rulesFrom(nodePoolsFile: string | undefined, namespace: string, placement?: string): AdmissionRules {
@@ -23,5 +25,6 @@ export function rulesFrom(nodePoolsFile: string | undefined, namespace: string, 
     imagePattern: extra.imagePattern,
     defaultEngineVersion: extra.defaultEngineVersion,
     serviceAccount: extra.serviceAccount,
+    policy: extra.policy,
   });
 }

@@ -10,6 +10,7 @@ import { appEventRoutes } from './routes/app-events.js';
 import { appRoutes } from './routes/apps.js';
 import { configTemplateRoutes } from './routes/config-templates.js';
 import { installValidation } from './validation.js';
+import { defaultPolicy, type SubmissionPolicy } from '../webhook/domain/index.js';
 
 export interface ApiOptions {
   cluster: Cluster;
@@ -18,6 +19,8 @@ export interface ApiOptions {
   /** A logger made by the caller (local mode shares it with its LocalCluster); wins over logger. */
   loggerInstance?: FastifyBaseLogger;
   bodyLimit?: number;
+  /** Who may act on which application (webhook/domain/policy.ts); default: users on their own only. */
+  policy?: SubmissionPolicy;
   version?: string;
 }
 
@@ -34,7 +37,7 @@ export async function buildApi(options: ApiOptions): Promise<FastifyInstance> {
   installErrorHandler(app);
   await app.register(authPlugin, { enabled: options.auth.enabled, store: options.auth.store });
   await installOpenApi(app, options.version ?? '0.1.0');
-  await app.register(appRoutes, { cluster: options.cluster });
+  await app.register(appRoutes, { cluster: options.cluster, policy: options.policy ?? defaultPolicy });
   await app.register(appEventRoutes, { cluster: options.cluster });
   await app.register(configTemplateRoutes, { templates: options.cluster.templates });
   await app.register(dashboardPlugin, { auth: options.auth });

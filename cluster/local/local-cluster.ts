@@ -45,9 +45,12 @@ export class LocalCluster implements Cluster {
   private readonly finishing = new Map<string, Promise<void>>();
   private closed = false;
   private readonly logger: LocalLogger;
+  private readonly rules: AdmissionRules;
 
   constructor(private readonly options: LocalClusterOptions) {
     this.logger = options.log ?? defaultLocalLogger();
+    // Drivers here are processes of the service's own OS user: launcher environment variables are refused.
+    this.rules = { ...options.rules, policy: { ...options.rules.policy, refuseLauncherEnvironment: true } };
     makePrivateDir(options.dataDir);
     for (const dir of ['logs', 'run', 'work']) makePrivateDir(join(options.dataDir, dir));
     const stores = { log: this.logger, writeFile: options.writeFile };
@@ -58,7 +61,7 @@ export class LocalCluster implements Cluster {
 
   async createDriver(pod: V1Pod, { dryRun }: { dryRun: boolean }): Promise<CreateResult> {
     const admission = admitPod(pod, {
-      rules: this.options.rules,
+      rules: this.rules,
       templates: this.templates.lookup,
       applications: (name) => this.records.get(name)?.record.config,
       newAppName,
@@ -75,7 +78,7 @@ export class LocalCluster implements Cluster {
       startedAt: null,
       endedAt: null,
       runningExecutors: 0,
-      namespace: pod.metadata?.namespace || this.options.rules.namespace,
+      namespace: pod.metadata?.namespace || this.rules.namespace,
       labels: applicationLabels(pod.metadata?.labels),
       submittedBy: pod.metadata?.annotations?.[ANNOTATION_SUBMITTED_BY] ?? null,
     };

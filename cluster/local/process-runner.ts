@@ -44,14 +44,17 @@ function groupAlive(pgid: number): boolean {
   });
 }
 
-const WRAPPER = '"$@"; code=$?; printf "%s" "$code" > "$EXIT_FILE.tmp" && mv "$EXIT_FILE.tmp" "$EXIT_FILE"; exit "$code"';
+// The wrapper does not depend on the driver's environment: absolute paths only (a driver's PATH
+// must not break how its end is recorded), builtins otherwise, and files only its owner reads.
+const WRAPPER = 'umask 077; "$@"; code=$?; printf "%s" "$code" > "$EXIT_FILE.tmp" && /bin/mv -f "$EXIT_FILE.tmp" "$EXIT_FILE"; exit "$code"';
 
 export function startProcess(command: LocalCommand, logFile: string, exitFile: string): Started {
-  const log = openSync(logFile, 'a');
+  const log = openSync(logFile, 'a', 0o600);
   try {
     const child = spawn('/bin/sh', ['-c', WRAPPER, 'driver', command.command, ...command.args], {
       detached: true, // its own process group, and it outlives the service
       stdio: ['ignore', log, log],
+      // The pod's env on top of the service's; the wrapper's own variable last, so no pod sets it.
       env: { ...process.env, ...command.env, EXIT_FILE: exitFile },
     });
     if (child.pid === undefined) throw new Error(`could not start ${command.command}`);
@@ -65,7 +68,7 @@ export function startProcess(command: LocalCommand, logFile: string, exitFile: s
 
 /** Runs an admitted driver pod on this machine: local mode's drivers and FakeKubelet's alike. */
 export function startDriverPod(pod: V1Pod, machine: LocalMachine, cores: number, files: { logFile: string; exitFile: string }): Started {
-  mkdirSync(machine.workDir, { recursive: true });
+  mkdirSync(machine.workDir, { recursive: true, mode: 0o700 });
   return startProcess(localDriverCommand(pod, machine, cores), files.logFile, files.exitFile);
 }
 

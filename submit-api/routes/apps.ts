@@ -1,10 +1,10 @@
 // /api/apps/: submit (and dry-run), list, read, log, stop, delete.
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Cluster } from '../../cluster/cluster.js';
 import { newAppName } from '../../cluster/app-name.js';
 import { type Submission, ref, schemaIds } from '../../schemas/index.js';
-import { bareDriverPod } from '../../webhook/domain/index.js';
-import { notFound } from '../errors.js';
+import { bareDriverPod, mayActOn, type SubmissionPolicy } from '../../webhook/domain/index.js';
+import { HttpError, notFound } from '../errors.js';
 import { toApplication } from '../present.js';
 import { labelSelectorQuery, parseLabelSelector } from './label-selector.js';
 
@@ -14,7 +14,17 @@ const appNameParams = {
   properties: { appName: { type: 'string', maxLength: 63 } },
 } as const;
 
-export async function appRoutes(app: FastifyInstance, { cluster }: { cluster: Cluster }) {
+export async function appRoutes(app: FastifyInstance, { cluster, policy }: { cluster: Cluster; policy: SubmissionPolicy }) {
+  /** 404 when absent; 403 when a user key acts on an application another key submitted (policy.ts). */
+  const ownApplication = async (request: FastifyRequest<{ Params: { appName: string } }>, action: string) => {
+    const record = await cluster.get(request.params.appName);
+    if (!record) throw notFound(`application ${request.params.appName}`);
+    if (!mayActOn(request.apiKey, record.submittedBy, policy)) {
+      throw new HttpError(403, `a user key may ${action} only the applications it submitted; ${record.appName} was submitted by another key (an admin key may act on every application)`);
+    }
+    return record;
+  };
+
   app.post<{ Body: Submission; Querystring: { dryRun?: boolean } }>('/api/apps/', {
     schema: {
       summary: 'Submit an application',
@@ -76,6 +86,7 @@ export async function appRoutes(app: FastifyInstance, { cluster }: { cluster: Cl
       response: { 200: { type: 'string', description: 'text/plain' }, ...errorResponses },
     },
   }, async (request, reply) => {
+    await ownApplication(request, 'read the log of');
     const abort = new AbortController();
     request.raw.once('close', () => abort.abort());
     const stream = await cluster.log(request.params.appName, { follow: request.query.follow === true, signal: abort.signal });
@@ -87,6 +98,7 @@ export async function appRoutes(app: FastifyInstance, { cluster }: { cluster: Cl
   app.post<{ Params: { appName: string } }>('/api/apps/:appName/stop', {
     schema: { summary: 'Stop an application (KILLED); its record stays', tags: ['apps'], params: appNameParams, response: { 200: ref(schemaIds.application), ...errorResponses } },
   }, async (request) => {
+    await ownApplication(request, 'stop');
     const record = await cluster.stop(request.params.appName);
     if (!record) throw notFound(`application ${request.params.appName}`);
     return toApplication(record);
@@ -95,6 +107,7 @@ export async function appRoutes(app: FastifyInstance, { cluster }: { cluster: Cl
   app.delete<{ Params: { appName: string } }>('/api/apps/:appName', {
     schema: { summary: 'Stop an application and remove its record', tags: ['apps'], params: appNameParams, response: { 204: { type: 'null', description: 'Deleted' }, ...errorResponses } },
   }, async (request, reply) => {
+    await ownApplication(request, 'delete');
     if (!(await cluster.delete(request.params.appName))) throw notFound(`application ${request.params.appName}`);
     return reply.code(204).send();
   });

@@ -6,7 +6,7 @@ import type { FastifyInstance, InjectOptions } from 'fastify';
 import type { Application, NodePool } from '../../schemas/index.js';
 import { LocalCluster, type LocalClusterOptions } from '../../cluster/local/local-cluster.js';
 import { buildApi } from '../../submit-api/app.js';
-import { buildRules } from '../../webhook/domain/index.js';
+import { buildPolicy, buildRules, type SubmissionPolicy } from '../../webhook/domain/index.js';
 import { killDrivers } from './drivers.js';
 import { writeFakeSparkSubmit } from './fake-spark-submit.js';
 import { sleep, tempDir } from './temp.js';
@@ -49,6 +49,8 @@ export interface TestApiOptions {
   /** Passed to LocalCluster: a logger, and where records are written (to inject a full disk). */
   log?: LocalClusterOptions['log'];
   writeFile?: LocalClusterOptions['writeFile'];
+  /** The policy section of a node-pool file (allowlists, who may act on whose applications). */
+  policy?: Partial<SubmissionPolicy>;
 }
 
 export async function startTestApi(t: TestLike, options: TestApiOptions = {}): Promise<TestApi> {
@@ -57,14 +59,14 @@ export async function startTestApi(t: TestLike, options: TestApiOptions = {}): P
   const spark = options.spark ?? { sparkSubmit: writeFakeSparkSubmit(root) };
   const cluster = new LocalCluster({
     dataDir,
-    rules: buildRules({ nodePools: exampleCluster().nodePools, namespace: 'local' }),
+    rules: buildRules({ nodePools: exampleCluster().nodePools, namespace: 'local', policy: options.policy }),
     cores: options.cores ?? 2,
     pollMs: 100,
     log: options.log,
     writeFile: options.writeFile,
     ...spark,
   });
-  const app = await buildApi({ cluster, auth: options.auth ?? { enabled: false, store: { verify: () => undefined } } });
+  const app = await buildApi({ cluster, policy: buildPolicy(options.policy), auth: options.auth ?? { enabled: false, store: { verify: () => undefined } } });
   // Registered after tempDir's teardown, so it runs first (tap runs teardowns in reverse).
   t.teardown(async () => {
     await app.close();

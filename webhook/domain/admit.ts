@@ -7,6 +7,8 @@ import { type ConfigResult, effectiveConfig, type TemplateLookup } from './effec
 import { renderExecutorPod } from './executor-pod.js';
 import { ANNOTATION_CONFIG, ANNOTATION_OVERRIDES, LABEL_APP, LABEL_JOB, LABEL_TEMPLATE, SPARK_ROLE } from './labels.js';
 import type { AdmissionRules } from './rules.js';
+import { overridesSchemaError } from './overrides-schema.js';
+import { checkOverrides } from './policy.js';
 
 export interface AdmissionContext {
   rules: AdmissionRules;
@@ -42,7 +44,7 @@ function parseOverrides(pod: V1Pod): { ok: true; value?: ApplicationConfig } | {
 const memo = new WeakMap<AdmissionRules, Map<string, { template: ApplicationConfig | undefined; result: ConfigResult }>>();
 const MEMO_SIZE = 1024;
 
-function configFor(pod: V1Pod, ctx: AdmissionContext): ConfigResult | { ok: false; status: 400; body: { message: string } } {
+function configFor(pod: V1Pod, ctx: AdmissionContext): ConfigResult | { ok: false; status: 400; body: { message: string; field?: string } } {
   const templateName = pod.metadata?.labels?.[LABEL_TEMPLATE];
   const template = templateName ? ctx.templates(templateName) : undefined;
   const key = `${templateName ?? ''}\u0000${pod.metadata?.annotations?.[ANNOTATION_OVERRIDES] ?? ''}`;
@@ -52,6 +54,10 @@ function configFor(pod: V1Pod, ctx: AdmissionContext): ConfigResult | { ok: fals
   if (hit && hit.template === template) return hit.result;
   const overrides = parseOverrides(pod);
   if (!overrides.ok) return { ok: false, status: 400, body: { message: overrides.message } };
+  // The API's own schema and the policy, applied here too: the webhook sees pods the API never wrote.
+  const invalid = overridesSchemaError(overrides.value ?? {})
+    ?? checkOverrides(overrides.value, ctx.rules.policy, ctx.rules.serviceAccount);
+  if (invalid) return { ok: false, status: 400, body: { message: invalid.message, field: invalid.field } };
   const result = effectiveConfig(templateName, overrides.value, ctx.rules, () => template);
   if (cache.size >= MEMO_SIZE) cache.clear();
   cache.set(key, { template, result });

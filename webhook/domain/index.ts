@@ -5,6 +5,8 @@ export * from './driver-pod.js';
 export * from './effective-config.js';
 export * from './labels.js';
 export * from './merge.js';
+export * from './overrides-schema.js';
+export * from './policy.js';
 export * from './quantities.js';
 export * from './rules.js';
 export * from './sizing.js';

@@ -1,6 +1,7 @@
 // Everything admission decides from besides the pod: node pools, sizing tunables,
 // images, placement. Built once from configuration; admission itself stays pure.
 import type { NodePool, SizingRules } from '../../schemas/index.js';
+import { buildPolicy, type SubmissionPolicy } from './policy.js';
 
 /** A node pool with its schedulable maxima known (given, or derived by SPEC's rule 5). */
 export interface ResolvedPool extends Required<NodePool> {
@@ -28,6 +29,8 @@ export interface AdmissionRules {
   /** Spark master the driver in the pod talks to. */
   master: string;
   placement: PlacementRules;
+  /** What submissions may ask for and who may act on an application (policy.ts). */
+  policy: SubmissionPolicy;
 }
 
 export const defaultSizing: Required<SizingRules> = {
@@ -85,6 +88,7 @@ export interface RulesOptions {
   imagePattern?: string;
   master?: string;
   placement?: PlacementRules | keyof typeof placementPresets;
+  policy?: Partial<SubmissionPolicy>;
 }
 
 export function buildRules(options: RulesOptions): AdmissionRules {
@@ -107,5 +111,6 @@ export function buildRules(options: RulesOptions): AdmissionRules {
     imagePattern: options.imagePattern ?? 'apache/spark:{version}',
     master: options.master ?? 'k8s://https://kubernetes.default.svc',
     placement,
+    policy: buildPolicy(options.policy),
   };
 }
