@@ -10,6 +10,7 @@ import { appEventRoutes } from './routes/app-events.js';
 import { appRoutes } from './routes/apps.js';
 import { configTemplateRoutes } from './routes/config-templates.js';
 import { installValidation } from './validation.js';
+import { type ApiLimits, defaultLimits, installLimits, serverLimitOptions } from './limits.js';
 import { defaultPolicy, type SubmissionPolicy } from '../webhook/domain/index.js';
 
 export interface ApiOptions {
@@ -21,11 +22,15 @@ export interface ApiOptions {
   bodyLimit?: number;
   /** Who may act on which application (webhook/domain/policy.ts); default: users on their own only. */
   policy?: SubmissionPolicy;
+  /** Timeouts and caps (limits.ts); defaults suit a service on the open network. */
+  limits?: Partial<ApiLimits>;
   version?: string;
 }
 
 export async function buildApi(options: ApiOptions): Promise<FastifyInstance> {
+  const limits = { ...defaultLimits, ...options.limits };
   const app = Fastify({
+    ...serverLimitOptions(limits),
     ...(options.loggerInstance ? { loggerInstance: options.loggerInstance } : { logger: options.logger ?? false }),
     bodyLimit: options.bodyLimit ?? 1024 * 1024,
     routerOptions: { ignoreTrailingSlash: true },
@@ -35,6 +40,7 @@ export async function buildApi(options: ApiOptions): Promise<FastifyInstance> {
   app.removeContentTypeParser('text/plain');
   installValidation(app);
   installErrorHandler(app);
+  await installLimits(app, limits);
   await app.register(authPlugin, { enabled: options.auth.enabled, store: options.auth.store });
   await installOpenApi(app, options.version ?? '0.1.0');
   await app.register(appRoutes, { cluster: options.cluster, policy: options.policy ?? defaultPolicy });

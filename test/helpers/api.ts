@@ -6,6 +6,7 @@ import type { FastifyInstance, InjectOptions } from 'fastify';
 import type { Application, NodePool } from '../../schemas/index.js';
 import { LocalCluster, type LocalClusterOptions } from '../../cluster/local/local-cluster.js';
 import { buildApi } from '../../submit-api/app.js';
+import type { ApiLimits } from '../../submit-api/limits.js';
 import { buildPolicy, buildRules, type SubmissionPolicy } from '../../webhook/domain/index.js';
 import { killDrivers } from './drivers.js';
 import { writeFakeSparkSubmit } from './fake-spark-submit.js';
@@ -51,6 +52,8 @@ export interface TestApiOptions {
   writeFile?: LocalClusterOptions['writeFile'];
   /** The policy section of a node-pool file (allowlists, who may act on whose applications). */
   policy?: Partial<SubmissionPolicy>;
+  /** Timeouts and caps of the API (submit-api/limits.ts). */
+  limits?: Partial<ApiLimits>;
 }
 
 export async function startTestApi(t: TestLike, options: TestApiOptions = {}): Promise<TestApi> {
@@ -66,7 +69,7 @@ export async function startTestApi(t: TestLike, options: TestApiOptions = {}): P
     writeFile: options.writeFile,
     ...spark,
   });
-  const app = await buildApi({ cluster, policy: buildPolicy(options.policy), auth: options.auth ?? { enabled: false, store: { verify: () => undefined } } });
+  const app = await buildApi({ cluster, policy: buildPolicy(options.policy), limits: options.limits, auth: options.auth ?? { enabled: false, store: { verify: () => undefined } } });
   // Registered after tempDir's teardown, so it runs first (tap runs teardowns in reverse).
   t.teardown(async () => {
     await app.close();

@@ -1,0 +1,57 @@
+// How long and how many: a client that sends its request slowly (or never finishes it) is cut
+// off after requestTimeoutMs, idle keep-alive sockets after keepAliveTimeoutMs, connections
+// beyond maxConnections are refused by the kernel's accept, and under overload (event loop
+// lagging) requests get a quick 503 instead of a slow death. Long answers (followed logs,
+// the event feed) are not limited: the timeouts count only until the request has arrived.
+import underPressure from '@fastify/under-pressure';
+import type { FastifyInstance, FastifyServerOptions } from 'fastify';
+
+export interface ApiLimits {
+  /** The whole request (headers and body) must arrive within this. */
+  requestTimeoutMs: number;
+  /** The headers must arrive within this (at most requestTimeoutMs). */
+  headersTimeoutMs: number;
+  /** An idle keep-alive connection is closed after this. */
+  keepAliveTimeoutMs: number;
+  /** How often Node checks the two timeouts above: the precision of the cut. */
+  checkIntervalMs: number;
+  /** Open connections at most; more are closed at once. */
+  maxConnections: number;
+  /** Event-loop delay above which requests are answered 503 (0: never). */
+  maxEventLoopDelayMs: number;
+}
+
+export const defaultLimits: ApiLimits = {
+  requestTimeoutMs: 30_000,
+  headersTimeoutMs: 15_000,
+  keepAliveTimeoutMs: 5_000,
+  checkIntervalMs: 1_000,
+  maxConnections: 1024,
+  maxEventLoopDelayMs: 3_000,
+};
+
+/** The fastify constructor options that carry the limits to Node's HTTP server. */
+export function serverLimitOptions(limits: ApiLimits): Partial<FastifyServerOptions> {
+  const headersTimeout = Math.min(limits.headersTimeoutMs, limits.requestTimeoutMs);
+  return {
+    requestTimeout: limits.requestTimeoutMs,
+    keepAliveTimeout: limits.keepAliveTimeoutMs,
+    http: {
+      requestTimeout: limits.requestTimeoutMs,
+      headersTimeout,
+      keepAliveTimeout: limits.keepAliveTimeoutMs,
+      connectionsCheckingInterval: limits.checkIntervalMs,
+    },
+  } as Partial<FastifyServerOptions>;
+}
+
+export async function installLimits(app: FastifyInstance, limits: ApiLimits): Promise<void> {
+  app.server.maxConnections = limits.maxConnections;
+  app.server.headersTimeout = Math.min(limits.headersTimeoutMs, limits.requestTimeoutMs);
+  if (limits.maxEventLoopDelayMs > 0) {
+    await app.register(underPressure, {
+      maxEventLoopDelay: limits.maxEventLoopDelayMs,
+      retryAfter: 5, // its error (FST_UNDER_PRESSURE) is answered by errors.ts
+    });
+  }
+}
