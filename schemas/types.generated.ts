@@ -39,11 +39,13 @@ export interface ApplicationConfig {
   mainApplicationFile?: string;
   mainClass?: string;
   /**
-   * @maxItems 1000
+   * Arguments of the application: at most 256, each at most 4096 characters.
+   *
+   * @maxItems 256
    */
   arguments?: string[];
   /**
-   * Spark properties with their real keys.
+   * Spark properties with their real keys: at most 256, keys of at most 256 characters, values of at most 4096.
    */
   engineConf?: {
     [k: string]: string;
@@ -86,27 +88,152 @@ export interface PodConfig {
    */
   serviceAccount?: string;
   /**
-   * Extra pod labels.
+   * Extra pod labels: at most 32, Kubernetes label syntax (keys of at most 317 characters, values of at most 63).
    */
   labels?: {
     [k: string]: string;
   };
   /**
-   * Extra pod annotations.
+   * Extra pod annotations: at most 64, values of at most 4096 characters.
    */
   annotations?: {
     [k: string]: string;
   };
   /**
-   * Extra environment variables.
+   * Extra environment variables: at most 128, names as Kubernetes allows them (at most 256 characters), values of at most 4096. Local mode refuses those that change how a shell, the loader or an interpreter starts (docs/security.md).
    */
   env?: {
     [k: string]: string;
   };
   /**
-   * @maxItems 64
+   * @maxItems 16
    */
-  secrets?: SecretMount[];
+  secrets?:
+    | []
+    | [SecretMount]
+    | [SecretMount, SecretMount]
+    | [SecretMount, SecretMount, SecretMount]
+    | [SecretMount, SecretMount, SecretMount, SecretMount]
+    | [SecretMount, SecretMount, SecretMount, SecretMount, SecretMount]
+    | [SecretMount, SecretMount, SecretMount, SecretMount, SecretMount, SecretMount]
+    | [SecretMount, SecretMount, SecretMount, SecretMount, SecretMount, SecretMount, SecretMount]
+    | [SecretMount, SecretMount, SecretMount, SecretMount, SecretMount, SecretMount, SecretMount, SecretMount]
+    | [
+        SecretMount,
+        SecretMount,
+        SecretMount,
+        SecretMount,
+        SecretMount,
+        SecretMount,
+        SecretMount,
+        SecretMount,
+        SecretMount
+      ]
+    | [
+        SecretMount,
+        SecretMount,
+        SecretMount,
+        SecretMount,
+        SecretMount,
+        SecretMount,
+        SecretMount,
+        SecretMount,
+        SecretMount,
+        SecretMount
+      ]
+    | [
+        SecretMount,
+        SecretMount,
+        SecretMount,
+        SecretMount,
+        SecretMount,
+        SecretMount,
+        SecretMount,
+        SecretMount,
+        SecretMount,
+        SecretMount,
+        SecretMount
+      ]
+    | [
+        SecretMount,
+        SecretMount,
+        SecretMount,
+        SecretMount,
+        SecretMount,
+        SecretMount,
+        SecretMount,
+        SecretMount,
+        SecretMount,
+        SecretMount,
+        SecretMount,
+        SecretMount
+      ]
+    | [
+        SecretMount,
+        SecretMount,
+        SecretMount,
+        SecretMount,
+        SecretMount,
+        SecretMount,
+        SecretMount,
+        SecretMount,
+        SecretMount,
+        SecretMount,
+        SecretMount,
+        SecretMount,
+        SecretMount
+      ]
+    | [
+        SecretMount,
+        SecretMount,
+        SecretMount,
+        SecretMount,
+        SecretMount,
+        SecretMount,
+        SecretMount,
+        SecretMount,
+        SecretMount,
+        SecretMount,
+        SecretMount,
+        SecretMount,
+        SecretMount,
+        SecretMount
+      ]
+    | [
+        SecretMount,
+        SecretMount,
+        SecretMount,
+        SecretMount,
+        SecretMount,
+        SecretMount,
+        SecretMount,
+        SecretMount,
+        SecretMount,
+        SecretMount,
+        SecretMount,
+        SecretMount,
+        SecretMount,
+        SecretMount,
+        SecretMount
+      ]
+    | [
+        SecretMount,
+        SecretMount,
+        SecretMount,
+        SecretMount,
+        SecretMount,
+        SecretMount,
+        SecretMount,
+        SecretMount,
+        SecretMount,
+        SecretMount,
+        SecretMount,
+        SecretMount,
+        SecretMount,
+        SecretMount,
+        SecretMount,
+        SecretMount
+      ];
 }
 /**
  * A Kubernetes Secret of the applications' namespace mounted into driver and executor pods.

@@ -4,12 +4,12 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyServ
 import type { Cluster } from '../cluster/cluster.js';
 import { dashboardPlugin } from '../dashboard/plugin.js';
 import { authPlugin } from './auth/plugin.js';
-import { installErrorHandler } from './errors.js';
+import { HttpError, installErrorHandler } from './errors.js';
 import { installOpenApi } from './openapi.js';
 import { appEventRoutes } from './routes/app-events.js';
 import { appRoutes } from './routes/apps.js';
 import { configTemplateRoutes } from './routes/config-templates.js';
-import { installValidation } from './validation.js';
+import { installValidation, unsafeField } from './validation.js';
 import { type ApiLimits, defaultLimits, installLimits, serverLimitOptions } from './limits.js';
 import { defaultPolicy, type SubmissionPolicy } from '../webhook/domain/index.js';
 
@@ -34,6 +34,14 @@ export async function buildApi(options: ApiOptions): Promise<FastifyInstance> {
     ...(options.loggerInstance ? { loggerInstance: options.loggerInstance } : { logger: options.logger ?? false }),
     bodyLimit: options.bodyLimit ?? 1024 * 1024,
     routerOptions: { ignoreTrailingSlash: true },
+    // `__proto__` and `constructor` keys are parsed as data and then refused by name
+    // (validation.ts), instead of the parser's "Body is not valid JSON".
+    onProtoPoisoning: 'ignore',
+    onConstructorPoisoning: 'ignore',
+  });
+  app.addHook('preValidation', async (request) => {
+    const unsafe = request.body === undefined ? undefined : unsafeField(request.body);
+    if (unsafe) throw new HttpError(400, unsafe.message, { field: unsafe.field });
   });
   // Request bodies are JSON only: without this, fastify's built-in text/plain parser lets a
   // text body through to the schema (400 "must be object") instead of answering 415.

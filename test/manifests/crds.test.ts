@@ -44,7 +44,8 @@ t.test('conversion rules', async (t) => {
   t.equal(props(p.config).driver.type, 'object', '$ref inlined');
   t.notOk(JSON.stringify(app).includes('$ref'), 'no $ref left anywhere');
   t.same(props(props(p.config).engineConf), undefined);
-  t.same(props(p.config).engineConf.additionalProperties, { type: 'string' }, 'string maps are kept');
+  t.same(props(p.config).engineConf.additionalProperties, { type: 'string', maxLength: 4096 }, 'string maps are kept, with their limits');
+  t.equal(props(p.config).engineConf.maxProperties, 256, 'map sizes reach the CRD');
   t.same(p.state.enum, ['PENDING', 'RUNNING', 'COMPLETED', 'FAILED', 'KILLED', 'UNKNOWN']);
 
   const pool = props(toStructural('node-pool.json'));
