@@ -5,6 +5,7 @@ import { parseArgs } from 'node:util';
 import { pino } from 'pino';
 import { LocalCluster } from '../cluster/local/local-cluster.js';
 import { buildApi } from '../submit-api/app.js';
+import { LOOPBACK_HOSTS } from '../submit-api/host-allowlist.js';
 import { FileKeyStore } from '../submit-api/auth/key-store.js';
 import { defaultDataDir, findSpark, javaProblem } from './config.js';
 import { rulesFrom } from './rules.js';
@@ -19,6 +20,7 @@ export async function localCommand(argv: string[]): Promise<number> {
       'node-pools': { type: 'string' },
       auth: { type: 'string', default: 'off' },
       cores: { type: 'string', default: String(availableParallelism()) },
+      'allowed-hosts': { type: 'string', default: LOOPBACK_HOSTS.join(',') },
     },
   });
   if (values.auth !== 'on' && values.auth !== 'off') throw new Error('--auth takes on or off');
@@ -32,6 +34,8 @@ export async function localCommand(argv: string[]): Promise<number> {
     auth: { enabled: values.auth === 'on', store: new FileKeyStore(dataDir) },
     loggerInstance: log,
     policy: rules.policy,
+    // With auth off, only these Host names are served (DNS rebinding); `*` for any.
+    allowedHosts: values['allowed-hosts'].split(',').map((h) => h.trim()).filter(Boolean),
   });
   const java = javaProblem();
   if (java) api.log.warn(java);

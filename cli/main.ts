@@ -5,6 +5,7 @@ const USAGE = `usage: submission-service <command> [options]
 
   local            the whole service on this machine (API, admission in-process, Spark drivers as local processes)
                    --port 8080 --host 127.0.0.1 --data-dir DIR --node-pools FILE --auth on|off --cores N
+                   --allowed-hosts localhost,127.0.0.1,::1 (Host names served while auth is off)
   api              the API in Kubernetes mode   --kubeconfig F --namespace NS --port 8080 --auth on|off --keys-secret NS/NAME
   webhook          the admission webhook (HTTPS) --kubeconfig F --namespace NS --node-pools FILE --cert-dir DIR
                    --cert-secret NS/NAME --register NAME

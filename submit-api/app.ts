@@ -10,6 +10,7 @@ import { appEventRoutes } from './routes/app-events.js';
 import { appRoutes } from './routes/apps.js';
 import { configTemplateRoutes } from './routes/config-templates.js';
 import { installValidation, unsafeField } from './validation.js';
+import { installHostAllowlist } from './host-allowlist.js';
 import { type ApiLimits, defaultLimits, installLimits, serverLimitOptions } from './limits.js';
 import { defaultPolicy, type SubmissionPolicy } from '../webhook/domain/index.js';
 
@@ -24,6 +25,8 @@ export interface ApiOptions {
   policy?: SubmissionPolicy;
   /** Timeouts and caps (limits.ts); defaults suit a service on the open network. */
   limits?: Partial<ApiLimits>;
+  /** Host names served while auth is off (DNS rebinding, host-allowlist.ts); undefined: any. */
+  allowedHosts?: string[];
   version?: string;
 }
 
@@ -48,6 +51,7 @@ export async function buildApi(options: ApiOptions): Promise<FastifyInstance> {
   app.removeContentTypeParser('text/plain');
   installValidation(app);
   installErrorHandler(app);
+  if (!options.auth.enabled && options.allowedHosts) installHostAllowlist(app, options.allowedHosts);
   await installLimits(app, limits);
   await app.register(authPlugin, { enabled: options.auth.enabled, store: options.auth.store });
   await installOpenApi(app, options.version ?? '0.1.0');

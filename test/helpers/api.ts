@@ -54,6 +54,8 @@ export interface TestApiOptions {
   policy?: Partial<SubmissionPolicy>;
   /** Timeouts and caps of the API (submit-api/limits.ts). */
   limits?: Partial<ApiLimits>;
+  /** Host names served while auth is off (DNS rebinding). */
+  allowedHosts?: string[];
 }
 
 export async function startTestApi(t: TestLike, options: TestApiOptions = {}): Promise<TestApi> {
@@ -69,7 +71,7 @@ export async function startTestApi(t: TestLike, options: TestApiOptions = {}): P
     writeFile: options.writeFile,
     ...spark,
   });
-  const app = await buildApi({ cluster, policy: buildPolicy(options.policy), limits: options.limits, auth: options.auth ?? { enabled: false, store: { verify: () => undefined } } });
+  const app = await buildApi({ cluster, policy: buildPolicy(options.policy), limits: options.limits, allowedHosts: options.allowedHosts, auth: options.auth ?? { enabled: false, store: { verify: () => undefined } } });
   // Registered after tempDir's teardown, so it runs first (tap runs teardowns in reverse).
   t.teardown(async () => {
     await app.close();
