@@ -6,6 +6,7 @@ import { pino } from 'pino';
 import { LocalCluster } from '../cluster/local/local-cluster.js';
 import { buildApi } from '../submit-api/app.js';
 import { LOOPBACK_HOSTS } from '../submit-api/host-allowlist.js';
+import { logSerializers } from '../submit-api/log-redaction.js';
 import { FileKeyStore } from '../submit-api/auth/key-store.js';
 import { defaultDataDir, findSpark, javaProblem } from './config.js';
 import { rulesFrom } from './rules.js';
@@ -27,7 +28,7 @@ export async function localCommand(argv: string[]): Promise<number> {
   const dataDir = values['data-dir'];
   const rules = rulesFrom(values['node-pools'], 'local');
   // One logger for requests and for local mode's background work.
-  const log = pino({ level: process.env.LOG_LEVEL ?? 'info' });
+  const log = pino({ level: process.env.LOG_LEVEL ?? 'info', serializers: logSerializers });
   const cluster = new LocalCluster({ dataDir, rules, cores: Number(values.cores), log, ...findSpark() });
   const api = await buildApi({
     cluster,

@@ -11,6 +11,8 @@ import { appRoutes } from './routes/apps.js';
 import { configTemplateRoutes } from './routes/config-templates.js';
 import { installValidation, unsafeField } from './validation.js';
 import { installHostAllowlist } from './host-allowlist.js';
+import { logSerializers } from './log-redaction.js';
+import { trackMethods } from './method-not-allowed.js';
 import { type ApiLimits, defaultLimits, installLimits, serverLimitOptions } from './limits.js';
 import { defaultPolicy, type SubmissionPolicy } from '../webhook/domain/index.js';
 
@@ -18,7 +20,7 @@ export interface ApiOptions {
   cluster: Cluster;
   auth: { enabled: boolean; store: { verify(key: string): { id: string; role: 'user' | 'admin' } | undefined } };
   logger?: FastifyServerOptions['logger'];
-  /** A logger made by the caller (local mode shares it with its LocalCluster); wins over logger. */
+  /** A logger made by the caller (local mode shares it with its LocalCluster; give it logSerializers); wins over logger. */
   loggerInstance?: FastifyBaseLogger;
   bodyLimit?: number;
   /** Who may act on which application (webhook/domain/policy.ts); default: users on their own only. */
@@ -34,7 +36,9 @@ export async function buildApi(options: ApiOptions): Promise<FastifyInstance> {
   const limits = { ...defaultLimits, ...options.limits };
   const app = Fastify({
     ...serverLimitOptions(limits),
-    ...(options.loggerInstance ? { loggerInstance: options.loggerInstance } : { logger: options.logger ?? false }),
+    ...(options.loggerInstance
+      ? { loggerInstance: options.loggerInstance }
+      : { logger: typeof options.logger === 'object' ? { serializers: logSerializers, ...options.logger } : options.logger ?? false }),
     bodyLimit: options.bodyLimit ?? 1024 * 1024,
     routerOptions: { ignoreTrailingSlash: true },
     // `__proto__` and `constructor` keys are parsed as data and then refused by name
@@ -50,7 +54,7 @@ export async function buildApi(options: ApiOptions): Promise<FastifyInstance> {
   // text body through to the schema (400 "must be object") instead of answering 415.
   app.removeContentTypeParser('text/plain');
   installValidation(app);
-  installErrorHandler(app);
+  installErrorHandler(app, trackMethods(app));
   if (!options.auth.enabled && options.allowedHosts) installHostAllowlist(app, options.allowedHosts);
   await installLimits(app, limits);
   await app.register(authPlugin, { enabled: options.auth.enabled, store: options.auth.store });

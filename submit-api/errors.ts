@@ -1,6 +1,6 @@
 // One catalogue of error answers and one handler: clients see every error below 500
 // as JSON with a message (and the field, for 400); 5xx are logged in full.
-import type { FastifyError, FastifyInstance, FastifyReply } from 'fastify';
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ConflictError, NotFoundError, UnavailableError } from '../cluster/cluster.js';
 import { KubernetesError } from '../cluster/kubernetes/errors.js';
 import { InvalidCursorError } from '../cluster/paging.js';
@@ -14,7 +14,7 @@ export class HttpError extends Error {
 export const notFound = (what: string) => new HttpError(404, `${what} does not exist`);
 
 const reasons: Record<number, string> = {
-  400: 'Bad Request', 401: 'Unauthorized', 403: 'Forbidden', 404: 'Not Found', 409: 'Conflict',
+  400: 'Bad Request', 401: 'Unauthorized', 403: 'Forbidden', 404: 'Not Found', 405: 'Method Not Allowed', 409: 'Conflict', 414: 'URI Too Long',
   413: 'Payload Too Large', 415: 'Unsupported Media Type', 422: 'Unprocessable Entity', 500: 'Internal Server Error', 503: 'Service Unavailable', 507: 'Insufficient Storage',
 };
 
@@ -40,7 +40,7 @@ function describeValidation(error: FastifyError & { validation?: AjvIssue[]; val
   return { message, field };
 }
 
-export function installErrorHandler(app: FastifyInstance) {
+export function installErrorHandler(app: FastifyInstance, methodNotAllowed?: (request: FastifyRequest, reply: FastifyReply) => FastifyReply | undefined) {
   app.setErrorHandler((error: FastifyError & { validation?: AjvIssue[] }, request, reply) => {
     if (error instanceof HttpError) return sendError(reply, error.statusCode, error.message, error.extra);
     if (error instanceof ConflictError) return sendError(reply, 409, error.message);
@@ -68,5 +68,5 @@ export function installErrorHandler(app: FastifyInstance) {
     }
     return sendError(reply, status, error.message);
   });
-  app.setNotFoundHandler((request, reply) => sendError(reply, 404, `no route ${request.method} ${request.url.split('?')[0]}`));
+  app.setNotFoundHandler((request, reply) => methodNotAllowed?.(request, reply) ?? sendError(reply, 404, `no route ${request.method} ${request.url.split('?')[0]}`));
 }

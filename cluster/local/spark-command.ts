@@ -18,6 +18,8 @@ export interface LocalMachine {
 }
 
 const LOOPBACK = '127.0.0.1';
+/** spark-submit options that take no value. */
+const SUBMIT_FLAGS = new Set(['--verbose', '-v', '--supervise']);
 
 /** Task slots an app asks for (executor cores x instances), capped at the machine's so it can ever start. */
 export function localCores(config: ApplicationConfig | undefined, machineCores: number): number {
@@ -51,12 +53,17 @@ export function localDriverCommand(pod: V1Pod, machine: LocalMachine, cores: num
   if (role !== 'driver') throw new Error('the pod is not an admitted driver pod (its container arguments do not start with "driver")');
   const env = podEnv(pod, machine);
   const args = ['--deploy-mode', 'client', '--conf', `spark.driver.bindAddress=${LOOPBACK}`];
-  for (let i = 0; i < rest.length; i++) {
-    if (rest[i] === '--master') {
-      args.push('--master', `local[${cores}]`);
-      i++;
-    } else args.push(localPath(expand(rest[i], env)));
+  // spark-submit's own options (`--name value` pairs, the flags below) come before the primary
+  // resource; what follows it is the application's, passed on as written (a `--master` there
+  // is the application's argument, not ours to rewrite).
+  let i = 0;
+  for (; i < rest.length && rest[i].startsWith('-'); i++) {
+    if (rest[i] === '--master') args.push('--master', `local[${cores}]`);
+    else if (SUBMIT_FLAGS.has(rest[i])) { args.push(rest[i]); continue; }
+    else args.push(rest[i], localPath(expand(rest[i + 1] ?? '', env)));
+    i++;
   }
+  for (; i < rest.length; i++) args.push(localPath(expand(rest[i], env)));
   if (machine.python) Object.assign(env, { PYSPARK_PYTHON: machine.python, PYSPARK_DRIVER_PYTHON: machine.python });
   return { command: machine.sparkSubmit, args, env };
 }

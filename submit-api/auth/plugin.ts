@@ -1,4 +1,5 @@
 // API-key authentication for everything under /api/, except the API reference pages.
+import { redactUrl } from '../log-redaction.js';
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import type { ApiKeyIdentity, Role } from './key-store.js';
@@ -80,18 +81,18 @@ const auth: FastifyPluginAsync<AuthPluginOptions> = async (app, opts) => {
     // A dashboard session cookie reads (GET) only: it can't be used to change anything.
     const session = !key && request.method === 'GET' ? app.sessionIdentity?.(request) : undefined;
     if (!key && !session) {
-      if (log) request.log.info({ url: request.url }, 'refused: no API key');
+      if (log) request.log.info({ url: redactUrl(request.url) }, 'refused: no API key');
       return refuse(reply, 401, 'An API key is required: send it as X-API-Key or Authorization: Bearer <key>.');
     }
     const identity = session ?? opts.store.verify(key!);
     if (!identity) {
-      if (log) request.log.info({ url: request.url }, 'refused: unknown or revoked API key');
+      if (log) request.log.info({ url: redactUrl(request.url) }, 'refused: unknown or revoked API key');
       return refuse(reply, 401, 'The API key is not valid (unknown or revoked).');
     }
     const needed = request.routeOptions.config?.role ?? 'user';
     // Unknown roles (a typo in a route, a hand-edited keys file) rank so as to refuse.
     if ((RANK[identity.role] ?? 0) < (RANK[needed] ?? Infinity)) {
-      if (log) request.log.info({ url: request.url, keyId: identity.id }, `refused: needs role ${needed}`);
+      if (log) request.log.info({ url: redactUrl(request.url), keyId: identity.id }, `refused: needs role ${needed}`);
       return refuse(reply, 403, `This request needs a key with role "${needed}".`);
     }
     request.apiKey = identity;
