@@ -40,7 +40,9 @@ export async function buildApi(options: ApiOptions): Promise<FastifyInstance> {
       ? { loggerInstance: options.loggerInstance }
       : { logger: typeof options.logger === 'object' ? { serializers: logSerializers, ...options.logger } : options.logger ?? false }),
     bodyLimit: options.bodyLimit ?? 1024 * 1024,
-    routerOptions: { ignoreTrailingSlash: true },
+    // Path parameters are checked by the route schemas (400 after authentication); the router's
+    // own limit (414, before authentication) is only for absurd lengths.
+    routerOptions: { ignoreTrailingSlash: true, maxParamLength: 1024 },
     // `__proto__` and `constructor` keys are parsed as data and then refused by name
     // (validation.ts), instead of the parser's "Body is not valid JSON".
     onProtoPoisoning: 'ignore',
@@ -58,7 +60,7 @@ export async function buildApi(options: ApiOptions): Promise<FastifyInstance> {
   if (!options.auth.enabled && options.allowedHosts) installHostAllowlist(app, options.allowedHosts);
   await installLimits(app, limits);
   await app.register(authPlugin, { enabled: options.auth.enabled, store: options.auth.store });
-  await installOpenApi(app, options.version ?? '0.1.0');
+  await installOpenApi(app, options.version ?? '0.1.0', options.auth.enabled);
   await app.register(appRoutes, { cluster: options.cluster, policy: options.policy ?? defaultPolicy });
   await app.register(appEventRoutes, { cluster: options.cluster });
   await app.register(configTemplateRoutes, { templates: options.cluster.templates });

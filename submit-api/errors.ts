@@ -42,6 +42,11 @@ function describeValidation(error: FastifyError & { validation?: AjvIssue[]; val
 
 export function installErrorHandler(app: FastifyInstance, methodNotAllowed?: (request: FastifyRequest, reply: FastifyReply) => FastifyReply | undefined) {
   app.setErrorHandler((error: FastifyError & { validation?: AjvIssue[] }, request, reply) => {
+    // No route took the request, but fastify refused it first (e.g. a QUERY without a body type).
+    if (request.is404) {
+      const answered = methodNotAllowed?.(request, reply);
+      if (answered) return answered;
+    }
     if (error instanceof HttpError) return sendError(reply, error.statusCode, error.message, error.extra);
     if (error instanceof ConflictError) return sendError(reply, 409, error.message);
     if (error instanceof NotFoundError) return sendError(reply, 404, error.message);

@@ -4,7 +4,7 @@ import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { FastifyInstance } from 'fastify';
 
-export async function installOpenApi(app: FastifyInstance, version: string) {
+export async function installOpenApi(app: FastifyInstance, version: string, authEnabled = true) {
   await app.register(swagger, {
     openapi: {
       openapi: '3.1.0',
@@ -14,7 +14,8 @@ export async function installOpenApi(app: FastifyInstance, version: string) {
         description: 'Submit Apache Spark applications with one HTTP call; manage config templates. Send your key in `X-API-Key` when authentication is on.',
       },
       components: { securitySchemes: { apiKey: { type: 'apiKey', in: 'header', name: 'X-API-Key' } } },
-      security: [{ apiKey: [] }],
+      // With auth off no key is needed, and the document says so (clients and fuzzers read it).
+      security: authEnabled ? [{ apiKey: [] }] : [],
       tags: [{ name: 'apps', description: 'Applications' }, { name: 'config-templates', description: 'Config templates' }],
     },
     transformObject: (documents) => completeResponses((documents as { openapiObject: OpenApiDocument }).openapiObject) as never,
@@ -43,7 +44,9 @@ function completeResponses(doc: OpenApiDocument): OpenApiDocument {
         responses['413'] ??= errorResponse('The body is larger than the limit (1 MiB).');
         responses['415'] ??= errorResponse('The body is not application/json.');
       }
-      if (path.includes('{')) responses['414'] ??= errorResponse('A path parameter is longer than 100 characters (answered by the router, before authentication).');
+      if (path.includes('{')) responses['414'] ??= errorResponse('A path parameter is longer than 1024 characters (answered by the router, before authentication).');
+      responses['405'] ??= errorResponse('The path exists but not with this method; `Allow` lists those it takes.');
+      responses['431'] ??= { description: "The request line and headers are larger than Node's limit (16 KiB); answered before anything else, without a body." };
     }
   }
   const log = doc.paths?.['/api/apps/{appName}/log']?.get?.responses?.['200'];

@@ -26,6 +26,9 @@ t.test('405 with Allow for a known path and a wrong method; 404 for unknown path
     t.match(res.json, { statusCode: 405, message: new RegExp(`${method} is not allowed`) });
   }
   t.equal((await api.call('GET', '/api/nothing-here')).status, 404);
+  const query = await api.call('QUERY' as 'GET', '/api/apps/pi-20260101-000000-aaaaa/stop');
+  t.equal(query.status, 405, 'a body method without a content type: still 405');
+  t.equal(query.headers.allow, 'POST');
 });
 
 t.test('405 comes after authentication', async (t) => {
@@ -44,8 +47,9 @@ t.test('the OpenAPI document says 413, 414, 415 and the log is text/plain; 414 i
   t.ok(doc.paths['/api/config-templates/{name}'].put.responses['413'], 'PUT template: 413');
   t.ok(doc.paths['/api/apps/{appName}'].get.responses['414'], 'a path with a parameter: 414');
   t.same(Object.keys(doc.paths['/api/apps/{appName}/log'].get.responses['200'].content), ['text/plain']);
-  const long = await api.call('GET', `/api/apps/${'a'.repeat(300)}`);
-  t.equal(long.status, 414, 'a path parameter over 100 characters');
+  const long = await api.call('GET', `/api/apps/${'a'.repeat(1100)}`);
+  t.equal(long.status, 414, 'a path parameter over 1024 characters');
+  t.equal((await api.call('GET', `/api/apps/${'a'.repeat(300)}`)).status, 400, 'shorter ones: the schema says 400');
   t.equal(long.json.statusCode, 414);
 });
 
