@@ -1,12 +1,32 @@
 // /api/apps/: submit (and dry-run), list, read, log, stop, delete.
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import type { Cluster } from '../../cluster/cluster.js';
+import type { AppRecord, Cluster } from '../../cluster/cluster.js';
+import { encodeCursor } from '../../cluster/paging.js';
 import { newAppName } from '../../cluster/app-name.js';
-import { type Submission, ref, schemaIds } from '../../schemas/index.js';
+import { type Application, type Submission, ref, schemaIds } from '../../schemas/index.js';
 import { bareDriverPod, mayActOn, type SubmissionPolicy } from '../../webhook/domain/index.js';
 import { HttpError, notFound } from '../errors.js';
 import { toApplication } from '../present.js';
 import { labelSelectorQuery, parseLabelSelector } from './label-selector.js';
+
+/**
+ * A page stops early once its items reach this many bytes of JSON (the first item always
+ * fits): a list call never carries or builds hundreds of megabytes, whatever `limit` says;
+ * `next` then continues after the last item sent.
+ */
+export const LIST_PAGE_BYTES = 1024 * 1024;
+
+function withinBudget(records: AppRecord[], next: string | null): { items: Application[]; next: string | null } {
+  const items: Application[] = [];
+  let bytes = 0;
+  for (const [i, record] of records.entries()) {
+    const item = toApplication(record);
+    bytes += JSON.stringify(item).length;
+    if (i > 0 && bytes > LIST_PAGE_BYTES) return { items, next: encodeCursor(records[i - 1]) };
+    items.push(item);
+  }
+  return { items, next };
+}
 
 const errorResponses = { 400: ref(schemaIds.error), 401: ref(schemaIds.error), 403: ref(schemaIds.error), 404: ref(schemaIds.error), 503: ref(schemaIds.error) };
 const appNameParams = {
@@ -66,7 +86,7 @@ export async function appRoutes(app: FastifyInstance, { cluster, policy }: { clu
   }, async (request) => {
     const { labelSelector, ...query } = request.query;
     const page = await cluster.list({ ...query, labels: parseLabelSelector(labelSelector) });
-    return { items: page.items.map(toApplication), next: page.next };
+    return withinBudget(page.items, page.next);
   });
 
   app.get<{ Params: { appName: string } }>('/api/apps/:appName', {

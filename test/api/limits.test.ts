@@ -65,3 +65,28 @@ t.test('__proto__-like keys are refused by name; lone surrogates are not stored'
   t.equal(paired.status, 200, 'a whole pair (an emoji) is text');
   t.same(({} as Record<string, unknown>).admin, undefined, 'no prototype was touched');
 });
+
+t.test('list pages stop at about 1 MiB of items, whatever limit says; next continues', async (t) => {
+  const api = await startTestApi(t, { cores: 4 });
+  // Six applications of about 400 KB each (the schema's limits allow it; the body stays under 1 MiB).
+  const big = Object.fromEntries(Array.from({ length: 100 }, (_, i) => [`spark.big.${i}`, 'x'.repeat(4000)]));
+  const names: string[] = [];
+  for (let i = 0; i < 6; i++) {
+    const res = await api.call('POST', '/api/apps/', { jobName: 'big', configOverrides: { ...fakeJob(), engineConf: big } });
+    t.equal(res.status, 201);
+    names.push(res.json.appName);
+  }
+  const seen: string[] = [];
+  let cursor: string | null = null;
+  let pages = 0;
+  do {
+    const res = await api.call('GET', `/api/apps/?limit=500${cursor ? `&cursor=${cursor}` : ''}`);
+    t.equal(res.status, 200);
+    t.ok(res.body.length < 1.5 * 1024 * 1024, `page ${pages + 1}: ${res.body.length} bytes`);
+    seen.push(...res.json.items.map((a: { appName: string }) => a.appName));
+    cursor = res.json.next;
+    pages++;
+  } while (cursor && pages < 10);
+  t.ok(pages >= 2, `${pages} pages`);
+  t.same(seen.sort(), names.sort(), 'every application once, across the pages');
+});
