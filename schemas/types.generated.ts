@@ -375,6 +375,27 @@ export interface NodePoolsFile {
    */
   nodePools: [NodePool, ...NodePool[]];
   sizing?: SizingRules;
+  /**
+   * What a submission's configOverrides may name, and who may act on whose applications (docs/security.md).
+   */
+  policy?: {
+    /**
+     * Service accounts overrides may name besides the default one.
+     *
+     * @maxItems 256
+     */
+    serviceAccounts?: string[];
+    /**
+     * Secrets overrides may mount (none by default; templates may mount any).
+     *
+     * @maxItems 256
+     */
+    secrets?: string[];
+    /**
+     * Whether a user key may stop, delete and read the log of applications other keys submitted (default false).
+     */
+    usersActOnAllApplications?: boolean;
+  };
 }
 /**
  * Tunable sizing rules (all optional).

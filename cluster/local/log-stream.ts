@@ -18,7 +18,12 @@ async function* chunks(source: LogSource): AsyncGenerator<Buffer> {
   const buffer = Buffer.alloc(64 * 1024);
   for (;;) {
     const finished = source.ended(); // read before the last pass, so no tail is lost
-    const handle = await open(source.file, 'r').catch(() => undefined);
+    // Not there yet (a driver that has not started) is the one expected absence; any other
+    // failure (EMFILE, EACCES) ends the stream with that error, which the response reports.
+    const handle = await open(source.file, 'r').catch((error: NodeJS.ErrnoException) => {
+      if (error.code === 'ENOENT') return undefined;
+      throw error;
+    });
     if (handle) {
       try {
         for (;;) {

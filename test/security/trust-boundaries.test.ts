@@ -146,3 +146,14 @@ t.test('the webhook applies the API schema and the policy to the overrides annot
   }
   t.equal(review(JSON.stringify({ executor: { cores: 2 } })).outcome, 'admitted', 'valid overrides are admitted');
 });
+
+t.test("the policy comes from the node-pool file's policy section, checked by its schema", async (t) => {
+  const { rulesFrom } = await import('../../cli/rules.js');
+  const dir = tempDir(t);
+  const file = join(dir, 'pools.json');
+  const pools = exampleCluster().nodePools;
+  writeFileSync(file, JSON.stringify({ nodePools: pools, policy: { serviceAccounts: ['etl'], secrets: ['gcs'], usersActOnAllApplications: true } }));
+  t.match(rulesFrom(file, 'local').policy, { serviceAccounts: ['etl'], secrets: ['gcs'], usersActOnAllApplications: true, refuseLauncherEnvironment: false });
+  writeFileSync(file, JSON.stringify({ nodePools: pools, policy: { secret: ['gcs'] } }));
+  t.throws(() => rulesFrom(file, 'local'), /policy|secret/, 'a misspelt key is refused, not ignored');
+});
