@@ -43,6 +43,8 @@ export async function apiCommand(argv: string[]): Promise<number> {
   // Listed before the port opens: a replica is never ready with an empty copy of the keys.
   await secretStore?.start();
   const cluster = new KubernetesCluster({ clients, namespace: values.namespace });
+  // The cache is listed before the port opens: a replica never answers from an empty cache.
+  await cluster.start();
   const fileStore = secretStore ? undefined : new FileKeyStore(values['data-dir']);
   const store = secretStore ?? fileStore!;
   const api = await buildApi({ cluster, auth: { enabled: values.auth === 'on', store }, logger: { level: process.env.LOG_LEVEL ?? 'info' } });
