@@ -2,7 +2,7 @@
 // comes back after errors: client-node's informer stops on an error and leaves restarting
 // to its user. Restarts are logged, counted (submission_service_watch_restarts_total) and
 // spaced by a doubling backoff (0.2 s up to 10 s, reset once a watch connects again).
-import { type Informer, type KubeConfig, type KubernetesListObject, type KubernetesObject, makeInformer, type ObjectCache } from '@kubernetes/client-node';
+import { type Informer, type KubeConfig, type KubernetesListObject, type KubernetesObject, ListWatch, type ObjectCache, Watch } from '@kubernetes/client-node';
 import { watchRestarts } from './metrics.js';
 
 export type Log = (message: string) => void;
@@ -16,9 +16,10 @@ export interface ResilientInformer<T extends KubernetesObject> {
 
 export function resilientInformer<T extends KubernetesObject>(
   kc: KubeConfig, resource: string, path: string, list: () => Promise<KubernetesListObject<T>>,
-  options: { labelSelector?: string; log?: Log } = {},
+  options: { labelSelector?: string; fieldSelector?: string; log?: Log } = {},
 ): ResilientInformer<T> {
-  const informer = makeInformer<T>(kc, path, list, options.labelSelector);
+  // ListWatch rather than makeInformer: the same informer, plus a field selector (one Secret by name).
+  const informer: Informer<T> & ObjectCache<T> = new ListWatch<T>(path, new Watch(kc), list, false, options.labelSelector, options.fieldSelector);
   let stopped = false;
   let pause = 200;
   let timer: NodeJS.Timeout | undefined;
