@@ -13,7 +13,7 @@ import { APPLICATIONS, FIELD_MANAGER, GROUP, type KubeClients, VERSION } from '.
 import { statusCode } from './errors.js';
 import type { Log } from './informers.js';
 import { statusWrites, transitionSeconds } from './metrics.js';
-import { desiredStatus } from './records.js';
+import { type ApplicationStatus, desiredStatus } from './records.js';
 
 export interface ReconcilerOptions {
   clients: KubeClients;
@@ -34,6 +34,14 @@ function canonical(value: unknown): string {
   }
   return JSON.stringify(value ?? null);
 }
+
+/**
+ * PENDING since creation with nothing to say: exactly what an Application without a status
+ * means (records.ts reads it so), so it is not written. This halves the controller's writes
+ * during a burst of submissions; the first real transition (or a reason to wait) writes it all.
+ */
+const isInitial = (status: ApplicationStatus): boolean =>
+  status.state === 'PENDING' && !status.stateDetail && (status.transitions?.length ?? 0) <= 1;
 
 export class Reconciler {
   private readonly queue = new Set<string>();
@@ -117,7 +125,7 @@ export class Reconciler {
       }));
     }
     const status = desiredStatus(resource, driver, cache.runningExecutors(name), { missing });
-    if (canonical(status) !== canonical(resource.status ?? {})) {
+    if (canonical(status) !== canonical(resource.status ?? {}) && !(resource.status === undefined && isInitial(status))) {
       const ok = await this.write('status', name, () => this.options.clients.custom.replaceNamespacedCustomObjectStatus({
         ...this.where, name, fieldManager: FIELD_MANAGER, body: { ...resource, status },
       }));
