@@ -37,6 +37,41 @@ t.test('the controller', async (t) => {
     t.same((await bed.call('GET', `/api/apps/${appName}`)).json, listed[0], 'get and list agree');
   });
 
+  t.test('events in Kubernetes mode come from the cache: every change, then the deletion', async (t) => {
+    const abort = new AbortController();
+    t.teardown(() => abort.abort());
+    const response = await fetch(`${bed.api.baseUrl}/api/apps/events?jobName=evk`, { signal: abort.signal });
+    const seen: { event: string; data: { appName?: string; state?: string } }[] = [];
+    const reading = (async () => {
+      let buffer = '';
+      try {
+        for await (const chunk of response.body as unknown as AsyncIterable<Uint8Array>) {
+          buffer += Buffer.from(chunk).toString('utf8');
+          let end: number;
+          while ((end = buffer.indexOf('\n\n')) >= 0) {
+            const block = buffer.slice(0, end);
+            buffer = buffer.slice(end + 2);
+            const event = /^event: (.*)$/m.exec(block)?.[1];
+            const data = /^data: (.*)$/m.exec(block)?.[1];
+            if (event) seen.push({ event, data: JSON.parse(data ?? '{}') });
+          }
+        }
+      } catch { /* aborted at the end of the test */ }
+    })();
+    await eventually(async () => seen, (s) => s.some((e) => e.event === 'ready'), { what: 'ready' });
+    const appName = await submit('evk');
+    await fakeKubelet(bed.clients, namespace, appName, 'Running');
+    await fakeKubelet(bed.clients, namespace, appName, 'Succeeded');
+    await eventually(async () => seen, (s) => s.some((e) => e.data.state === 'COMPLETED'), { what: 'COMPLETED on the stream' });
+    t.equal((await bed.call('DELETE', `/api/apps/${appName}`)).status, 204);
+    await eventually(async () => seen, (s) => s.some((e) => e.event === 'deleted'), { what: 'deleted on the stream' });
+    const states = seen.filter((e) => e.event === 'changed' && e.data.appName === appName).map((e) => e.data.state);
+    t.same([...new Set(states)], ['PENDING', 'RUNNING', 'COMPLETED'], 'each state, in order');
+    t.equal(seen[seen.length - 1].data.appName, appName);
+    abort.abort();
+    await reading;
+  });
+
   t.test('kubectl delete application: the garbage collector removes its pods', async (t) => {
     const appName = await submit('owned');
     const driver = await core.readNamespacedPod({ name: appName, namespace });
