@@ -88,7 +88,7 @@ export class Reconciler {
       const name = this.queue.values().next().value as string;
       this.queue.delete(name);
       this.busy += 1;
-      this.reconcile(name)
+      void this.reconcile(name)
         .catch((error: unknown) => {
           this.options.log?.(`reconcile ${name}: ${(error as Error).message ?? String(error)}; retrying in 1 s`);
           this.later(name, 1000);

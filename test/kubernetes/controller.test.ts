@@ -4,6 +4,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { join } from 'node:path';
 import t from 'tap';
+import { register } from 'prom-client';
 import { FakeKubelet } from '../../cluster/testbed/fake-kubelet.js';
 import { eventually, fakeKubelet, freePort, startApi, startKubeBed } from '../helpers/kubernetes.js';
 import { sleep } from '../helpers/temp.js';
@@ -35,6 +36,12 @@ t.test('the controller', async (t) => {
     t.equal(listed[0].state, 'COMPLETED');
     t.same(listed[0].transitions, written?.status.transitions, 'the API shows the transitions');
     t.same((await bed.call('GET', `/api/apps/${appName}`)).json, listed[0], 'get and list agree');
+    // The controller's series (prom-client's default registry, which the API's /metrics serves).
+    const transitions = await register.getSingleMetricAsString('submission_service_state_transition_seconds');
+    t.match(transitions, /submission_service_state_transition_seconds_count\{from="PENDING",to="RUNNING"\} [1-9]/, 'submitted -> running observed');
+    t.match(transitions, /submission_service_state_transition_seconds_count\{from="RUNNING",to="COMPLETED"\} [1-9]/, 'running -> ended observed');
+    t.match(await register.getSingleMetricAsString('submission_service_applications'), /submission_service_applications\{state="COMPLETED"\} [1-9]/, 'applications by state');
+    t.match(await register.getSingleMetricAsString('submission_service_controller_writes_total'), /kind="status",outcome="ok"\} [1-9]/);
   });
 
   t.test('events in Kubernetes mode come from the cache: every change, then the deletion', async (t) => {
