@@ -8,9 +8,10 @@ import { deepMerge } from '../webhook/domain/merge.js';
 
 function client(url: string, apiKey?: string) {
   const headers: Record<string, string> = apiKey ? { 'x-api-key': apiKey } : {};
-  return async (method: string, path: string, body?: unknown): Promise<Response> => {
+  return async (method: string, path: string, body?: unknown, signal?: AbortSignal): Promise<Response> => {
     const response = await fetch(url.replace(/\/$/, '') + path, {
       method,
+      signal,
       headers: body === undefined ? headers : { ...headers, 'content-type': 'application/json' },
       body: body === undefined ? undefined : JSON.stringify(body),
     });
@@ -37,21 +38,73 @@ export function parseSet(assignment: string): ApplicationConfig {
   return path.reduceRight<unknown>((inner, key) => ({ [key]: inner }), value) as ApplicationConfig;
 }
 
-async function follow(call: ReturnType<typeof client>, appName: string): Promise<number> {
-  let last = '';
-  const logs = call('GET', `/api/apps/${appName}/log?follow=true`).then(async (response) => {
-    for await (const chunk of response.body as unknown as AsyncIterable<Uint8Array>) process.stdout.write(chunk);
-  });
-  for (;;) {
-    const app = (await (await call('GET', `/api/apps/${appName}`)).json()) as Application;
-    if (app.state !== last) {
-      process.stderr.write(`[${new Date().toISOString()}] ${appName} ${app.state}${app.stateDetail ? ` (${app.stateDetail})` : ''}\n`);
-      last = app.state ?? '';
+interface ServerEvent { event: string; data: string; id?: string }
+
+/** Server-sent events from a fetch body (text/event-stream: blocks of `field: value` lines, blank line between). */
+async function* serverEvents(body: AsyncIterable<Uint8Array>): AsyncGenerator<ServerEvent> {
+  const decoder = new TextDecoder();
+  let buffer = '';
+  for await (const chunk of body) {
+    buffer += decoder.decode(chunk, { stream: true });
+    let end: number;
+    while ((end = buffer.indexOf('\n\n')) >= 0) {
+      const block = buffer.slice(0, end);
+      buffer = buffer.slice(end + 2);
+      const event: ServerEvent = { event: 'message', data: '' };
+      for (const line of block.split('\n')) {
+        const colon = line.indexOf(':');
+        if (colon <= 0) continue; // comments (keep-alive) and blank lines
+        const field = line.slice(0, colon);
+        const value = line.slice(colon + 1).replace(/^ /, '');
+        if (field === 'event') event.event = value;
+        else if (field === 'data') event.data += value;
+        else if (field === 'id') event.id = value;
+      }
+      yield event;
     }
-    if (isTerminal(app.state)) break;
-    await new Promise((ok) => setTimeout(ok, 1000));
   }
-  await logs.catch(() => undefined);
+}
+
+/**
+ * Follows one job's change feed (GET /api/apps/events?jobName=, in local and Kubernetes mode
+ * alike) instead of polling. Opened before the submission, so no change of the new
+ * application can be missed; `submit` runs once the feed said `ready`.
+ */
+async function submitAndFollow(call: ReturnType<typeof client>, jobName: string, submit: () => Promise<Application>): Promise<number> {
+  const abort = new AbortController();
+  const response = await call('GET', `/api/apps/events?jobName=${encodeURIComponent(jobName)}`, undefined, abort.signal);
+  const events = serverEvents(response.body as unknown as AsyncIterable<Uint8Array>);
+  const first = await events.next();
+  if (first.done || first.value.event !== 'ready') throw new Error('the events stream did not start with ready');
+  const app = await submit();
+  process.stderr.write(`submitted ${app.appName}\n`);
+  const logs = call('GET', `/api/apps/${app.appName}/log?follow=true`).then(async (log) => {
+    for await (const chunk of log.body as unknown as AsyncIterable<Uint8Array>) process.stdout.write(chunk);
+  });
+  let last = '';
+  const show = (seen: Application) => {
+    if (seen.state === last) return;
+    process.stderr.write(`[${new Date().toISOString()}] ${seen.appName} ${seen.state}${seen.stateDetail ? ` (${seen.stateDetail})` : ''}\n`);
+    last = seen.state ?? '';
+  };
+  show(app);
+  try {
+    while (!isTerminal(last as Application['state'])) {
+      const next = await events.next();
+      if (next.done) throw new Error('the events stream ended before the application did');
+      const { event, data } = next.value;
+      if (event === 'reset') show((await (await call('GET', `/api/apps/${app.appName}`)).json()) as Application); // a gap: read it once
+      if (event !== 'changed' && event !== 'deleted') continue;
+      const seen = JSON.parse(data) as Application;
+      if (seen.appName !== app.appName) continue;
+      if (event === 'deleted') { process.stderr.write(`${app.appName} was deleted\n`); return 1; }
+      show(seen);
+    }
+  } finally {
+    abort.abort();
+    await events.return(undefined).catch(() => undefined);
+  }
+  await logs.catch((error: unknown) => process.stderr.write(`the log could not be followed: ${(error as Error).message}\n`));
   return last === 'COMPLETED' ? 0 : last === 'KILLED' ? 130 : 1;
 }
 
@@ -79,14 +132,11 @@ export async function appsCommand(argv: string[]): Promise<number> {
       let overrides: ApplicationConfig = values.file ? JSON.parse(readFileSync(values.file, 'utf8')) : {};
       for (const assignment of values.set) overrides = deepMerge(overrides, parseSet(assignment));
       const query = values['dry-run'] ? '?dryRun=true' : '';
-      const response = await call('POST', `/api/apps/${query}`, { jobName: values.job, configTemplateName: values.template, configOverrides: overrides });
-      const app = (await response.json()) as Application;
-      if (!values.follow || values['dry-run']) {
-        process.stdout.write(`${JSON.stringify(app, null, 2)}\n`);
-        return 0;
-      }
-      process.stderr.write(`submitted ${app.appName}\n`);
-      return follow(call, app.appName);
+      const jobName = values.job;
+      const submit = async () => (await (await call('POST', `/api/apps/${query}`, { jobName, configTemplateName: values.template, configOverrides: overrides })).json()) as Application;
+      if (values.follow && !values['dry-run']) return submitAndFollow(call, jobName, submit);
+      process.stdout.write(`${JSON.stringify(await submit(), null, 2)}\n`);
+      return 0;
     }
     case 'list': {
       const params = new URLSearchParams();

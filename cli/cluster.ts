@@ -89,6 +89,7 @@ async function serve(values: UpOptions) {
     : undefined;
   await kubelet?.start();
   const cluster = new KubernetesCluster({ clients, namespace: values.namespace });
+  await cluster.start();
   const api = await buildApi({ cluster, auth: { enabled: values.auth === 'on', store: new FileKeyStore(join(dir, 'keys')) } });
   const baseUrl = await api.listen({ port: Number(values.port), host: '127.0.0.1' });
   const close = async () => {

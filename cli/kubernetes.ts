@@ -29,11 +29,16 @@ export async function apiCommand(argv: string[]): Promise<number> {
       ...common,
       auth: { type: 'string', default: 'on' },
       'data-dir': { type: 'string', default: defaultDataDir() },
+      controller: { type: 'string', default: 'on', description: 'on: run for the Lease and, while holding it, write application status (README "Kubernetes mode"); off: read only' },
+      'lease-seconds': { type: 'string', default: '6', description: 'how long the Lease holds without renewal: a successor takes over within this' },
       'keys-secret': { type: 'string', description: 'NAMESPACE/NAME of the Secret whose keys.json holds the API keys (watched; instead of <data-dir>/keys.json)' },
       'node-pools': { type: 'string', description: 'the node-pool file; its policy section says whether users may act on applications of other keys' },
     },
   });
   if (values.auth !== 'on' && values.auth !== 'off') throw new Error('--auth takes on or off');
+  if (values.controller !== 'on' && values.controller !== 'off') throw new Error('--controller takes on or off');
+  const leaseSeconds = Number(values['lease-seconds']);
+  if (!Number.isInteger(leaseSeconds) || leaseSeconds < 1) throw new Error('--lease-seconds takes a whole number of seconds, at least 1');
   const clients = kubeClients(values.kubeconfig);
   // --keys-secret: keys verified against a watched copy of the Secret, so a revocation counts
   // within the watch's latency on every replica (submit-api/auth/secret-key-store.ts).
@@ -43,7 +48,12 @@ export async function apiCommand(argv: string[]): Promise<number> {
     : undefined;
   // Listed before the port opens: a replica is never ready with an empty copy of the keys.
   await secretStore?.start();
-  const cluster = new KubernetesCluster({ clients, namespace: values.namespace });
+  const cluster = new KubernetesCluster({
+    clients, namespace: values.namespace, controller: values.controller === 'on',
+    lease: { leaseSeconds, renewMs: Math.max(200, Math.floor(leaseSeconds * 1000 / 3)), retryMs: Math.max(200, Math.floor(leaseSeconds * 1000 / 6)) },
+  });
+  // The cache is listed before the port opens: a replica never answers from an empty cache.
+  await cluster.start();
   const fileStore = secretStore ? undefined : new FileKeyStore(values['data-dir']);
   const store = secretStore ?? fileStore!;
   const policy = values['node-pools'] ? rulesFrom(values['node-pools'], values.namespace).policy : undefined;

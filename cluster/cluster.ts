@@ -16,7 +16,11 @@ export interface AppRecord extends Required<Pick<Application, 'appName' | 'jobNa
   labels: Record<string, string>;
   /** Id of the API key that submitted it; null when authentication was off. */
   submittedBy: string | null;
+  /** Every state entered, oldest first (Kubernetes mode: written by the controller). */
+  transitions?: Transition[];
 }
+
+export interface Transition { state: ApplicationState; at: string; detail?: string }
 
 export type CreateResult =
   | { ok: true; record: AppRecord; pod: V1Pod }

@@ -296,6 +296,14 @@ export interface Application {
   startedAt?: string | null;
   endedAt?: string | null;
   runningExecutors?: number;
+  /**
+   * Every state the application went through, oldest first, with when it entered it and why.
+   */
+  transitions?: {
+    state: ApplicationState;
+    at: string;
+    detail?: string;
+  }[];
 }
 /**
  * An application's own labels: Kubernetes label syntax (`[prefix/]name` keys, values of at most 63 characters). They are set on the driver pod and the application's record, and `GET /api/apps/?labelSelector=key=value` filters by them. Keys beginning with `submission-service/` or `spark-` are the service's and Spark's own and are refused.

@@ -3,6 +3,6 @@ import type { AppRecord } from '../cluster/cluster.js';
 import type { Application } from '../schemas/index.js';
 
 export function toApplication(record: AppRecord): Application {
-  const { appName, jobName, configTemplateName, labels, submittedBy, config, state, stateDetail, createdAt, startedAt, endedAt, runningExecutors } = record;
-  return { appName, jobName, configTemplateName, labels, submittedBy, config, state, stateDetail, createdAt, startedAt, endedAt, runningExecutors };
+  const { appName, jobName, configTemplateName, labels, submittedBy, config, state, stateDetail, createdAt, startedAt, endedAt, runningExecutors, transitions } = record;
+  return { appName, jobName, configTemplateName, labels, submittedBy, config, state, stateDetail, createdAt, startedAt, endedAt, runningExecutors, ...(transitions ? { transitions } : {}) };
 }

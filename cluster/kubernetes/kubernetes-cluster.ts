@@ -1,44 +1,76 @@
-// Kubernetes mode: the API writes bare driver pods; the apiserver sends them through
-// our webhook; records are Application custom resources plus the live driver pods.
-// Nothing that matters is kept in memory, so several API processes can share one cluster.
+// Kubernetes mode: the API writes an Application, then its bare driver pod (owned by the
+// Application, so the garbage collector removes pods with it); the apiserver sends the pod
+// through our webhook. Reads come from one informer cache per process (app-cache.ts); the
+// controller (reconciler.ts), run by the replica holding the Lease, writes every status.
+// Several API processes can share one cluster: nothing that matters is kept only in memory.
+import { hostname } from 'node:os';
+import { randomBytes } from 'node:crypto';
 import { PassThrough, type Readable } from 'node:stream';
-import { Log, type V1Pod, Watch } from '@kubernetes/client-node';
-import type { ApplicationState } from '../../schemas/index.js';
+import { Log, type V1Pod } from '@kubernetes/client-node';
 import {
-  ANNOTATION_ADMITTED, ANNOTATION_SUBMITTED_BY, applicationLabels, DRIVER_CONTAINER, LABEL_APP, LABEL_JOB, LABEL_TEMPLATE, readConfig, SPARK_ROLE,
+  ANNOTATION_ADMITTED, ANNOTATION_SUBMITTED_BY, applicationLabels, DRIVER_CONTAINER, LABEL_JOB, LABEL_TEMPLATE, readConfig,
 } from '../../webhook/domain/index.js';
 import type { AppRecord, Cluster, CreateResult, ListQuery, Page } from '../cluster.js';
 import { isTerminal, UnavailableError } from '../cluster.js';
-import { type AppEventType, EventFeed } from '../events.js';
-import { matchesQuery, pageOf } from '../paging.js';
+import { EventFeed } from '../events.js';
+import { AppCache } from './app-cache.js';
 import { APPLICATIONS, FIELD_MANAGER, GROUP, type KubeClients, VERSION } from './client.js';
 import { kubeCall, kubeCallOrAbsent, missedAdmission, translate, webhookRefusal } from './errors.js';
-import { type ApplicationResource, applicationResource, toRecord } from './records.js';
+import type { Log as LogFn } from './informers.js';
+import { LeaderElection } from './leader-election.js';
+import { Reconciler } from './reconciler.js';
+import { type ApplicationResource, applicationResource, desiredStatus, toRecord } from './records.js';
 import { KubernetesTemplateStore } from './template-store.js';
 
 export interface KubernetesClusterOptions {
   clients: KubeClients;
   /** Where driver and executor pods, records and templates live. */
   namespace: string;
+  /** Run the controller under the Lease (default true); false: this process only reads. */
+  controller?: boolean;
+  /** Name of the Lease (default submission-service-controller) and this replica's identity in it. */
+  lease?: { name?: string; identity?: string; leaseSeconds?: number; renewMs?: number; retryMs?: number };
+  /** Grace period for an Application without a driver pod before it is UNKNOWN (default 30 s). */
+  missingPodGraceMs?: number;
+  log?: LogFn;
 }
-
-const executorSelector = (appName?: string) => `${SPARK_ROLE}=executor${appName ? `,${LABEL_APP}=${appName}` : ''}`;
 
 export class KubernetesCluster implements Cluster {
   readonly kind = 'kubernetes';
   readonly templates: KubernetesTemplateStore;
-  /** Fed by a watch on driver pods while anyone follows it. */
-  readonly events = new EventFeed({
-    onDemand: (active) => {
-      if (active && !this.watchAbort) void this.startWatch();
-      if (!active) { this.watchAbort?.abort(); this.watchAbort = undefined; }
-    },
-  });
-  private watchAbort?: AbortController;
-  private closed = false;
+  /** Fed by the cache: every change of what the API shows of an application. */
+  readonly events = new EventFeed();
+  readonly cache: AppCache;
+  readonly reconciler: Reconciler;
+  readonly leader?: LeaderElection;
+  private started?: Promise<void>;
 
   constructor(private readonly options: KubernetesClusterOptions) {
+    const log = options.log ?? ((message: string) => void process.stderr.write(`${message}\n`));
     this.templates = new KubernetesTemplateStore(options.clients, options.namespace);
+    this.cache = new AppCache({
+      clients: options.clients, namespace: options.namespace, log,
+      onRecord: (type, record) => this.events.publish(type, record),
+      onTouch: (name) => this.reconciler.enqueue(name),
+    });
+    this.reconciler = new Reconciler({ clients: options.clients, namespace: options.namespace, cache: this.cache, graceMs: options.missingPodGraceMs, log });
+    if (options.controller ?? true) {
+      const lease = options.lease ?? {};
+      this.leader = new LeaderElection({
+        clients: options.clients, namespace: options.namespace, log,
+        name: lease.name ?? 'submission-service-controller',
+        identity: lease.identity ?? `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`,
+        leaseSeconds: lease.leaseSeconds, renewMs: lease.renewMs, retryMs: lease.retryMs,
+        onStartedLeading: () => this.reconciler.activate(),
+        onStoppedLeading: () => this.reconciler.deactivate(),
+      });
+    }
+  }
+
+  /** Lists and watches (the cache), then runs for the Lease. Reads wait for it; the wiring calls it before the port opens. */
+  start(): Promise<void> {
+    this.started ??= this.cache.start().then(() => this.leader?.start());
+    return this.started;
   }
 
   private get ns() { return this.options.namespace; }
@@ -55,10 +87,55 @@ export class KubernetesCluster implements Cluster {
   }
 
   async createDriver(bare: V1Pod, { dryRun }: { dryRun: boolean }): Promise<CreateResult> {
-    const body: V1Pod = { ...bare, metadata: { ...bare.metadata, namespace: this.ns } };
-    let pod: V1Pod;
+    await this.start();
+    const labels = bare.metadata?.labels ?? {};
+    const appName = bare.metadata!.name!;
+    let owner: ApplicationResource | undefined;
+    if (!dryRun) {
+      // The Application first: the pod is created owned by it, so a crash in between leaves a
+      // record the controller marks UNKNOWN, never a driver that runs unseen.
+      const draft = applicationResource({
+        appName, namespace: this.ns, labels: applicationLabels(labels), jobName: labels[LABEL_JOB] ?? '',
+        configTemplateName: labels[LABEL_TEMPLATE] ?? '', submittedBy: bare.metadata?.annotations?.[ANNOTATION_SUBMITTED_BY] ?? null,
+      }, { [LABEL_JOB]: labels[LABEL_JOB] ?? '', ...(labels[LABEL_TEMPLATE] ? { [LABEL_TEMPLATE]: labels[LABEL_TEMPLATE] } : {}) });
+      owner = await this.call(`record application ${appName}`, () =>
+        this.custom.createNamespacedCustomObject({ ...this.records, body: draft, fieldManager: FIELD_MANAGER })) as ApplicationResource;
+    }
+    const ownerReferences = owner
+      ? [{ apiVersion: owner.apiVersion, kind: 'Application', name: appName, uid: owner.metadata.uid!, controller: true }]
+      : undefined;
+    const body: V1Pod = { ...bare, metadata: { ...bare.metadata, namespace: this.ns, ...(ownerReferences ? { ownerReferences } : {}) } };
+    let pod: Awaited<ReturnType<KubernetesCluster['createPod']>>;
     try {
-      pod = await this.core.createNamespacedPod({ namespace: this.ns, body, dryRun: dryRun ? 'All' : undefined, fieldManager: FIELD_MANAGER });
+      pod = await this.createPod(body, dryRun);
+    } catch (error) {
+      if (owner) await this.dropApplication(appName);
+      throw error;
+    }
+    if ('ok' in pod) {
+      if (owner) await this.dropApplication(appName);
+      return pod;
+    }
+    const config = readConfig(pod);
+    if (!config || !pod.metadata?.annotations?.[ANNOTATION_ADMITTED]) {
+      if (owner) await this.dropApplication(appName); // the garbage collector takes the pod
+      throw new UnavailableError('the admission webhook did not admit the driver pod (its objectSelector may not match our labels)');
+    }
+    if (!owner) {
+      const draft = { ...applicationResource({ appName, namespace: this.ns, labels: applicationLabels(pod.metadata.labels), jobName: labels[LABEL_JOB] ?? '', configTemplateName: labels[LABEL_TEMPLATE] ?? '', submittedBy: pod.metadata.annotations?.[ANNOTATION_SUBMITTED_BY] ?? null }, {}), };
+      draft.metadata.creationTimestamp = pod.metadata.creationTimestamp ?? new Date();
+      return { ok: true, record: toRecord(draft, desiredStatus(draft, { pod, deleted: false }, 0), { pod, deleted: false }), pod };
+    }
+    // The next read (this replica) sees it: the cache has caught up with both writes.
+    const cached = await this.cache.until(appName, (r) => r !== undefined && Object.keys(r.config).length > 0);
+    const record = cached ?? toRecord(owner, desiredStatus(owner, { pod, deleted: false }, 0), { pod, deleted: false });
+    return { ok: true, record: { ...record, config }, pod };
+  }
+
+  /** The admitted pod, or our refusal (CreateResult with ok false). */
+  private async createPod(body: V1Pod, dryRun: boolean): Promise<V1Pod | Extract<CreateResult, { ok: false }>> {
+    try {
+      return await this.core.createNamespacedPod({ namespace: this.ns, body, dryRun: dryRun ? 'All' : undefined, fieldManager: FIELD_MANAGER });
     } catch (error) {
       const refusal = webhookRefusal(error);
       if (refusal) return { ok: false, ...refusal };
@@ -67,93 +144,69 @@ export class KubernetesCluster implements Cluster {
       }
       throw translate(error, this.options.clients.server, 'create the driver pod');
     }
-    const config = readConfig(pod);
-    if (!config || !pod.metadata?.annotations?.[ANNOTATION_ADMITTED]) {
-      if (!dryRun) await this.deletePods(pod.metadata!.name!).catch(() => undefined);
-      throw new UnavailableError('the admission webhook did not admit the driver pod (its objectSelector may not match our labels)');
-    }
-    const labels = pod.metadata!.labels ?? {};
-    const record: AppRecord = {
-      appName: pod.metadata!.name!,
-      jobName: labels[LABEL_JOB] ?? '',
-      configTemplateName: labels[LABEL_TEMPLATE] ?? '',
-      config,
-      state: 'PENDING',
-      createdAt: new Date(pod.metadata?.creationTimestamp ?? Date.now()).toISOString(),
-      startedAt: null,
-      endedAt: null,
-      runningExecutors: 0,
-      namespace: this.ns,
-      labels: applicationLabels(labels),
-      submittedBy: pod.metadata?.annotations?.[ANNOTATION_SUBMITTED_BY] ?? null,
-    };
-    if (dryRun) return { ok: true, record, pod };
-    const recordLabels = { [LABEL_JOB]: record.jobName, ...(record.configTemplateName ? { [LABEL_TEMPLATE]: record.configTemplateName } : {}) };
+  }
+
+  /** Undoes the Application of a submission that did not get its pod; if this fails, the controller marks it UNKNOWN after its grace period. */
+  private async dropApplication(appName: string): Promise<void> {
     try {
-      await this.custom.createNamespacedCustomObject({ ...this.records, body: applicationResource(record, recordLabels), fieldManager: FIELD_MANAGER });
+      await this.orUndefined(`delete application ${appName}`, () => this.custom.deleteNamespacedCustomObject({ ...this.records, name: appName }));
     } catch (error) {
-      // No half-written application: without its record, the pod goes too.
-      await this.deletePods(record.appName).catch(() => undefined);
-      throw translate(error, this.options.clients.server, `record application ${record.appName}`);
+      (this.options.log ?? ((m: string) => void process.stderr.write(`${m}\n`)))(`could not remove application ${appName} after its pod failed: ${(error as Error).message}`);
     }
-    return { ok: true, record, pod };
   }
 
   async get(appName: string): Promise<AppRecord | undefined> {
-    const resource = await this.orUndefined(`read application ${appName}`, () =>
-      this.custom.getNamespacedCustomObject({ ...this.records, name: appName })) as ApplicationResource | undefined;
-    if (!resource) return undefined;
-    const [pod, executors] = await Promise.all([
-      this.orUndefined(`read driver pod ${appName}`, () => this.core.readNamespacedPod({ name: appName, namespace: this.ns })),
-      this.call('list executor pods', () => this.core.listNamespacedPod({ namespace: this.ns, labelSelector: executorSelector(appName), fieldSelector: 'status.phase=Running' })),
-    ]);
-    return this.settle(resource, toRecord(resource, pod, executors.items.length));
+    await this.start();
+    return this.cache.get(appName);
   }
 
   async list(query: ListQuery): Promise<Page<AppRecord>> {
-    const jobSelector = query.jobName ? `${LABEL_JOB}=${query.jobName}` : LABEL_JOB;
-    const [resources, drivers, executors] = await Promise.all([
-      this.call('list applications', () => this.custom.listNamespacedCustomObject({ ...this.records, labelSelector: jobSelector })),
-      this.call('list driver pods', () => this.core.listNamespacedPod({ namespace: this.ns, labelSelector: `${jobSelector},${SPARK_ROLE}=driver` })),
-      this.call('list executor pods', () => this.core.listNamespacedPod({ namespace: this.ns, labelSelector: executorSelector(), fieldSelector: 'status.phase=Running' })),
-    ]);
-    const pods = new Map(drivers.items.map((p) => [p.metadata!.name!, p]));
-    const running = new Map<string, number>();
-    for (const e of executors.items) {
-      const app = e.metadata?.labels?.[LABEL_APP];
-      if (app) running.set(app, (running.get(app) ?? 0) + 1);
-    }
-    const records = ((resources as { items: ApplicationResource[] }).items ?? [])
-      .map((r) => toRecord(r, pods.get(r.metadata.name), running.get(r.metadata.name) ?? 0))
-      .filter((r) => matchesQuery(r, query));
-    return pageOf(records, query);
+    await this.start();
+    return this.cache.list(query);
   }
 
   async stop(appName: string): Promise<AppRecord | undefined> {
     const record = await this.get(appName);
     if (!record || isTerminal(record.state)) return record;
-    const stopped: AppRecord = { ...record, state: 'KILLED', stateDetail: 'stopped by a user', endedAt: new Date().toISOString(), runningExecutors: 0 };
-    await this.saveStatus(stopped);
-    await this.deletePods(appName);
-    this.emit('changed', stopped);
-    return stopped;
+    // A user's decision, written at once by whichever replica got the request (the controller
+    // keeps a terminal status as it is); conditional on the version read, retried on conflict.
+    for (let attempt = 0; ; attempt++) {
+      const resource = await this.orUndefined(`read application ${appName}`, () =>
+        this.custom.getNamespacedCustomObject({ ...this.records, name: appName })) as ApplicationResource | undefined;
+      if (!resource) return undefined;
+      if (isTerminal(resource.status?.state)) break;
+      const now = new Date().toISOString();
+      const current = desiredStatus(resource, this.cache.driver(appName), 0);
+      const status = { ...current, state: 'KILLED' as const, stateDetail: 'stopped by a user', endedAt: now, runningExecutors: 0,
+        transitions: [...(current.transitions ?? []), { state: 'KILLED' as const, at: now, detail: 'stopped by a user' }] };
+      try {
+        await this.custom.replaceNamespacedCustomObjectStatus({ ...this.records, name: appName, fieldManager: FIELD_MANAGER, body: { ...resource, status } });
+        break;
+      } catch (error) {
+        if ((error as { code?: number }).code !== 409 || attempt >= 5) throw translate(error, this.options.clients.server, `stop application ${appName}`);
+      }
+    }
+    // Executors are owned by the driver pod: the garbage collector (and Spark) remove them.
+    await this.orUndefined(`delete driver pod ${appName}`, () => this.core.deleteNamespacedPod({ name: appName, namespace: this.ns }));
+    return this.cache.until(appName, (r) => r === undefined || isTerminal(r.state));
   }
 
   async delete(appName: string): Promise<boolean> {
     const record = await this.get(appName);
     if (!record) return false;
-    await this.deletePods(appName);
-    await this.orUndefined(`delete application ${appName}`, () => this.custom.deleteNamespacedCustomObject({ ...this.records, name: appName }));
-    this.emit('deleted', record);
-    return true;
+    // Pods go with it: they are owned by the Application (driver) and the driver (executors).
+    const found = await this.orUndefined(`delete application ${appName}`, () =>
+      this.custom.deleteNamespacedCustomObject({ ...this.records, name: appName, propagationPolicy: 'Background' }));
+    await this.cache.until(appName, (r) => r === undefined);
+    return found !== undefined;
   }
 
   async log(appName: string, options: { follow: boolean; signal?: AbortSignal }): Promise<Readable | undefined> {
     const record = await this.get(appName);
     if (!record) return undefined;
     const stream = new PassThrough();
-    const pod = await this.orUndefined(`read driver pod ${appName}`, () => this.core.readNamespacedPod({ name: appName, namespace: this.ns }));
-    if (!pod) {
+    const driver = this.cache.driver(appName);
+    if (!driver || driver.deleted) {
       stream.end(`the driver pod of ${appName} is gone; its log went with it (state ${record.state})\n`);
       return stream;
     }
@@ -164,51 +217,9 @@ export class KubernetesCluster implements Cluster {
   }
 
   async close(): Promise<void> {
-    this.closed = true;
-    this.watchAbort?.abort();
-  }
-
-  /** Keeps a terminal state the pod shows, so the record outlives the pod. */
-  private async settle(resource: ApplicationResource, record: AppRecord): Promise<AppRecord> {
-    if (isTerminal(record.state) && !isTerminal(resource.status?.state)) await this.saveStatus(record).catch(() => undefined);
-    return record;
-  }
-
-  private async saveStatus(record: AppRecord): Promise<void> {
-    const status = { state: record.state as ApplicationState, stateDetail: record.stateDetail, startedAt: record.startedAt, endedAt: record.endedAt, runningExecutors: record.runningExecutors };
-    await this.call(`update application ${record.appName}`, () =>
-      this.custom.patchNamespacedCustomObjectStatus({ ...this.records, name: record.appName, body: [{ op: 'replace', path: '/status', value: status }], fieldManager: FIELD_MANAGER }));
-  }
-
-  private async deletePods(appName: string): Promise<void> {
-    await this.orUndefined(`delete driver pod ${appName}`, () => this.core.deleteNamespacedPod({ name: appName, namespace: this.ns }));
-    await this.call(`delete executor pods of ${appName}`, () =>
-      this.core.deleteCollectionNamespacedPod({ namespace: this.ns, labelSelector: executorSelector(appName) }));
-  }
-
-  /** Driver pod changes, as records; reconnects until closed. */
-  private async startWatch(): Promise<void> {
-    const abort = new AbortController();
-    this.watchAbort = abort;
-    while (!this.closed && this.watchAbort === abort && !abort.signal.aborted) {
-      await new Promise<void>((done) => {
-        new Watch(this.options.clients.kc).watch(`/api/v1/namespaces/${this.ns}/pods`, { labelSelector: `${LABEL_JOB},${SPARK_ROLE}=driver` },
-          (phase, pod: V1Pod) => void this.onPod(phase, pod),
-          () => done(),
-        ).then((request) => abort.signal.addEventListener('abort', () => { request.abort(); done(); }, { once: true }), () => done());
-      });
-      if (!abort.signal.aborted) await new Promise((ok) => setTimeout(ok, 1000));
-    }
-  }
-
-  private async onPod(phase: string, pod: V1Pod): Promise<void> {
-    const name = pod.metadata?.name;
-    if (!name || phase === 'DELETED') return;
-    const record = await this.get(name).catch(() => undefined);
-    if (record) this.emit('changed', record);
-  }
-
-  private emit(type: AppEventType, record: AppRecord): void {
-    this.events.publish(type, record);
+    await this.started?.catch(() => undefined);
+    await this.leader?.stop();
+    this.reconciler.deactivate();
+    await this.cache.stop();
   }
 }

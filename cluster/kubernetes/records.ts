@@ -1,68 +1,148 @@
-// Application records on Kubernetes: an Application custom resource keeps what must
-// outlive the driver pod; the live state is read from the pod while it exists.
-import type { V1Pod } from '@kubernetes/client-node';
+// Application records on Kubernetes. The Application custom resource is the record; its
+// status is written by the controller (reconciler.ts) from what the driver pod shows. This
+// module is pure: the status an application should have, given its resource and the last
+// driver pod seen (live, or the final state of a deleted one), and the API's record of it.
+// The API answers with the same function the controller writes with, so a read never
+// disagrees with the write that is about to happen.
+import type { V1ContainerStatus, V1Pod } from '@kubernetes/client-node';
 import type { ApplicationConfig, ApplicationState } from '../../schemas/index.js';
-import { applicationLabels } from '../../webhook/domain/index.js';
-import { type AppRecord, isTerminal } from '../cluster.js';
+import { applicationLabels, readConfig } from '../../webhook/domain/index.js';
+import { type AppRecord, isTerminal, type Transition } from '../cluster.js';
+
+export interface ApplicationStatus {
+  state?: ApplicationState;
+  stateDetail?: string;
+  startedAt?: string | null;
+  endedAt?: string | null;
+  runningExecutors?: number;
+  transitions?: Transition[];
+}
 
 export interface ApplicationResource {
   apiVersion: string;
   kind: 'Application';
-  metadata: { name: string; namespace?: string; creationTimestamp?: string | Date; labels?: Record<string, string>; resourceVersion?: string };
+  metadata: { name: string; namespace?: string; uid?: string; creationTimestamp?: string | Date; labels?: Record<string, string>; resourceVersion?: string };
   spec: { jobName: string; configTemplateName: string; config: ApplicationConfig; submittedBy?: string | null };
-  status?: { state?: ApplicationState; stateDetail?: string; startedAt?: string | null; endedAt?: string | null; runningExecutors?: number };
+  status?: ApplicationStatus;
 }
 
+/** What the controller knows of the driver pod: the live pod, or the last state of one that was deleted. */
+export interface DriverView { pod: V1Pod; deleted: boolean }
 
 const iso = (value: string | Date | undefined | null): string | null =>
   value === undefined || value === null ? null : new Date(value).toISOString();
 
-const PHASES: Record<string, ApplicationState> = {
-  Pending: 'PENDING', Running: 'RUNNING', Succeeded: 'COMPLETED', Failed: 'FAILED', Unknown: 'UNKNOWN',
-};
+/** Container waiting reasons that mean the pod will not start by itself. */
+const STUCK_REASONS = new Set(['ErrImagePull', 'ImagePullBackOff', 'InvalidImageName', 'CreateContainerConfigError', 'CreateContainerError', 'CrashLoopBackOff']);
 
-/** State and times as the driver pod shows them. */
-export function podState(pod: V1Pod): Pick<AppRecord, 'state' | 'startedAt' | 'endedAt'> & { stateDetail?: string } {
-  const container = pod.status?.containerStatuses?.[0]?.state;
-  const terminated = container?.terminated;
-  const state = PHASES[pod.status?.phase ?? 'Pending'] ?? 'UNKNOWN';
-  return {
-    state,
-    startedAt: iso(container?.running?.startedAt ?? terminated?.startedAt ?? (state === 'RUNNING' ? pod.status?.startTime : undefined)),
-    endedAt: iso(terminated?.finishedAt),
-    stateDetail: terminated ? `exit code ${terminated.exitCode}${terminated.reason ? ` (${terminated.reason})` : ''}` : pod.status?.reason,
-  };
+function driverContainer(pod: V1Pod): V1ContainerStatus | undefined {
+  return pod.status?.containerStatuses?.[0];
 }
 
-/** The record: persisted terminal state wins; otherwise the pod's; no pod and no end means UNKNOWN. */
-export function toRecord(resource: ApplicationResource, pod: V1Pod | undefined, runningExecutors: number): AppRecord {
+/** Why a pending pod is pending: a container waiting reason, else the scheduler's verdict. */
+function pendingDetail(pod: V1Pod): string | undefined {
+  const waiting = driverContainer(pod)?.state?.waiting;
+  if (waiting?.reason && (STUCK_REASONS.has(waiting.reason) || waiting.message)) {
+    return waiting.message ? `${waiting.reason}: ${waiting.message}` : waiting.reason;
+  }
+  const scheduled = pod.status?.conditions?.find((c) => c.type === 'PodScheduled');
+  if (scheduled?.status === 'False' && scheduled.reason) return scheduled.message ? `${scheduled.reason}: ${scheduled.message}` : scheduled.reason;
+  return waiting?.reason;
+}
+
+/** State, times and why, as the driver pod shows them; undefined state means "no news" (phase Unknown). */
+export function podState(view: DriverView): { state?: ApplicationState; startedAt: string | null; endedAt: string | null; stateDetail?: string } {
+  const { pod } = view;
+  const container = driverContainer(pod)?.state;
+  const terminated = container?.terminated;
+  const startedAt = iso(container?.running?.startedAt ?? terminated?.startedAt ?? (pod.status?.phase === 'Running' ? pod.status?.startTime : undefined));
+  switch (pod.status?.phase) {
+    case 'Running':
+      return { state: 'RUNNING', startedAt, endedAt: null };
+    case 'Succeeded':
+    case 'Failed': {
+      const detail = terminated ? `exit code ${terminated.exitCode}${terminated.reason ? ` (${terminated.reason})` : ''}` : pod.status?.reason ?? pod.status?.message;
+      return { state: pod.status.phase === 'Succeeded' ? 'COMPLETED' : 'FAILED', startedAt, endedAt: iso(terminated?.finishedAt) ?? startedAt, stateDetail: detail };
+    }
+    case 'Unknown':
+      // The node lost contact; the pod may still run. Not terminal: no news about the state.
+      return { startedAt, endedAt: null, stateDetail: `the driver's node is not reporting (pod phase Unknown)${pod.status?.reason ? `: ${pod.status.reason}` : ''}` };
+    default:
+      if (view.deleted) return { state: 'UNKNOWN', startedAt, endedAt: null, stateDetail: 'the driver pod was deleted before it started' };
+      return { state: 'PENDING', startedAt: null, endedAt: null, stateDetail: pendingDetail(pod) };
+  }
+}
+
+/**
+ * The status an application should have now. Idempotent: applied to its own result it gives
+ * the same status. A terminal status is kept. `missingSince`: the driver pod has not been seen
+ * and the grace period for it is over (UNKNOWN); `now` dates transitions the pod gives no time for.
+ */
+export function desiredStatus(resource: ApplicationResource, driver: DriverView | undefined, runningExecutors: number, options: { missing?: boolean; now?: string } = {}): ApplicationStatus {
   const saved = resource.status ?? {};
-  const base = {
+  const createdAt = iso(resource.metadata.creationTimestamp) ?? new Date(0).toISOString();
+  const transitions: Transition[] = saved.transitions?.length ? [...saved.transitions] : [{ state: 'PENDING', at: createdAt }];
+  if (isTerminal(saved.state)) return { ...saved, runningExecutors: 0, transitions };
+  const now = options.now ?? new Date().toISOString();
+  let next: { state?: ApplicationState; startedAt: string | null; endedAt: string | null; stateDetail?: string };
+  if (driver) {
+    next = podState(driver);
+    if (driver.deleted && !next.state) next = { ...next, state: 'UNKNOWN', stateDetail: 'the driver pod was deleted while its node was not reporting' };
+    if (driver.deleted && next.state === 'RUNNING') next = { ...next, state: 'UNKNOWN', endedAt: now, stateDetail: 'the driver pod was deleted while running' };
+  } else if (options.missing) {
+    next = { state: 'UNKNOWN', startedAt: saved.startedAt ?? null, endedAt: null, stateDetail: saved.state && saved.state !== 'PENDING' ? 'the driver pod is gone' : 'no driver pod was created for this application' };
+  } else {
+    next = { state: saved.state ?? 'PENDING', startedAt: saved.startedAt ?? null, endedAt: saved.endedAt ?? null, stateDetail: saved.stateDetail ?? 'waiting for the driver pod' };
+  }
+  const state = next.state ?? saved.state ?? 'PENDING';
+  const last = transitions[transitions.length - 1];
+  if (last.state !== state) {
+    // A run seen only after it ended (the controller was away) still records when it started.
+    if (state !== 'RUNNING' && next.startedAt && !transitions.some((t) => t.state === 'RUNNING')) transitions.push({ state: 'RUNNING', at: next.startedAt });
+    const at = state === 'RUNNING' ? next.startedAt ?? now : isTerminal(state) ? next.endedAt ?? now : now;
+    transitions.push({ state, at, ...(next.stateDetail ? { detail: next.stateDetail } : {}) });
+  }
+  const status: ApplicationStatus = {
+    state,
+    startedAt: next.startedAt ?? saved.startedAt ?? null,
+    endedAt: isTerminal(state) ? next.endedAt ?? now : null,
+    runningExecutors: state === 'RUNNING' ? runningExecutors : 0,
+    transitions,
+  };
+  const detail = next.stateDetail ?? (next.state ? undefined : saved.stateDetail);
+  if (detail) status.stateDetail = detail;
+  return status;
+}
+
+/** The API's record: the resource and its (desired) status; the config from the driver pod until the controller copied it. */
+export function toRecord(resource: ApplicationResource, status: ApplicationStatus, driver: DriverView | undefined): AppRecord {
+  const stored = resource.spec.config;
+  const config = stored && Object.keys(stored).length > 0 ? stored : (driver && readConfig(driver.pod)) || stored || {};
+  const record: AppRecord = {
     appName: resource.metadata.name,
     jobName: resource.spec.jobName,
     configTemplateName: resource.spec.configTemplateName,
-    config: resource.spec.config,
+    config,
+    state: status.state ?? 'PENDING',
     createdAt: iso(resource.metadata.creationTimestamp) ?? new Date(0).toISOString(),
+    startedAt: status.startedAt ?? null,
+    endedAt: status.endedAt ?? null,
+    runningExecutors: status.runningExecutors ?? 0,
     namespace: resource.metadata.namespace ?? '',
     labels: applicationLabels(resource.metadata.labels),
     submittedBy: resource.spec.submittedBy ?? null,
+    transitions: status.transitions ?? [],
   };
-  if (isTerminal(saved.state)) {
-    return { ...base, state: saved.state!, stateDetail: saved.stateDetail, startedAt: saved.startedAt ?? null, endedAt: saved.endedAt ?? null, runningExecutors: 0 };
-  }
-  if (!pod) {
-    return { ...base, state: 'UNKNOWN', stateDetail: 'the driver pod is gone', startedAt: saved.startedAt ?? null, endedAt: null, runningExecutors: 0 };
-  }
-  const live = podState(pod);
-  return { ...base, ...live, runningExecutors: live.state === 'RUNNING' ? runningExecutors : 0 };
+  if (status.stateDetail) record.stateDetail = status.stateDetail;
+  return record;
 }
 
-export function applicationResource(record: AppRecord, labels: Record<string, string>): ApplicationResource {
+/** The Application written before its driver pod: no config yet (the admitted pod has it; the controller copies it). */
+export function applicationResource(record: Pick<AppRecord, 'appName' | 'namespace' | 'labels' | 'jobName' | 'configTemplateName' | 'submittedBy'>, labels: Record<string, string>): ApplicationResource {
   return {
     apiVersion: 'submission-service.io/v1',
     kind: 'Application',
     metadata: { name: record.appName, namespace: record.namespace, labels: { ...record.labels, ...labels } },
-    spec: { jobName: record.jobName, configTemplateName: record.configTemplateName, config: record.config, submittedBy: record.submittedBy },
-    status: { state: record.state },
+    spec: { jobName: record.jobName, configTemplateName: record.configTemplateName, config: {}, submittedBy: record.submittedBy },
   };
 }

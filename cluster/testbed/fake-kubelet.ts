@@ -7,10 +7,11 @@
 import { createServer, type Server } from 'node:https';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { type V1Pod, Watch } from '@kubernetes/client-node';
+import type { V1Pod } from '@kubernetes/client-node';
 import { generateCa, issueServingCert } from '../../certs/generate.js';
 import { LABEL_JOB, readConfig, SPARK_ROLE } from '../../webhook/domain/index.js';
 import type { KubeClients } from '../kubernetes/client.js';
+import { type ResilientInformer, resilientInformer } from '../kubernetes/informers.js';
 import { unlessExists } from '../kubernetes/errors.js';
 import { logStream } from '../local/log-stream.js';
 import { isAlive, killGroup, readExitCode, startDriverPod } from '../local/process-runner.js';
@@ -23,6 +24,13 @@ export interface FakeKubeletOptions {
   sparkSubmit: string;
   python?: string;
   cores: number;
+  /**
+   * Test-double behaviour: images this fake kubelet is told cannot be pulled. A pod naming one
+   * is never run; its container is reported waiting with ErrImagePull, then ImagePullBackOff,
+   * as a kubelet reports an image that does not exist.
+   */
+  missingImages?: string[];
+  log?: (message: string) => void;
 }
 
 interface Running { pid: number; startTicks: number; logFile: string; exitFile: string; startedAt: string; done: boolean }
@@ -30,7 +38,7 @@ interface Running { pid: number; startTicks: number; logFile: string; exitFile: 
 export class FakeKubelet {
   readonly nodeName = 'fake-kubelet';
   private server?: Server;
-  private watch?: AbortController;
+  private informer?: ResilientInformer<V1Pod>;
   private readonly running = new Map<string, Running>();
   port = 0;
 
@@ -45,13 +53,20 @@ export class FakeKubelet {
     await new Promise<void>((ok) => this.server!.listen(0, '127.0.0.1', ok));
     this.port = (this.server.address() as { port: number }).port;
     await this.registerNode();
-    const watch = new Watch(this.options.clients.kc);
-    this.watch = await watch.watch(`/api/v1/namespaces/${this.options.namespace}/pods`, { labelSelector: `${LABEL_JOB},${SPARK_ROLE}=driver` },
-      (_phase, pod: V1Pod) => void this.onPod(pod).catch(() => undefined), () => undefined);
+    // An informer, so a dropped watch comes back (relisting what changed meanwhile).
+    const { core } = this.options.clients;
+    const ns = this.options.namespace;
+    const selector = `${LABEL_JOB},${SPARK_ROLE}=driver`;
+    this.informer = resilientInformer<V1Pod>(this.options.clients.kc, 'fake-kubelet pods', `/api/v1/namespaces/${ns}/pods`,
+      () => core.listNamespacedPod({ namespace: ns, labelSelector: selector }), { labelSelector: selector, log: this.options.log });
+    const handle = (pod: V1Pod) => void this.onPod(pod).catch((error: unknown) => this.options.log?.(`fake kubelet: pod ${pod.metadata?.name}: ${String(error)}`));
+    this.informer.informer.on('add', handle);
+    this.informer.informer.on('update', handle);
+    await this.informer.start();
   }
 
   async stop(): Promise<void> {
-    this.watch?.abort();
+    await this.informer?.stop();
     for (const run of this.running.values()) if (!run.done) await killGroup(run.pid, run.startTicks, 2000);
     await new Promise<void>((ok) => (this.server ? this.server.close(() => ok()) : ok()));
   }
@@ -96,7 +111,32 @@ export class FakeKubelet {
       });
       return; // the binding's update event starts it
     }
+    const image = pod.spec?.containers?.[0]?.image ?? '';
+    if (this.options.missingImages?.includes(image)) {
+      await this.cannotPull(pod, image);
+      return;
+    }
     this.launch(pod);
+  }
+
+  /** Test-double behaviour: the kubelet's report for an image it cannot pull (first ErrImagePull, then the back-off). */
+  private async cannotPull(pod: V1Pod, image: string): Promise<void> {
+    const waiting = pod.status?.containerStatuses?.[0]?.state?.waiting?.reason;
+    if (waiting === 'ImagePullBackOff') return;
+    const reason = waiting === 'ErrImagePull' ? 'ImagePullBackOff' : 'ErrImagePull';
+    const message = reason === 'ErrImagePull'
+      ? `failed to pull image "${image}": not found (fake kubelet: told this image is missing)`
+      : `Back-off pulling image "${image}"`;
+    const { core } = this.options.clients;
+    const name = pod.metadata!.name!;
+    const current = await core.readNamespacedPod({ name, namespace: this.options.namespace });
+    const container = current.spec!.containers[0];
+    current.status = {
+      ...current.status,
+      phase: 'Pending',
+      containerStatuses: [{ name: container.name, image, imageID: '', ready: false, restartCount: 0, state: { waiting: { reason, message } } }],
+    };
+    await core.replaceNamespacedPodStatus({ name, namespace: this.options.namespace, body: current });
   }
 
   private launch(pod: V1Pod): void {

@@ -1,9 +1,9 @@
 // API keys kept in a Kubernetes Secret (data key `keys.json`, the same JSON as FileKeyStore's
 // file, so a file made by `keys create --data-dir` can be put in the Secret and back).
 //
-// verify() answers from an in-memory copy of the Secret, kept current by a watch on that one
+// verify() answers from an in-memory copy of the Secret, kept current by an informer on that one
 // Secret (list with fieldSelector metadata.name=NAME, then watch from the list's
-// resourceVersion): verification never waits on the apiserver, and a revocation reaches every
+// resourceVersion; restarted with backoff after errors, cluster/kubernetes/informers.ts): verification never waits on the apiserver, and a revocation reaches every
 // replica as soon as the watch delivers it (milliseconds), not after the kubelet's sync of a
 // mounted volume (a minute or so). When the Secret is absent, or its keys.json is not a keys
 // file, every key is refused (fail closed) and the log callback says so once.
@@ -16,8 +16,9 @@
 // RBAC: list and watch are authorized against resourceNames when the request carries a
 // fieldSelector metadata.name=NAME, which is all this store sends; a verifying replica needs
 // get, list, watch on this one Secret (manifests/chart/templates/rbac.yaml), nothing more.
-import { type CoreV1Api, type KubeConfig, type V1Secret, Watch } from '@kubernetes/client-node';
+import type { CoreV1Api, KubeConfig, V1Secret } from '@kubernetes/client-node';
 import { statusCode } from '../../cluster/kubernetes/errors.js';
+import { type ResilientInformer, resilientInformer } from '../../cluster/kubernetes/informers.js';
 import {
   type ApiKeyIdentity, type CreatedKey, indexByHash, type KeyInfo, keyInfos, newKey, parseKeys,
   revokeIn, type Role, serializeKeys, type StoredKey, verifyIn,
@@ -34,7 +35,7 @@ export interface SecretKeyStoreOptions {
   log?: (message: string) => void;
   /** Read-modify-write attempts before giving up on 409s (default 10). */
   attempts?: number;
-  /** Pause before the watch reconnects after it ended (default 500 ms; doubles up to 10 s on failures). */
+  /** Unused since the store runs on an informer (restarts back off from 0.2 s to 10 s); kept so callers need not change. */
   reconnectMs?: number;
 }
 
@@ -52,9 +53,7 @@ export class SecretKeyStore {
   private state: State = { kind: 'unknown' };
   private said = ''; // the last state kind reported to log(), so each is said once
   private running = false;
-  private watchAbort: AbortController | undefined;
-  private loop: Promise<void> | undefined;
-  private wake: (() => void) | undefined;
+  private informer: ResilientInformer<V1Secret> | undefined;
   private readonly listeners = new Set<() => void>();
 
   constructor(private readonly options: SecretKeyStoreOptions) {
@@ -74,30 +73,35 @@ export class SecretKeyStore {
 
   /**
    * Lists the Secret (so verify() answers as soon as this resolves; an absent Secret is not an
-   * error: verify refuses everything until it appears), then keeps it current with a watch that
-   * reconnects (list again, watch again) whenever it ends. Rejects when the first list fails
-   * for any other reason (no access, no apiserver).
+   * error: verify refuses everything until it appears), then keeps it current with an informer
+   * (cluster/kubernetes/informers.ts: list, watch, restarts with backoff). Rejects when the first
+   * list fails for any other reason (no access, no apiserver).
    */
   async start(): Promise<void> {
     if (this.running) return;
     this.running = true;
-    let resourceVersion: string;
+    const { namespace, name } = this;
+    const fieldSelector = `metadata.name=${name}`;
+    const informer = resilientInformer<V1Secret>(this.options.kc, `Secret ${this.ref}`, `/api/v1/namespaces/${namespace}/secrets`,
+      () => this.options.core.listNamespacedSecret({ namespace, fieldSelector }), { fieldSelector, log: this.options.log });
+    informer.informer.on('add', (secret) => this.apply(secret));
+    informer.informer.on('update', (secret) => this.apply(secret));
+    informer.informer.on('delete', () => this.apply(undefined));
     try {
-      resourceVersion = await this.relist();
+      await informer.start();
     } catch (error) {
       this.running = false;
       throw error;
     }
-    this.loop = this.watchLoop(resourceVersion);
+    this.informer = informer;
+    if (!informer.informer.get(name, namespace)) this.apply(undefined);
   }
 
   /** Ends the watch; verify() refuses everything afterwards. */
   async stop(): Promise<void> {
     this.running = false;
-    this.watchAbort?.abort();
-    this.wake?.();
-    await this.loop;
-    this.loop = undefined;
+    await this.informer?.stop();
+    this.informer = undefined;
     this.state = { kind: 'unknown' };
   }
 
@@ -216,63 +220,5 @@ export class SecretKeyStore {
     else if (state.kind === 'invalid') log?.(`API key Secret ${this.ref} is not usable (${state.reason}): every API key is refused until it is fixed`);
     else if (state.kind === 'ready' && this.said) log?.(`API key Secret ${this.ref} is readable again: keys are checked against it`);
     this.said = state.kind;
-  }
-
-  /** Lists the one Secret (fieldSelector: list is then authorized by resourceNames); returns the list's resourceVersion. */
-  private async relist(): Promise<string> {
-    const list = await this.options.core.listNamespacedSecret({ namespace: this.namespace, fieldSelector: `metadata.name=${this.name}` });
-    this.apply(list.items.find((s) => s.metadata?.name === this.name));
-    return list.metadata?.resourceVersion ?? '';
-  }
-
-  private async watchLoop(initialVersion: string): Promise<void> {
-    let resourceVersion: string | undefined = initialVersion;
-    let pause = this.options.reconnectMs ?? 500;
-    while (this.running) {
-      let failed = false;
-      try {
-        resourceVersion ??= await this.relist();
-        const ended = await this.watchOnce(resourceVersion);
-        // A watch that ended normally (server timeout) resumes from the last version seen;
-        // "too old" (410) or an error means list again: events may have been missed.
-        resourceVersion = ended.resumeFrom;
-        failed = ended.failed;
-      } catch {
-        resourceVersion = undefined;
-        failed = true;
-      }
-      if (!this.running) break;
-      pause = failed ? Math.min(pause * 2, 10_000) : this.options.reconnectMs ?? 500;
-      // Until the watch is back, the copy stays as last seen (a revocation made meanwhile counts
-      // once the relist or the resumed watch delivers it).
-      await new Promise<void>((ok) => { this.wake = ok; setTimeout(ok, failed ? pause : 0); });
-      this.wake = undefined;
-    }
-  }
-
-  private watchOnce(resourceVersion: string): Promise<{ resumeFrom: string | undefined; failed: boolean }> {
-    return new Promise((resolve, reject) => {
-      let last: string | undefined = resourceVersion;
-      let gone = false;
-      const watch = new Watch(this.options.kc);
-      watch.watch(
-        `/api/v1/namespaces/${this.namespace}/secrets`,
-        { fieldSelector: `metadata.name=${this.name}`, resourceVersion, allowWatchBookmarks: true },
-        (phase: string, object: V1Secret & { code?: number }) => {
-          if (phase === 'ERROR') {
-            gone = true; // typically 410 Gone: the version is too old; relist
-            return;
-          }
-          last = object.metadata?.resourceVersion ?? last;
-          if (phase === 'BOOKMARK') return;
-          if (object.metadata?.name !== this.name) return;
-          this.apply(phase === 'DELETED' ? undefined : object);
-        },
-        (error: unknown) => resolve(gone || error ? { resumeFrom: undefined, failed: Boolean(error) } : { resumeFrom: last, failed: false }),
-      ).then((abort) => {
-        this.watchAbort = abort;
-        if (!this.running) abort.abort();
-      }, reject);
-    });
   }
 }

@@ -2,7 +2,7 @@
 // and optionally kube-scheduler) in one process for integration tests, in the
 // spirit of envtest but built from Kubernetes' own Go modules.
 //
-//	testbed --dir DIR [--scheduler] [--port N] [--keep]
+//	testbed --dir DIR [--scheduler] [--gc=false] [--port N] [--keep]
 //
 // With --keep, a DIR left by an earlier run is started again as the same cluster
 // (same PKI, same etcd data) instead of a new one. Prints "READY <kubeconfig> <apiserver-url>" on stdout once usable; logs go
@@ -42,18 +42,19 @@ func main() {
 	withScheduler := fs.Bool("scheduler", false, "also run kube-scheduler")
 	port := fs.Int("port", 0, "apiserver secure port on 127.0.0.1 (0 = pick a free one)")
 	keep := fs.Bool("keep", false, "restart the cluster DIR holds (its PKI and etcd data) instead of making a new one")
+	withGC := fs.Bool("gc", true, "also run kube-controller-manager's garbage collector (ownerReferences)")
 	fs.Parse(os.Args[1:])
 	if *dir == "" {
 		fmt.Fprintln(os.Stderr, "testbed: --dir is required")
 		os.Exit(2)
 	}
-	if err := run(*dir, *withScheduler, *port, *keep); err != nil {
+	if err := run(*dir, *withScheduler, *withGC, *port, *keep); err != nil {
 		fmt.Fprintln(os.Stderr, "testbed:", err)
 		os.Exit(1)
 	}
 }
 
-func run(dir string, withScheduler bool, port int, keep bool) error {
+func run(dir string, withScheduler, withGC bool, port int, keep bool) error {
 	dir, err := filepath.Abs(dir)
 	if err != nil {
 		return err
@@ -181,6 +182,14 @@ func run(dir string, withScheduler bool, port int, keep bool) error {
 		if err := waitFor(schedReady, schedDone, sigs, 2*time.Minute); err != nil {
 			return fmt.Errorf("scheduler: %w", err)
 		}
+	}
+
+	if withGC {
+		go func() {
+			if err := runGarbageCollector(schedCtx, kubeconfig); err != nil {
+				fmt.Fprintln(os.Stderr, "testbed: garbage collector:", err)
+			}
+		}()
 	}
 
 	fmt.Printf("READY %s %s\n", kubeconfig, serverURL)

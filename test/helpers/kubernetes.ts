@@ -11,7 +11,7 @@ import { AdmissionregistrationV1Api, type V1MutatingWebhookConfiguration, type V
 import type { FastifyInstance } from 'fastify';
 import { createFakeNodes, ensureCrds, ensureNamespace } from '../../cluster/kubernetes/bootstrap.js';
 import { APPLICATIONS, GROUP, type KubeClients, kubeClients, TEMPLATES, VERSION } from '../../cluster/kubernetes/client.js';
-import { KubernetesCluster } from '../../cluster/kubernetes/kubernetes-cluster.js';
+import { KubernetesCluster, type KubernetesClusterOptions } from '../../cluster/kubernetes/kubernetes-cluster.js';
 import { buildApi } from '../../submit-api/app.js';
 import { type AdmissionRules, buildRules } from '../../webhook/domain/index.js';
 import { mutatingWebhookConfiguration } from '../../webhook/server/registration.js';
@@ -106,9 +106,10 @@ export interface ApiInstance {
 }
 
 /** One more API (its own clients and KubernetesCluster) against the same apiserver. */
-export async function startApi(kubeconfig: string, namespace: string): Promise<ApiInstance> {
+export async function startApi(kubeconfig: string, namespace: string, options: Partial<KubernetesClusterOptions> = {}): Promise<ApiInstance> {
   const clients = kubeClients(kubeconfig);
-  const cluster = new KubernetesCluster({ clients, namespace });
+  const cluster = new KubernetesCluster({ clients, namespace, ...options });
+  await cluster.start();
   const app = await buildApi({ cluster, auth: { enabled: false, store: { verify: () => undefined } } });
   const baseUrl = await app.listen({ port: 0, host: '127.0.0.1' });
   return { app, cluster, kubeClients: clients, baseUrl, close: async () => { await app.close(); await cluster.close(); } };

@@ -4,6 +4,7 @@ import t from 'tap';
 import { AdmissionregistrationV1Api } from '@kubernetes/client-node';
 import { readConfig } from '../../webhook/domain/index.js';
 import { exampleCluster } from '../helpers/api.js';
+import { sleep } from '../helpers/temp.js';
 import { eventually, fakeKubelet, register, startKubeBed, WEBHOOK_NAME } from '../helpers/kubernetes.js';
 
 const example = exampleCluster();
@@ -31,7 +32,10 @@ t.test('the API on Kubernetes', async (t) => {
     const record = (await bed.applications()).find((a) => a.metadata.name === appName);
     t.ok(record, 'an Application resource');
     t.equal(record?.spec.jobName, 'first');
-    t.same(record?.spec.config, res.json.config);
+    t.same(pod.metadata?.ownerReferences?.map((o) => [o.kind, o.name, o.uid]), [['Application', appName, (record?.metadata as { uid?: string }).uid]], 'the driver pod is owned by its Application');
+    // The Application is written before admission decides the config; the controller copies it from the admitted pod.
+    const copied = await eventually(async () => (await bed.applications()).find((a) => a.metadata.name === appName), (a) => Object.keys(a?.spec.config ?? {}).length > 0, { what: 'the controller to copy the config' });
+    t.same(copied?.spec.config, res.json.config);
   });
 
   t.test('dryRun=true goes through the apiserver and the webhook and creates nothing', async (t) => {
@@ -86,7 +90,8 @@ t.test('the API on Kubernetes', async (t) => {
     t.ok((await recordNames()).includes(a));
     t.equal((await bed.call('DELETE', `/api/apps/${b}`)).status, 204);
     t.notOk((await recordNames()).includes(b), 'the Application resource is gone');
-    t.ok(await podGone(b));
+    await eventually(() => podGone(b), Boolean, { what: 'the garbage collector to remove the driver pod of a deleted Application' });
+    t.pass('the garbage collector removed its driver pod');
     t.equal((await bed.call('GET', `/api/apps/${b}`)).status, 404);
     t.equal((await bed.call('DELETE', `/api/apps/${b}`)).status, 404);
     t.equal((await bed.call('POST', `/api/apps/${b}/stop`)).status, 404);
@@ -96,24 +101,27 @@ t.test('the API on Kubernetes', async (t) => {
     const appName = (await submit({ jobName: 'orphan' })).json.appName;
     await core.deleteNamespacedPod({ name: appName, namespace, gracePeriodSeconds: 0 });
     await eventually(() => podGone(appName), Boolean, { what: 'the pod to go' });
-    const res = await bed.call('GET', `/api/apps/${appName}`);
+    const res = await eventually(() => bed.call('GET', `/api/apps/${appName}`), (r) => r.json?.state === 'UNKNOWN', { what: 'UNKNOWN' });
     t.equal(res.status, 200);
     t.equal(res.json.state, 'UNKNOWN');
+    t.match(res.json.stateDetail, /deleted before it started/);
     t.equal(res.json.jobName, 'orphan');
   });
 
   t.test('with a fake kubelet: RUNNING, then COMPLETED, which outlives the pod', async (t) => {
     const appName = (await submit({ jobName: 'runs' })).json.appName;
     await fakeKubelet(bed.clients, namespace, appName, 'Running');
-    const running = await bed.call('GET', `/api/apps/${appName}`);
+    // Reads come from the cache: a change made by someone else shows once the watch brings it.
+    const running = await eventually(() => bed.call('GET', `/api/apps/${appName}`), (r) => r.json?.state === 'RUNNING', { what: 'RUNNING' });
     t.equal(running.json.state, 'RUNNING');
     t.ok(running.json.startedAt, 'startedAt set');
     await fakeKubelet(bed.clients, namespace, appName, 'Succeeded');
-    const done = await bed.call('GET', `/api/apps/${appName}`);
+    const done = await eventually(() => bed.call('GET', `/api/apps/${appName}`), (r) => r.json?.state === 'COMPLETED', { what: 'COMPLETED' });
     t.equal(done.json.state, 'COMPLETED');
     t.ok(done.json.endedAt, 'endedAt set');
     await core.deleteNamespacedPod({ name: appName, namespace, gracePeriodSeconds: 0 });
     await eventually(() => podGone(appName), Boolean, { what: 'the pod to go' });
+    await sleep(300);
     const after = await bed.call('GET', `/api/apps/${appName}`);
     t.equal(after.json.state, 'COMPLETED', 'still COMPLETED without its pod');
     t.equal(after.json.endedAt, done.json.endedAt);
@@ -154,9 +162,12 @@ t.test('the API on Kubernetes', async (t) => {
     t.same(await podNames(), pods, 'no pod left');
   });
 
-  t.test('apiserver unreachable: 503 naming the API server', async (t) => {
+  t.test('apiserver unreachable: 503 naming the API server; application reads are served from the cache', async (t) => {
     await bed.testbed.stop();
-    for (const [method, path, body] of [['POST', '/api/apps/', { jobName: 'down' }], ['GET', '/api/apps/'], ['GET', '/api/config-templates/']] as const) {
+    const listed = await bed.call('GET', '/api/apps/', undefined, 10_000);
+    t.equal(listed.status, 200, 'the list is answered from the cache, as last seen');
+    t.ok(listed.json.items.length > 0);
+    for (const [method, path, body] of [['POST', '/api/apps/', { jobName: 'down' }], ['GET', '/api/config-templates/']] as const) {
       const res = await bed.call(method, path, body, 10_000);
       t.equal(res.status, 503, `${method} ${path}`);
       t.match(res.json.message, /Kubernetes API server/, 'names the API server');

@@ -8,6 +8,7 @@
 // on its data. So what was created before is still there, and the clients of this process
 // (kept-alive agents, the webhook's informers) have to reconnect on their own.
 import t from 'tap';
+import { register } from 'prom-client';
 import { eventually, type KubeBed, type Reply, startKubeBed } from '../helpers/kubernetes.js';
 import { sleep } from '../helpers/temp.js';
 
@@ -15,7 +16,7 @@ type Phase = 'before' | 'stopping' | 'down' | 'restarting' | 'after';
 /** One dry run; `phase` is the one it was sent in. */
 interface Answer { sentAt: number; phase: Phase; status: number; ms: number; message: string }
 
-type Asserts = Pick<typeof t, 'ok' | 'same' | 'equal' | 'comment' | 'teardown'>;
+type Asserts = Pick<typeof t, 'ok' | 'same' | 'equal' | 'match' | 'comment' | 'teardown'>;
 
 const DOWN_MS = 3_000;
 const SLOW_MS = 5_000;
@@ -133,6 +134,12 @@ async function restartUnderLoad(t: Asserts, bed: KubeBed, signal: NodeJS.Signals
   const firstOk = after.find((a) => a.status === 200);
   t.ok(firstOk, 'dry runs succeed again, by themselves');
   t.ok(lastEightOk(), 'and keep succeeding');
+  // The informers noticed, restarted with backoff, and counted it; the cache is live again.
+  const restarts = await register.getSingleMetricAsString('submission_service_watch_restarts_total');
+  t.match(restarts, /submission_service_watch_restarts_total\{resource="applications"\} [1-9]/, 'watch restarts counted');
+  const probe = await bed.call('POST', '/api/apps/', { jobName: 'afterrestart' });
+  t.equal(probe.status, 201, 'a real submission after the restart');
+  t.equal((await bed.call('GET', `/api/apps/${probe.json.appName}`)).status, 200, 'and the cache, watching again, shows it');
 
   t.comment(`${signal} to exit ${at(downAt - stoppingAt)}: ${summary(of('stopping'))}`);
   t.comment(`down ${at(restartAt - downAt)}: ${summary(down)}; slowest ${slowest(down)} ms`);

@@ -171,6 +171,10 @@ if (skip) {
       [api, { namespace: APPS, verb: 'deletecollection', resource: 'pods' }, true],
       [api, { namespace: APPS, verb: 'deletecollection', resource: 'services' }, false],
       [api, { verb: 'list', resource: 'nodes' }, false],
+      // The controller's Lease: that one by name; no other.
+      [api, { namespace: APPS, verb: 'update', group: 'coordination.k8s.io', resource: 'leases', name: 'submission-service-controller' }, true],
+      [api, { namespace: APPS, verb: 'create', group: 'coordination.k8s.io', resource: 'leases' }, true],
+      [api, { namespace: APPS, verb: 'update', group: 'coordination.k8s.io', resource: 'leases', name: 'someone-else' }, false],
 
       [webhook, { namespace: APPS, verb: 'create', resource: 'pods' }, false],
       [webhook, { namespace: APPS, verb: 'watch', resource: 'pods' }, true],

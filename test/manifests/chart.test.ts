@@ -156,6 +156,8 @@ t.test('RBAC: least privilege', async (t) => {
     { apiGroups: [''], resources: ['pods'], verbs: ['create', 'get', 'list', 'watch', 'delete', 'deletecollection'] },
     { apiGroups: [''], resources: ['pods/log'], verbs: ['get'] },
     { apiGroups: ['submission-service.io'], resources: ['applications', 'applications/status', 'configtemplates'], verbs: ['create', 'get', 'list', 'watch', 'update', 'patch', 'delete'] },
+    { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['create'] },
+    { apiGroups: ['coordination.k8s.io'], resources: ['leases'], resourceNames: ['submission-service-controller'], verbs: ['get', 'update'] },
   ]);
   t.same(role('submission-service-webhook', 'spark-apps'), [
     { apiGroups: [''], resources: ['pods'], verbs: ['get', 'list', 'watch'] },

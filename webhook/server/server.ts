@@ -73,8 +73,16 @@ async function prepared(text: string, options: WebhookServerOptions) {
   }
   let timer: NodeJS.Timeout | undefined;
   const limit = new Promise<void>((ok) => { timer = setTimeout(ok, options.prepareTimeoutMs ?? 2000); });
-  await Promise.race([options.prepare!(parsed).catch(() => undefined), limit]);
+  // A lookup that failed for any reason but "absent" (an RBAC 403, a timeout) must not turn
+  // into "template not found": the review is denied with 503 and the apiserver retries later.
+  let failure: unknown;
+  await Promise.race([options.prepare!(parsed).catch((error: unknown) => { failure = error; }), limit]);
   clearTimeout(timer);
+  if (failure !== undefined) {
+    const uid = (parsed as { request?: { uid?: unknown } } | null)?.request?.uid;
+    const message = failure instanceof Error ? failure.message : String(failure);
+    return { review: deny(typeof uid === 'string' ? uid : '', 503, `admission could not read what it decides from: ${message}`), outcome: 'failed' as const, detail: message };
+  }
   return reviewAdmission(parsed, options.admit);
 }
 

@@ -1,0 +1,102 @@
+// 10,000 Applications in the namespace: a page of 100 comes from the cache (p99 < 50 ms) and
+// costs the apiserver no LIST (counted with the apiserver's own /metrics,
+// apiserver_request_total{verb="LIST"}); the API's memory with them is reported.
+import { request } from 'node:https';
+import t from 'tap';
+import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { ensureNamespace } from '../../cluster/kubernetes/bootstrap.js';
+import { eventually, freePort, startKubeBed } from '../helpers/kubernetes.js';
+
+const rssKib = (pid: number) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? NaN);
+
+/** `submission-service api --controller off` (dist/ build) on a free port; killed at teardown. */
+async function startApiProcess(t: { teardown(fn: () => unknown): void }, kubeconfig: string, namespace: string): Promise<{ baseUrl: string; pid: number }> {
+  const port = await freePort();
+  const child = spawn(process.execPath, [join(import.meta.dirname, '..', '..', 'bin', 'submission-service.js'), 'api', '--kubeconfig', kubeconfig,
+    '--namespace', namespace, '--auth', 'off', '--controller', 'off', '--port', String(port), '--host', '127.0.0.1'], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const exited = new Promise<void>((ok) => child.once('exit', () => ok()));
+  t.teardown(async () => { child.kill('SIGTERM'); await exited; });
+  await new Promise<void>((ok, fail) => {
+    child.once('exit', (code) => fail(new Error(`api exited with ${code}`)));
+    createInterface({ input: child.stdout! }).on('line', (line) => { if (/at http/.test(line)) ok(); });
+  });
+  return { baseUrl: `http://127.0.0.1:${port}`, pid: child.pid! };
+}
+
+const COUNT = Number(process.env.LIST_SCALE_COUNT ?? 10_000);
+
+/** Sum of apiserver_request_total for LIST, from the apiserver's /metrics. */
+async function apiserverLists(kc: import('@kubernetes/client-node').KubeConfig): Promise<number> {
+  const server = new URL(kc.getCurrentCluster()!.server);
+  const options: import('node:https').RequestOptions = { hostname: server.hostname, port: server.port, path: '/metrics', method: 'GET', headers: {} };
+  await kc.applyToHTTPSOptions(options);
+  const text = await new Promise<string>((ok, fail) => {
+    const req = request(options, (res) => { let body = ''; res.setEncoding('utf8'); res.on('data', (c) => { body += c; }); res.on('end', () => ok(body)); });
+    req.on('error', fail);
+    req.end();
+  });
+  let sum = 0;
+  for (const line of text.split('\n')) if (line.startsWith('apiserver_request_total{') && line.includes('verb="LIST"')) sum += Number(line.split(' ').pop());
+  return sum;
+}
+
+t.test(`${COUNT} applications: a page from the cache`, async (t) => {
+  const bed = await startKubeBed(t);
+  await bed.api.cluster.close(); // no controller here: these records have no pods on purpose
+  const config = (await bed.call('POST', '/api/apps/?dryRun=true', { jobName: 'scale', configOverrides: { executor: { cores: 4, instances: 3 } } })).json.config;
+  const { custom } = bed.clients;
+  const started = Date.now();
+  let next = 0;
+  await Promise.all(Array.from({ length: 32 }, async () => {
+    while (next < COUNT) {
+      const i = next++;
+      const name = `scale${i % 10}-20261123-${String(100000 + Math.floor(i / 10)).slice(-6)}-${(i * 7919 % 60466176).toString(36).padStart(5, '0').slice(-5)}`;
+      await custom.createNamespacedCustomObject({
+        group: 'submission-service.io', version: 'v1', namespace: bed.namespace, plural: 'applications',
+        body: { apiVersion: 'submission-service.io/v1', kind: 'Application', metadata: { name, labels: { 'submission-service/job-name': `scale${i % 10}` } }, spec: { jobName: `scale${i % 10}`, configTemplateName: '', config } },
+      });
+    }
+  }));
+  t.comment(`${COUNT} Applications created in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+
+  // The API as its own process (`api --controller off`), so its memory is its own.
+  const api = await startApiProcess(t, bed.testbed.kubeconfig, bed.namespace);
+  const listed = await eventually(async () => (await fetch(`${api.baseUrl}/api/apps/?limit=100`)).json() as Promise<{ items: unknown[]; next: string | null }>, (p) => p.items.length === 100, { what: 'the first page' });
+  t.ok(listed.next, 'more pages');
+  await ensureNamespace(bed.clients, 'empty-apps');
+  const empty = await startApiProcess(t, bed.testbed.kubeconfig, 'empty-apps');
+  await fetch(`${empty.baseUrl}/api/apps/?limit=100`);
+  const listsBefore = await apiserverLists(bed.clients.kc);
+  const times: number[] = [];
+  let cursor: string | null = null;
+  for (let i = 0; i < 500; i++) {
+    const query = i % 5 === 4 && cursor ? `?limit=100&cursor=${cursor}` : i % 5 === 3 ? '?limit=100&jobName=scale3' : '?limit=100';
+    const start = performance.now();
+    const res = await fetch(`${api.baseUrl}/api/apps/${query}`);
+    const page = await res.json() as { items: { appName: string }[]; next: string | null };
+    times.push(performance.now() - start);
+    if (res.status !== 200 || page.items.length !== Math.min(100, i % 5 === 3 ? COUNT / 10 : COUNT)) t.fail(`page ${i}: ${res.status}, ${page.items.length} items`);
+    cursor = page.next;
+  }
+  const listsAfter = await apiserverLists(bed.clients.kc);
+  times.sort((a, b) => a - b);
+  const p = (q: number) => times[Math.min(times.length - 1, Math.floor(q * times.length))];
+  t.comment(`GET /api/apps/?limit=100 x500: p50 ${p(0.5).toFixed(2)} ms, p99 ${p(0.99).toFixed(2)} ms, max ${times[times.length - 1].toFixed(2)} ms`);
+  t.ok(p(0.99) < 50, `p99 ${p(0.99).toFixed(1)} ms < 50 ms`);
+  t.equal(listsAfter - listsBefore, 0, 'no apiserver LIST for 500 pages');
+
+  // Pages walk the whole set in order with no duplicates.
+  const seen = new Set<string>();
+  let page = await (await fetch(`${api.baseUrl}/api/apps/?limit=100&jobName=scale7`)).json() as { items: { appName: string; createdAt: string }[]; next: string | null };
+  for (;;) {
+    for (const item of page.items) seen.add(item.appName);
+    if (!page.next) break;
+    page = await (await fetch(`${api.baseUrl}/api/apps/?limit=100&jobName=scale7&cursor=${page.next}`)).json() as typeof page;
+  }
+  t.equal(seen.size, COUNT / 10, 'every application of the job, once, by pages');
+  const mib = (kib: number) => (kib / 1024).toFixed(0);
+  t.comment(`API process memory (VmRSS): ${mib(rssKib(api.pid))} MiB with ${COUNT} applications cached, ${mib(rssKib(empty.pid))} MiB with none (same build, same moment)`);
+});
