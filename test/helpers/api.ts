@@ -12,7 +12,7 @@ import { writeFakeSparkSubmit } from './fake-spark-submit.js';
 import { sleep, tempDir } from './temp.js';
 
 export const repoRoot = join(import.meta.dirname, '..', '..');
-export const exampleClusterFile = join(repoRoot, '..', 'shared', 'spec', 'example-cluster.json');
+export const exampleClusterFile = join(repoRoot, 'examples', 'example-cluster.json');
 
 export interface ExampleCluster {
   nodePools: NodePool[];
