@@ -2,6 +2,7 @@
 // it has most of its life ahead, so the caBundle registered with the apiserver stays
 // valid across serving-certificate rotations.
 import { X509Certificate } from 'node:crypto';
+import { observeCertificates } from './metrics.js';
 import { generateCa, issueServingCert, type KeyPairPem, keyMatchesCert } from './generate.js';
 import type { CertificateStore, StoredCertificates } from './store.js';
 import { ipBytes } from './x509.js';
@@ -92,7 +93,10 @@ export async function ensureCertificates(store: CertificateStore, options: Ensur
   const stored = await store.read();
   const { ca, bundle, renewed } = signingCa(stored, options, now);
   const reason: RotationReason = renewed && stored ? 'ca-renewed' : rotationReason(stored, options);
-  if (reason === 'none' && stored) return { reason, caBundle: caBundle(stored, now), certs: stored };
+  if (reason === 'none' && stored) {
+    observeCertificates(stored);
+    return { reason, caBundle: caBundle(stored, now), certs: stored };
+  }
   if (renewed && stored) await options.publishCaBundle?.(caBundle({ caCert: bundle }, now));
   // Never past the CA's end: such a certificate would fail then anyway.
   const caDaysLeft = (Date.parse(new X509Certificate(ca.cert).validTo) - now.getTime()) / 86_400_000;
@@ -100,5 +104,6 @@ export async function ensureCertificates(store: CertificateStore, options: Ensur
   const leaf = issueServingCert({ ca, dnsNames: options.dnsNames, ipAddresses: options.ipAddresses, validityDays, now });
   const certs = { caCert: bundle, caKey: ca.key, cert: leaf.cert, key: leaf.key };
   await store.write(certs);
+  observeCertificates(certs);
   return { reason, caBundle: caBundle(certs, now), certs };
 }

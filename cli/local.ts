@@ -3,6 +3,7 @@ import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { LocalCluster } from '../cluster/local/local-cluster.js';
+import { loggerOptions } from '../lib/logger.js';
 import { buildApi } from '../submit-api/app.js';
 import { FileKeyStore } from '../submit-api/auth/key-store.js';
 import { defaultDataDir, findSpark, javaProblem } from './config.js';
@@ -27,7 +28,7 @@ export async function localCommand(argv: string[]): Promise<number> {
   const api = await buildApi({
     cluster,
     auth: { enabled: values.auth === 'on', store: new FileKeyStore(dataDir) },
-    logger: { level: process.env.LOG_LEVEL ?? 'info' },
+    logger: loggerOptions('local'),
   });
   const java = javaProblem();
   if (java) api.log.warn(java);

@@ -1,8 +1,10 @@
 // The submission API: one fastify instance, declared schemas everywhere, one error
 // handler, authentication as a plugin. Transport only: the work is in cluster/ and webhook/.
-import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import type { Cluster } from '../cluster/cluster.js';
 import { dashboardPlugin } from '../dashboard/plugin.js';
+import { httpMetricsPlugin } from '../lib/http-metrics.js';
+import { auditPlugin } from './audit.js';
 import { authPlugin } from './auth/plugin.js';
 import { installErrorHandler } from './errors.js';
 import { installOpenApi } from './openapi.js';
@@ -15,13 +17,15 @@ export interface ApiOptions {
   cluster: Cluster;
   auth: { enabled: boolean; store: { verify(key: string): { id: string; role: 'user' | 'admin' } | undefined } };
   logger?: FastifyServerOptions['logger'];
+  /** A pino logger to use as is (instead of options for one). */
+  loggerInstance?: FastifyBaseLogger;
   bodyLimit?: number;
   version?: string;
 }
 
 export async function buildApi(options: ApiOptions): Promise<FastifyInstance> {
   const app = Fastify({
-    logger: options.logger ?? false,
+    ...(options.loggerInstance ? { loggerInstance: options.loggerInstance } : { logger: options.logger ?? false }),
     bodyLimit: options.bodyLimit ?? 1024 * 1024,
     routerOptions: { ignoreTrailingSlash: true },
   });
@@ -30,7 +34,10 @@ export async function buildApi(options: ApiOptions): Promise<FastifyInstance> {
   app.removeContentTypeParser('text/plain');
   installValidation(app);
   installErrorHandler(app);
+  // GET /metrics (open like /healthz: it names routes and counts, never data or keys).
+  await app.register(httpMetricsPlugin);
   await app.register(authPlugin, { enabled: options.auth.enabled, store: options.auth.store });
+  await app.register(auditPlugin);
   await installOpenApi(app, options.version ?? '0.1.0');
   await app.register(appRoutes, { cluster: options.cluster });
   await app.register(appEventRoutes, { cluster: options.cluster });

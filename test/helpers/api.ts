@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import type { FastifyInstance, InjectOptions } from 'fastify';
 import type { Application, NodePool } from '../../schemas/index.js';
 import { LocalCluster } from '../../cluster/local/local-cluster.js';
-import { buildApi } from '../../submit-api/app.js';
+import { type ApiOptions, buildApi } from '../../submit-api/app.js';
 import { buildRules } from '../../webhook/domain/index.js';
 import { killDrivers } from './drivers.js';
 import { writeFakeSparkSubmit } from './fake-spark-submit.js';
@@ -46,6 +46,8 @@ export interface TestApiOptions {
   /** An existing data dir (e.g. one with crafted records); default: a fresh temp dir. */
   dataDir?: string;
   auth?: { enabled: boolean; store: { verify(key: string): { id: string; role: 'user' | 'admin' } | undefined } };
+  /** A pino logger for fastify (e.g. captureLog's); default: none. */
+  logger?: ApiOptions['loggerInstance'];
 }
 
 export async function startTestApi(t: TestLike, options: TestApiOptions = {}): Promise<TestApi> {
@@ -59,7 +61,7 @@ export async function startTestApi(t: TestLike, options: TestApiOptions = {}): P
     pollMs: 100,
     ...spark,
   });
-  const app = await buildApi({ cluster, auth: options.auth ?? { enabled: false, store: { verify: () => undefined } } });
+  const app = await buildApi({ cluster, auth: options.auth ?? { enabled: false, store: { verify: () => undefined } }, loggerInstance: options.logger });
   // Registered after tempDir's teardown, so it runs first (tap runs teardowns in reverse).
   t.teardown(async () => {
     await app.close();

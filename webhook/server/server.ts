@@ -4,6 +4,8 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
+import type { Logger } from 'pino';
+import { recordReview } from './admission-record.js';
 import { watchCertificates } from './certificate-watcher.js';
 import { deny } from './envelope.js';
 import { readBody, sendJson } from './http-io.js';
@@ -31,6 +33,8 @@ export interface WebhookServerOptions {
   /** Readiness beyond "serving", e.g. caches synced. */
   ready?: () => boolean;
   onReview?: (result: ReviewResult, durationMs: number) => void;
+  /** Each admission is logged here (uid, app, outcome); metrics are kept whether or not. */
+  logger?: Logger;
   onEvent?: (event: { type: 'cert-reloaded' | 'cert-error' | 'request-error'; message: string }) => void;
 }
 
@@ -61,7 +65,9 @@ async function mutate(req: IncomingMessage, res: ServerResponse, options: Webhoo
   const started = performance.now();
   const result = options.prepare ? await prepared(body.text, options) : reviewText(body.text, options.admit);
   sendJson(res, 200, result.review);
-  options.onReview?.(result, performance.now() - started);
+  const durationMs = performance.now() - started;
+  recordReview(result, durationMs, options.logger);
+  options.onReview?.(result, durationMs);
 }
 
 async function prepared(text: string, options: WebhookServerOptions) {
@@ -73,7 +79,12 @@ async function prepared(text: string, options: WebhookServerOptions) {
   }
   let timer: NodeJS.Timeout | undefined;
   const limit = new Promise<void>((ok) => { timer = setTimeout(ok, options.prepareTimeoutMs ?? 2000); });
-  await Promise.race([options.prepare!(parsed).catch(() => undefined), limit]);
+  // A failed fill is said, then admission runs on what the caches hold (a lookup that still
+  // misses is refused by admission itself, with its reason).
+  const fill = options.prepare!(parsed).catch((error: unknown) => {
+    options.logger?.warn({ err: error, uid: uidFromText(text) }, 'cache fill before admission failed');
+  });
+  await Promise.race([fill, limit]);
   clearTimeout(timer);
   return reviewAdmission(parsed, options.admit);
 }
