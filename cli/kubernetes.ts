@@ -18,7 +18,12 @@ const common = {
 } as const;
 
 function onSignal(close: () => Promise<void>) {
-  const stop = () => void close().finally(() => process.exit(0));
+  const stop = () => {
+    close().then(() => process.exit(0), (error: Error) => {
+      process.stderr.write(`shutdown failed: ${error.message}\n`);
+      process.exit(1);
+    });
+  };
   process.once('SIGINT', stop);
   process.once('SIGTERM', stop);
 }

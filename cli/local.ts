@@ -35,10 +35,12 @@ export async function localCommand(argv: string[]): Promise<number> {
   api.log.info({ dataDir, nodePools: rules.pools.map((p) => p.instanceName), cores: Number(values.cores) }, 'local mode');
   const address = await api.listen({ port: Number(values.port), host: values.host });
   process.stdout.write(`Submission Service (local mode) at ${address}/api/  data in ${join(dataDir)}\n`);
-  const shutdown = async () => {
-    await api.close();
-    await cluster.close();
-    process.exit(0);
+  // A signal ends the process either way; a failed close is said before it does.
+  const shutdown = () => {
+    api.close().then(() => cluster.close()).then(() => process.exit(0), (error: unknown) => {
+      api.log.error({ err: error }, 'shutdown failed');
+      process.exit(1);
+    });
   };
   process.once('SIGINT', shutdown);
   process.once('SIGTERM', shutdown);
