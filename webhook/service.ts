@@ -11,6 +11,7 @@
 // meets a certificate the apiserver does not trust yet.
 import { type Logger, pino } from 'pino';
 import { type MetricsServer, startMetricsServer } from '../lib/metrics-server.js';
+import { retry } from '../lib/retry.js';
 import { AdmissionregistrationV1Api, type V1MutatingWebhookConfiguration } from '@kubernetes/client-node';
 import { AdmissionCache } from '../cluster/kubernetes/admission-cache.js';
 import type { KubeClients } from '../cluster/kubernetes/client.js';
@@ -64,7 +65,7 @@ async function register(clients: KubeClients, body: V1MutatingWebhookConfigurati
   const api = clients.kc.makeApiClient(AdmissionregistrationV1Api);
   const name = body.metadata!.name!;
   const caBundle = body.webhooks?.[0]?.clientConfig.caBundle;
-  for (let attempt = 1; ; attempt++) {
+  const patchOrCreate = async () => {
     try {
       const current = await api.readMutatingWebhookConfiguration({ name });
       const patch = (current.webhooks ?? []).flatMap((w, i) => (w.clientConfig.caBundle === caBundle ? []
@@ -74,14 +75,10 @@ async function register(clients: KubeClients, body: V1MutatingWebhookConfigurati
     } catch (error) {
       if (statusCode(error) !== 404) throw error;
     }
-    try {
-      await api.createMutatingWebhookConfiguration({ body });
-      return;
-    } catch (error) {
-      // Another replica created it a moment ago: patch that one instead.
-      if (statusCode(error) !== 409 || attempt >= 3) throw error;
-    }
-  }
+    await api.createMutatingWebhookConfiguration({ body });
+  };
+  // 409 on create: another replica created it a moment ago; patch that one instead.
+  await retry(patchOrCreate, { attempts: 3, retryOn: (error) => statusCode(error) === 409, delayMs: () => 0 });
 }
 
 const sameCerts = (a: StoredCertificates | undefined, b: StoredCertificates) =>
