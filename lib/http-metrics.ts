@@ -14,7 +14,7 @@ export const httpRequestDuration = histogram({
 });
 
 export interface HttpMetricsOptions {
-  /** Which process serves these (a constant label is not needed: Prometheus adds `job`). Default path /metrics. */
+  /** Where the exposition is served (default /metrics). No process label: Prometheus adds `job` and `instance`. */
   path?: string;
 }
 
