@@ -36,10 +36,12 @@ await app.listen({ host: '127.0.0.1', port: 0 });
 const address = app.server.address();
 process.stdout.write(`LISTENING ${typeof address === 'object' && address ? address.port : 0}\n`);
 
-const shutdown = async () => {
-  await app.close();
-  cleanup();
-  process.exit(0);
+const shutdown = () => {
+  app.close().then(() => { cleanup(); process.exit(0); }, (error: Error) => {
+    process.stderr.write(`dry-run server: close failed: ${error.message}\n`);
+    cleanup();
+    process.exit(1);
+  });
 };
 process.once('SIGTERM', shutdown);
 process.once('SIGINT', shutdown);

@@ -8,7 +8,7 @@ import { fileURLToPath } from 'node:url';
 export const BENCH_DIR = dirname(fileURLToPath(import.meta.url));
 export const ROOT = resolve(BENCH_DIR, '..');
 /** The example cluster of SPEC.md (three pools: 2, 4, 8 cores). */
-export const NODE_POOLS = process.env.BENCH_NODE_POOLS ?? resolve(ROOT, '..', 'shared', 'spec', 'example-cluster.json');
+export const NODE_POOLS = process.env.BENCH_NODE_POOLS ?? resolve(ROOT, 'examples', 'example-cluster.json');
 
 export const envNumber = (name: string, fallback: number): number => {
   const raw = process.env[name];

@@ -2,9 +2,10 @@
 // it has most of its life ahead, so the caBundle registered with the apiserver stays
 // valid across serving-certificate rotations.
 import { X509Certificate } from 'node:crypto';
+import { observeCertificates } from './metrics.js';
 import { generateCa, issueServingCert, type KeyPairPem, keyMatchesCert } from './generate.js';
 import type { CertificateStore, StoredCertificates } from './store.js';
-import { ipBytes } from './x509.js';
+import { ipBytes } from './ip.js';
 
 export interface RotationPolicy {
   dnsNames?: string[];
@@ -64,14 +65,14 @@ export function caBundle(stored: Pick<StoredCertificates, 'caCert'>, now = new D
 }
 
 /** The signing CA to keep, or a new one (with the still-valid old ones after it). */
-function signingCa(stored: StoredCertificates | undefined, policy: RotationPolicy, now: Date): { ca: KeyPairPem; bundle: string; renewed: boolean } {
+async function signingCa(stored: StoredCertificates | undefined, policy: RotationPolicy, now: Date): Promise<{ ca: KeyPairPem; bundle: string; renewed: boolean }> {
   const pems = stored ? splitPem(stored.caCert) : [];
   const current = pems[0];
   if (stored && current && keyMatchesCert(current, stored.caKey)
     && !expiring(new X509Certificate(current), now, policy.renewFraction ?? 1 / 3)) {
     return { ca: { cert: current, key: stored.caKey }, bundle: stored.caCert, renewed: false };
   }
-  const ca = generateCa({ validityDays: policy.caValidityDays, now });
+  const ca = await generateCa({ validityDays: policy.caValidityDays, now });
   const stillValid = pems.filter((pem) => Date.parse(new X509Certificate(pem).validTo) > now.getTime());
   return { ca, bundle: [ca.cert, ...stillValid].join(''), renewed: true };
 }
@@ -90,15 +91,19 @@ export interface EnsureResult { reason: RotationReason; caBundle: string; certs:
 export async function ensureCertificates(store: CertificateStore, options: EnsureOptions): Promise<EnsureResult> {
   const now = options.now ?? new Date();
   const stored = await store.read();
-  const { ca, bundle, renewed } = signingCa(stored, options, now);
+  const { ca, bundle, renewed } = await signingCa(stored, options, now);
   const reason: RotationReason = renewed && stored ? 'ca-renewed' : rotationReason(stored, options);
-  if (reason === 'none' && stored) return { reason, caBundle: caBundle(stored, now), certs: stored };
+  if (reason === 'none' && stored) {
+    observeCertificates(stored);
+    return { reason, caBundle: caBundle(stored, now), certs: stored };
+  }
   if (renewed && stored) await options.publishCaBundle?.(caBundle({ caCert: bundle }, now));
   // Never past the CA's end: such a certificate would fail then anyway.
   const caDaysLeft = (Date.parse(new X509Certificate(ca.cert).validTo) - now.getTime()) / 86_400_000;
   const validityDays = Math.min(options.validityDays ?? 365, caDaysLeft);
-  const leaf = issueServingCert({ ca, dnsNames: options.dnsNames, ipAddresses: options.ipAddresses, validityDays, now });
+  const leaf = await issueServingCert({ ca, dnsNames: options.dnsNames, ipAddresses: options.ipAddresses, validityDays, now });
   const certs = { caCert: bundle, caKey: ca.key, cert: leaf.cert, key: leaf.key };
   await store.write(certs);
+  observeCertificates(certs);
   return { reason, caBundle: caBundle(certs, now), certs };
 }

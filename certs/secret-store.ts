@@ -21,6 +21,7 @@ import type { CoreV1Api, V1Secret } from '@kubernetes/client-node';
 import { statusCode } from '../cluster/kubernetes/errors.js';
 import { ensureCertificates, type EnsureOptions, type EnsureResult } from './rotation.js';
 import { type CertificateStore, FILE_NAMES, type StoredCertificates } from './store.js';
+import { retry } from '../lib/retry.js';
 
 export interface SecretStoreOptions {
   core: CoreV1Api;
@@ -128,12 +129,8 @@ export interface SharedEnsureOptions extends EnsureOptions {
  * the last attempt ('none' after adopting).
  */
 export async function ensureSharedCertificates(store: CertificateStore, options: SharedEnsureOptions): Promise<EnsureResult> {
-  const attempts = options.attempts ?? 5;
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return await ensureCertificates(store, options);
-    } catch (error) {
-      if (!(error instanceof CertificateConflictError) || attempt >= attempts) throw error;
-    }
-  }
+  // A conflict means another replica wrote first: read again and adopt what it wrote.
+  return retry(() => ensureCertificates(store, options), {
+    attempts: options.attempts ?? 5, retryOn: (error) => error instanceof CertificateConflictError, delayMs: () => 0,
+  });
 }

@@ -12,6 +12,7 @@ import { createFakeNodes, ensureCrds, ensureNamespace } from '../cluster/kuberne
 import { KubernetesCluster } from '../cluster/kubernetes/kubernetes-cluster.js';
 import { buildApi } from '../submit-api/app.js';
 import { FileKeyStore } from '../submit-api/auth/key-store.js';
+import { createLogger, loggerOptions } from '../lib/logger.js';
 import { packageRoot } from '../lib/package-root.js';
 import { startWebhookService } from '../webhook/service.js';
 import { defaultDataDir, findSpark } from './config.js';
@@ -82,6 +83,7 @@ async function serve(values: UpOptions) {
     clients, rules, certDir: join(dir, 'certs'), port: webhookPort, host: '127.0.0.1',
     dnsNames: ['localhost'], ipAddresses: ['127.0.0.1'],
     registration: { name: 'submission-service', url: `https://127.0.0.1:${webhookPort}/mutate-pods` },
+    logger: createLogger('webhook'),
   });
   // A test double for a kubelet: runs driver pods as local Spark processes (README, "cluster up").
   const kubelet = values['run-pods']
@@ -90,7 +92,7 @@ async function serve(values: UpOptions) {
   await kubelet?.start();
   const cluster = new KubernetesCluster({ clients, namespace: values.namespace });
   await cluster.start();
-  const api = await buildApi({ cluster, auth: { enabled: values.auth === 'on', store: new FileKeyStore(join(dir, 'keys')) } });
+  const api = await buildApi({ cluster, auth: { enabled: values.auth === 'on', store: new FileKeyStore(join(dir, 'keys')) }, logger: loggerOptions('api') });
   const baseUrl = await api.listen({ port: Number(values.port), host: '127.0.0.1' });
   const close = async () => {
     await api.close().catch(() => undefined);

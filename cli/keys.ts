@@ -3,6 +3,7 @@
 // With --secret NAMESPACE/NAME (and --kubeconfig FILE, else the default kubeconfig or the
 // in-cluster config) the keys.json is the one in that Kubernetes Secret: every API replica
 // watching it (`api --keys-secret`) sees the change within the watch's latency.
+import { parseArgs } from 'node:util';
 import { type CreatedKey, FileKeyStore, type KeyInfo, ROLES, type Role } from '../submit-api/auth/key-store.js';
 import { parseSecretRef } from './config.js';
 
@@ -34,43 +35,27 @@ options (any command):
 
 class UsageError extends Error {}
 
-/** Splits `--name value` / `--name=value` options from positional arguments. */
-function parseArgs(args: string[], known: string[]): { options: Map<string, string>; rest: string[] } {
-  const options = new Map<string, string>();
-  const rest: string[] = [];
-  for (let i = 0; i < args.length; i++) {
-    const arg = args[i];
-    if (!arg.startsWith('--')) {
-      rest.push(arg);
-      continue;
-    }
-    const eq = arg.indexOf('=');
-    const name = arg.slice(2, eq < 0 ? undefined : eq);
-    if (!known.includes(name)) throw new UsageError(`unknown option --${name}`);
-    const value = eq < 0 ? args[++i] : arg.slice(eq + 1);
-    if (value === undefined || value === '') throw new UsageError(`--${name} needs a value`);
-    options.set(name, value);
-  }
-  return { options, rest };
-}
+type OptionSpec = Record<string, { type: 'string' }>;
+const WHERE: OptionSpec = { 'data-dir': { type: 'string' }, secret: { type: 'string' }, kubeconfig: { type: 'string' } };
 
-/** Takes the options in `names` (`--name value` / `--name=value`) out of `args`, leaving the rest as it was. */
-function takeOptions(args: string[], names: string[]): { options: Map<string, string>; rest: string[] } {
-  const options = new Map<string, string>();
-  const rest: string[] = [];
-  for (let i = 0; i < args.length; i++) {
-    const arg = args[i];
-    const eq = arg.indexOf('=');
-    const name = arg.startsWith('--') ? arg.slice(2, eq < 0 ? undefined : eq) : '';
-    if (!names.includes(name)) {
-      rest.push(arg);
-      continue;
-    }
-    const value = eq < 0 ? args[++i] : arg.slice(eq + 1);
-    if (value === undefined || value === '') throw new UsageError(`--${name} needs a value`);
-    options.set(name, value);
+/** node:util parseArgs, its errors said as usage errors (`unknown option --x`, `--x needs a value`). */
+function parse(args: string[], options: OptionSpec): { values: Record<string, string | undefined>; positionals: string[] } {
+  let parsed: { values: Record<string, string | boolean | (string | boolean)[] | undefined>; positionals: string[] };
+  try {
+    parsed = parseArgs({ args, options: { ...WHERE, ...options }, allowPositionals: true, strict: true });
+  } catch (error) {
+    const option = /'(--?[\w-]+)/.exec((error as Error).message)?.[1];
+    const code = (error as { code?: string }).code;
+    if (code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION') throw new UsageError(`unknown option ${option ?? ''}`);
+    if (code === 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE') throw new UsageError(`${option ?? 'an option'} needs a value`);
+    throw new UsageError((error as Error).message);
   }
-  return { options, rest };
+  const values: Record<string, string | undefined> = {};
+  for (const [name, value] of Object.entries(parsed.values)) {
+    if (value === '') throw new UsageError(`--${name} needs a value`);
+    values[name] = value as string | undefined;
+  }
+  return { values, positionals: parsed.positionals };
 }
 
 // Loaded only when used: the Kubernetes client alone costs a second to load.
@@ -93,34 +78,38 @@ function table(rows: string[][]): string {
 }
 
 /** Returns the exit code: 0 done, 1 failed (e.g. unknown key id), 2 bad usage. */
+/** `dataDir`: where keys.json is unless --data-dir or --secret says otherwise. */
 export async function keysCommand(argv: string[], dataDir: string, io: KeysIO = processIO): Promise<number> {
   // Accept the argv with or without the leading `keys` word.
   const args = argv[0] === 'keys' ? argv.slice(1) : argv;
-  const [sub, ...rest] = args;
-  if (sub === undefined || sub === 'help' || sub === '--help' || sub === '-h') {
-    (sub === undefined ? io.err : io.out)(USAGE);
-    return sub === undefined ? 2 : 0;
+  if (args.length === 0 || ['help', '--help', '-h'].includes(args[0])) {
+    (args.length === 0 ? io.err : io.out)(USAGE);
+    return args.length === 0 ? 2 : 0;
   }
   try {
-    const { options: where, rest: remaining } = takeOptions(rest, ['kubeconfig', 'secret']);
-    if (where.has('kubeconfig') && !where.has('secret')) throw new UsageError('--kubeconfig goes with --secret NAMESPACE/NAME');
-    const store: KeyAdmin = where.has('secret') ? await secretStore(where.get('secret')!, where.get('kubeconfig')) : new FileKeyStore(dataDir);
+    // The command is the first positional: options may come before it (`keys --data-dir D list`).
+    const sub = parse(args, { role: { type: 'string' }, label: { type: 'string' } }).positionals[0];
+    if (sub === undefined) throw new UsageError('which keys command? create, list or revoke');
+    if (!['create', 'list', 'revoke'].includes(sub)) throw new UsageError(`unknown keys command "${sub}"`);
+    const parsed = parse(args, sub === 'create' ? { role: { type: 'string' }, label: { type: 'string' } } : {});
+    const { values } = parsed;
+    const positionals = parsed.positionals.slice(1);
+    if (values.kubeconfig && !values.secret) throw new UsageError('--kubeconfig goes with --secret NAMESPACE/NAME');
+    const store: KeyAdmin = values.secret ? await secretStore(values.secret, values.kubeconfig) : new FileKeyStore(values['data-dir'] ?? dataDir);
     switch (sub) {
       case 'create': {
-        const { options, rest: extra } = parseArgs(remaining, ['role', 'label']);
-        if (extra.length) throw new UsageError(`unexpected argument "${extra[0]}"`);
-        const role = options.get('role');
+        if (positionals.length) throw new UsageError(`unexpected argument "${positionals[0]}"`);
+        const role = values.role;
         if (!role) throw new UsageError('keys create needs --role user|admin');
         if (!ROLES.includes(role as Role)) throw new UsageError(`--role must be user or admin, not "${role}"`);
-        const created = await store.create(role as Role, options.get('label'));
+        const created = await store.create(role as Role, values.label);
         // The key alone on stdout, so `KEY=$(submission-service keys create ...)` just works.
         io.out(created.key + '\n');
         io.err(`Created ${created.role} key ${created.id}. It is shown only this once: store it now.\n`);
         return 0;
       }
       case 'list': {
-        const { rest: extra } = parseArgs(remaining, []);
-        if (extra.length) throw new UsageError(`unexpected argument "${extra[0]}"`);
+        if (positionals.length) throw new UsageError(`unexpected argument "${positionals[0]}"`);
         const keys = await store.list();
         if (keys.length === 0) {
           io.err('No keys yet. Create one with: keys create --role user|admin\n');
@@ -131,7 +120,7 @@ export async function keysCommand(argv: string[], dataDir: string, io: KeysIO = 
         return 0;
       }
       case 'revoke': {
-        const { rest: ids } = parseArgs(remaining, []);
+        const ids = positionals;
         if (ids.length !== 1) throw new UsageError('keys revoke needs exactly one key ID (see: keys list)');
         const id = ids[0];
         if (await store.revoke(id)) {

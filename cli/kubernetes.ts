@@ -1,6 +1,7 @@
 // `submission-service api` and `submission-service webhook`: the processes of a cluster deployment.
 import { parseArgs } from 'node:util';
 import { kubeClients } from '../cluster/kubernetes/client.js';
+import { createLogger, loggerOptions } from '../lib/logger.js';
 import { KubernetesCluster } from '../cluster/kubernetes/kubernetes-cluster.js';
 import { buildApi } from '../submit-api/app.js';
 import { FileKeyStore } from '../submit-api/auth/key-store.js';
@@ -17,7 +18,12 @@ const common = {
 } as const;
 
 function onSignal(close: () => Promise<void>) {
-  const stop = () => void close().finally(() => process.exit(0));
+  const stop = () => {
+    close().then(() => process.exit(0), (error: Error) => {
+      process.stderr.write(`shutdown failed: ${error.message}\n`);
+      process.exit(1);
+    });
+  };
   process.once('SIGINT', stop);
   process.once('SIGTERM', stop);
 }
@@ -57,7 +63,7 @@ export async function apiCommand(argv: string[]): Promise<number> {
   const fileStore = secretStore ? undefined : new FileKeyStore(values['data-dir']);
   const store = secretStore ?? fileStore!;
   const policy = values['node-pools'] ? rulesFrom(values['node-pools'], values.namespace).policy : undefined;
-  const api = await buildApi({ cluster, auth: { enabled: values.auth === 'on', store }, policy, logger: { level: process.env.LOG_LEVEL ?? 'info' } });
+  const api = await buildApi({ cluster, auth: { enabled: values.auth === 'on', store }, policy, logger: loggerOptions('api') });
   const address = await api.listen({ port: Number(values.port ?? 8080), host: values.host });
   const keysFrom = values.auth !== 'on' ? '' : secretStore ? `, API keys from Secret ${secretStore.ref}` : `, API keys from ${fileStore!.path}`;
   process.stdout.write(`Submission Service API (Kubernetes mode, namespace ${values.namespace}${keysFrom}) at ${address}/api/\n`);
@@ -79,6 +85,7 @@ export async function webhookCommand(argv: string[]): Promise<number> {
       'service-namespace': { type: 'string' },
       url: { type: 'string' },
       'cert-secret': { type: 'string', description: 'NAMESPACE/NAME of the Secret that keeps the CA and serving certificate for every replica' },
+      'metrics-port': { type: 'string', default: '9090', description: 'plain-HTTP port of GET /metrics (0: any free port)' },
     },
   });
   const clients = kubeClients(values.kubeconfig);
@@ -93,8 +100,10 @@ export async function webhookCommand(argv: string[]): Promise<number> {
     dnsNames: dnsNames.length ? dnsNames : ['localhost'], ipAddresses: ['127.0.0.1'],
     registration: values.register ? { name: values.register, url: values.url, service } : undefined,
     certSecret,
+    logger: createLogger('webhook'),
+    metricsPort: Number(values['metrics-port']),
   });
-  process.stdout.write(`Submission Service webhook at ${webhook.url}\n`);
+  process.stdout.write(`Submission Service webhook at ${webhook.url} (metrics at ${webhook.metricsUrl})\n`);
   onSignal(() => webhook.close());
   return -1;
 }

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { pino } from 'pino';
 import { LocalCluster } from '../cluster/local/local-cluster.js';
+import { loggerOptions } from '../lib/logger.js';
 import { buildApi } from '../submit-api/app.js';
 import { LOOPBACK_HOSTS } from '../submit-api/host-allowlist.js';
 import { logSerializers } from '../submit-api/log-redaction.js';
@@ -28,7 +29,7 @@ export async function localCommand(argv: string[]): Promise<number> {
   const dataDir = values['data-dir'];
   const rules = rulesFrom(values['node-pools'], 'local');
   // One logger for requests and for local mode's background work.
-  const log = pino({ level: process.env.LOG_LEVEL ?? 'info', serializers: logSerializers });
+  const log = pino({ ...loggerOptions('local'), serializers: logSerializers });
   const cluster = new LocalCluster({ dataDir, rules, cores: Number(values.cores), log, ...findSpark() });
   const api = await buildApi({
     cluster,
@@ -43,10 +44,12 @@ export async function localCommand(argv: string[]): Promise<number> {
   api.log.info({ dataDir, nodePools: rules.pools.map((p) => p.instanceName), cores: Number(values.cores) }, 'local mode');
   const address = await api.listen({ port: Number(values.port), host: values.host });
   process.stdout.write(`Submission Service (local mode) at ${address}/api/  data in ${join(dataDir)}\n`);
-  const shutdown = async () => {
-    await api.close();
-    await cluster.close();
-    process.exit(0);
+  // A signal ends the process either way; a failed close is said before it does.
+  const shutdown = () => {
+    api.close().then(() => cluster.close()).then(() => process.exit(0), (error: unknown) => {
+      api.log.error({ err: error }, 'shutdown failed');
+      process.exit(1);
+    });
   };
   process.once('SIGINT', shutdown);
   process.once('SIGTERM', shutdown);

@@ -24,11 +24,7 @@ async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
   switch (command) {
     case 'local': return (await import('./local.js')).localCommand(rest);
-    case 'keys': {
-      const at = rest.indexOf('--data-dir');
-      const dataDir = at >= 0 ? rest[at + 1] : (await import('./config.js')).defaultDataDir();
-      return (await import('./keys.js')).keysCommand(at >= 0 ? [...rest.slice(0, at), ...rest.slice(at + 2)] : rest, dataDir);
-    }
+    case 'keys': return (await import('./keys.js')).keysCommand(rest, (await import('./config.js')).defaultDataDir());
     case 'apps': return (await import('./apps.js')).appsCommand(rest);
     case 'api': return (await import('./kubernetes.js')).apiCommand(rest);
     case 'webhook': return (await import('./kubernetes.js')).webhookCommand(rest);

@@ -67,6 +67,15 @@ export function valuesSchema(): Record<string, unknown> {
         executorFailurePolicy: { enum: ['', 'Fail', 'Ignore'] },
         timeoutSeconds: { type: 'integer', minimum: 1, maximum: 30 },
       }),
+      metrics: object({
+        podAnnotations: { type: 'boolean' },
+        webhookPort: port,
+        serviceMonitor: object({
+          enabled: { type: 'boolean' },
+          interval: { type: 'string', pattern: '^[0-9]+(ms|s|m|h)$' },
+          labels: { type: 'object', additionalProperties: string },
+        }),
+      }),
       podSecurityContext: { type: 'object' },
       securityContext: { type: 'object' },
       nodeSelector: { type: 'object', additionalProperties: string },

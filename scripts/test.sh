@@ -15,6 +15,9 @@ fi
 # The whole tree type-checks (tests and benches too): one check of its own in the count.
 typecheck_failed=0
 if ! npx tsc -p tsconfig.check.json >&2; then echo "test: type errors (above)" >&2; typecheck_failed=1; fi
+# Lint (eslint.config.js: no floating or misused promises, type-aware): one more check in the count.
+lint_failed=0
+if ! npx eslint --max-warnings 0 . >&2; then echo "test: lint errors (above)" >&2; lint_failed=1; fi
 files=("$@")
 [ ${#files[@]} -gt 0 ] || mapfile -t files < <(find test -name '*.test.ts' -not -path '*/node_modules/*' | sort)
 out=$(mktemp)
@@ -27,7 +30,8 @@ pass=$(num pass); fail=$(num fail); skip=$(( $(num skip) + $(num todo) ))
 if [ -z "$summary" ]; then pass=0; fail=1; fi
 if [ "$status" -ne 0 ] && [ "$fail" -eq 0 ]; then fail=1; fi
 if [ "$typecheck_failed" -eq 1 ]; then fail=$((fail + 1)); else pass=$((pass + 1)); fi
+if [ "$lint_failed" -eq 1 ]; then fail=$((fail + 1)); else pass=$((pass + 1)); fi
 line="$pass passed, $fail failed"
 [ "$skip" -gt 0 ] && line="$line, $skip skipped"
 echo "$line"
-[ "$status" -eq 0 ] && [ "$fail" -eq 0 ] && [ "$typecheck_failed" -eq 0 ]
+[ "$status" -eq 0 ] && [ "$fail" -eq 0 ] && [ "$typecheck_failed" -eq 0 ] && [ "$lint_failed" -eq 0 ]

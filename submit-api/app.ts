@@ -3,6 +3,8 @@
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import type { Cluster } from '../cluster/cluster.js';
 import { dashboardPlugin } from '../dashboard/plugin.js';
+import { httpMetricsPlugin } from '../lib/http-metrics.js';
+import { auditPlugin } from './audit.js';
 import { authPlugin } from './auth/plugin.js';
 import { HttpError, installErrorHandler } from './errors.js';
 import { installOpenApi } from './openapi.js';
@@ -20,7 +22,7 @@ export interface ApiOptions {
   cluster: Cluster;
   auth: { enabled: boolean; store: { verify(key: string): { id: string; role: 'user' | 'admin' } | undefined } };
   logger?: FastifyServerOptions['logger'];
-  /** A logger made by the caller (local mode shares it with its LocalCluster; give it logSerializers); wins over logger. */
+  /** A logger made by the caller (local mode shares it with its LocalCluster); wins over logger. */
   loggerInstance?: FastifyBaseLogger;
   bodyLimit?: number;
   /** Who may act on which application (webhook/domain/policy.ts); default: users on their own only. */
@@ -59,7 +61,10 @@ export async function buildApi(options: ApiOptions): Promise<FastifyInstance> {
   installErrorHandler(app, trackMethods(app));
   if (!options.auth.enabled && options.allowedHosts) installHostAllowlist(app, options.allowedHosts);
   await installLimits(app, limits);
+  // GET /metrics (open like /healthz: it names routes and counts, never data or keys).
+  await app.register(httpMetricsPlugin);
   await app.register(authPlugin, { enabled: options.auth.enabled, store: options.auth.store });
+  await app.register(auditPlugin);
   await installOpenApi(app, options.version ?? '0.1.0', options.auth.enabled);
   await app.register(appRoutes, { cluster: options.cluster, policy: options.policy ?? defaultPolicy });
   await app.register(appEventRoutes, { cluster: options.cluster });

@@ -1,5 +1,6 @@
 // One catalogue of error answers and one handler: clients see every error below 500
-// as JSON with a message (and the field, for 400); 5xx are logged in full.
+// as JSON with a message (and the field, for 400); 5xx are logged in full. Only "not found"
+// means absent: any other error from the cluster is logged and answered 503.
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ConflictError, NotFoundError, UnavailableError } from '../cluster/cluster.js';
 import { KubernetesError } from '../cluster/kubernetes/errors.js';
@@ -51,9 +52,18 @@ export function installErrorHandler(app: FastifyInstance, methodNotAllowed?: (re
     if (error instanceof ConflictError) return sendError(reply, 409, error.message);
     if (error instanceof NotFoundError) return sendError(reply, 404, error.message);
     if (error instanceof InvalidCursorError) return sendError(reply, 400, error.message, { field: 'cursor' });
-    if (error instanceof UnavailableError) return sendError(reply, 503, error.message);
-    // Kubernetes' own words reach the client whatever the status: they say what to fix.
-    if (error instanceof KubernetesError) return sendError(reply, error.statusCode >= 400 ? error.statusCode : 502, error.message);
+    if (error instanceof UnavailableError) {
+      request.log.warn({ err: error }, 'answered 503: the cluster is unavailable');
+      return sendError(reply, 503, error.message);
+    }
+    // Any other apiserver error (403 for our service account, 400/422 for an object we wrote,
+    // a 5xx) is ours to fix, not the client's: passing its status on would change its meaning
+    // (a 403 would read as "your key lacks the role"). Fail closed, 503, with Kubernetes'
+    // own words, and a log line for the operator.
+    if (error instanceof KubernetesError) {
+      request.log.error({ err: error, kubernetesStatus: error.statusCode }, 'answered 503: Kubernetes refused a call');
+      return sendError(reply, 503, error.message);
+    }
     if (error.validation) return sendError(reply, 400, describeValidation(error).message, { field: describeValidation(error).field });
     if (error.code === 'FST_UNDER_PRESSURE') return sendError(reply, 503, 'the service is overloaded; retry in a few seconds');
     // A full disk is the operator's to fix, and the client's to know: its request was not kept.

@@ -9,6 +9,9 @@
 // replica did not serve under before is copied in only after the caBundle with that CA has
 // been published and has had `caBundleSettleMs` to reach the apiservers, so no admission
 // meets a certificate the apiserver does not trust yet.
+import { type Logger, pino } from 'pino';
+import { type MetricsServer, startMetricsServer } from '../lib/metrics-server.js';
+import { retry } from '../lib/retry.js';
 import { AdmissionregistrationV1Api, type V1MutatingWebhookConfiguration } from '@kubernetes/client-node';
 import { AdmissionCache } from '../cluster/kubernetes/admission-cache.js';
 import type { KubeClients } from '../cluster/kubernetes/client.js';
@@ -45,8 +48,12 @@ export interface WebhookServiceOptions {
   validityDays?: number;
   caValidityDays?: number;
   onReview?: WebhookServerOptions['onReview'];
-  /** Where problems of the background work go (a failed certificate check, a reload error). Default: stderr. */
+  /** Where problems of the background work go (a failed certificate check, a reload error). Default: the logger, as warnings. */
   log?: (message: string) => void;
+  /** The process's structured log: every admission (uid, app, outcome), certificate events. Default: none. */
+  logger?: Logger;
+  /** Serve GET /metrics over plain HTTP on this port (0: any free port); absent: no metrics listener. */
+  metricsPort?: number;
 }
 
 /**
@@ -58,7 +65,7 @@ async function register(clients: KubeClients, body: V1MutatingWebhookConfigurati
   const api = clients.kc.makeApiClient(AdmissionregistrationV1Api);
   const name = body.metadata!.name!;
   const caBundle = body.webhooks?.[0]?.clientConfig.caBundle;
-  for (let attempt = 1; ; attempt++) {
+  const patchOrCreate = async () => {
     try {
       const current = await api.readMutatingWebhookConfiguration({ name });
       const patch = (current.webhooks ?? []).flatMap((w, i) => (w.clientConfig.caBundle === caBundle ? []
@@ -68,14 +75,10 @@ async function register(clients: KubeClients, body: V1MutatingWebhookConfigurati
     } catch (error) {
       if (statusCode(error) !== 404) throw error;
     }
-    try {
-      await api.createMutatingWebhookConfiguration({ body });
-      return;
-    } catch (error) {
-      // Another replica created it a moment ago: patch that one instead.
-      if (statusCode(error) !== 409 || attempt >= 3) throw error;
-    }
-  }
+    await api.createMutatingWebhookConfiguration({ body });
+  };
+  // 409 on create: another replica created it a moment ago; patch that one instead.
+  await retry(patchOrCreate, { attempts: 3, retryOn: (error) => statusCode(error) === 409, delayMs: () => 0 });
 }
 
 const sameCerts = (a: StoredCertificates | undefined, b: StoredCertificates) =>
@@ -93,7 +96,10 @@ export interface CertificateCheck {
 
 export async function startWebhookService(options: WebhookServiceOptions) {
   const { rules } = options;
-  const log = options.log ?? ((message: string) => process.stderr.write(`webhook: ${message}\n`));
+  // Without a logger (tests embedding the service), admissions are not logged line by line;
+  // problems of the background work still reach stderr.
+  const logger = options.logger ?? pino({ enabled: false });
+  const log = options.log ?? (options.logger ? (message: string) => logger.warn(message) : (message: string) => void process.stderr.write(`webhook: ${message}\n`));
   const cache = new AdmissionCache(options.clients, rules.namespace);
   await cache.start();
   const files = fileCertificateStore(options.certDir);
@@ -151,13 +157,20 @@ export async function startWebhookService(options: WebhookServiceOptions) {
   };
 
   await check();
+  // Plain HTTP beside the HTTPS port: Prometheus scrapes it without our private CA.
+  const metrics: MetricsServer | undefined = options.metricsPort === undefined ? undefined
+    : await startMetricsServer({ port: options.metricsPort, host: options.host, onError: (error) => logger.error({ err: error }, 'metrics scrape failed') });
   server = await startWebhookServer({
+    logger,
     port: options.port,
     host: options.host,
     certFile: files.paths.cert,
     keyFile: files.paths.key,
     onReview: options.onReview,
-    onEvent: (event) => { if (event.type !== 'cert-reloaded') log(`${event.type}: ${event.message}`); },
+    onEvent: (event) => {
+      if (event.type === 'cert-reloaded') logger.info(event.message);
+      else log(`${event.type}: ${event.message}`);
+    },
     ready: () => cache.ready,
     prepare: (review) => cache.prepare(review),
     admit: (pod) => admitPod(pod, {
@@ -176,6 +189,8 @@ export async function startWebhookService(options: WebhookServiceOptions) {
   timer.unref();
   return {
     url: server.url,
+    /** The plain-HTTP /metrics URL, with metricsPort. */
+    metricsUrl: metrics?.url,
     /** base64 PEM of the CAs this replica last published. */
     get caBundle() { return currentBundle; },
     cache,
@@ -191,6 +206,7 @@ export async function startWebhookService(options: WebhookServiceOptions) {
       await Promise.race([queue, new Promise<void>((ok) => { waited = setTimeout(ok, 10_000); })]);
       clearTimeout(waited);
       await server!.close();
+      await metrics?.close();
       await cache.stop();
     },
   };

@@ -16,7 +16,7 @@ import { load } from '../lib.js';
 const run = promisify(execFile);
 
 export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
-export const NODE_POOLS = resolve(ROOT, '..', 'shared', 'spec', 'example-cluster.json');
+export const NODE_POOLS = resolve(ROOT, 'examples', 'example-cluster.json');
 export const NAMESPACE = 'spark-apps';
 export const SPARK_IMAGE = 'apache/spark:3.5.7';
 const BIN = join(ROOT, 'bin', 'submission-service.js');

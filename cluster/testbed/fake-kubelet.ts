@@ -47,8 +47,8 @@ export class FakeKubelet {
   }
 
   async start(): Promise<void> {
-    const ca = generateCa({ commonName: 'fake-kubelet-ca' });
-    const tls = issueServingCert({ ca, ipAddresses: ['127.0.0.1'], dnsNames: ['localhost'] });
+    const ca = await generateCa({ commonName: 'fake-kubelet-ca' });
+    const tls = await issueServingCert({ ca, ipAddresses: ['127.0.0.1'], dnsNames: ['localhost'] });
     this.server = createServer({ cert: tls.cert, key: tls.key }, (req, res) => void this.serveLog(req.url ?? '', res));
     await new Promise<void>((ok) => this.server!.listen(0, '127.0.0.1', ok));
     this.port = (this.server.address() as { port: number }).port;

@@ -19,6 +19,7 @@
 import type { CoreV1Api, KubeConfig, V1Secret } from '@kubernetes/client-node';
 import { statusCode } from '../../cluster/kubernetes/errors.js';
 import { type ResilientInformer, resilientInformer } from '../../cluster/kubernetes/informers.js';
+import { backoff, retry } from '../../lib/retry.js';
 import {
   type ApiKeyIdentity, type CreatedKey, indexByHash, type KeyInfo, keyInfos, newKey, parseKeys,
   revokeIn, type Role, serializeKeys, type StoredKey, verifyIn,
@@ -39,7 +40,6 @@ export interface SecretKeyStoreOptions {
   reconnectMs?: number;
 }
 
-const sleep = (ms: number) => new Promise((ok) => setTimeout(ok, ms));
 
 type State =
   | { kind: 'unknown' } // not started (or stopped)
@@ -161,39 +161,34 @@ export class SecretKeyStore {
    * Secret when it doesn't exist (else an absent Secret is just "no keys").
    */
   private async update(change: (keys: StoredKey[]) => boolean, createIfAbsent: boolean): Promise<void> {
-    const attempts = this.options.attempts ?? 10;
-    for (let attempt = 1; ; attempt++) {
+    // 409: another writer came first (or created the Secret first): start again from what is
+    // stored now, after a short random wait that spreads racing writers.
+    await retry(async () => {
       const secret = await this.read();
       const keys = secret ? this.keysOf(secret) : [];
       if (!change(keys)) return;
       if (!secret && !createIfAbsent) return;
       const data = { [SECRET_DATA_KEY]: Buffer.from(serializeKeys(keys), 'utf8').toString('base64') };
-      try {
-        if (!secret) {
-          await this.options.core.createNamespacedSecret({
-            namespace: this.namespace,
-            body: { apiVersion: 'v1', kind: 'Secret', metadata: { name: this.name, namespace: this.namespace }, type: 'Opaque', data },
-          });
-        } else {
-          await this.options.core.replaceNamespacedSecret({
-            namespace: this.namespace,
-            name: this.name,
-            body: {
-              apiVersion: 'v1',
-              kind: 'Secret',
-              // resourceVersion makes the replace conditional: 409 when someone wrote since the read.
-              metadata: { ...secret.metadata, name: this.name, namespace: this.namespace, resourceVersion: secret.metadata?.resourceVersion },
-              type: secret.type,
-              data: { ...secret.data, ...data },
-            },
-          });
-        }
-        return;
-      } catch (error) {
-        if (statusCode(error) !== 409 || attempt >= attempts) throw error;
-        await sleep(Math.random() * 20 * attempt); // spread racing writers a little
+      if (!secret) {
+        await this.options.core.createNamespacedSecret({
+          namespace: this.namespace,
+          body: { apiVersion: 'v1', kind: 'Secret', metadata: { name: this.name, namespace: this.namespace }, type: 'Opaque', data },
+        });
+      } else {
+        await this.options.core.replaceNamespacedSecret({
+          namespace: this.namespace,
+          name: this.name,
+          body: {
+            apiVersion: 'v1',
+            kind: 'Secret',
+            // resourceVersion makes the replace conditional: 409 when someone wrote since the read.
+            metadata: { ...secret.metadata, name: this.name, namespace: this.namespace, resourceVersion: secret.metadata?.resourceVersion },
+            type: secret.type,
+            data: { ...secret.data, ...data },
+          },
+        });
       }
-    }
+    }, { attempts: this.options.attempts ?? 10, retryOn: (error) => statusCode(error) === 409, delayMs: backoff({ baseMs: 20, maxMs: 500 }) });
   }
 
   // ---- the watched copy -------------------------------------------------------------------

@@ -6,6 +6,7 @@ import { newAppName } from '../../cluster/app-name.js';
 import { type Application, type Submission, ref, schemaIds } from '../../schemas/index.js';
 import { bareDriverPod, mayActOn, type SubmissionPolicy } from '../../webhook/domain/index.js';
 import { HttpError, notFound } from '../errors.js';
+import { countSubmission } from '../metrics.js';
 import { toApplication } from '../present.js';
 import { labelSelectorQuery, parseLabelSelector } from './label-selector.js';
 
@@ -46,6 +47,7 @@ export async function appRoutes(app: FastifyInstance, { cluster, policy }: { clu
   };
 
   app.post<{ Body: Submission; Querystring: { dryRun?: boolean } }>('/api/apps/', {
+    onResponse: countSubmission,
     schema: {
       summary: 'Submit an application',
       description: 'Merges the template with configOverrides, fills in defaults, sizes the pods to fit the node pools and writes the driver pod. With dryRun=true, the same path runs and nothing is created (answer 200).',
@@ -59,7 +61,12 @@ export async function appRoutes(app: FastifyInstance, { cluster, policy }: { clu
     const pod = bareDriverPod({ appName: newAppName(jobName), jobName, namespace: '', configTemplateName, configOverrides, labels, submittedBy: request.apiKey?.id });
     const dryRun = request.query.dryRun === true;
     const result = await cluster.createDriver(pod, { dryRun });
-    if (!result.ok) return reply.code(result.status).send(result.body);
+    if (!result.ok) {
+      // A refusal at 5xx (admission threw, a cluster fault passed back) is never answered unlogged.
+      if (result.status >= 500) request.log.error({ statusCode: result.status, body: result.body }, 'submission refused by the cluster');
+      return reply.code(result.status).send(result.body);
+    }
+    request.auditTarget = result.record.appName;
     if (dryRun) {
       const { appName, jobName: job, configTemplateName: template, labels: own, config } = result.record;
       return reply.code(200).send({ appName, jobName: job, configTemplateName: template, labels: own, config });

@@ -88,3 +88,16 @@ t.test('a revocation from a separate process is seen by a running store', async 
   await promisify(execFile)(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script, 'revoke', id]);
   t.equal(store.verify(key), undefined);
 });
+
+t.test('--data-dir anywhere on the line, before or after the command', async (t) => {
+  const other = t.testdir();
+  const created = await run(['--data-dir', other, 'create', '--role', 'user'], '/nonexistent-default');
+  t.equal(created.code, 0, created.err);
+  t.ok(new FileKeyStore(other).verify(created.out.trim()), 'written to the --data-dir given first');
+  const listed = await run(['list', `--data-dir=${other}`], '/nonexistent-default');
+  t.equal(listed.code, 0);
+  t.equal(listed.out.trim().split('\n').length, 2, 'header and the one key');
+  const wrong = await run(['list', '--role', 'user', '--data-dir', other], '/nonexistent-default');
+  t.equal(wrong.code, 2);
+  t.match(wrong.err, /unknown option --role/, 'options of create only with create');
+});

@@ -2,6 +2,8 @@ import { X509Certificate } from 'node:crypto';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import 'reflect-metadata'; // before @peculiar/x509, which needs it
+import * as x509 from '@peculiar/x509';
 import t from 'tap';
 import { generateCa, issueServingCert, keyMatchesCert, serviceDnsNames } from '../../certs/generate.js';
 import { caBundle, ensureCertificates, rotationReason, splitPem } from '../../certs/rotation.js';
@@ -11,8 +13,8 @@ const DAY = 86_400_000;
 const names = { dnsNames: serviceDnsNames('submission-service-webhook', 'spark'), ipAddresses: ['127.0.0.1', '::1'] };
 
 t.test('a serving certificate chains to its CA and names the service', async (t) => {
-  const ca = generateCa({ validityDays: 30 });
-  const leaf = issueServingCert({ ca, ...names, validityDays: 7 });
+  const ca = await generateCa({ validityDays: 30 });
+  const leaf = await issueServingCert({ ca, ...names, validityDays: 7 });
   const caCert = new X509Certificate(ca.cert);
   const cert = new X509Certificate(leaf.cert);
   t.ok(caCert.ca, 'CA is a CA');
@@ -27,21 +29,27 @@ t.test('a serving certificate chains to its CA and names the service', async (t)
   t.notOk(keyMatchesCert(leaf.cert, ca.key));
   const days = (Date.parse(cert.validTo) - Date.parse(cert.validFrom)) / DAY;
   t.ok(days > 7 && days < 7.01, `7 days plus the clock-skew margin (${days.toFixed(4)})`);
-  t.throws(() => issueServingCert({ ca, ...names, validityDays: 60 }), /outlive/);
-  t.throws(() => issueServingCert({ ca }), /at least one/);
+  await t.rejects(issueServingCert({ ca, ...names, validityDays: 60 }), /outlive/);
+  await t.rejects(issueServingCert({ ca }), /at least one/);
+  // The leaf names its CA by the CA's own key id: how OpenSSL and Go pick the issuer.
+  const ski = new x509.X509Certificate(ca.cert).getExtension(x509.SubjectKeyIdentifierExtension)?.keyId;
+  t.ok(ski, 'the CA has a subject key id');
+  t.equal(new x509.X509Certificate(leaf.cert).getExtension(x509.AuthorityKeyIdentifierExtension)?.keyId, ski, 'authority key id = CA subject key id');
+  t.equal(new x509.X509Certificate(leaf.cert).getExtension(x509.BasicConstraintsExtension)?.critical, true);
+  t.match(leaf.key, /^-----BEGIN PRIVATE KEY-----/, 'PKCS#8 key');
 });
 
 t.test('rotation is due at the last third of the validity, or when names or CA change', async (t) => {
-  const ca = generateCa({});
+  const ca = await generateCa({});
   const start = new Date('2030-01-01T00:00:00Z');
-  const leaf = issueServingCert({ ca, ...names, validityDays: 90, now: start });
+  const leaf = await issueServingCert({ ca, ...names, validityDays: 90, now: start });
   const stored = { caCert: ca.cert, caKey: ca.key, cert: leaf.cert, key: leaf.key };
   t.equal(rotationReason(undefined, names), 'missing');
   t.equal(rotationReason(stored, { ...names, now: new Date(start.getTime() + 59 * DAY) }), 'none');
   t.equal(rotationReason(stored, { ...names, now: new Date(start.getTime() + 61 * DAY) }), 'expiring');
   t.equal(rotationReason(stored, { ...names, dnsNames: ['other.svc'], now: start }), 'names-changed');
   t.equal(rotationReason(stored, { ipAddresses: ['0:0:0:0:0:0:0:1'], now: start }), 'none', 'IPv6 compared as bytes');
-  t.equal(rotationReason({ ...stored, caCert: generateCa({}).cert }, { ...names, now: start }), 'not-issued-by-ca');
+  t.equal(rotationReason({ ...stored, caCert: (await generateCa({})).cert }, { ...names, now: start }), 'not-issued-by-ca');
   t.equal(rotationReason({ ...stored, key: ca.key }, { ...names, now: start }), 'key-mismatch');
 });
 

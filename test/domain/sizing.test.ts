@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import t from 'tap';
 import { buildRules, effectiveConfig, sizeApplication, applyDefaults } from '../../webhook/domain/index.js';
 
-const example = JSON.parse(readFileSync(new URL('../../../shared/spec/example-cluster.json', import.meta.url), 'utf8'));
+const example = JSON.parse(readFileSync(new URL('../../examples/example-cluster.json', import.meta.url), 'utf8'));
 const rules = buildRules({ nodePools: example.nodePools });
 const noTemplates = () => undefined;
 const size = (overrides: object) => effectiveConfig(undefined, overrides, rules, noTemplates);

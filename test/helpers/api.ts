@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import type { FastifyInstance, InjectOptions } from 'fastify';
 import type { Application, NodePool } from '../../schemas/index.js';
 import { LocalCluster, type LocalClusterOptions } from '../../cluster/local/local-cluster.js';
-import { buildApi } from '../../submit-api/app.js';
+import { type ApiOptions, buildApi } from '../../submit-api/app.js';
 import type { ApiLimits } from '../../submit-api/limits.js';
 import { buildPolicy, buildRules, type SubmissionPolicy } from '../../webhook/domain/index.js';
 import { killDrivers } from './drivers.js';
@@ -13,7 +13,7 @@ import { writeFakeSparkSubmit } from './fake-spark-submit.js';
 import { sleep, tempDir } from './temp.js';
 
 export const repoRoot = join(import.meta.dirname, '..', '..');
-export const exampleClusterFile = join(repoRoot, '..', 'shared', 'spec', 'example-cluster.json');
+export const exampleClusterFile = join(repoRoot, 'examples', 'example-cluster.json');
 
 export interface ExampleCluster {
   nodePools: NodePool[];
@@ -56,6 +56,8 @@ export interface TestApiOptions {
   limits?: Partial<ApiLimits>;
   /** Host names served while auth is off (DNS rebinding). */
   allowedHosts?: string[];
+  /** A pino logger for fastify (e.g. captureLog's); default: none. */
+  logger?: ApiOptions['loggerInstance'];
 }
 
 export async function startTestApi(t: TestLike, options: TestApiOptions = {}): Promise<TestApi> {
@@ -71,7 +73,7 @@ export async function startTestApi(t: TestLike, options: TestApiOptions = {}): P
     writeFile: options.writeFile,
     ...spark,
   });
-  const app = await buildApi({ cluster, policy: buildPolicy(options.policy), limits: options.limits, allowedHosts: options.allowedHosts, auth: options.auth ?? { enabled: false, store: { verify: () => undefined } } });
+  const app = await buildApi({ cluster, policy: buildPolicy(options.policy), limits: options.limits, allowedHosts: options.allowedHosts, auth: options.auth ?? { enabled: false, store: { verify: () => undefined } }, loggerInstance: options.logger });
   // Registered after tempDir's teardown, so it runs first (tap runs teardowns in reverse).
   t.teardown(async () => {
     await app.close();

@@ -12,7 +12,9 @@ import { eventually } from '../helpers/kubernetes.js';
 import { tempDir } from '../helpers/temp.js';
 
 const bin = join(repoRoot, 'bin', 'submission-service.js');
-const contract = join(repoRoot, '..', 'shared', 'acceptance', 'contract.mjs');
+// The acceptance contract lives beside the repository, not in it: a clean clone runs the rest
+// of this test and says the contract was skipped (SUBMISSION_SERVICE_CONTRACT names another copy).
+const contract = process.env.SUBMISSION_SERVICE_CONTRACT ?? join(repoRoot, '..', 'shared', 'acceptance', 'contract.mjs');
 
 function run(args: string[], env: NodeJS.ProcessEnv = {}, timeoutMs = 180_000): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((ok, fail) => {
@@ -60,10 +62,12 @@ t.test('cluster up --run-pods, the acceptance contract with --lifecycle, cluster
   const testbeds = pidsMentioning(join(dir, 'testbed'));
   t.equal(testbeds.length, 1, 'one test bed process');
 
-  const acceptance = await run([contract, '--lifecycle'], { BASE_URL: baseUrl, CLUSTER: exampleClusterFile, CHECKOUT: repoRoot, LIFECYCLE_S: '240' }, 300_000);
-  t.equal(acceptance.code, 0, `the contract passes:\n${acceptance.stdout.slice(-3000)}`);
-  t.match(acceptance.stdout, /\b0 failed\b/);
-  t.comment(acceptance.stdout.trim().split('\n').at(-1) ?? '');
+  await t.test('the acceptance contract', { skip: existsSync(contract) ? false : `${contract} is not there (a clean clone)` }, async (t) => {
+    const acceptance = await run([contract, '--lifecycle'], { BASE_URL: baseUrl, CLUSTER: exampleClusterFile, CHECKOUT: repoRoot, LIFECYCLE_S: '240' }, 300_000);
+    t.equal(acceptance.code, 0, `the contract passes:\n${acceptance.stdout.slice(-3000)}`);
+    t.match(acceptance.stdout, /\b0 failed\b/);
+    t.comment(acceptance.stdout.trim().split('\n').at(-1) ?? '');
+  });
 
   const down = await run([bin, 'cluster', 'down', '--dir', dir], {}, 60_000);
   t.equal(down.code, 0);

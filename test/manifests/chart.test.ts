@@ -227,3 +227,36 @@ t.test('namespaces and auth', async (t) => {
   t.notOk(apiPod.volumes!.some((v) => v.secret), 'no Secret volume on the api');
   t.same(ofKind<V1Role>(existing, 'Role').find((r) => r.metadata?.name === 'submission-service-api-keys')?.rules?.[0].resourceNames, ['mine']);
 });
+
+t.test('Prometheus can scrape: pod annotations by default, a metrics port on the webhook, an optional ServiceMonitor', async (t) => {
+  const api = named<V1Deployment>(defaults, 'Deployment', 'submission-service-api')!;
+  const webhook = named<V1Deployment>(defaults, 'Deployment', 'submission-service-webhook')!;
+  t.match(api.spec!.template.metadata!.annotations, { 'prometheus.io/scrape': 'true', 'prometheus.io/port': '8080', 'prometheus.io/path': '/metrics' });
+  t.match(webhook.spec!.template.metadata!.annotations, { 'prometheus.io/scrape': 'true', 'prometheus.io/port': '9090', 'prometheus.io/path': '/metrics' });
+  const container = webhook.spec!.template.spec!.containers[0];
+  const args = container.args!;
+  t.equal(args[args.indexOf('--metrics-port') + 1], '9090', 'the webhook is told its metrics port');
+  t.same(container.ports!.find((p) => p.name === 'metrics'), { name: 'metrics', containerPort: 9090 });
+  const service = named<V1Service>(defaults, 'Service', 'submission-service-webhook')!;
+  t.match(service.spec!.ports!.find((p) => p.name === 'metrics'), { port: 9090, targetPort: 'metrics' });
+  t.equal(ofKind(defaults, 'ServiceMonitor').length, 0, 'no ServiceMonitor unless asked (it needs the operator\'s CRD)');
+
+  const quiet = renderChart({ 'metrics.podAnnotations': 'false' });
+  t.notOk(named<V1Deployment>(quiet, 'Deployment', 'submission-service-api')!.spec!.template.metadata!.annotations?.['prometheus.io/scrape'], 'annotations can be turned off');
+
+  const monitored = renderChart({ 'metrics.serviceMonitor.enabled': 'true', 'metrics.serviceMonitor.labels.release': 'prom', 'metrics.webhookPort': '9191' });
+  const monitors = ofKind<{ metadata: { name: string; labels: Record<string, string> }; spec: any }>(monitored, 'ServiceMonitor');
+  t.same(monitors.map((m) => m.metadata.name).sort(), ['submission-service-api', 'submission-service-webhook']);
+  for (const monitor of monitors) {
+    t.equal(monitor.metadata.labels.release, 'prom', 'extra labels for the Prometheus selector');
+    // Each selects exactly the Service of its component, on a port that Service has.
+    const selected = ofKind<V1Service>(monitored, 'Service').filter((s) =>
+      Object.entries(monitor.spec.selector.matchLabels as Record<string, string>).every(([k, v]) => s.metadata!.labels![k] === v));
+    t.equal(selected.length, 1, `${monitor.metadata.name} selects one Service`);
+    t.ok(selected[0]!.spec!.ports!.some((p) => p.name === monitor.spec.endpoints[0].port), `${monitor.metadata.name}: port ${monitor.spec.endpoints[0].port} exists`);
+    t.equal(monitor.spec.endpoints[0].path, '/metrics');
+  }
+  t.equal(named<V1Service>(monitored, 'Service', 'submission-service-webhook')!.spec!.ports!.find((p) => p.name === 'metrics')!.port, 9191);
+  const bad = helm(['template', 'ss', chartDir, '--set', 'metrics.serviceMonitor.interval=often']);
+  t.not(bad.status, 0, 'a bad interval is refused by values.schema.json');
+});

@@ -19,7 +19,7 @@ import { context } from '../fixtures/admission/context.js';
 const load = (name: string): Record<string, any> =>
   JSON.parse(readFileSync(new URL(`../fixtures/admission/captured-${name}.json`, import.meta.url), 'utf8'));
 
-const example = JSON.parse(readFileSync(new URL('../../../shared/spec/example-cluster.json', import.meta.url), 'utf8'));
+const example = JSON.parse(readFileSync(new URL('../../examples/example-cluster.json', import.meta.url), 'utf8'));
 
 const bareAdmitted = load('bare-driver-pod.admitted') as V1Pod;
 const teamAdmitted = load('team-labeled-pod.admitted') as V1Pod;

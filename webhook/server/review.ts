@@ -4,6 +4,7 @@
 import type { V1Pod } from '@kubernetes/client-node';
 import jsonPatch from 'fast-json-patch';
 import type { Admission } from '../domain/admit.js';
+import { LABEL_APP } from '../domain/labels.js';
 import { clone } from '../domain/merge.js';
 import { type AdmissionReviewResponse, allow, deny, REVIEW_API_VERSION } from './envelope.js';
 
@@ -21,6 +22,11 @@ export interface ReviewResult {
   outcome: ReviewOutcome;
   /** Why, for the log: the ignore reason, the error, the app name. */
   detail?: string;
+  /** The review's uid ('' when it had none) and the application the pod belongs to, for the log. */
+  uid: string;
+  appName?: string;
+  /** What admission threw (outcome 'failed'), for the log with its stack. */
+  error?: unknown;
 }
 
 type Json = Record<string, unknown>;
@@ -30,7 +36,15 @@ const isObject = (value: unknown): value is Json => typeof value === 'object' &&
 const brief = (text: string) => (text.length > 1000 ? `${text.slice(0, 1000)}...` : text);
 
 const malformed = (uid: string, why: string): ReviewResult =>
-  ({ review: deny(uid, 400, `malformed AdmissionReview: ${why}`), outcome: 'malformed', detail: why });
+  ({ review: deny(uid, 400, `malformed AdmissionReview: ${why}`), outcome: 'malformed', detail: why, uid });
+
+/** The application a pod belongs to, before admission names it: our label, else the pod's name. */
+function podAppName(pod: Json): string | undefined {
+  const metadata = isObject(pod.metadata) ? pod.metadata : {};
+  const labels = isObject(metadata.labels) ? metadata.labels : {};
+  const name = labels[LABEL_APP] ?? metadata.name ?? metadata.generateName;
+  return typeof name === 'string' ? name : undefined;
+}
 
 /** The request's uid without parsing: the apiserver writes `"request":{"uid":...` first. */
 export function uidFromText(text: string): string {
@@ -54,13 +68,13 @@ function admitRequest(uid: string, pod: V1Pod, admit: AdmitFunction): ReviewResu
   const result = admit(clone(pod));
   switch (result.outcome) {
     case 'ignored':
-      return { review: allow(uid), outcome: 'ignored', detail: result.reason };
+      return { review: allow(uid), outcome: 'ignored', detail: result.reason, uid };
     case 'refused':
       // The whole refusal body as JSON: the apiserver prefixes it with
       // `admission webhook "..." denied the request: `, and refusal.ts reads it back.
-      return { review: deny(uid, result.status, JSON.stringify(result.body)), outcome: 'refused', detail: result.body.message };
+      return { review: deny(uid, result.status, JSON.stringify(result.body)), outcome: 'refused', detail: result.body.message, uid };
     case 'admitted':
-      return { review: allow(uid, podPatch(pod, result.pod)), outcome: 'admitted', detail: result.appName };
+      return { review: allow(uid, podPatch(pod, result.pod)), outcome: 'admitted', detail: result.appName, uid, appName: result.appName };
     default:
       throw new Error(`unknown admission outcome ${String((result as { outcome?: unknown }).outcome)}`);
   }
@@ -77,13 +91,14 @@ export function reviewAdmission(body: unknown, admit: AdmitFunction): ReviewResu
   if (!request) return malformed('', 'no request');
   if (uid === '') return malformed('', 'request.uid is missing');
   // Only pod creation is ours; anything else the configuration sent by mistake goes through untouched.
-  if (!isPodCreate(request)) return { review: allow(uid), outcome: 'skipped', detail: 'not a Pod CREATE' };
+  if (!isPodCreate(request)) return { review: allow(uid), outcome: 'skipped', detail: 'not a Pod CREATE', uid };
   if (!isObject(request.object)) return malformed(uid, 'request.object is not an object');
+  const appName = podAppName(request.object);
   try {
-    return admitRequest(uid, request.object as V1Pod, admit);
+    return { appName, ...admitRequest(uid, request.object as V1Pod, admit) };
   } catch (error) {
     const message = brief(error instanceof Error ? error.message : String(error));
-    return { review: deny(uid, 500, `admission failed: ${message}`), outcome: 'failed', detail: message };
+    return { review: deny(uid, 500, `admission failed: ${message}`), outcome: 'failed', detail: message, uid, appName, error };
   }
 }
 

@@ -4,6 +4,8 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
+import type { Logger } from 'pino';
+import { recordReview } from './admission-record.js';
 import { watchCertificates } from './certificate-watcher.js';
 import { deny } from './envelope.js';
 import { readBody, sendJson } from './http-io.js';
@@ -31,6 +33,8 @@ export interface WebhookServerOptions {
   /** Readiness beyond "serving", e.g. caches synced. */
   ready?: () => boolean;
   onReview?: (result: ReviewResult, durationMs: number) => void;
+  /** Each admission is logged here (uid, app, outcome); metrics are kept whether or not. */
+  logger?: Logger;
   onEvent?: (event: { type: 'cert-reloaded' | 'cert-error' | 'request-error'; message: string }) => void;
 }
 
@@ -61,7 +65,9 @@ async function mutate(req: IncomingMessage, res: ServerResponse, options: Webhoo
   const started = performance.now();
   const result = options.prepare ? await prepared(body.text, options) : reviewText(body.text, options.admit);
   sendJson(res, 200, result.review);
-  options.onReview?.(result, performance.now() - started);
+  const durationMs = performance.now() - started;
+  recordReview(result, durationMs, options.logger);
+  options.onReview?.(result, durationMs);
 }
 
 async function prepared(text: string, options: WebhookServerOptions) {
@@ -74,14 +80,20 @@ async function prepared(text: string, options: WebhookServerOptions) {
   let timer: NodeJS.Timeout | undefined;
   const limit = new Promise<void>((ok) => { timer = setTimeout(ok, options.prepareTimeoutMs ?? 2000); });
   // A lookup that failed for any reason but "absent" (an RBAC 403, a timeout) must not turn
-  // into "template not found": the review is denied with 503 and the apiserver retries later.
+  // into "template not found": it is logged, and the review is denied with 503 (the apiserver
+  // retries later).
   let failure: unknown;
-  await Promise.race([options.prepare!(parsed).catch((error: unknown) => { failure = error; }), limit]);
+  const fill = options.prepare!(parsed).catch((error: unknown) => {
+    failure = error;
+    options.logger?.warn({ err: error, uid: uidFromText(text) }, 'cache fill before admission failed');
+  });
+  await Promise.race([fill, limit]);
   clearTimeout(timer);
   if (failure !== undefined) {
-    const uid = (parsed as { request?: { uid?: unknown } } | null)?.request?.uid;
+    const uid = uidFromText(text);
     const message = failure instanceof Error ? failure.message : String(failure);
-    return { review: deny(typeof uid === 'string' ? uid : '', 503, `admission could not read what it decides from: ${message}`), outcome: 'failed' as const, detail: message };
+    const result: ReviewResult = { review: deny(uid, 503, `admission could not read what it decides from: ${message}`), outcome: 'failed', detail: message, uid, error: failure };
+    return result;
   }
   return reviewAdmission(parsed, options.admit);
 }

@@ -51,3 +51,12 @@ tolerations: {{ toJson . }}
 {{- define "ss.configChecksum" -}}
 checksum/config: {{ include (print .Template.BasePath "/configmap.yaml") . | sha256sum }}
 {{- end }}
+
+{{/* Scrape annotations of a pod: (dict "root" $ "port" 8080) */}}
+{{- define "ss.scrapeAnnotations" -}}
+{{- if .root.Values.metrics.podAnnotations }}
+prometheus.io/scrape: "true"
+prometheus.io/port: {{ .port | quote }}
+prometheus.io/path: /metrics
+{{- end }}
+{{- end }}
