@@ -10,8 +10,9 @@ import { parseArgs } from 'node:util';
 import { kubeClients } from '../cluster/kubernetes/client.js';
 import { createFakeNodes, ensureCrds, ensureNamespace } from '../cluster/kubernetes/bootstrap.js';
 import { KubernetesCluster } from '../cluster/kubernetes/kubernetes-cluster.js';
-import { buildApi } from '../submit-api/app.js';
+import { loadSessionSecret } from '../dashboard/session-secret.js';
 import { FileKeyStore } from '../submit-api/auth/key-store.js';
+import { buildService } from './service.js';
 import { packageRoot } from '../lib/package-root.js';
 import { startWebhookService } from '../webhook/service.js';
 import { defaultDataDir, findSpark } from './config.js';
@@ -89,7 +90,7 @@ async function serve(values: UpOptions) {
     : undefined;
   await kubelet?.start();
   const cluster = new KubernetesCluster({ clients, namespace: values.namespace });
-  const api = await buildApi({ cluster, auth: { enabled: values.auth === 'on', store: new FileKeyStore(join(dir, 'keys')) } });
+  const api = await buildService({ cluster, auth: { enabled: values.auth === 'on', store: new FileKeyStore(join(dir, 'keys')) }, sessionSecret: loadSessionSecret(join(dir, 'keys')) });
   const baseUrl = await api.listen({ port: Number(values.port), host: '127.0.0.1' });
   const close = async () => {
     await api.close().catch(() => undefined);

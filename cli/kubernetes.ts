@@ -2,12 +2,13 @@
 import { parseArgs } from 'node:util';
 import { kubeClients } from '../cluster/kubernetes/client.js';
 import { KubernetesCluster } from '../cluster/kubernetes/kubernetes-cluster.js';
-import { buildApi } from '../submit-api/app.js';
+import { loadSessionSecret } from '../dashboard/session-secret.js';
 import { FileKeyStore } from '../submit-api/auth/key-store.js';
 import { SecretKeyStore } from '../submit-api/auth/secret-key-store.js';
 import { startWebhookService } from '../webhook/service.js';
 import { defaultDataDir, parseSecretRef } from './config.js';
 import { rulesFrom } from './rules.js';
+import { buildService } from './service.js';
 
 const common = {
   kubeconfig: { type: 'string' },
@@ -29,6 +30,7 @@ export async function apiCommand(argv: string[]): Promise<number> {
       ...common,
       auth: { type: 'string', default: 'on' },
       'data-dir': { type: 'string', default: defaultDataDir() },
+      'trust-proxy': { type: 'boolean', default: false, description: 'honour X-Forwarded-Proto/-For from the proxy in front (an ingress): Secure cookies behind TLS' },
       'keys-secret': { type: 'string', description: 'NAMESPACE/NAME of the Secret whose keys.json holds the API keys (watched; instead of <data-dir>/keys.json)' },
     },
   });
@@ -45,7 +47,12 @@ export async function apiCommand(argv: string[]): Promise<number> {
   const cluster = new KubernetesCluster({ clients, namespace: values.namespace });
   const fileStore = secretStore ? undefined : new FileKeyStore(values['data-dir']);
   const store = secretStore ?? fileStore!;
-  const api = await buildApi({ cluster, auth: { enabled: values.auth === 'on', store }, logger: { level: process.env.LOG_LEVEL ?? 'info' } });
+  // Session cookies must verify on every replica: the chart gives all of them the same secret
+  // (SUBMISSION_SERVICE_SESSION_SECRET from the auth Secret); without it, <data-dir>/session-secret.
+  const api = await buildService({
+    cluster, auth: { enabled: values.auth === 'on', store }, sessionSecret: loadSessionSecret(values['data-dir']),
+    trustProxy: values['trust-proxy'], logger: { level: process.env.LOG_LEVEL ?? 'info' },
+  });
   const address = await api.listen({ port: Number(values.port ?? 8080), host: values.host });
   const keysFrom = values.auth !== 'on' ? '' : secretStore ? `, API keys from Secret ${secretStore.ref}` : `, API keys from ${fileStore!.path}`;
   process.stdout.write(`Submission Service API (Kubernetes mode, namespace ${values.namespace}${keysFrom}) at ${address}/api/\n`);

@@ -3,10 +3,11 @@ import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { LocalCluster } from '../cluster/local/local-cluster.js';
-import { buildApi } from '../submit-api/app.js';
+import { loadSessionSecret } from '../dashboard/session-secret.js';
 import { FileKeyStore } from '../submit-api/auth/key-store.js';
 import { defaultDataDir, findSpark, javaProblem } from './config.js';
 import { rulesFrom } from './rules.js';
+import { buildService } from './service.js';
 
 export async function localCommand(argv: string[]): Promise<number> {
   const { values } = parseArgs({
@@ -18,15 +19,19 @@ export async function localCommand(argv: string[]): Promise<number> {
       'node-pools': { type: 'string' },
       auth: { type: 'string', default: 'off' },
       cores: { type: 'string', default: String(availableParallelism()) },
+      'trust-proxy': { type: 'boolean', default: false },
     },
   });
   if (values.auth !== 'on' && values.auth !== 'off') throw new Error('--auth takes on or off');
   const dataDir = values['data-dir'];
   const rules = rulesFrom(values['node-pools'], 'local');
   const cluster = new LocalCluster({ dataDir, rules, cores: Number(values.cores), ...findSpark() });
-  const api = await buildApi({
+  const api = await buildService({
     cluster,
     auth: { enabled: values.auth === 'on', store: new FileKeyStore(dataDir) },
+    // The dashboard's session cookies: signed with <data-dir>/session-secret (created 0600 once).
+    sessionSecret: loadSessionSecret(dataDir),
+    trustProxy: values['trust-proxy'],
     logger: { level: process.env.LOG_LEVEL ?? 'info' },
   });
   const java = javaProblem();

@@ -2,8 +2,7 @@
 // handler, authentication as a plugin. Transport only: the work is in cluster/ and webhook/.
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import type { Cluster } from '../cluster/cluster.js';
-import { dashboardPlugin } from '../dashboard/plugin.js';
-import { authPlugin } from './auth/plugin.js';
+import { authPlugin, type KeyVerifier, type SessionVerifier } from './auth/plugin.js';
 import { installErrorHandler } from './errors.js';
 import { installOpenApi } from './openapi.js';
 import { appEventRoutes } from './routes/app-events.js';
@@ -13,7 +12,9 @@ import { installValidation } from './validation.js';
 
 export interface ApiOptions {
   cluster: Cluster;
-  auth: { enabled: boolean; store: { verify(key: string): { id: string; role: 'user' | 'admin' } | undefined } };
+  auth: { enabled: boolean; store: KeyVerifier; sessionVerifier?: SessionVerifier };
+  /** Honour X-Forwarded-Proto/-For (request.protocol, request.ip) only from a proxy in front: fastify's trustProxy. */
+  trustProxy?: boolean | string | string[];
   logger?: FastifyServerOptions['logger'];
   bodyLimit?: number;
   version?: string;
@@ -24,18 +25,18 @@ export async function buildApi(options: ApiOptions): Promise<FastifyInstance> {
     logger: options.logger ?? false,
     bodyLimit: options.bodyLimit ?? 1024 * 1024,
     routerOptions: { ignoreTrailingSlash: true },
+    trustProxy: options.trustProxy ?? false,
   });
   // Request bodies are JSON only: without this, fastify's built-in text/plain parser lets a
   // text body through to the schema (400 "must be object") instead of answering 415.
   app.removeContentTypeParser('text/plain');
   installValidation(app);
   installErrorHandler(app);
-  await app.register(authPlugin, { enabled: options.auth.enabled, store: options.auth.store });
+  await app.register(authPlugin, { enabled: options.auth.enabled, store: options.auth.store, sessionVerifier: options.auth.sessionVerifier });
   await installOpenApi(app, options.version ?? '0.1.0');
   await app.register(appRoutes, { cluster: options.cluster });
   await app.register(appEventRoutes, { cluster: options.cluster });
   await app.register(configTemplateRoutes, { templates: options.cluster.templates });
-  await app.register(dashboardPlugin, { auth: options.auth });
   // Followed logs must not hold a shutdown open. (fastify's forceCloseConnections option
   // would do it too, but tracks every socket and costs 40% of the throughput here.)
   app.addHook('preClose', async () => { app.server.closeAllConnections(); });

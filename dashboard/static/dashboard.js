@@ -43,7 +43,8 @@ class HttpError extends Error {
 }
 
 async function api(path, init) {
-  const res = await fetch(path, { credentials: 'same-origin', ...init, headers: { accept: 'application/json', ...(init?.headers ?? {}) } });
+  // The custom header is the service's CSRF check for writes made with the session cookie.
+  const res = await fetch(path, { credentials: 'same-origin', ...init, headers: { accept: 'application/json', 'x-requested-with': 'dashboard', ...(init?.headers ?? {}) } });
   if (!res.ok) {
     let message = `${res.status} ${res.statusText}`;
     try { message = (await res.json()).message ?? message; } catch { /* not JSON */ }
@@ -217,9 +218,7 @@ async function stop(appName) {
     error.hidden = true;
   } catch (err) {
     error.hidden = false;
-    error.textContent = err.status === 401 || err.status === 403
-      ? 'Stopping needs an API key sent with the request: use the CLI or the API (the dashboard session reads only).'
-      : `Could not stop: ${err.message}`;
+    error.textContent = `Could not stop: ${err.message}`;
   } finally {
     button.disabled = false;
     route();

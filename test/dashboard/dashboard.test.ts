@@ -2,11 +2,12 @@
 // protected service, then the real page in headless Chromium over a LocalCluster whose
 // spark-submit is the TEST DOUBLE of test/helpers/fake-spark-submit.ts.
 // Screenshots go to $DASHBOARD_SCREENSHOTS (default <tmp>/submission-service-dashboard), never the repo.
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium, type Browser } from 'playwright-core';
 import t from 'tap';
+import { loadSessionSecret } from '../../dashboard/session-secret.js';
 import { FileKeyStore } from '../../submit-api/auth/key-store.js';
 import { startTestApi } from '../helpers/api.js';
 import { fakeJob } from '../helpers/fake-spark-submit.js';
@@ -31,12 +32,12 @@ t.test('pages and assets', async (t) => {
   t.match((await api.call('GET', '/dashboard/static/dashboard.css')).headers['content-type'], /^text\/css/);
   t.equal((await api.call('GET', '/dashboard/static/nope.js')).status, 404);
   t.equal((await api.call('GET', '/dashboard/static/..%2Fplugin.ts')).status, 404, 'only the listed files');
-  t.same((await api.call('GET', '/dashboard/session')).json, { authEnabled: false, signedIn: true, keyId: null }, 'auth off: no login');
+  t.same((await api.call('GET', '/dashboard/session')).json, { authEnabled: false, signedIn: true, keyId: null, role: null, csrfHeader: 'x-requested-with' }, 'auth off: no login');
   const openApi = (await api.call('GET', '/api/openapi.json')).json;
   t.notOk(Object.keys(openApi.paths).some((p) => p.startsWith('/dashboard')), 'not in the API reference');
 });
 
-t.test('protected: a key once, then a session cookie that reads only', async (t) => {
+t.test('protected: a key once, then a signed session cookie; writes need the CSRF header', async (t) => {
   const store = new FileKeyStore(t.testdir());
   const user = store.create('user');
   const api = await startTestApi(t, { auth: { enabled: true, store } });
@@ -49,29 +50,72 @@ t.test('protected: a key once, then a session cookie that reads only', async (t)
   const login = await api.call('POST', '/dashboard/login', { key: user.key });
   t.equal(login.status, 200);
   const setCookie = String(login.headers['set-cookie']);
-  t.match(setCookie, /^ss_session=[A-Za-z0-9_-]{43}; /);
+  t.match(setCookie, /^ss_session=[\w-]+\.[\w-]+\.[\w-]+; /, 'a signed token');
   t.match(setCookie, /; HttpOnly/);
   t.match(setCookie, /; SameSite=Strict/);
   t.match(setCookie, /; Path=\//);
+  t.match(setCookie, /; Max-Age=43200/, '12 hours');
+  t.notMatch(setCookie, /; Secure/, 'plain HTTP, no trusted proxy');
   t.notMatch(setCookie, new RegExp(user.key.slice(4)), 'the cookie is not the key');
   const cookie = setCookie.split(';', 1)[0];
+  const claims = JSON.parse(Buffer.from(cookie.split('.')[1], 'base64url').toString());
+  t.equal(claims.sub, user.id, 'it names the key by id');
+  t.ok(claims.exp - claims.iat === 43200, 'and expires');
 
-  t.match((await api.call('GET', '/dashboard/session', undefined, { cookie })).json, { signedIn: true, keyId: user.id });
+  t.match((await api.call('GET', '/dashboard/session', undefined, { cookie })).json, { signedIn: true, keyId: user.id, role: 'user', csrfHeader: 'x-requested-with' });
   t.equal((await api.call('GET', '/api/apps/', undefined, { cookie })).status, 200, 'reads with the cookie');
   t.equal((await api.call('GET', '/api/apps/', undefined, { cookie: 'ss_session=forged' })).status, 401, 'a made-up session');
-  const created = await api.call('POST', '/api/apps/', { jobName: 'cookie', configOverrides: fakeJob() }, { cookie });
-  t.equal(created.status, 401, 'no write with the cookie alone');
-  t.equal((await api.call('POST', '/api/apps/', { jobName: 'cookie', configOverrides: fakeJob() }, { 'x-api-key': user.key })).status, 201, 'the key still works');
+  const tampered = cookie.slice(0, -2) + (cookie.endsWith('AA') ? 'BB' : 'AA');
+  t.equal((await api.call('GET', '/api/apps/', undefined, { cookie: tampered })).status, 401, 'a changed signature');
+  const [, body, sig] = cookie.split('.');
+  const none = `ss_session=${Buffer.from('{"alg":"none","typ":"JWT"}').toString('base64url')}.${body}.`;
+  t.equal((await api.call('GET', '/api/apps/', undefined, { cookie: none })).status, 401, 'alg none is refused');
+  t.ok(sig.length > 0);
+
+  const submission = { jobName: 'cookie', configOverrides: fakeJob({ lines: 200, tick: 0.1 }) };
+  const csrf = await api.call('POST', '/api/apps/', submission, { cookie });
+  t.equal(csrf.status, 403, 'a cookie-only write without the custom header (what a cross-site form sends)');
+  t.match(csrf.json.message, /x-requested-with/);
+  const created = await api.call('POST', '/api/apps/', submission, { cookie, 'x-requested-with': 'dashboard' });
+  t.equal(created.status, 201, 'a write from the dashboard');
+  t.equal(created.json.submittedBy, user.id, 'as the signed-in key');
+  const stopped = await api.call('POST', `/api/apps/${created.json.appName}/stop`, undefined, { cookie, 'x-requested-with': 'dashboard' });
+  t.equal(stopped.status, 200, 'stop from the dashboard');
+  t.equal((await api.call('DELETE', `/api/apps/${created.json.appName}`, undefined, { cookie, 'x-requested-with': 'dashboard' })).status, 204, 'delete too');
+  t.equal((await api.call('PUT', '/api/config-templates/x', { name: 'x', config: {} }, { cookie, 'x-requested-with': 'dashboard' })).status, 403, 'roles hold: a user session writes no templates');
 
   store.revoke(user.id);
-  t.equal((await api.call('GET', '/api/apps/', undefined, { cookie })).status, 401, 'revoking the key ends its sessions');
+  t.equal((await api.call('GET', '/api/apps/', undefined, { cookie })).status, 401, 'revoking the key ends its sessions at once');
+  t.match((await api.call('GET', '/dashboard/session', undefined, { cookie })).json, { signedIn: false });
 
   const other = store.create('user');
   const again = String((await api.call('POST', '/dashboard/login', { key: other.key })).headers['set-cookie']).split(';', 1)[0];
   t.equal((await api.call('GET', '/api/apps/', undefined, { cookie: again })).status, 200);
   const out = await api.call('POST', '/dashboard/logout', undefined, { cookie: again });
-  t.match(String(out.headers['set-cookie']), /^ss_session=; .*Max-Age=0/);
-  t.equal((await api.call('GET', '/api/apps/', undefined, { cookie: again })).status, 401, 'signed out');
+  t.match(String(out.headers['set-cookie']), /^ss_session=; .*Max-Age=0/, 'sign out removes the cookie');
+});
+
+t.test('sessions: any replica with the shared secret accepts them; a restart keeps them; Secure behind a trusted TLS proxy', async (t) => {
+  const dir = t.testdir();
+  const store = new FileKeyStore(dir);
+  const user = store.create('user');
+  const secret = loadSessionSecret(join(dir, 'data'));
+  t.equal(statSync(join(dir, 'data', 'session-secret')).mode & 0o777, 0o600, 'the secret file is 0600');
+  t.same(loadSessionSecret(join(dir, 'data')), secret, 'read again, not made again');
+  t.same(loadSessionSecret(join(dir, 'nowhere'), { SUBMISSION_SERVICE_SESSION_SECRET: 'x'.repeat(40) }), Buffer.from('x'.repeat(40)), 'the env var wins');
+  t.throws(() => loadSessionSecret(dir, { SUBMISSION_SERVICE_SESSION_SECRET: 'short' }), /at least 32/);
+
+  const a = await startTestApi(t, { auth: { enabled: true, store }, sessionSecret: secret });
+  const b = await startTestApi(t, { auth: { enabled: true, store }, sessionSecret: secret, trustProxy: true });
+  const c = await startTestApi(t, { auth: { enabled: true, store } }); // another secret
+  const cookie = String((await a.call('POST', '/dashboard/login', { key: user.key })).headers['set-cookie']).split(';', 1)[0];
+  t.equal((await b.call('GET', '/api/apps/', undefined, { cookie })).status, 200, 'issued by one replica, accepted by another');
+  t.equal((await c.call('GET', '/api/apps/', undefined, { cookie })).status, 401, 'not by a service with another secret');
+
+  const behindTls = await b.call('POST', '/dashboard/login', { key: user.key }, { 'x-forwarded-proto': 'https' });
+  t.match(String(behindTls.headers['set-cookie']), /; Secure/, 'X-Forwarded-Proto https from a trusted proxy');
+  const spoofed = await a.call('POST', '/dashboard/login', { key: user.key }, { 'x-forwarded-proto': 'https' });
+  t.notMatch(String(spoofed.headers['set-cookie']), /; Secure/, 'ignored without --trust-proxy');
 });
 
 t.test('in Chromium: empty, grouped by jobName, config JSON and a live log', async (t) => {

@@ -5,7 +5,10 @@ import { join } from 'node:path';
 import type { FastifyInstance, InjectOptions } from 'fastify';
 import type { Application, NodePool } from '../../schemas/index.js';
 import { LocalCluster } from '../../cluster/local/local-cluster.js';
-import { buildApi } from '../../submit-api/app.js';
+import { randomBytes } from 'node:crypto';
+import { buildService } from '../../cli/service.js';
+import type { KeyLookup } from '../../dashboard/session.js';
+import type { KeyVerifier } from '../../submit-api/auth/plugin.js';
 import { buildRules } from '../../webhook/domain/index.js';
 import { killDrivers } from './drivers.js';
 import { writeFakeSparkSubmit } from './fake-spark-submit.js';
@@ -45,7 +48,11 @@ export interface TestApiOptions {
   spark?: { sparkSubmit: string; python?: string };
   /** An existing data dir (e.g. one with crafted records); default: a fresh temp dir. */
   dataDir?: string;
-  auth?: { enabled: boolean; store: { verify(key: string): { id: string; role: 'user' | 'admin' } | undefined } };
+  auth?: { enabled: boolean; store: KeyVerifier & KeyLookup };
+  /** The dashboard's session secret (replicas of one test share it); default: a random one. */
+  sessionSecret?: Buffer;
+  /** fastify trustProxy (X-Forwarded-Proto honoured). */
+  trustProxy?: boolean;
 }
 
 export async function startTestApi(t: TestLike, options: TestApiOptions = {}): Promise<TestApi> {
@@ -59,7 +66,13 @@ export async function startTestApi(t: TestLike, options: TestApiOptions = {}): P
     pollMs: 100,
     ...spark,
   });
-  const app = await buildApi({ cluster, auth: options.auth ?? { enabled: false, store: { verify: () => undefined } } });
+  // The whole process as the CLI builds it: the API with the dashboard on top.
+  const app = await buildService({
+    cluster,
+    auth: options.auth ?? { enabled: false, store: { verify: () => undefined, byId: () => undefined } },
+    sessionSecret: options.sessionSecret ?? randomBytes(32),
+    trustProxy: options.trustProxy,
+  });
   // Registered after tempDir's teardown, so it runs first (tap runs teardowns in reverse).
   t.teardown(async () => {
     await app.close();
