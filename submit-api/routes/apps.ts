@@ -1,11 +1,12 @@
 // /api/apps/: submit (and dry-run), list, read, log, stop, delete.
+import { pipeline } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
 import type { Cluster } from '../../cluster/cluster.js';
 import { newAppName } from '../../cluster/app-name.js';
 import { type Submission, ref, schemaIds } from '../../schemas/index.js';
 import { bareDriverPod } from '../../webhook/domain/index.js';
 import { notFound } from '../errors.js';
-import { toApplication } from '../present.js';
+import { countsSchema, countStates, skipBytes, toApplication, toSummary } from '../present.js';
 import { labelSelectorQuery, parseLabelSelector } from './label-selector.js';
 
 const errorResponses = { 400: ref(schemaIds.error), 401: ref(schemaIds.error), 403: ref(schemaIds.error), 404: ref(schemaIds.error), 503: ref(schemaIds.error) };
@@ -37,9 +38,10 @@ export async function appRoutes(app: FastifyInstance, { cluster }: { cluster: Cl
     return reply.code(201).send(toApplication(result.record));
   });
 
-  app.get<{ Querystring: { jobName?: string; state?: never; labelSelector?: string; limit: number; cursor?: string } }>('/api/apps/', {
+  app.get<{ Querystring: { jobName?: string; state?: never; labelSelector?: string; limit: number; cursor?: string; view: 'full' | 'summary' } }>('/api/apps/', {
     schema: {
       summary: 'List applications, newest first',
+      description: 'view=summary leaves `config` out of every item (the other fields as in Application): what a list page needs, a small fraction of the bytes.',
       tags: ['apps'],
       querystring: {
         type: 'object', additionalProperties: false,
@@ -49,14 +51,37 @@ export async function appRoutes(app: FastifyInstance, { cluster }: { cluster: Cl
           labelSelector: labelSelectorQuery,
           limit: { type: 'integer', minimum: 1, maximum: 500, default: 50 },
           cursor: { type: 'string', maxLength: 1024 },
+          view: { type: 'string', enum: ['full', 'summary'], default: 'full', description: 'summary: items without `config`' },
         },
       },
       response: { 200: ref(schemaIds.applicationList), ...errorResponses },
     },
-  }, async (request) => {
-    const { labelSelector, ...query } = request.query;
+  }, async (request, reply) => {
+    const { labelSelector, view, ...query } = request.query;
     const page = await cluster.list({ ...query, labels: parseLabelSelector(labelSelector) });
+    if (view === 'summary') {
+      // The declared schema requires config; a summary is built field by field (toSummary) and
+      // serialized as is, so nothing beyond the Application's own fields can leak.
+      return reply.serializer(JSON.stringify).type('application/json; charset=utf-8').send({ items: page.items.map(toSummary), next: page.next });
+    }
     return { items: page.items.map(toApplication), next: page.next };
+  });
+
+  app.get<{ Querystring: { jobName?: string; labelSelector?: string } }>('/api/apps/counts', {
+    schema: {
+      summary: 'How many applications are in each state, in all and per job',
+      description: 'One pass over the records (no pages): what a dashboard shows above its list.',
+      tags: ['apps'],
+      querystring: {
+        type: 'object', additionalProperties: false,
+        properties: { jobName: { type: 'string', maxLength: 63 }, labelSelector: labelSelectorQuery },
+      },
+      response: { 200: countsSchema, ...errorResponses },
+    },
+  }, async (request) => {
+    const { labelSelector, jobName } = request.query;
+    const all = await cluster.list({ jobName, labels: parseLabelSelector(labelSelector), limit: Number.MAX_SAFE_INTEGER });
+    return countStates(all.items);
   });
 
   app.get<{ Params: { appName: string } }>('/api/apps/:appName', {
@@ -67,12 +92,16 @@ export async function appRoutes(app: FastifyInstance, { cluster }: { cluster: Cl
     return toApplication(record);
   });
 
-  app.get<{ Params: { appName: string }; Querystring: { follow?: boolean } }>('/api/apps/:appName/log', {
+  app.get<{ Params: { appName: string }; Querystring: { follow?: boolean; offset: number } }>('/api/apps/:appName/log', {
     schema: {
       summary: 'The driver log (plain text); follow=true streams until the application ends',
+      description: 'offset=N starts at byte N (a reader that lost its connection resumes after the last byte it has); the answer says where it starts in X-Log-Offset.',
       tags: ['apps'],
       params: appNameParams,
-      querystring: { type: 'object', additionalProperties: false, properties: { follow: { type: 'boolean', default: false } } },
+      querystring: {
+        type: 'object', additionalProperties: false,
+        properties: { follow: { type: 'boolean', default: false }, offset: { type: 'integer', minimum: 0, default: 0 } },
+      },
       response: { 200: { type: 'string', description: 'text/plain' }, ...errorResponses },
     },
   }, async (request, reply) => {
@@ -80,8 +109,11 @@ export async function appRoutes(app: FastifyInstance, { cluster }: { cluster: Cl
     request.raw.once('close', () => abort.abort());
     const stream = await cluster.log(request.params.appName, { follow: request.query.follow === true, signal: abort.signal });
     if (!stream) throw notFound(`application ${request.params.appName}`);
-    reply.header('cache-control', 'no-cache').header('x-content-type-options', 'nosniff');
-    return reply.type('text/plain; charset=utf-8').send(stream);
+    reply.header('cache-control', 'no-cache').header('x-content-type-options', 'nosniff').header('x-log-offset', String(request.query.offset));
+    // pipeline ends the source with the response (and passes a read error on to it, where
+    // fastify logs it and cuts the answer short, as for an unskipped log).
+    const body = request.query.offset > 0 ? pipeline(stream, skipBytes(request.query.offset), () => undefined) : stream;
+    return reply.type('text/plain; charset=utf-8').send(body);
   });
 
   app.post<{ Params: { appName: string } }>('/api/apps/:appName/stop', {
