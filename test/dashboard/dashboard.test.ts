@@ -118,50 +118,120 @@ t.test('sessions: any replica with the shared secret accepts them; a restart kee
   t.notMatch(String(spoofed.headers['set-cookie']), /; Secure/, 'ignored without --trust-proxy');
 });
 
-t.test('in Chromium: empty, grouped by jobName, config JSON and a live log', async (t) => {
+async function launch(t: { teardown(fn: () => unknown): void }): Promise<Browser> {
   mkdirSync(shots, { recursive: true });
-  const api = await startTestApi(t);
-  const address = await api.app.listen({ port: 0, host: '127.0.0.1' });
-  const browser: Browser = await chromium.launch({
+  const browser = await chromium.launch({
     executablePath: CHROMIUM,
     args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
   });
   t.teardown(() => browser.close());
+  return browser;
+}
+
+t.test('in Chromium: empty, grouped by jobName, counts, filters, search, kernels, live by events', async (t) => {
+  const api = await startTestApi(t, { cores: 8 });
+  const address = await api.app.listen({ port: 0, host: '127.0.0.1' });
+  const browser = await launch(t);
   const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
   const errors: string[] = [];
   page.on('pageerror', (err) => errors.push(String(err)));
+  const requests: string[] = [];
+  page.on('request', (r) => requests.push(r.url()));
 
   await page.goto(`${address}/dashboard/`);
   await page.locator('#empty').waitFor();
   t.match(await page.locator('#empty').innerText(), /No applications yet/);
-  await page.screenshot({ path: join(shots, 'empty.png') });
+  t.match(await page.locator('#auth-off').innerText(), /Authentication is off/, 'auth off: a banner says so');
+  t.ok(await page.locator('#auth-off').isVisible());
+  await page.screenshot({ path: join(shots, 'dashboard-empty.png') });
 
-  const submit = async (jobName: string, directives: Parameters<typeof fakeJob>[0]) => {
-    const res = await api.call('POST', '/api/apps/', { jobName, configOverrides: fakeJob(directives) });
+  const submit = async (jobName: string, directives: Parameters<typeof fakeJob>[0], labels?: Record<string, string>) => {
+    const res = await api.call('POST', '/api/apps/', { jobName, configOverrides: fakeJob(directives), labels });
     t.equal(res.status, 201, `submitted ${jobName}`);
     return res.json.appName as string;
   };
-  const daily = [await submit('daily-report', { lines: 2 }), await submit('daily-report', { lines: 3 })];
-  const hourly = await submit('hourly-etl', { lines: 2 });
-  const live = await submit('streaming', { lines: 60, tick: 0.25 });
-  for (const name of [...daily, hourly]) await waitForState(() => api.getApp(name), 'COMPLETED');
+  const daily = [await submit('daily-report', { lines: 2 }), await submit('daily-report', { lines: 1, exit: 3 }), await submit('daily-report', { lines: 3 })];
+  const hourly = await submit('hourly-etl', { lines: 2 }, { team: 'payments' });
+  const kernel = await submit('notebook', { lines: 400, tick: 0.25 }, { 'kernel.submission-service.io/id': 'k-123' });
+  for (const name of [daily[0], daily[2], hourly]) await waitForState(() => api.getApp(name), 'COMPLETED');
+  await waitForState(() => api.getApp(daily[1]), 'FAILED');
+  await waitForState(() => api.getApp(kernel), 'RUNNING');
 
-  // Auto-refresh picks the new applications up without a reload.
-  await page.locator(`tr[data-app="${live}"]`).waitFor({ timeout: 10_000 });
+  // The page had nothing: everything arrives by the events stream, without a reload or a poll.
+  await page.locator(`tr[data-app="${hourly}"] .badge`).filter({ hasText: 'COMPLETED' }).waitFor({ timeout: 10_000 });
+  await page.locator(`tr[data-app="${daily[2]}"] .badge`).filter({ hasText: 'COMPLETED' }).waitFor({ timeout: 10_000 });
   const jobs = await page.locator('section.job').evaluateAll((sections) => sections.map((s) => ({
     job: s.getAttribute('data-job'),
     apps: [...s.querySelectorAll('tbody tr')].map((r) => r.getAttribute('data-app')),
+    strip: [...s.querySelectorAll('.strip .tick')].map((a) => a.textContent?.trim()),
   })));
-  t.same(jobs.map((j) => j.job).sort(), ['daily-report', 'hourly-etl', 'streaming'], 'one table per jobName');
-  t.same(jobs.find((j) => j.job === 'daily-report')?.apps, [...daily].reverse(), 'both runs of a job together, newest first');
-  t.same(jobs.find((j) => j.job === 'hourly-etl')?.apps, [hourly]);
-  t.equal(await page.locator(`tr[data-app="${hourly}"] .badge`).innerText(), 'COMPLETED');
-  await page.screenshot({ path: join(shots, 'list.png'), fullPage: true });
+  t.same(jobs.map((j) => j.job), ['notebook', 'hourly-etl', 'daily-report'], 'one card per jobName, the newest run first');
+  t.same(jobs.find((j) => j.job === 'daily-report')?.apps, [...daily].reverse(), 'a job\'s runs together, newest first');
+  t.same(jobs.find((j) => j.job === 'daily-report')?.strip, [`${daily[2]}: COMPLETEDC`, `${daily[1]}: FAILEDF`, `${daily[0]}: COMPLETEDC`], 'the run-history strip says each state in text');
+  t.equal(await page.locator(`tr[data-app="${kernel}"] .tag.kernel`).innerText(), 'kernel', 'a notebook kernel is marked');
+  t.equal(await page.locator(`tr[data-app="${hourly}"] .tag.kernel`).count(), 0, 'a batch job is not');
+  await page.locator('#counts [data-state="COMPLETED"] .n').filter({ hasText: '3' }).waitFor({ timeout: 5000 });
+  const counts = Object.fromEntries(await page.locator('#counts button').evaluateAll((bs) => bs.map((b) => [b.getAttribute('data-state'), b.querySelector('.n')?.textContent])));
+  t.same(counts, { ALL: '5', PENDING: '0', RUNNING: '1', COMPLETED: '3', FAILED: '1', KILLED: '0', UNKNOWN: '0' }, 'counts per state');
+  t.ok(requests.some((u) => u.includes('/api/apps/?') && u.includes('view=summary')), 'the list reads light items');
+  t.notOk(requests.some((u) => /\/api\/apps\/\?(?!.*view=summary)/.test(u)), 'never the full records');
+  await page.screenshot({ path: join(shots, 'dashboard-list.png'), fullPage: true });
 
-  await page.locator(`a[href="/dashboard/apps/${live}"]`).click();
+  await page.locator('#counts [data-state="FAILED"]').click();
+  await page.waitForFunction(() => document.querySelectorAll('tbody tr').length === 1);
+  t.same(await page.locator('tbody tr').evaluateAll((rs) => rs.map((r) => r.getAttribute('data-app'))), [daily[1]], 'filter by state');
+  t.match(page.url(), /\?state=FAILED$/, 'the filter is in the address');
+  await page.locator('#counts [data-state="FAILED"]').click();
+  await page.locator('#job-filter').selectOption('hourly-etl');
+  await page.waitForFunction(() => document.querySelectorAll('section.job').length === 1);
+  t.same(await page.locator('tbody tr').evaluateAll((rs) => rs.map((r) => r.getAttribute('data-app'))), [hourly], 'filter by job');
+  await page.locator('#job-filter').selectOption('');
+  await page.locator(`tr[data-app="${daily[0]}"]`).waitFor();
+  await page.locator('#search').fill('payments');
+  await page.waitForFunction(() => document.querySelectorAll('tbody tr').length === 1);
+  t.same(await page.locator('tbody tr').evaluateAll((rs) => rs.map((r) => r.getAttribute('data-app'))), [hourly], 'search finds labels too');
+  await page.locator('#search').fill('no-such-thing');
+  await page.locator('#empty').waitFor();
+  t.match(await page.locator('#empty').innerText(), /No application matches/, 'an empty result says so');
+  await page.screenshot({ path: join(shots, 'dashboard-no-match.png') });
+  await page.locator('#empty button').click();
+  await page.locator(`tr[data-app="${daily[0]}"]`).waitFor();
+
+  // A phone.
+  const phone = await browser.newPage({ viewport: { width: 390, height: 844 }, isMobile: true });
+  await phone.goto(`${address}/dashboard/`);
+  await phone.locator(`tr[data-app="${hourly}"]`).waitFor();
+  const overflow = await phone.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+  t.ok(overflow <= 0, `no sideways scrolling on a phone (${overflow} px)`);
+  await phone.screenshot({ path: join(shots, 'dashboard-list-phone.png'), fullPage: true });
+  await phone.close();
+
+  // Keyboard: Tab reaches the filters and the links.
+  await page.keyboard.press('Tab');
+  await page.keyboard.press('Enter'); // the skip link
+  const focusable = await page.evaluate(() => [...document.querySelectorAll('#main a, #main button, #main select, #main input')].length);
+  t.ok(focusable > 10, 'links, buttons and fields are real controls');
+  await api.call('POST', `/api/apps/${kernel}/stop`);
+  await page.locator(`tr[data-app="${kernel}"] .badge`).filter({ hasText: 'KILLED' }).waitFor({ timeout: 5000 });
+  t.pass('a stop elsewhere shows up live');
+  t.same(errors, [], 'no script errors');
+});
+
+t.test('in Chromium: an application page with config and a live log', async (t) => {
+  const api = await startTestApi(t);
+  const address = await api.app.listen({ port: 0, host: '127.0.0.1' });
+  const browser = await launch(t);
+  const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+  const errors: string[] = [];
+  page.on('pageerror', (err) => errors.push(String(err)));
+  const res = await api.call('POST', '/api/apps/', { jobName: 'streaming', configOverrides: fakeJob({ lines: 60, tick: 0.25 }) });
+  const live = res.json.appName as string;
+  await page.goto(`${address}/dashboard/`);
+  await page.locator(`tr[data-app="${live}"] a`).click();
   await page.waitForURL(`**/dashboard/apps/${live}`);
   await page.locator('#config').waitFor();
-  const config = JSON.parse(await page.locator('#config').innerText());
+  const config = JSON.parse((await page.locator('#config').getAttribute('data-json'))!);
+  t.match(await page.locator('#config').innerText(), /mainApplicationFile: "local:\/\/\/fake\/job.py"/, 'shown as a readable tree');
   t.same(config.arguments, ['lines=60', 'tick=0.25'], 'the configuration, as JSON');
   t.equal(config.mainApplicationFile, 'local:///fake/job.py');
 
@@ -171,7 +241,7 @@ t.test('in Chromium: empty, grouped by jobName, config JSON and a live log', asy
   t.ok(early < 60, `the log is read while the app runs (${early} lines so far)`);
   t.equal(await page.locator('#state .badge').innerText(), 'RUNNING');
   t.notOk(await page.locator('#stop').isHidden(), 'Stop is offered while running');
-  await page.screenshot({ path: join(shots, 'app-running.png'), fullPage: true });
+  await page.screenshot({ path: join(shots, 'dashboard-app-running.png'), fullPage: true });
 
   await page.waitForFunction((n) => (document.getElementById('log')?.textContent ?? '').includes(`fake line ${n} of 60`), early + 3, { timeout: 10_000 });
   const later = (await log.innerText()).split('\n').filter((l) => l.startsWith('fake line')).length;
@@ -182,7 +252,7 @@ t.test('in Chromium: empty, grouped by jobName, config JSON and a live log', asy
   await page.waitForFunction(() => document.querySelector('#state .badge')?.textContent === 'KILLED', undefined, { timeout: 10_000 });
   t.ok(await page.locator('#stop').isHidden(), 'no Stop once ended');
   await page.waitForFunction(() => document.getElementById('log-status')?.textContent === 'log ended', undefined, { timeout: 10_000 });
-  await page.screenshot({ path: join(shots, 'app-stopped.png'), fullPage: true });
+  await page.screenshot({ path: join(shots, 'dashboard-app-stopped.png'), fullPage: true });
 
   await page.goto(`${address}/dashboard/apps/no-such-app`);
   await page.locator('#error').waitFor();
