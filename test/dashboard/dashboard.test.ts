@@ -2,11 +2,16 @@
 // protected service, then the real page in headless Chromium over a LocalCluster whose
 // spark-submit is the TEST DOUBLE of test/helpers/fake-spark-submit.ts.
 // Screenshots go to $DASHBOARD_SCREENSHOTS (default <tmp>/submission-service-dashboard), never the repo.
+import { randomBytes } from 'node:crypto';
 import { mkdirSync, statSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import httpProxy from 'http-proxy';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium, type Browser } from 'playwright-core';
 import t from 'tap';
+import { buildService } from '../../cli/service.js';
 import { loadSessionSecret } from '../../dashboard/session-secret.js';
 import { FileKeyStore } from '../../submit-api/auth/key-store.js';
 import { startTestApi } from '../helpers/api.js';
@@ -257,5 +262,93 @@ t.test('in Chromium: an application page with config and a live log', async (t) 
   await page.goto(`${address}/dashboard/apps/no-such-app`);
   await page.locator('#error').waitFor();
   t.match(await page.locator('#error').innerText(), /No such application/);
+  t.same(errors, [], 'no script errors');
+});
+
+t.test('in Chromium, auth on, two API servers behind a round-robin proxy: one sign-in, 20 pages, a stop, sign-out, revocation', async (t) => {
+  const keysDir = t.testdir();
+  const store = new FileKeyStore(keysDir);
+  const user = store.create('user');
+  const secret = randomBytes(32);
+  const a = await startTestApi(t, { auth: { enabled: true, store }, sessionSecret: secret, cores: 8 });
+  // The second server: its own fastify, its own key store reading the same keys, the same
+  // secret (as the chart gives every replica), over the same records.
+  const b = await buildService({ cluster: a.cluster, auth: { enabled: true, store: new FileKeyStore(keysDir) }, sessionSecret: secret });
+  t.teardown(() => b.close());
+  const targets = [await a.app.listen({ port: 0, host: '127.0.0.1' }), await b.listen({ port: 0, host: '127.0.0.1' })];
+  const proxy = httpProxy.createProxyServer({});
+  proxy.on('error', (_err, _req, res) => { if ('writeHead' in res && !res.headersSent) res.writeHead(502).end(); });
+  const served = [0, 0];
+  let turn = 0;
+  const front = createServer((req, res) => {
+    const i = turn++ % 2;
+    served[i] += 1;
+    proxy.web(req, res, { target: targets[i] });
+  });
+  await new Promise<void>((ok) => front.listen(0, '127.0.0.1', ok));
+  t.teardown(() => new Promise<void>((ok) => { front.closeAllConnections(); front.close(() => ok()); proxy.close(); }));
+  const address = `http://127.0.0.1:${(front.address() as AddressInfo).port}`;
+
+  const submitted: string[] = [];
+  for (const job of ['etl', 'etl', 'report', 'ml']) {
+    const res = await a.call('POST', '/api/apps/', { jobName: job, configOverrides: fakeJob({ lines: 2 }) }, { 'x-api-key': user.key });
+    submitted.push(res.json.appName);
+  }
+  const longRes = await a.call('POST', '/api/apps/', { jobName: 'long', configOverrides: fakeJob({ lines: 600, tick: 0.2 }) }, { 'x-api-key': user.key });
+  const long = longRes.json.appName as string;
+  await waitForState(async () => (await a.cluster.get(long))!, 'RUNNING');
+
+  const browser = await launch(t);
+  const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+  const page = await context.newPage();
+  const unauthorized: string[] = [];
+  page.on('response', (r) => { if (r.status() === 401) unauthorized.push(r.url()); });
+  const errors: string[] = [];
+  page.on('pageerror', (err) => errors.push(String(err)));
+
+  await page.goto(`${address}/dashboard/`);
+  await page.locator('#login').waitFor();
+  await page.screenshot({ path: join(shots, 'dashboard-sign-in.png') });
+  t.ok(await page.locator('#auth-off').isHidden(), 'no auth-off banner when auth is on');
+  await page.locator('#key').fill(user.key);
+  await page.locator('#key').press('Enter');
+  await page.locator('section.job').first().waitFor();
+  t.match(await page.locator('#who').innerText(), new RegExp(user.id));
+  unauthorized.length = 0; // the 401 before signing in was expected
+
+  for (let i = 0; i < 20; i++) {
+    const name = [...submitted, long][i % 5];
+    if (i % 2 === 0) {
+      await page.goto(`${address}/dashboard/`);
+      await page.locator(`tr[data-app="${name}"]`).waitFor();
+    } else {
+      await page.goto(`${address}/dashboard/apps/${name}`);
+      await page.locator('#facts').waitFor();
+    }
+    t.equal(await page.locator('#login').count(), 0, `page ${i + 1}: no sign-in prompt`);
+  }
+  t.ok(served[0] > 10 && served[1] > 10, `both servers answered (${served.join(' / ')})`);
+
+  await page.goto(`${address}/dashboard/apps/${long}`);
+  await page.locator('#stop').waitFor();
+  page.once('dialog', (dialog) => void dialog.accept());
+  await page.locator('#stop').click();
+  await page.waitForFunction(() => document.querySelector('#state .badge')?.textContent === 'KILLED', undefined, { timeout: 10_000 });
+  t.equal((await a.cluster.get(long))?.state, 'KILLED', 'stopped from the dashboard with auth on');
+  t.same(unauthorized, [], 'no 401 while signed in, on either server');
+
+  await page.locator('#logout').click();
+  await page.locator('#login').waitFor();
+  t.equal((await page.request.get(`${address}/api/apps/`)).status(), 401, 'signed out: 401 without a session');
+
+  await page.locator('#key').fill(user.key);
+  await page.locator('#key').press('Enter');
+  await page.locator('section.job').first().waitFor();
+  t.equal((await page.request.get(`${address}/api/apps/`)).status(), 200);
+  store.revoke(user.id);
+  t.equal((await page.request.get(`${address}/api/apps/`)).status(), 401, 'the revoked key\'s session ends at once');
+  await page.goto(`${address}/dashboard/apps/${long}`);
+  await page.locator('#login').waitFor();
+  t.pass('and the dashboard asks to sign in again');
   t.same(errors, [], 'no script errors');
 });
