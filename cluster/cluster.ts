@@ -63,6 +63,8 @@ export interface Cluster {
   delete(appName: string): Promise<boolean>;
   /** The driver log; with follow, the stream ends when the application ends or the signal aborts. */
   log(appName: string, options: { follow: boolean; signal?: AbortSignal }): Promise<Readable | undefined>;
+  /** Where the running driver's Spark UI answers (the dashboard proxies it); undefined when it doesn't run. */
+  sparkUiTarget(appName: string): Promise<URL | undefined>;
   /** Every record change and deletion, resumable: the API's events stream, the dashboard and the gateway follow it. */
   readonly events: EventFeed;
   close(): Promise<void>;

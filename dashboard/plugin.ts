@@ -7,13 +7,16 @@ import { readFileSync, readdirSync } from 'node:fs';
 import { extname, join } from 'node:path';
 import type { FastifyPluginAsync, FastifyReply } from 'fastify';
 import fp from 'fastify-plugin';
+import type { Cluster } from '../cluster/cluster.js';
 import { packageRoot } from '../lib/package-root.js';
 import { CSRF_HEADER, type KeyVerifier } from '../submit-api/auth/plugin.js';
 import type { Sessions } from './session.js';
+import { sparkUiProxy } from './spark-ui-proxy.js';
 
 export interface DashboardOptions {
   auth: { enabled: boolean; store: KeyVerifier };
   sessions: Sessions;
+  cluster: Cluster;
 }
 
 const STATIC_DIR = join(packageRoot, 'dashboard', 'static');
@@ -38,6 +41,7 @@ function loadStatic(): Map<string, { body: Buffer; type: string }> {
 const dashboard: FastifyPluginAsync<DashboardOptions> = async (app, opts) => {
   const { sessions } = opts;
   const files = loadStatic();
+  await app.register(sparkUiProxy, { cluster: opts.cluster, auth: opts.auth, sessionIdentity: sessions.verify });
 
   const page = (reply: FastifyReply) => {
     const index = files.get('index.html')!;

@@ -5,7 +5,7 @@ import { PassThrough, type Readable } from 'node:stream';
 import { Log, type V1Pod, Watch } from '@kubernetes/client-node';
 import type { ApplicationState } from '../../schemas/index.js';
 import {
-  ANNOTATION_ADMITTED, ANNOTATION_SUBMITTED_BY, applicationLabels, DRIVER_CONTAINER, LABEL_APP, LABEL_JOB, LABEL_TEMPLATE, readConfig, SPARK_ROLE,
+  ANNOTATION_ADMITTED, ANNOTATION_SUBMITTED_BY, applicationLabels, DRIVER_CONTAINER, DRIVER_PORTS, LABEL_APP, LABEL_JOB, LABEL_TEMPLATE, readConfig, SPARK_ROLE,
 } from '../../webhook/domain/index.js';
 import type { AppRecord, Cluster, CreateResult, ListQuery, Page } from '../cluster.js';
 import { isTerminal, UnavailableError } from '../cluster.js';
@@ -161,6 +161,14 @@ export class KubernetesCluster implements Cluster {
       new Log(this.options.clients.kc).log(this.ns, appName, DRIVER_CONTAINER, stream, { follow: options.follow }));
     options.signal?.addEventListener('abort', () => { abort.abort(); stream.end(); }, { once: true });
     return stream;
+  }
+
+  /** The driver pod's IP and Spark UI port while the pod runs (one read of the pod). */
+  async sparkUiTarget(appName: string): Promise<URL | undefined> {
+    const pod = await this.orUndefined(`read driver pod ${appName}`, () => this.core.readNamespacedPod({ name: appName, namespace: this.ns }));
+    const ip = pod?.status?.podIP;
+    if (!pod || pod.status?.phase !== 'Running' || !ip) return undefined;
+    return new URL(`http://${ip.includes(':') ? `[${ip}]` : ip}:${DRIVER_PORTS.ui}`);
   }
 
   async close(): Promise<void> {

@@ -3,6 +3,7 @@
 // PENDING while their cores are not free on this machine.
 import { mkdirSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
+import { createServer, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import type { V1Pod } from '@kubernetes/client-node';
 import { type AdmissionRules, admitPod, ANNOTATION_SUBMITTED_BY, applicationLabels, LABEL_JOB, LABEL_TEMPLATE } from '../../webhook/domain/index.js';
@@ -93,7 +94,8 @@ export class LocalCluster implements Cluster {
     if (!stored) return undefined;
     const { record, run } = stored;
     if (record.state === 'PENDING') {
-      this.queue.splice(this.queue.indexOf(appName), 1);
+      const queued = this.queue.indexOf(appName);
+      if (queued >= 0) this.queue.splice(queued, 1); // not queued: its start is waiting for a port, and sees KILLED
       await this.update(stored, { state: 'KILLED', stateDetail: 'stopped before it started', endedAt: new Date().toISOString() });
     } else if (record.state === 'RUNNING' && run) {
       await this.records.save({ ...stored, run: { ...run, stopRequested: true } });
@@ -157,21 +159,41 @@ export class LocalCluster implements Cluster {
 
   private start(stored: StoredApp, cores: number): void {
     const { appName } = stored.record;
+    // The cores are taken now, so the scheduling loop counts them; the process starts once a
+    // free port for its Spark UI is known.
+    this.running.set(appName, cores);
+    void this.launch(appName, cores);
+  }
+
+  private async launch(appName: string, cores: number): Promise<void> {
     const logFile = this.logFile(appName);
     const exitFile = join(this.options.dataDir, 'run', `${appName}.exit`);
-    this.running.set(appName, cores);
     try {
-      const machine = { sparkSubmit: this.options.sparkSubmit, python: this.options.python, workDir: this.workDir(appName) };
+      const uiPort = await freePort();
+      const stored = this.records.get(appName);
+      if (this.closed || !stored || stored.record.state !== 'PENDING') { // stopped or deleted meanwhile
+        this.running.delete(appName);
+        this.schedule();
+        return;
+      }
+      const machine = { sparkSubmit: this.options.sparkSubmit, python: this.options.python, workDir: this.workDir(appName), uiPort };
       const started = startDriverPod(stored.pod, machine, cores, { logFile, exitFile });
-      const run = { pid: started.pid, startTicks: started.startTicks, cores, logFile, exitFile };
+      const run = { pid: started.pid, startTicks: started.startTicks, cores, logFile, exitFile, uiPort };
       const running: StoredApp = { ...stored, run, record: { ...stored.record, state: 'RUNNING', startedAt: new Date().toISOString() } };
       // The event carries the record as saved: a quick driver may have ended by the time the write lands.
       void this.records.save(running).then(() => this.emit('changed', running.record));
       void started.exited.then(() => this.finish(appName));
     } catch (error) {
       this.running.delete(appName);
-      void this.update(stored, { state: 'FAILED', stateDetail: `could not start the driver: ${(error as Error).message}`, endedAt: new Date().toISOString() });
+      const stored = this.records.get(appName);
+      if (stored) await this.update(stored, { state: 'FAILED', stateDetail: `could not start the driver: ${(error as Error).message}`, endedAt: new Date().toISOString() });
     }
+  }
+
+  async sparkUiTarget(appName: string): Promise<URL | undefined> {
+    const stored = this.records.get(appName);
+    if (stored?.record.state !== 'RUNNING' || stored.run?.uiPort === undefined) return undefined;
+    return new URL(`http://127.0.0.1:${stored.run.uiPort}`);
   }
 
   /** Records how a driver ended; once per run, however many watchers notice. */
@@ -238,4 +260,16 @@ export class LocalCluster implements Cluster {
   private workDir(appName: string): string {
     return join(this.options.dataDir, 'work', appName);
   }
+}
+
+/** A port nothing listens on now (the OS picks it); Spark binds it a moment later. */
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
 }

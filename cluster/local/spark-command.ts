@@ -15,6 +15,8 @@ export interface LocalMachine {
   sparkSubmit: string;
   python?: string;
   workDir: string;
+  /** The port of this driver's Spark UI (each local driver gets its own; the dashboard proxies it). */
+  uiPort?: number;
 }
 
 const LOOPBACK = '127.0.0.1';
@@ -51,6 +53,7 @@ export function localDriverCommand(pod: V1Pod, machine: LocalMachine, cores: num
   if (role !== 'driver') throw new Error('the pod is not an admitted driver pod (its container arguments do not start with "driver")');
   const env = podEnv(pod, machine);
   const args = ['--deploy-mode', 'client', '--conf', `spark.driver.bindAddress=${LOOPBACK}`];
+  if (machine.uiPort !== undefined) args.push('--conf', `spark.ui.port=${machine.uiPort}`);
   for (let i = 0; i < rest.length; i++) {
     if (rest[i] === '--master') {
       args.push('--master', `local[${cores}]`);

@@ -89,8 +89,17 @@ t.test('protected: a key once, then a signed session cookie; writes need the CSR
   t.equal((await api.call('DELETE', `/api/apps/${created.json.appName}`, undefined, { cookie, 'x-requested-with': 'dashboard' })).status, 204, 'delete too');
   t.equal((await api.call('PUT', '/api/config-templates/x', { name: 'x', config: {} }, { cookie, 'x-requested-with': 'dashboard' })).status, 403, 'roles hold: a user session writes no templates');
 
+  const ui = `/dashboard/apps/${created.json.appName}/spark-ui/`;
+  t.equal((await api.call('GET', ui)).status, 401, 'the Spark UI proxy needs a session too');
+  t.equal((await api.call('GET', ui, undefined, { cookie })).status, 404, 'with one: not running, so nothing to show');
+  t.equal((await api.call('GET', ui, undefined, { 'x-api-key': user.key })).status, 404, 'or a key');
+  const bare = await api.call('GET', `/dashboard/apps/${created.json.appName}/spark-ui`);
+  t.equal(bare.status, 302, 'the bare path');
+  t.equal(bare.headers.location, ui, 'goes to the UI root');
+
   store.revoke(user.id);
   t.equal((await api.call('GET', '/api/apps/', undefined, { cookie })).status, 401, 'revoking the key ends its sessions at once');
+  t.equal((await api.call('GET', ui, undefined, { cookie })).status, 401, 'and its Spark UI access');
   t.match((await api.call('GET', '/dashboard/session', undefined, { cookie })).json, { signedIn: false });
 
   const other = store.create('user');
