@@ -5,7 +5,7 @@
 import { ACTIVE, api, badge, duration, el, isKernel, show, when } from './dom.js';
 
 /** Bytes of log kept in the page; older text is dropped (the download has all of it). */
-const LOG_KEEP = 2 * 1024 * 1024;
+const LOG_KEEP = 1024 * 1024;
 
 function jsonTree(value, key) {
   const label = key === undefined ? null : el('span', { class: 'k' }, `${key}: `);
@@ -96,10 +96,17 @@ export function appPage(appName, session) {
     followNote.hidden = atEnd;
   });
   followNote.addEventListener('click', () => { following = true; followNote.hidden = true; logPre.scrollTop = logPre.scrollHeight; });
+  // Text is gathered and put on the page once per frame (one layout per frame, however fast
+  // the log arrives); only the last LOG_KEEP characters stay in the page.
   let kept = 0;
-  function appendLog(text) {
-    logPre.append(document.createTextNode(text));
-    kept += text.length;
+  let pending = [];
+  let frame = 0;
+  function flushLog() {
+    frame = 0;
+    const text = pending.join('');
+    pending = [];
+    logPre.append(document.createTextNode(text.length > LOG_KEEP ? text.slice(-LOG_KEEP) : text));
+    kept += Math.min(text.length, LOG_KEEP);
     while (kept > LOG_KEEP && logPre.childNodes.length > 1) {
       const first = logPre.firstChild;
       kept -= first.textContent.length;
@@ -107,6 +114,13 @@ export function appPage(appName, session) {
       logPre.dataset.trimmed = 'true';
     }
     if (following) logPre.scrollTop = logPre.scrollHeight;
+  }
+  function appendLog(text) {
+    pending.push(text);
+    if (!frame) frame = requestAnimationFrame(flushLog);
+  }
+  function flushNow() {
+    if (frame) { cancelAnimationFrame(frame); flushLog(); }
   }
 
   async function streamLog() {
@@ -130,7 +144,7 @@ export function appPage(appName, session) {
           app = await api(`/api/apps/${encodeURIComponent(appName)}`);
           renderFacts();
         }
-        if (!ACTIVE.has(app.state)) { logStatus.textContent = 'log ended'; return; }
+        if (!ACTIVE.has(app.state)) { flushNow(); logStatus.textContent = 'log ended'; return; }
       } catch (err) {
         if (closed) return;
         logStatus.textContent = `reconnecting (${err.message})…`;
