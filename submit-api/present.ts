@@ -58,3 +58,21 @@ export function skipBytes(count: number): Transform {
     },
   });
 }
+
+const podSizing = {
+  type: 'object', additionalProperties: false, required: ['pool', 'reasons'],
+  properties: {
+    pool: { type: ['string', 'null'] }, cores: { type: 'number' }, coreRequest: { type: 'string' }, memory: { type: 'string' },
+    reasons: { type: 'array', items: { type: 'string' } },
+  },
+} as const;
+
+export const submissionSchema = {
+  type: 'object', additionalProperties: false, required: ['configOverrides', 'driverPod', 'admittedBy', 'sizing'],
+  properties: {
+    configOverrides: { type: ['object', 'null'], additionalProperties: true },
+    driverPod: { type: 'boolean' },
+    admittedBy: { type: ['string', 'null'] },
+    sizing: { anyOf: [{ type: 'null' }, { type: 'object', additionalProperties: false, required: ['driver', 'executor'], properties: { driver: podSizing, executor: podSizing } }] },
+  },
+} as const;

@@ -11,6 +11,7 @@ import type { AppRecord, Cluster, CreateResult, ListQuery, Page } from '../clust
 import { isTerminal, UnavailableError } from '../cluster.js';
 import { type AppEventType, EventFeed } from '../events.js';
 import { matchesQuery, pageOf } from '../paging.js';
+import { type SubmissionInfo, submissionInfo } from '../submission-info.js';
 import { APPLICATIONS, FIELD_MANAGER, GROUP, type KubeClients, VERSION } from './client.js';
 import { kubeCall, kubeCallOrAbsent, missedAdmission, translate, webhookRefusal } from './errors.js';
 import { type ApplicationResource, applicationResource, toRecord } from './records.js';
@@ -161,6 +162,14 @@ export class KubernetesCluster implements Cluster {
       new Log(this.options.clients.kc).log(this.ns, appName, DRIVER_CONTAINER, stream, { follow: options.follow }));
     options.signal?.addEventListener('abort', () => { abort.abort(); stream.end(); }, { once: true });
     return stream;
+  }
+
+  /** Overrides and admission mark from the driver pod; no sizing here (the node pools are the webhook's). */
+  async submission(appName: string): Promise<SubmissionInfo | undefined> {
+    const record = await this.get(appName);
+    if (!record) return undefined;
+    const pod = await this.orUndefined(`read driver pod ${appName}`, () => this.core.readNamespacedPod({ name: appName, namespace: this.ns }));
+    return submissionInfo(pod, record.config, undefined);
   }
 
   /** The driver pod's IP and Spark UI port while the pod runs (one read of the pod). */

@@ -17,6 +17,7 @@ import { RecordStore, type StoredApp } from './record-store.js';
 import { localCores } from './spark-command.js';
 import { FileTemplateStore } from './template-store.js';
 import { newAppName } from '../app-name.js';
+import { type SubmissionInfo, submissionInfo } from '../submission-info.js';
 
 export interface LocalClusterOptions {
   dataDir: string;
@@ -188,6 +189,11 @@ export class LocalCluster implements Cluster {
       const stored = this.records.get(appName);
       if (stored) await this.update(stored, { state: 'FAILED', stateDetail: `could not start the driver: ${(error as Error).message}`, endedAt: new Date().toISOString() });
     }
+  }
+
+  async submission(appName: string): Promise<SubmissionInfo | undefined> {
+    const stored = this.records.get(appName);
+    return stored && submissionInfo(stored.pod, stored.record.config, this.options.rules);
   }
 
   async sparkUiTarget(appName: string): Promise<URL | undefined> {

@@ -170,8 +170,34 @@ export function appPage(appName, session) {
     });
   }
 
+  function submissionCard(info) {
+    const body = el('div', { class: 'body', id: 'submission' });
+    const rows = [];
+    const fact = (name, value) => rows.push(el('dt', {}, name), el('dd', {}, value));
+    fact('Template', app.configTemplateName || '— (none)');
+    if (!info.driverPod) fact('Admission', el('span', { class: 'muted' }, 'unknown: the driver pod is gone'));
+    else if (info.admittedBy) fact('Admission', `admitted by ${info.admittedBy}`);
+    else fact('Admission', el('strong', { class: 'warn', id: 'missed-admission' }, '⚠ Missed admission: the driver pod has no submission-service/admitted-by mark (was the webhook down?)'));
+    body.append(el('dl', { class: 'facts' }, rows));
+    body.append(el('h3', {}, 'Overrides'));
+    body.append(info.configOverrides === null ? el('p', { class: 'muted' }, 'Gone with the driver pod.')
+      : el('div', { class: 'json', id: 'overrides', 'data-json': JSON.stringify(info.configOverrides) }, jsonTree(info.configOverrides)));
+    body.append(el('h3', {}, 'Sizing'));
+    if (!info.sizing) body.append(el('p', { class: 'muted' }, 'Decided by the admission webhook (this process has no node-pool rules to explain it).'));
+    else {
+      for (const role of ['driver', 'executor']) {
+        const s = info.sizing[role];
+        body.append(el('div', { class: 'sizing', 'data-role': role },
+          el('p', {}, el('strong', {}, role === 'driver' ? 'Driver' : 'Executors'), ` → ${s.pool ?? 'no pool'}`),
+          el('ul', {}, s.reasons.map((r) => el('li', {}, r)))));
+      }
+    }
+    return el('section', { class: 'card' }, el('header', {}, el('h2', {}, 'Submission'), el('span', { class: 'muted' }, 'what was asked, and how it was sized')), body);
+  }
+
   async function start() {
     app = await api(`/api/apps/${encodeURIComponent(appName)}`);
+    const info = await api(`/api/apps/${encodeURIComponent(appName)}/submission`);
     const canWrite = !session.authEnabled || session.signedIn;
     show(el('div', { id: 'app-view', 'data-app': appName },
       el('p', {}, el('a', { href: '/dashboard/' }, '← All applications')),
@@ -181,6 +207,7 @@ export function appPage(appName, session) {
       el('div', { class: 'grid2' },
         el('section', { class: 'card' }, el('header', {}, el('h2', {}, 'Status and timeline')), el('div', { class: 'body' }, facts)),
         el('section', { class: 'card' }, el('header', {}, el('h2', {}, 'Configuration'), el('span', { class: 'muted' }, 'effective, after template, defaults and sizing'), el('span', { class: 'spacer' }), copy), config)),
+      submissionCard(info),
       el('section', { class: 'card' },
         el('header', {}, el('h2', {}, 'Driver log'), logStatus, el('span', { class: 'spacer' }), followNote,
           el('a', { href: `/api/apps/${encodeURIComponent(appName)}/log`, download: `${appName}.log`, id: 'download' }, 'Download whole log')),
@@ -190,7 +217,10 @@ export function appPage(appName, session) {
     renderFacts();
     follow();
     void streamLog();
+    // The duration of a running app grows: redraw the facts every few seconds while it runs.
+    ticker = setInterval(() => { if (ACTIVE.has(app.state)) renderFacts(); }, 5000);
   }
 
-  return { start, stop: () => { closed = true; source?.close(); log?.abort(); } };
+  let ticker = 0;
+  return { start, stop: () => { closed = true; clearInterval(ticker); source?.close(); log?.abort(); } };
 }

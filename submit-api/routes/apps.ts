@@ -6,7 +6,7 @@ import { newAppName } from '../../cluster/app-name.js';
 import { type Submission, ref, schemaIds } from '../../schemas/index.js';
 import { bareDriverPod } from '../../webhook/domain/index.js';
 import { notFound } from '../errors.js';
-import { countsSchema, countStates, skipBytes, toApplication, toSummary } from '../present.js';
+import { countsSchema, countStates, skipBytes, submissionSchema, toApplication, toSummary } from '../present.js';
 import { labelSelectorQuery, parseLabelSelector } from './label-selector.js';
 
 const errorResponses = { 400: ref(schemaIds.error), 401: ref(schemaIds.error), 403: ref(schemaIds.error), 404: ref(schemaIds.error), 503: ref(schemaIds.error) };
@@ -114,6 +114,20 @@ export async function appRoutes(app: FastifyInstance, { cluster }: { cluster: Cl
     // fastify logs it and cuts the answer short, as for an unskipped log).
     const body = request.query.offset > 0 ? pipeline(stream, skipBytes(request.query.offset), () => undefined) : stream;
     return reply.type('text/plain; charset=utf-8').send(body);
+  });
+
+  app.get<{ Params: { appName: string } }>('/api/apps/:appName/submission', {
+    schema: {
+      summary: 'What the application was submitted with, and how it was sized',
+      description: 'configOverrides as submitted (from the driver pod; null once the pod is gone), admittedBy (the admission mark on the driver pod; null when it missed admission), and sizing: for driver and executor, the pool and the reasons (null where this process has no node-pool rules: Kubernetes mode).',
+      tags: ['apps'],
+      params: appNameParams,
+      response: { 200: submissionSchema, ...errorResponses },
+    },
+  }, async (request) => {
+    const info = await cluster.submission(request.params.appName);
+    if (!info) throw notFound(`application ${request.params.appName}`);
+    return info;
   });
 
   app.post<{ Params: { appName: string } }>('/api/apps/:appName/stop', {

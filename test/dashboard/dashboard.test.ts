@@ -249,6 +249,9 @@ t.test('in Chromium: an application page with config and a live log', async (t) 
   t.same(config.arguments, ['lines=60', 'tick=0.25'], 'the configuration, as JSON');
   t.equal(config.mainApplicationFile, 'local:///fake/job.py');
 
+  t.match(await page.locator('#submission').innerText(), /admitted by submission-service-rules\/v1/, 'admission shown');
+  t.match(await page.locator('#submission').innerText(), /Driver → n1-standard-2/, 'the sizing decision');
+  t.same(JSON.parse((await page.locator('#overrides').getAttribute('data-json'))!), fakeJob({ lines: 60, tick: 0.25 }), 'the overrides');
   const log = page.locator('#log');
   await page.waitForFunction(() => /fake line 2 of 60/.test(document.getElementById('log')?.textContent ?? ''), undefined, { timeout: 10_000 });
   const early = (await log.innerText()).split('\n').filter((l) => l.startsWith('fake line')).length;

@@ -45,6 +45,15 @@ t.test('view=summary, counts, log offset', async (t) => {
   t.ok(openApi.paths['/api/apps/'].get.parameters.some((p: { name: string }) => p.name === 'view'), 'view documented');
   t.ok(openApi.paths['/api/apps/{appName}/log'].get.parameters.some((p: { name: string }) => p.name === 'offset'), 'offset documented');
 
+  const submission = await api.call('GET', `/api/apps/${c}/submission`);
+  t.equal(submission.status, 200);
+  t.same(submission.json.configOverrides, fakeJob({ lines: 5 }), 'the overrides as submitted');
+  t.equal(submission.json.admittedBy, 'submission-service-rules/v1', 'the admission mark');
+  t.equal(submission.json.sizing.driver.pool, 'n1-standard-2', 'the driver\'s pool');
+  t.match(submission.json.sizing.driver.reasons.join(' '), /710m: the share 1\/2 of 1700m \(850m\) minus 140m/, 'and why (SPEC\'s 710m)');
+  t.equal((await api.call('GET', '/api/apps/nope-20260101-000000-aaaaa/submission')).status, 404);
+  t.ok(openApi.paths['/api/apps/{appName}/submission'], 'submission documented');
+
   const log = await api.call('GET', `/api/apps/${c}/log`);
   const whole = log.body;
   t.match(whole, /fake line 5 of 5/);
