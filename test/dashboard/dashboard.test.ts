@@ -33,7 +33,11 @@ t.test('pages and assets', async (t) => {
   const js = await api.call('GET', '/dashboard/static/dashboard.js');
   t.equal(js.status, 200);
   t.match(js.headers['content-type'], /^text\/javascript/);
-  t.notMatch(js.body, /innerHTML/, 'the script never parses data as HTML');
+  for (const module of ['dashboard.js', 'dom.js', 'list-page.js', 'app-page.js']) {
+    const source = await api.call('GET', `/dashboard/static/${module}`);
+    t.equal(source.status, 200, module);
+    t.notMatch(source.body, /innerHTML|outerHTML|insertAdjacentHTML|document\.write/, `${module} never parses data as HTML`);
+  }
   t.match((await api.call('GET', '/dashboard/static/dashboard.css')).headers['content-type'], /^text\/css/);
   t.equal((await api.call('GET', '/dashboard/static/nope.js')).status, 404);
   t.equal((await api.call('GET', '/dashboard/static/..%2Fplugin.ts')).status, 404, 'only the listed files');
@@ -263,6 +267,16 @@ t.test('in Chromium: an application page with config and a live log', async (t) 
   await page.waitForFunction((n) => (document.getElementById('log')?.textContent ?? '').includes(`fake line ${n} of 60`), early + 3, { timeout: 10_000 });
   const later = (await log.innerText()).split('\n').filter((l) => l.startsWith('fake line')).length;
   t.ok(later > early, `more lines appear without a reload (${early} → ${later})`);
+
+  // The connection drops (a replica restarts, a proxy times out): the page resumes from the
+  // last byte it has, so no line is lost or shown twice.
+  const resumed: string[] = [];
+  page.on('request', (r) => { if (/\/log\?follow=true&offset=[1-9]/.test(r.url())) resumed.push(r.url()); });
+  api.app.server.closeAllConnections();
+  await page.waitForFunction((n) => (document.getElementById('log')?.textContent ?? '').includes(`fake line ${n} of 60`), later + 4, { timeout: 15_000 });
+  const lines = (await log.innerText()).split('\n').filter((l) => l.startsWith('fake line'));
+  t.same(lines, lines.map((_, i) => `fake line ${i + 1} of 60`), `after a dropped connection: every line once, in order (${lines.length})`);
+  t.ok(resumed.length >= 1, `the log was read again from an offset (${resumed[0]?.replace(/^.*\?/, '')})`);
 
   page.once('dialog', (dialog) => void dialog.accept());
   await page.locator('#stop').click();
