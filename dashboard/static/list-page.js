@@ -175,5 +175,7 @@ export function listPage(session) {
     countsBox,
     el('div', { class: 'filters' }, el('label', { for: 'job-filter' }, 'Job'), jobSelect, el('label', { for: 'search' }, 'Search'), search),
     groupsBox, more);
-  return { start: () => restart(), stop: () => { source?.close(); clearTimeout(countsTimer); if (frame) cancelAnimationFrame(frame); } };
+  // Durations of running applications grow: redraw every 5 s while any is shown (no request).
+  const ticker = setInterval(() => { if ([...items.values()].some((a) => a.state === 'RUNNING')) schedule(); }, 5000);
+  return { start: () => restart(), stop: () => { source?.close(); clearTimeout(countsTimer); clearInterval(ticker); if (frame) cancelAnimationFrame(frame); } };
 }
