@@ -10,9 +10,10 @@ import { parseArgs } from 'node:util';
 import { kubeClients } from '../cluster/kubernetes/client.js';
 import { createFakeNodes, ensureCrds, ensureNamespace } from '../cluster/kubernetes/bootstrap.js';
 import { KubernetesCluster } from '../cluster/kubernetes/kubernetes-cluster.js';
-import { buildApi } from '../submit-api/app.js';
+import { loadSessionSecret } from '../dashboard/session-secret.js';
 import { FileKeyStore } from '../submit-api/auth/key-store.js';
 import { createLogger, loggerOptions } from '../lib/logger.js';
+import { buildService } from './service.js';
 import { packageRoot } from '../lib/package-root.js';
 import { startWebhookService } from '../webhook/service.js';
 import { defaultDataDir, findSpark } from './config.js';
@@ -92,7 +93,10 @@ async function serve(values: UpOptions) {
   await kubelet?.start();
   const cluster = new KubernetesCluster({ clients, namespace: values.namespace });
   await cluster.start();
-  const api = await buildApi({ cluster, auth: { enabled: values.auth === 'on', store: new FileKeyStore(join(dir, 'keys')) }, logger: loggerOptions('api') });
+  const api = await buildService({
+    cluster, auth: { enabled: values.auth === 'on', store: new FileKeyStore(join(dir, 'keys')) },
+    sessionSecret: loadSessionSecret(join(dir, 'keys')), logger: loggerOptions('api'),
+  });
   const baseUrl = await api.listen({ port: Number(values.port), host: '127.0.0.1' });
   const close = async () => {
     await api.close().catch(() => undefined);

@@ -3,12 +3,13 @@ import { parseArgs } from 'node:util';
 import { kubeClients } from '../cluster/kubernetes/client.js';
 import { createLogger, loggerOptions } from '../lib/logger.js';
 import { KubernetesCluster } from '../cluster/kubernetes/kubernetes-cluster.js';
-import { buildApi } from '../submit-api/app.js';
+import { loadSessionSecret } from '../dashboard/session-secret.js';
 import { FileKeyStore } from '../submit-api/auth/key-store.js';
 import { SecretKeyStore } from '../submit-api/auth/secret-key-store.js';
 import { startWebhookService } from '../webhook/service.js';
 import { defaultDataDir, parseSecretRef } from './config.js';
 import { rulesFrom } from './rules.js';
+import { buildService } from './service.js';
 
 const common = {
   kubeconfig: { type: 'string' },
@@ -37,6 +38,7 @@ export async function apiCommand(argv: string[]): Promise<number> {
       'data-dir': { type: 'string', default: defaultDataDir() },
       controller: { type: 'string', default: 'on', description: 'on: run for the Lease and, while holding it, write application status (README "Kubernetes mode"); off: read only' },
       'lease-seconds': { type: 'string', default: '6', description: 'how long the Lease holds without renewal: a successor takes over within this' },
+      'trust-proxy': { type: 'boolean', default: false, description: 'honour X-Forwarded-Proto/-For from the proxy in front (an ingress): Secure cookies behind TLS' },
       'keys-secret': { type: 'string', description: 'NAMESPACE/NAME of the Secret whose keys.json holds the API keys (watched; instead of <data-dir>/keys.json)' },
       'node-pools': { type: 'string', description: 'the node-pool file; its policy section says whether users may act on applications of other keys' },
     },
@@ -63,7 +65,12 @@ export async function apiCommand(argv: string[]): Promise<number> {
   const fileStore = secretStore ? undefined : new FileKeyStore(values['data-dir']);
   const store = secretStore ?? fileStore!;
   const policy = values['node-pools'] ? rulesFrom(values['node-pools'], values.namespace).policy : undefined;
-  const api = await buildApi({ cluster, auth: { enabled: values.auth === 'on', store }, policy, logger: loggerOptions('api') });
+  // Session cookies must verify on every replica: the chart gives all of them the same secret
+  // (SUBMISSION_SERVICE_SESSION_SECRET from the auth Secret); without it, <data-dir>/session-secret.
+  const api = await buildService({
+    cluster, auth: { enabled: values.auth === 'on', store }, policy, sessionSecret: loadSessionSecret(values['data-dir']),
+    trustProxy: values['trust-proxy'], logger: loggerOptions('api'),
+  });
   const address = await api.listen({ port: Number(values.port ?? 8080), host: values.host });
   const keysFrom = values.auth !== 'on' ? '' : secretStore ? `, API keys from Secret ${secretStore.ref}` : `, API keys from ${fileStore!.path}`;
   process.stdout.write(`Submission Service API (Kubernetes mode, namespace ${values.namespace}${keysFrom}) at ${address}/api/\n`);

@@ -5,12 +5,13 @@ import { parseArgs } from 'node:util';
 import { pino } from 'pino';
 import { LocalCluster } from '../cluster/local/local-cluster.js';
 import { loggerOptions } from '../lib/logger.js';
-import { buildApi } from '../submit-api/app.js';
 import { LOOPBACK_HOSTS } from '../submit-api/host-allowlist.js';
 import { logSerializers } from '../submit-api/log-redaction.js';
+import { loadSessionSecret } from '../dashboard/session-secret.js';
 import { FileKeyStore } from '../submit-api/auth/key-store.js';
 import { defaultDataDir, findSpark, javaProblem } from './config.js';
 import { rulesFrom } from './rules.js';
+import { buildService } from './service.js';
 
 export async function localCommand(argv: string[]): Promise<number> {
   const { values } = parseArgs({
@@ -23,6 +24,7 @@ export async function localCommand(argv: string[]): Promise<number> {
       auth: { type: 'string', default: 'off' },
       cores: { type: 'string', default: String(availableParallelism()) },
       'allowed-hosts': { type: 'string', default: LOOPBACK_HOSTS.join(',') },
+      'trust-proxy': { type: 'boolean', default: false },
     },
   });
   if (values.auth !== 'on' && values.auth !== 'off') throw new Error('--auth takes on or off');
@@ -31,13 +33,16 @@ export async function localCommand(argv: string[]): Promise<number> {
   // One logger for requests and for local mode's background work.
   const log = pino({ ...loggerOptions('local'), serializers: logSerializers });
   const cluster = new LocalCluster({ dataDir, rules, cores: Number(values.cores), log, ...findSpark() });
-  const api = await buildApi({
+  const api = await buildService({
     cluster,
     auth: { enabled: values.auth === 'on', store: new FileKeyStore(dataDir) },
     loggerInstance: log,
     policy: rules.policy,
     // With auth off, only these Host names are served (DNS rebinding); `*` for any.
     allowedHosts: values['allowed-hosts'].split(',').map((h) => h.trim()).filter(Boolean),
+    // The dashboard's session cookies: signed with <data-dir>/session-secret (created 0600 once).
+    sessionSecret: loadSessionSecret(dataDir),
+    trustProxy: values['trust-proxy'],
   });
   const java = javaProblem();
   if (java) api.log.warn(java);

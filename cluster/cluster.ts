@@ -4,6 +4,7 @@ import type { Readable } from 'node:stream';
 import type { V1Pod } from '@kubernetes/client-node';
 import type { Application, ApplicationState, ConfigTemplate } from '../schemas/index.js';
 import type { EventFeed } from './events.js';
+import type { SubmissionInfo } from './submission-info.js';
 
 /** What the service keeps about an application: the API's Application plus where it runs. */
 export interface AppRecord extends Required<Pick<Application, 'appName' | 'jobName' | 'configTemplateName' | 'config' | 'state' | 'createdAt'>> {
@@ -67,6 +68,10 @@ export interface Cluster {
   delete(appName: string): Promise<boolean>;
   /** The driver log; with follow, the stream ends when the application ends or the signal aborts. */
   log(appName: string, options: { follow: boolean; signal?: AbortSignal }): Promise<Readable | undefined>;
+  /** The submission behind an application (overrides, admission mark, sizing); undefined when unknown. */
+  submission(appName: string): Promise<SubmissionInfo | undefined>;
+  /** Where the running driver's Spark UI answers (the dashboard proxies it); undefined when it doesn't run. */
+  sparkUiTarget(appName: string): Promise<URL | undefined>;
   /** Every record change and deletion, resumable: the API's events stream, the dashboard and the gateway follow it. */
   readonly events: EventFeed;
   close(): Promise<void>;

@@ -2,10 +2,9 @@
 // handler, authentication as a plugin. Transport only: the work is in cluster/ and webhook/.
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import type { Cluster } from '../cluster/cluster.js';
-import { dashboardPlugin } from '../dashboard/plugin.js';
 import { httpMetricsPlugin } from '../lib/http-metrics.js';
 import { auditPlugin } from './audit.js';
-import { authPlugin } from './auth/plugin.js';
+import { authPlugin, type KeyVerifier, type SessionVerifier } from './auth/plugin.js';
 import { HttpError, installErrorHandler } from './errors.js';
 import { installOpenApi } from './openapi.js';
 import { appEventRoutes } from './routes/app-events.js';
@@ -20,7 +19,9 @@ import { defaultPolicy, type SubmissionPolicy } from '../webhook/domain/index.js
 
 export interface ApiOptions {
   cluster: Cluster;
-  auth: { enabled: boolean; store: { verify(key: string): { id: string; role: 'user' | 'admin' } | undefined } };
+  auth: { enabled: boolean; store: KeyVerifier; sessionVerifier?: SessionVerifier };
+  /** Honour X-Forwarded-Proto/-For (request.protocol, request.ip) only from a proxy in front: fastify's trustProxy. */
+  trustProxy?: boolean | string | string[];
   logger?: FastifyServerOptions['logger'];
   /** A logger made by the caller (local mode shares it with its LocalCluster); wins over logger. */
   loggerInstance?: FastifyBaseLogger;
@@ -49,6 +50,7 @@ export async function buildApi(options: ApiOptions): Promise<FastifyInstance> {
     // (validation.ts), instead of the parser's "Body is not valid JSON".
     onProtoPoisoning: 'ignore',
     onConstructorPoisoning: 'ignore',
+    trustProxy: options.trustProxy ?? false,
   });
   app.addHook('preValidation', async (request) => {
     const unsafe = request.body === undefined ? undefined : unsafeField(request.body);
@@ -63,13 +65,12 @@ export async function buildApi(options: ApiOptions): Promise<FastifyInstance> {
   await installLimits(app, limits);
   // GET /metrics (open like /healthz: it names routes and counts, never data or keys).
   await app.register(httpMetricsPlugin);
-  await app.register(authPlugin, { enabled: options.auth.enabled, store: options.auth.store });
+  await app.register(authPlugin, { enabled: options.auth.enabled, store: options.auth.store, sessionVerifier: options.auth.sessionVerifier });
   await app.register(auditPlugin);
   await installOpenApi(app, options.version ?? '0.1.0', options.auth.enabled);
   await app.register(appRoutes, { cluster: options.cluster, policy: options.policy ?? defaultPolicy });
   await app.register(appEventRoutes, { cluster: options.cluster });
   await app.register(configTemplateRoutes, { templates: options.cluster.templates });
-  await app.register(dashboardPlugin, { auth: options.auth });
   // Followed logs must not hold a shutdown open. (fastify's forceCloseConnections option
   // would do it too, but tracks every socket and costs 40% of the throughput here.)
   app.addHook('preClose', async () => { app.server.closeAllConnections(); });

@@ -1,8 +1,78 @@
 // The API's view of a record: the Application schema's fields and nothing else.
+import { Transform } from 'node:stream';
 import type { AppRecord } from '../cluster/cluster.js';
-import type { Application } from '../schemas/index.js';
+import type { Application, ApplicationState } from '../schemas/index.js';
 
 export function toApplication(record: AppRecord): Application {
   const { appName, jobName, configTemplateName, labels, submittedBy, config, state, stateDetail, createdAt, startedAt, endedAt, runningExecutors, transitions } = record;
   return { appName, jobName, configTemplateName, labels, submittedBy, config, state, stateDetail, createdAt, startedAt, endedAt, runningExecutors, ...(transitions ? { transitions } : {}) };
 }
+
+/** A list item of view=summary: everything but the config (the heavy part). */
+export function toSummary(record: AppRecord): Omit<Application, 'config'> {
+  const { config: _config, ...rest } = toApplication(record);
+  return rest;
+}
+
+const STATES: ApplicationState[] = ['PENDING', 'RUNNING', 'COMPLETED', 'FAILED', 'KILLED', 'UNKNOWN'];
+const stateCounts = { type: 'object', additionalProperties: false, properties: Object.fromEntries(STATES.map((s) => [s, { type: 'integer' }])) } as const;
+
+export const countsSchema = {
+  type: 'object', additionalProperties: false, required: ['total', 'byState', 'jobs'],
+  properties: {
+    total: { type: 'integer' },
+    byState: stateCounts,
+    jobs: {
+      type: 'array', description: 'every job, by name',
+      items: { type: 'object', additionalProperties: false, required: ['jobName', 'total', 'byState'], properties: { jobName: { type: 'string' }, total: { type: 'integer' }, byState: stateCounts } },
+    },
+  },
+} as const;
+
+type StateCounts = Record<ApplicationState, number>;
+const zero = (): StateCounts => Object.fromEntries(STATES.map((s) => [s, 0])) as StateCounts;
+
+/** Applications per state, in all and per job (jobs sorted by name). */
+export function countStates(records: AppRecord[]) {
+  const byState = zero();
+  const jobs = new Map<string, { jobName: string; total: number; byState: StateCounts }>();
+  for (const r of records) {
+    byState[r.state] += 1;
+    let job = jobs.get(r.jobName);
+    if (!job) jobs.set(r.jobName, job = { jobName: r.jobName, total: 0, byState: zero() });
+    job.total += 1;
+    job.byState[r.state] += 1;
+  }
+  return { total: records.length, byState, jobs: [...jobs.values()].sort((a, b) => a.jobName.localeCompare(b.jobName)) };
+}
+
+/** Drops the first `count` bytes of a byte stream (a log read from an offset). */
+export function skipBytes(count: number): Transform {
+  let left = count;
+  return new Transform({
+    transform(chunk: Buffer, _encoding, done) {
+      if (left >= chunk.length) { left -= chunk.length; return done(); }
+      const rest = left > 0 ? chunk.subarray(left) : chunk;
+      left = 0;
+      done(null, rest);
+    },
+  });
+}
+
+const podSizing = {
+  type: 'object', additionalProperties: false, required: ['pool', 'reasons'],
+  properties: {
+    pool: { type: ['string', 'null'] }, cores: { type: 'number' }, coreRequest: { type: 'string' }, memory: { type: 'string' },
+    reasons: { type: 'array', items: { type: 'string' } },
+  },
+} as const;
+
+export const submissionSchema = {
+  type: 'object', additionalProperties: false, required: ['configOverrides', 'driverPod', 'admittedBy', 'sizing'],
+  properties: {
+    configOverrides: { type: ['object', 'null'], additionalProperties: true },
+    driverPod: { type: 'boolean' },
+    admittedBy: { type: ['string', 'null'] },
+    sizing: { anyOf: [{ type: 'null' }, { type: 'object', additionalProperties: false, required: ['driver', 'executor'], properties: { driver: podSizing, executor: podSizing } }] },
+  },
+} as const;

@@ -8,11 +8,12 @@ import { randomBytes } from 'node:crypto';
 import { PassThrough, type Readable } from 'node:stream';
 import { Log, type V1Pod } from '@kubernetes/client-node';
 import {
-  ANNOTATION_ADMITTED, ANNOTATION_SUBMITTED_BY, applicationLabels, DRIVER_CONTAINER, LABEL_JOB, LABEL_TEMPLATE, readConfig,
+  ANNOTATION_ADMITTED, ANNOTATION_SUBMITTED_BY, applicationLabels, DRIVER_CONTAINER, DRIVER_PORTS, LABEL_JOB, LABEL_TEMPLATE, readConfig,
 } from '../../webhook/domain/index.js';
 import type { AppRecord, Cluster, CreateResult, ListQuery, Page } from '../cluster.js';
 import { isTerminal, UnavailableError } from '../cluster.js';
 import { EventFeed } from '../events.js';
+import { type SubmissionInfo, submissionInfo } from '../submission-info.js';
 import { AppCache } from './app-cache.js';
 import { APPLICATIONS, FIELD_MANAGER, GROUP, type KubeClients, VERSION } from './client.js';
 import { kubeCall, kubeCallOrAbsent, missedAdmission, translate, webhookRefusal } from './errors.js';
@@ -214,6 +215,22 @@ export class KubernetesCluster implements Cluster {
       new Log(this.options.clients.kc).log(this.ns, appName, DRIVER_CONTAINER, stream, { follow: options.follow }));
     options.signal?.addEventListener('abort', () => { abort.abort(); stream.end(); }, { once: true });
     return stream;
+  }
+
+  /** Overrides and admission mark from the driver pod; no sizing here (the node pools are the webhook's). */
+  async submission(appName: string): Promise<SubmissionInfo | undefined> {
+    const record = await this.get(appName);
+    if (!record) return undefined;
+    return submissionInfo(this.cache.driver(appName)?.pod, record.config, undefined);
+  }
+
+  /** The driver pod's IP and Spark UI port while the pod runs (from the cache). */
+  async sparkUiTarget(appName: string): Promise<URL | undefined> {
+    const driver = this.cache.driver(appName);
+    const pod = driver && !driver.deleted ? driver.pod : undefined;
+    const ip = pod?.status?.podIP;
+    if (!pod || pod.status?.phase !== 'Running' || !ip) return undefined;
+    return new URL(`http://${ip.includes(':') ? `[${ip}]` : ip}:${DRIVER_PORTS.ui}`);
   }
 
   async close(): Promise<void> {

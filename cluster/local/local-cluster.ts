@@ -2,6 +2,7 @@
 // driver pod runs as a local spark-submit process (master local[N]). Apps wait
 // PENDING while their cores are not free on this machine.
 import { rm } from 'node:fs/promises';
+import { createServer, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import type { V1Pod } from '@kubernetes/client-node';
 import { type AdmissionRules, admitPod, ANNOTATION_SUBMITTED_BY, applicationLabels, LABEL_JOB, LABEL_TEMPLATE } from '../../webhook/domain/index.js';
@@ -17,6 +18,7 @@ import { FileTemplateStore } from './template-store.js';
 import { newAppName } from '../app-name.js';
 import { makePrivateDir, type WriteFileAtomic } from '../../lib/atomic-file.js';
 import { defaultLocalLogger, type LocalLogger } from './logger.js';
+import { type SubmissionInfo, submissionInfo } from '../submission-info.js';
 
 export interface LocalClusterOptions {
   dataDir: string;
@@ -175,13 +177,26 @@ export class LocalCluster implements Cluster {
 
   private start(stored: StoredApp, cores: number): void {
     const { appName } = stored.record;
+    // The cores are taken now, so the scheduling loop counts them; the process starts once a
+    // free port for its Spark UI is known.
+    this.running.set(appName, cores);
+    this.background(this.launch(appName, cores), appName, 'could not start the driver');
+  }
+
+  private async launch(appName: string, cores: number): Promise<void> {
     const logFile = this.logFile(appName);
     const exitFile = join(this.options.dataDir, 'run', `${appName}.exit`);
-    this.running.set(appName, cores);
     try {
-      const machine = { sparkSubmit: this.options.sparkSubmit, python: this.options.python, workDir: this.workDir(appName) };
+      const uiPort = await freePort();
+      const stored = this.records.get(appName);
+      if (this.closed || !stored || stored.record.state !== 'PENDING') { // stopped or deleted meanwhile
+        this.running.delete(appName);
+        this.schedule();
+        return;
+      }
+      const machine = { sparkSubmit: this.options.sparkSubmit, python: this.options.python, workDir: this.workDir(appName), uiPort };
       const started = startDriverPod(stored.pod, machine, cores, { logFile, exitFile });
-      const run = { pid: started.pid, startTicks: started.startTicks, cores, logFile, exitFile };
+      const run = { pid: started.pid, startTicks: started.startTicks, cores, logFile, exitFile, uiPort };
       const running: StoredApp = { ...stored, run, record: { ...stored.record, state: 'RUNNING', startedAt: new Date().toISOString() } };
       // The event carries the record as saved: a quick driver may have ended by the time the write lands.
       // Kept in memory when the write fails: the driver does run; its end is written later.
@@ -189,10 +204,24 @@ export class LocalCluster implements Cluster {
       this.background(started.exited.then(() => this.finish(appName)), appName, 'could not record how the driver ended');
     } catch (error) {
       this.running.delete(appName);
-      this.background(
-        this.update(stored, { state: 'FAILED', stateDetail: `could not start the driver: ${(error as Error).message}`, endedAt: new Date().toISOString() }, { keepOnFailure: true }),
-        appName, 'could not record that the driver failed to start');
+      const current = this.records.get(appName);
+      if (current) {
+        this.background(
+          this.update(current, { state: 'FAILED', stateDetail: `could not start the driver: ${(error as Error).message}`, endedAt: new Date().toISOString() }, { keepOnFailure: true }),
+          appName, 'could not record that the driver failed to start');
+      }
     }
+  }
+
+  async submission(appName: string): Promise<SubmissionInfo | undefined> {
+    const stored = this.records.get(appName);
+    return stored && submissionInfo(stored.pod, stored.record.config, this.options.rules);
+  }
+
+  async sparkUiTarget(appName: string): Promise<URL | undefined> {
+    const stored = this.records.get(appName);
+    if (stored?.record.state !== 'RUNNING' || stored.run?.uiPort === undefined) return undefined;
+    return new URL(`http://127.0.0.1:${stored.run.uiPort}`);
   }
 
   /** Records how a driver ended; once per run, however many watchers notice. */
@@ -289,4 +318,16 @@ export class LocalCluster implements Cluster {
   private workDir(appName: string): string {
     return join(this.options.dataDir, 'work', appName);
   }
+}
+
+/** A port nothing listens on now (the OS picks it); Spark binds it a moment later. */
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
 }

@@ -23,6 +23,8 @@ export interface RunInfo {
   exitFile: string;
   logFile: string;
   stopRequested?: boolean;
+  /** Port of the driver's Spark UI on 127.0.0.1. */
+  uiPort?: number;
 }
 
 export interface StoredApp {

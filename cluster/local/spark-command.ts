@@ -15,6 +15,8 @@ export interface LocalMachine {
   sparkSubmit: string;
   python?: string;
   workDir: string;
+  /** The port of this driver's Spark UI (each local driver gets its own; the dashboard proxies it). */
+  uiPort?: number;
 }
 
 const LOOPBACK = '127.0.0.1';
@@ -53,6 +55,7 @@ export function localDriverCommand(pod: V1Pod, machine: LocalMachine, cores: num
   if (role !== 'driver') throw new Error('the pod is not an admitted driver pod (its container arguments do not start with "driver")');
   const env = podEnv(pod, machine);
   const args = ['--deploy-mode', 'client', '--conf', `spark.driver.bindAddress=${LOOPBACK}`];
+  if (machine.uiPort !== undefined) args.push('--conf', `spark.ui.port=${machine.uiPort}`);
   // spark-submit's own options (`--name value` pairs, the flags below) come before the primary
   // resource; what follows it is the application's, passed on as written (a `--master` there
   // is the application's argument, not ours to rewrite).

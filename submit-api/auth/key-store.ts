@@ -107,6 +107,12 @@ export function verifyIn(byHash: ReadonlyMap<string, StoredKey>, key: string): A
   return { id: entry.id, role: entry.role };
 }
 
+/** The identity of key `id` when it exists and isn't revoked (sessions carry the id, not the key). */
+export function identityById(keys: readonly StoredKey[], id: string): ApiKeyIdentity | undefined {
+  const entry = keys.find((k) => k.id === id);
+  return entry && !entry.revokedAt ? { id: entry.id, role: entry.role } : undefined;
+}
+
 export function indexByHash(keys: StoredKey[]): Map<string, StoredKey> {
   return new Map(keys.map((k) => [k.hash, k]));
 }
@@ -141,6 +147,11 @@ export class FileKeyStore {
   /** The key's identity when it is known and not revoked (verifyIn: constant-time compare). */
   verify(key: string): ApiKeyIdentity | undefined {
     return verifyIn(this.load().byHash, key);
+  }
+
+  /** Key `id`'s identity when it exists and isn't revoked; re-reads the file when it changed. */
+  byId(id: string): ApiKeyIdentity | undefined {
+    return identityById(this.load().keys, id);
   }
 
   // One statSync per call: cheap, and it makes a revocation by another process count at once.

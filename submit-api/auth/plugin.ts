@@ -13,23 +13,35 @@ declare module 'fastify' {
     /** Least role a route needs; `user` when not given. */
     role?: Role;
   }
-  interface FastifyInstance {
-    /** The key behind a dashboard session cookie (dashboard/plugin.ts); honoured for GET only. */
-    sessionIdentity?: (request: FastifyRequest) => ApiKeyIdentity | undefined;
-  }
 }
 
 export interface KeyVerifier {
   verify(key: string): ApiKeyIdentity | undefined;
 }
 
+/**
+ * Credentials other than a key header, e.g. a browser session cookie: the identity, checked
+ * against the key store now, or undefined. Given by the composition root (cli/service.ts), so
+ * this plugin knows nothing of who issues them.
+ */
+export type SessionVerifier = (request: FastifyRequest) => ApiKeyIdentity | undefined;
+
+/**
+ * Session credentials travel by themselves (a cookie), so a write that uses them must also carry
+ * this header: a page of another site can't add a custom header without a CORS preflight, which
+ * this service never grants. SameSite=Strict on the cookie is the first line; this is the second.
+ */
+export const CSRF_HEADER = 'x-requested-with';
+
 export interface AuthPluginOptions {
   enabled: boolean;
   store: KeyVerifier;
+  sessionVerifier?: SessionVerifier;
   /** Log the "authentication is OFF" warning and refused requests (default true). */
   log?: boolean;
 }
 
+const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 const RANK: Record<Role, number> = { user: 1, admin: 2 };
 
 // Reading the docs needs no key: people look at the API before they have one.
@@ -78,8 +90,11 @@ const auth: FastifyPluginAsync<AuthPluginOptions> = async (app, opts) => {
   app.addHook('onRequest', async (request, reply) => {
     if (!needsKey(request)) return;
     const key = keyFromHeaders(request.headers);
-    // A dashboard session cookie reads (GET) only: it can't be used to change anything.
-    const session = !key && request.method === 'GET' ? app.sessionIdentity?.(request) : undefined;
+    const session = key ? undefined : opts.sessionVerifier?.(request);
+    if (session && !SAFE_METHODS.has(request.method) && !request.headers[CSRF_HEADER]) {
+      if (log) request.log.info({ url: request.url, keyId: session.id }, 'refused: session write without the CSRF header');
+      return refuse(reply, 403, `A write with a session cookie needs the ${CSRF_HEADER} header (cross-site requests are refused).`);
+    }
     if (!key && !session) {
       if (log) request.log.info({ url: redactUrl(request.url) }, 'refused: no API key');
       return refuse(reply, 401, 'An API key is required: send it as X-API-Key or Authorization: Bearer <key>.');

@@ -21,7 +21,7 @@ import { statusCode } from '../../cluster/kubernetes/errors.js';
 import { type ResilientInformer, resilientInformer } from '../../cluster/kubernetes/informers.js';
 import { backoff, retry } from '../../lib/retry.js';
 import {
-  type ApiKeyIdentity, type CreatedKey, indexByHash, type KeyInfo, keyInfos, newKey, parseKeys,
+  type ApiKeyIdentity, type CreatedKey, identityById, indexByHash, type KeyInfo, keyInfos, newKey, parseKeys,
   revokeIn, type Role, serializeKeys, type StoredKey, verifyIn,
 } from './key-store.js';
 
@@ -115,6 +115,12 @@ export class SecretKeyStore {
   verify(key: string): ApiKeyIdentity | undefined {
     if (this.state.kind !== 'ready') return undefined; // absent, unreadable or not started: fail closed
     return verifyIn(this.state.byHash, key);
+  }
+
+  /** Key `id`'s identity in the watched copy when it exists and isn't revoked. */
+  byId(id: string): ApiKeyIdentity | undefined {
+    if (this.state.kind !== 'ready') return undefined;
+    return identityById([...this.state.byHash.values()], id);
   }
 
   /** Issues a key; its hash goes into the Secret (created when absent). */

@@ -1,4 +1,5 @@
 // /api/apps/: submit (and dry-run), list, read, log, stop, delete.
+import { pipeline } from 'node:stream';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { AppRecord, Cluster } from '../../cluster/cluster.js';
 import { encodeCursor } from '../../cluster/paging.js';
@@ -7,7 +8,7 @@ import { type Application, type Submission, ref, schemaIds } from '../../schemas
 import { bareDriverPod, mayActOn, type SubmissionPolicy } from '../../webhook/domain/index.js';
 import { HttpError, notFound } from '../errors.js';
 import { countSubmission } from '../metrics.js';
-import { toApplication } from '../present.js';
+import { countsSchema, countStates, skipBytes, submissionSchema, toApplication, toSummary } from '../present.js';
 import { labelSelectorQuery, parseLabelSelector } from './label-selector.js';
 
 /**
@@ -74,9 +75,10 @@ export async function appRoutes(app: FastifyInstance, { cluster, policy }: { clu
     return reply.code(201).send(toApplication(result.record));
   });
 
-  app.get<{ Querystring: { jobName?: string; state?: never; labelSelector?: string; limit: number; cursor?: string } }>('/api/apps/', {
+  app.get<{ Querystring: { jobName?: string; state?: never; labelSelector?: string; limit: number; cursor?: string; view: 'full' | 'summary' } }>('/api/apps/', {
     schema: {
       summary: 'List applications, newest first',
+      description: 'view=summary leaves `config` out of every item (the other fields as in Application): what a list page needs, a small fraction of the bytes.',
       tags: ['apps'],
       querystring: {
         type: 'object', additionalProperties: false,
@@ -86,14 +88,37 @@ export async function appRoutes(app: FastifyInstance, { cluster, policy }: { clu
           labelSelector: labelSelectorQuery,
           limit: { type: 'integer', minimum: 1, maximum: 500, default: 50 },
           cursor: { type: 'string', maxLength: 1024 },
+          view: { type: 'string', enum: ['full', 'summary'], default: 'full', description: 'summary: items without `config`' },
         },
       },
       response: { 200: ref(schemaIds.applicationList), ...errorResponses },
     },
-  }, async (request) => {
-    const { labelSelector, ...query } = request.query;
+  }, async (request, reply) => {
+    const { labelSelector, view, ...query } = request.query;
     const page = await cluster.list({ ...query, labels: parseLabelSelector(labelSelector) });
+    if (view === 'summary') {
+      // The declared schema requires config; a summary is built field by field (toSummary) and
+      // serialized as is, so nothing beyond the Application's own fields can leak.
+      return reply.serializer(JSON.stringify).type('application/json; charset=utf-8').send({ items: page.items.map(toSummary), next: page.next });
+    }
     return withinBudget(page.items, page.next);
+  });
+
+  app.get<{ Querystring: { jobName?: string; labelSelector?: string } }>('/api/apps/counts', {
+    schema: {
+      summary: 'How many applications are in each state, in all and per job',
+      description: 'One pass over the records (no pages): what a dashboard shows above its list.',
+      tags: ['apps'],
+      querystring: {
+        type: 'object', additionalProperties: false,
+        properties: { jobName: { type: 'string', maxLength: 63 }, labelSelector: labelSelectorQuery },
+      },
+      response: { 200: countsSchema, ...errorResponses },
+    },
+  }, async (request) => {
+    const { labelSelector, jobName } = request.query;
+    const all = await cluster.list({ jobName, labels: parseLabelSelector(labelSelector), limit: Number.MAX_SAFE_INTEGER });
+    return countStates(all.items);
   });
 
   app.get<{ Params: { appName: string } }>('/api/apps/:appName', {
@@ -104,12 +129,16 @@ export async function appRoutes(app: FastifyInstance, { cluster, policy }: { clu
     return toApplication(record);
   });
 
-  app.get<{ Params: { appName: string }; Querystring: { follow?: boolean } }>('/api/apps/:appName/log', {
+  app.get<{ Params: { appName: string }; Querystring: { follow?: boolean; offset: number } }>('/api/apps/:appName/log', {
     schema: {
       summary: 'The driver log (plain text); follow=true streams until the application ends',
+      description: 'offset=N starts at byte N (a reader that lost its connection resumes after the last byte it has); the answer says where it starts in X-Log-Offset.',
       tags: ['apps'],
       params: appNameParams,
-      querystring: { type: 'object', additionalProperties: false, properties: { follow: { type: 'boolean', default: false } } },
+      querystring: {
+        type: 'object', additionalProperties: false,
+        properties: { follow: { type: 'boolean', default: false }, offset: { type: 'integer', minimum: 0, default: 0 } },
+      },
       response: { 200: { type: 'string', description: 'text/plain' }, ...errorResponses },
     },
   }, async (request, reply) => {
@@ -118,8 +147,25 @@ export async function appRoutes(app: FastifyInstance, { cluster, policy }: { clu
     request.raw.once('close', () => abort.abort());
     const stream = await cluster.log(request.params.appName, { follow: request.query.follow === true, signal: abort.signal });
     if (!stream) throw notFound(`application ${request.params.appName}`);
-    reply.header('cache-control', 'no-cache').header('x-content-type-options', 'nosniff');
-    return reply.type('text/plain; charset=utf-8').send(stream);
+    reply.header('cache-control', 'no-cache').header('x-content-type-options', 'nosniff').header('x-log-offset', String(request.query.offset));
+    // pipeline ends the source with the response (and passes a read error on to it, where
+    // fastify logs it and cuts the answer short, as for an unskipped log).
+    const body = request.query.offset > 0 ? pipeline(stream, skipBytes(request.query.offset), () => undefined) : stream;
+    return reply.type('text/plain; charset=utf-8').send(body);
+  });
+
+  app.get<{ Params: { appName: string } }>('/api/apps/:appName/submission', {
+    schema: {
+      summary: 'What the application was submitted with, and how it was sized',
+      description: 'configOverrides as submitted (from the driver pod; null once the pod is gone), admittedBy (the admission mark on the driver pod; null when it missed admission), and sizing: for driver and executor, the pool and the reasons (null where this process has no node-pool rules: Kubernetes mode).',
+      tags: ['apps'],
+      params: appNameParams,
+      response: { 200: submissionSchema, ...errorResponses },
+    },
+  }, async (request) => {
+    const info = await cluster.submission(request.params.appName);
+    if (!info) throw notFound(`application ${request.params.appName}`);
+    return info;
   });
 
   app.post<{ Params: { appName: string } }>('/api/apps/:appName/stop', {

@@ -4,8 +4,12 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { FastifyInstance, InjectOptions } from 'fastify';
 import type { Application, NodePool } from '../../schemas/index.js';
+import { randomBytes } from 'node:crypto';
 import { LocalCluster, type LocalClusterOptions } from '../../cluster/local/local-cluster.js';
-import { type ApiOptions, buildApi } from '../../submit-api/app.js';
+import { buildService } from '../../cli/service.js';
+import type { KeyLookup } from '../../dashboard/session.js';
+import type { ApiOptions } from '../../submit-api/app.js';
+import type { KeyVerifier } from '../../submit-api/auth/plugin.js';
 import type { ApiLimits } from '../../submit-api/limits.js';
 import { buildPolicy, buildRules, type SubmissionPolicy } from '../../webhook/domain/index.js';
 import { killDrivers } from './drivers.js';
@@ -46,7 +50,7 @@ export interface TestApiOptions {
   spark?: { sparkSubmit: string; python?: string };
   /** An existing data dir (e.g. one with crafted records); default: a fresh temp dir. */
   dataDir?: string;
-  auth?: { enabled: boolean; store: { verify(key: string): { id: string; role: 'user' | 'admin' } | undefined } };
+  auth?: { enabled: boolean; store: KeyVerifier & KeyLookup };
   /** Passed to LocalCluster: a logger, and where records are written (to inject a full disk). */
   log?: LocalClusterOptions['log'];
   writeFile?: LocalClusterOptions['writeFile'];
@@ -58,6 +62,10 @@ export interface TestApiOptions {
   allowedHosts?: string[];
   /** A pino logger for fastify (e.g. captureLog's); default: none. */
   logger?: ApiOptions['loggerInstance'];
+  /** The dashboard's session secret (replicas of one test share it); default: a random one. */
+  sessionSecret?: Buffer;
+  /** fastify trustProxy (X-Forwarded-Proto honoured). */
+  trustProxy?: boolean;
 }
 
 export async function startTestApi(t: TestLike, options: TestApiOptions = {}): Promise<TestApi> {
@@ -73,7 +81,17 @@ export async function startTestApi(t: TestLike, options: TestApiOptions = {}): P
     writeFile: options.writeFile,
     ...spark,
   });
-  const app = await buildApi({ cluster, policy: buildPolicy(options.policy), limits: options.limits, allowedHosts: options.allowedHosts, auth: options.auth ?? { enabled: false, store: { verify: () => undefined } }, loggerInstance: options.logger });
+  // The whole process as the CLI builds it: the API with the dashboard on top.
+  const app = await buildService({
+    cluster,
+    policy: buildPolicy(options.policy),
+    limits: options.limits,
+    allowedHosts: options.allowedHosts,
+    auth: options.auth ?? { enabled: false, store: { verify: () => undefined, byId: () => undefined } },
+    sessionSecret: options.sessionSecret ?? randomBytes(32),
+    trustProxy: options.trustProxy,
+    loggerInstance: options.logger,
+  });
   // Registered after tempDir's teardown, so it runs first (tap runs teardowns in reverse).
   t.teardown(async () => {
     await app.close();

@@ -10,7 +10,8 @@ import { realSpark } from '../helpers/service.js';
 
 const spark = realSpark();
 const KEY = 'ssk_metrics-test-secret-key';
-const store = { verify: (key: string) => (key === KEY ? { id: 'key-metrics', role: 'admin' as const } : undefined) };
+const identity = { id: 'key-metrics', role: 'admin' as const };
+const store = { verify: (key: string) => (key === KEY ? identity : undefined), byId: (id: string) => (id === identity.id ? identity : undefined) };
 const auth = { 'x-api-key': KEY };
 
 t.test('local mode: /metrics moves with a run of submissions; writes are audited', { skip: spark ? false : 'no Spark virtualenv (scripts/setup.sh makes one)' }, async (t) => {

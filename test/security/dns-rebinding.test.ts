@@ -44,6 +44,6 @@ t.test('the allowlist is configurable, and applies only while auth is off', asyn
   const named = await startTestApi(t, { allowedHosts: ['spark.internal.example'] });
   t.equal((await named.call('GET', '/api/apps/', undefined, { host: 'spark.internal.example:8080' })).status, 200);
   t.equal((await named.call('GET', '/api/apps/', undefined, { host: 'localhost' })).status, 403);
-  const withAuth = await startTestApi(t, { allowedHosts: ['localhost'], auth: { enabled: true, store: { verify: () => undefined } } });
+  const withAuth = await startTestApi(t, { allowedHosts: ['localhost'], auth: { enabled: true, store: { verify: () => undefined, byId: () => undefined } } });
   t.equal((await withAuth.call('GET', '/api/apps/', undefined, { host: 'other.example' })).status, 401, 'with auth on, the key decides');
 });

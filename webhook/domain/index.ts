@@ -11,3 +11,4 @@ export * from './quantities.js';
 export * from './rules.js';
 export * from './sizing.js';
 export * from './spark-properties.js';
+export * from './sizing-explanation.js';

@@ -10,6 +10,9 @@ const RESOURCE_TYPES: Record<NonNullable<ApplicationConfig['type']>, string> = {
 
 export const DRIVER_PORTS = { rpc: 7078, blockManager: 7079, ui: 4040 };
 
+/** Where the dashboard proxies an application's Spark UI (dashboard/spark-ui-proxy.ts). */
+export const sparkUiPath = (appName: string): string => `/dashboard/apps/${appName}/spark-ui`;
+
 export interface AppIdentity {
   appName: string;
   jobName: string;
@@ -46,6 +49,8 @@ export function sparkProperties(config: ApplicationConfig, id: AppIdentity, rule
     'spark.driver.port': String(DRIVER_PORTS.rpc),
     'spark.driver.blockManager.port': String(DRIVER_PORTS.blockManager),
     'spark.kubernetes.resource.type': RESOURCE_TYPES[config.type ?? 'Scala'],
+    // The UI's links and redirects start with the dashboard's proxy path, so they stay under it.
+    'spark.ui.proxyBase': sparkUiPath(id.appName),
   };
   addPodProperties(props, 'driver', driver);
   addPodProperties(props, 'executor', executor);

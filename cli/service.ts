@@ -1,0 +1,26 @@
+// The composition root of one API process: the submission API (submit-api/) with the dashboard
+// registered on top, sharing one session verifier. Local mode, `api` and `cluster up` all build
+// their process here, so submit-api never needs to know the dashboard exists.
+import type { FastifyInstance } from 'fastify';
+import { Sessions, type KeyLookup } from '../dashboard/session.js';
+import { dashboardPlugin } from '../dashboard/plugin.js';
+import { buildApi, type ApiOptions } from '../submit-api/app.js';
+import type { KeyVerifier } from '../submit-api/auth/plugin.js';
+
+export interface ServiceOptions extends Omit<ApiOptions, 'auth'> {
+  auth: { enabled: boolean; store: KeyVerifier & KeyLookup };
+  /** HMAC secret of the dashboard's session cookies (dashboard/session-secret.ts); shared by all replicas. */
+  sessionSecret: Buffer;
+  sessionTtlMs?: number;
+}
+
+export async function buildService(options: ServiceOptions): Promise<FastifyInstance> {
+  const { sessionSecret, sessionTtlMs, ...api } = options;
+  const sessions = new Sessions({ secret: sessionSecret, store: options.auth.store, ttlMs: sessionTtlMs });
+  const app = await buildApi({
+    ...api,
+    auth: { ...options.auth, sessionVerifier: options.auth.enabled ? sessions.verify : undefined },
+  });
+  await app.register(dashboardPlugin, { auth: options.auth, sessions, cluster: options.cluster });
+  return app;
+}

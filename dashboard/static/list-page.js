@@ -1,0 +1,181 @@
+// /dashboard/: applications grouped by jobName, newest first. Pages of light items
+// (view=summary) by cursor; counts from /api/apps/counts; kept current by the events stream
+// (no polling: with nothing changing, the page sends nothing).
+import { ACTIVE, STATES, api, appHref, badge, duration, el, isKernel, show, when } from './dom.js';
+
+const PAGE = 200;
+const RUNS_SHOWN = 5;
+const STRIP = 20;
+
+export function listPage(session) {
+  document.title = 'Applications · Submission Service';
+  const params = new URLSearchParams(location.search);
+  const filter = { state: params.get('state') ?? '', jobName: params.get('job') ?? '', search: params.get('q') ?? '' };
+  const items = new Map(); // appName -> summary
+  let next = null;
+  let counts = null;
+  let source = null;
+  let countsTimer = null;
+  let frame = 0;
+  let loading = false;
+
+  const countsBox = el('div', { class: 'counts', id: 'counts', role: 'group', 'aria-label': 'Applications per state' });
+  const jobSelect = el('select', { id: 'job-filter', 'aria-label': 'Job' });
+  const search = el('input', { type: 'search', id: 'search', placeholder: 'Search applications, jobs, labels', 'aria-label': 'Search', value: filter.search });
+  const status = el('span', { class: 'muted', id: 'summary', 'aria-live': 'polite' });
+  const groupsBox = el('div', { id: 'groups' });
+  const more = el('button', { type: 'button', id: 'more', hidden: true }, 'Load older applications');
+
+  const setUrl = () => {
+    const q = new URLSearchParams();
+    if (filter.state) q.set('state', filter.state);
+    if (filter.jobName) q.set('job', filter.jobName);
+    if (filter.search) q.set('q', filter.search);
+    history.replaceState(null, '', `/dashboard/${q.size ? `?${q}` : ''}`);
+  };
+  const matches = (app) => (!filter.state || app.state === filter.state) && (!filter.jobName || app.jobName === filter.jobName);
+  const searched = (app) => {
+    const q = filter.search.trim().toLowerCase();
+    if (!q) return true;
+    const labels = Object.entries(app.labels ?? {}).map(([k, v]) => `${k}=${v}`).join(' ');
+    return `${app.appName} ${app.jobName} ${app.state} ${labels} ${app.submittedBy ?? ''}`.toLowerCase().includes(q);
+  };
+
+  async function loadPage() {
+    loading = true;
+    const q = new URLSearchParams({ limit: String(PAGE), view: 'summary' });
+    if (filter.state) q.set('state', filter.state);
+    if (filter.jobName) q.set('jobName', filter.jobName);
+    if (next) q.set('cursor', next);
+    try {
+      const body = await api(`/api/apps/?${q}`);
+      for (const app of body.items) items.set(app.appName, app);
+      next = body.next;
+    } finally {
+      loading = false;
+    }
+  }
+
+  async function loadCounts() {
+    counts = await api('/api/apps/counts');
+    renderCounts();
+  }
+
+  function renderCounts() {
+    if (!counts) return;
+    const total = counts.total;
+    const button = (state, label, n) => el('button', {
+      type: 'button', class: `count ${state ? `state-${state}` : ''}`, 'data-state': state || 'ALL',
+      'aria-pressed': String(filter.state === state), onclick: () => { filter.state = filter.state === state && state ? '' : state; restart(); },
+    }, el('span', { class: 'n' }, String(n)), ` ${label}`);
+    countsBox.replaceChildren(button('', 'all', total), ...STATES.map((s) => button(s, s.toLowerCase(), counts.byState[s] ?? 0)));
+    const current = filter.jobName;
+    jobSelect.replaceChildren(el('option', { value: '' }, `All jobs (${counts.jobs.length})`),
+      ...counts.jobs.map((j) => el('option', { value: j.jobName, selected: j.jobName === current }, `${j.jobName} (${j.total})`)));
+  }
+
+  function render() {
+    frame = 0;
+    const visible = [...items.values()].filter((a) => matches(a) && searched(a))
+      .sort((a, b) => b.createdAt.localeCompare(a.createdAt) || b.appName.localeCompare(a.appName));
+    const groups = new Map();
+    for (const app of visible) {
+      if (!groups.has(app.jobName)) groups.set(app.jobName, []);
+      groups.get(app.jobName).push(app);
+    }
+    const active = visible.filter((a) => ACTIVE.has(a.state)).length;
+    status.textContent = `${visible.length} shown in ${groups.size} job${groups.size === 1 ? '' : 's'} · ${active} active${next ? ' · older ones not loaded yet' : ''} · live`;
+    more.hidden = !next;
+    if (visible.length === 0) {
+      const filtered = filter.state || filter.jobName || filter.search;
+      groupsBox.replaceChildren(el('div', { class: 'empty', id: 'empty' },
+        filtered ? el('p', {}, 'No application matches these filters.') : el('p', {}, 'No applications yet.'),
+        filtered ? el('p', {}, el('button', { type: 'button', onclick: () => { Object.assign(filter, { state: '', jobName: '', search: '' }); search.value = ''; restart(); } }, 'Clear filters'))
+          : el('p', {}, 'Submit one with ', el('code', {}, 'POST /api/apps/'), ' (or ', el('code', {}, 'submission-service apps submit'), ') and it appears here at once.')));
+      return;
+    }
+    const now = Date.now();
+    groupsBox.replaceChildren(...[...groups].map(([jobName, apps]) => jobCard(jobName, apps, now)));
+  }
+
+  function jobCard(jobName, apps, now) {
+    const perJob = counts?.jobs.find((j) => j.jobName === jobName);
+    const failing = apps[0]?.state === 'FAILED';
+    const strip = el('ol', { class: 'strip', 'aria-label': `Last ${Math.min(STRIP, apps.length)} runs, newest first` },
+      apps.slice(0, STRIP).map((a) => el('li', {},
+        el('a', { href: appHref(a.appName), class: `tick state-${a.state}`, title: `${a.appName}: ${a.state}` },
+          el('span', { class: 'sr-only' }, `${a.appName}: ${a.state}`), a.state[0]))));
+    const rows = apps.slice(0, RUNS_SHOWN).map((a) => el('tr', { 'data-app': a.appName },
+      el('td', { class: 'name' }, el('a', { href: appHref(a.appName) }, a.appName), isKernel(a) ? el('span', { class: 'tag kernel', title: 'a notebook kernel' }, 'kernel') : null),
+      el('td', {}, badge(a.state)),
+      el('td', {}, when(a.startedAt ?? a.createdAt)),
+      el('td', { class: 'num' }, duration(a, now))));
+    const hidden = apps.length - RUNS_SHOWN;
+    return el('section', { class: 'card job', 'data-job': jobName },
+      el('header', {},
+        el('h2', {}, el('a', { href: `/dashboard/?job=${encodeURIComponent(jobName)}`, onclick: (e) => { e.preventDefault(); filter.jobName = jobName; restart(); } }, jobName)),
+        failing ? el('span', { class: 'badge state-FAILED' }, 'last run failed') : null,
+        el('span', { class: 'muted' }, `${perJob?.total ?? apps.length} run${(perJob?.total ?? apps.length) === 1 ? '' : 's'}`),
+        el('span', { class: 'spacer' }), strip),
+      el('table', {},
+        el('thead', {}, el('tr', {}, el('th', {}, 'Application'), el('th', {}, 'State'), el('th', {}, 'Started'), el('th', { class: 'num' }, 'Duration'))),
+        el('tbody', {}, rows)),
+      hidden > 0 ? el('p', { class: 'more-runs muted' }, `${hidden} more loaded · `,
+        el('a', { href: `/dashboard/?job=${encodeURIComponent(jobName)}`, onclick: (e) => { e.preventDefault(); filter.jobName = jobName; restart(); } }, 'show this job only')) : null);
+  }
+
+  const schedule = () => { if (!frame) frame = requestAnimationFrame(render); };
+  const scheduleCounts = () => {
+    clearTimeout(countsTimer);
+    countsTimer = setTimeout(() => loadCounts().catch(() => undefined), 1000); // one read per burst of changes
+  };
+
+  function follow() {
+    source?.close();
+    const q = new URLSearchParams();
+    if (filter.jobName) q.set('jobName', filter.jobName);
+    // EventSource reconnects by itself with Last-Event-ID; 'reset' means: read everything again.
+    source = new EventSource(`/api/apps/events${q.size ? `?${q}` : ''}`);
+    source.addEventListener('changed', (event) => {
+      const { config: _config, ...app } = JSON.parse(event.data);
+      const oldest = [...items.values()].reduce((min, a) => (a.createdAt < min ? a.createdAt : min), '\uffff');
+      if (matches(app) && (items.has(app.appName) || !next || app.createdAt >= oldest)) items.set(app.appName, app);
+      else items.delete(app.appName); // left the state filter
+      schedule();
+      scheduleCounts();
+    });
+    source.addEventListener('deleted', (event) => {
+      items.delete(JSON.parse(event.data).appName);
+      schedule();
+      scheduleCounts();
+    });
+    source.addEventListener('reset', () => { void restart(false); });
+  }
+
+  async function restart(resubscribe = true) {
+    setUrl();
+    items.clear();
+    next = null;
+    renderCounts();
+    if (resubscribe) follow();
+    await Promise.all([loadPage(), loadCounts()]);
+    render();
+  }
+
+  jobSelect.addEventListener('change', () => { filter.jobName = jobSelect.value; void restart(); });
+  search.addEventListener('input', () => { filter.search = search.value; setUrl(); schedule(); });
+  more.addEventListener('click', async () => {
+    if (loading || !next) return;
+    more.disabled = true;
+    try { await loadPage(); render(); } finally { more.disabled = false; }
+  });
+
+  show(
+    el('div', { class: 'toolbar' }, el('h1', {}, 'Applications'), status),
+    countsBox,
+    el('div', { class: 'filters' }, el('label', { for: 'job-filter' }, 'Job'), jobSelect, el('label', { for: 'search' }, 'Search'), search),
+    groupsBox, more);
+  // Durations of running applications grow: redraw every 5 s while any is shown (no request).
+  const ticker = setInterval(() => { if ([...items.values()].some((a) => a.state === 'RUNNING')) schedule(); }, 5000);
+  return { start: () => restart(), stop: () => { source?.close(); clearTimeout(countsTimer); clearInterval(ticker); if (frame) cancelAnimationFrame(frame); } };
+}

@@ -1,0 +1,32 @@
+// Kubernetes mode, real apiserver and webhook (test bed): what the dashboard reads through
+// the Cluster: the submission (overrides and admission mark from the driver pod), the Spark UI
+// target (the driver pod's IP, port 4040, only while Running), and spark.ui.proxyBase on the
+// admitted pod. The pod's status is written by hand: a TEST DOUBLE for the kubelet.
+import t from 'tap';
+import { startKubeBed } from '../helpers/kubernetes.js';
+
+t.test('submission and Spark UI target from the driver pod', async (t) => {
+  const bed = await startKubeBed(t);
+  const { core } = bed.clients;
+  const overrides = { executor: { cores: 4 }, arguments: ['x'] };
+  const res = await bed.call('POST', '/api/apps/', { jobName: 'ui', configOverrides: overrides });
+  t.equal(res.status, 201);
+  const appName = res.json.appName as string;
+  const cluster = bed.api.cluster;
+
+  const info = await cluster.submission(appName);
+  t.same(info?.configOverrides, overrides, 'the overrides, from the pod annotation');
+  t.equal(info?.admittedBy, 'submission-service-rules/v1', 'admitted by our webhook');
+  t.equal(info?.sizing, null, 'no node pools in the API process');
+  t.equal(await cluster.submission('nope-20260101-000000-aaaaa'), undefined, 'unknown app');
+  const http = await bed.call('GET', `/api/apps/${appName}/submission`);
+  t.equal(http.status, 200);
+  t.same(http.json.configOverrides, overrides);
+
+  const pod = await core.readNamespacedPod({ name: appName, namespace: bed.namespace });
+  t.ok(pod.spec!.containers[0].args!.includes(`spark.ui.proxyBase=/dashboard/apps/${appName}/spark-ui`), 'admission set proxyBase on the driver');
+  t.equal(await cluster.sparkUiTarget(appName), undefined, 'Pending: no UI');
+  pod.status = { ...pod.status, phase: 'Running', podIP: '10.1.2.3', startTime: new Date() };
+  await core.replaceNamespacedPodStatus({ name: appName, namespace: bed.namespace, body: pod });
+  t.equal((await cluster.sparkUiTarget(appName))?.href, 'http://10.1.2.3:4040/', 'Running: the pod IP, port 4040');
+});

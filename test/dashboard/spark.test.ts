@@ -1,0 +1,97 @@
+// Real Spark (the project's virtualenv, Java 17) in local mode, in headless Chromium:
+// examples/pi.py's page shows its config and its driver log live (a line the driver writes is
+// on the page within 1 s), and its Spark UI opens through the dashboard's proxy while it runs,
+// with working links.
+import { readFileSync, mkdirSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { chromium } from 'playwright-core';
+import t from 'tap';
+import { repoRoot, startTestApi } from '../helpers/api.js';
+import { waitForState } from '../helpers/poll.js';
+import { realSpark } from '../helpers/service.js';
+import { sleep } from '../helpers/temp.js';
+
+const spark = realSpark();
+const shots = process.env.DASHBOARD_SCREENSHOTS ?? join(tmpdir(), 'submission-service-dashboard');
+const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+
+t.test('pi.py: config, live log, Spark UI through the proxy', { skip: spark ? false : 'no Spark virtualenv (scripts/setup.sh makes one)' }, async (t) => {
+  mkdirSync(shots, { recursive: true });
+  const api = await startTestApi(t, { cores: 2, spark });
+  const address = await api.app.listen({ port: 0, host: '127.0.0.1' });
+  const browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu', '--no-first-run'] });
+  t.teardown(() => browser.close());
+  const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+  const errors: string[] = [];
+  page.on('pageerror', (err) => errors.push(String(err)));
+
+  const res = await api.call('POST', '/api/apps/', {
+    jobName: 'pi',
+    configOverrides: { type: 'Python', mainApplicationFile: `local://${join(repoRoot, 'examples', 'pi.py')}`, arguments: ['300'], executor: { cores: 1, instances: 2 } },
+  });
+  t.equal(res.status, 201);
+  const appName = res.json.appName as string;
+  t.equal(res.json.config.engineConf?.['spark.ui.proxyBase'], undefined, 'proxyBase is not part of the user config');
+  await page.goto(`${address}/dashboard/apps/${appName}`);
+  await page.locator('#config').waitFor();
+  const config = JSON.parse((await page.locator('#config').getAttribute('data-json'))!);
+  t.same(config.arguments, ['300'], 'the effective config');
+  t.equal(config.mainApplicationFile, `local://${join(repoRoot, 'examples', 'pi.py')}`);
+  await waitForState(() => api.getApp(appName), 'RUNNING');
+
+  // Lines as the driver writes them to its log file vs. when they are on the page.
+  const logFile = join(api.dataDir, 'logs', `${appName}.log`);
+  const onPage = (line: string) => page.waitForFunction((l) => (document.getElementById('log')?.textContent ?? '').includes(l), line, { timeout: 5000, polling: 20 });
+  const delays: number[] = [];
+  let seen = '';
+  for (const deadline = Date.now() + 60_000; Date.now() < deadline && delays.length < 5;) {
+    let text = '';
+    try { text = readFileSync(logFile, 'utf8'); } catch { /* not yet */ }
+    if (text.length > seen.length) {
+      const lines = text.slice(seen.length).split('\n').slice(0, -1).filter((l) => l.trim().length > 20);
+      seen = text.slice(0, text.lastIndexOf('\n') + 1);
+      const line = lines.at(-1);
+      if (line && delays.length < 5) {
+        const written = Date.now();
+        await onPage(line);
+        delays.push(Date.now() - written);
+      }
+    }
+    await sleep(20);
+  }
+  t.ok(delays.length >= 3, `lines measured while the driver ran (${delays.length})`);
+  t.ok(Math.max(...delays) < 1000, `each line written by the driver was on the page within 1 s (${delays.join(', ')} ms)`);
+
+  // The Spark UI, while it runs: through the proxy, under the same path, links working.
+  t.ok(await page.locator('#spark-ui').isVisible(), 'a Spark UI link while it runs');
+  const base = `${address}/dashboard/apps/${appName}/spark-ui`;
+  // The UI's port opens before its pages are attached: wait for the jobs page itself.
+  const jobsPage = () => page.request.get(`${base}/jobs/`).then(async (r) => (r.status() === 200 && /Spark Jobs/.test(await r.text())));
+  let up = await jobsPage();
+  for (let i = 0; i < 150 && !up; i++) { await sleep(100); up = await jobsPage(); }
+  t.ok(up, 'the proxied UI answers');
+  const uiPage = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+  await uiPage.goto(`${base}/`);
+  t.match(uiPage.url(), new RegExp(`/dashboard/apps/${appName}/spark-ui/jobs/`), 'its redirect stays under the proxy path');
+  t.match(await uiPage.title(), /Spark Jobs/);
+  await uiPage.screenshot({ path: join(shots, 'dashboard-spark-ui.png') });
+  const stagesHref = await uiPage.locator('a[href*="/stages/"]').first().getAttribute('href');
+  t.match(stagesHref, new RegExp(`^/dashboard/apps/${appName}/spark-ui/stages/`), 'links point under the proxy');
+  await uiPage.locator('a[href*="/stages/"]').first().click();
+  await uiPage.waitForURL(`**/spark-ui/stages/**`);
+  t.match(await uiPage.locator('body').innerText(), /Stages for All Jobs|Completed Stages|Active Stages/, 'a link followed');
+  const executors = await uiPage.request.get(`${base}/executors/`);
+  t.equal(executors.status(), 200, 'another page through the proxy');
+  t.equal((await uiPage.request.post(`${base}/jobs/job/kill/?id=0`)).status(), 404, 'nothing but GET and HEAD goes through');
+  await uiPage.close();
+  await page.screenshot({ path: join(shots, 'dashboard-app-pi.png'), fullPage: true });
+
+  const done = await waitForState(() => api.getApp(appName), 'COMPLETED', { timeoutMs: 180_000 });
+  t.equal(done.state, 'COMPLETED');
+  await page.waitForFunction(() => /Pi is roughly/.test(document.getElementById('log')?.textContent ?? ''), undefined, { timeout: 10_000 });
+  await page.waitForFunction(() => document.getElementById('log-status')?.textContent === 'log ended', undefined, { timeout: 10_000 });
+  t.ok(await page.locator('#spark-ui').isHidden(), 'no Spark UI link once ended');
+  t.equal((await page.request.get(`${base}/`)).status(), 404, 'and the proxy says it is not running');
+  t.same(errors, [], 'no script errors');
+});
