@@ -5,6 +5,8 @@ import { parseArgs } from 'node:util';
 import { LocalCluster } from '../cluster/local/local-cluster.js';
 import { buildApi } from '../submit-api/app.js';
 import { FileKeyStore } from '../submit-api/auth/key-store.js';
+import { gatewayPlugin } from '../gateway/plugin.js';
+import { dialable, gatewaySecret, localGatewayKey, localLauncherFile } from './gateway-wiring.js';
 import { defaultDataDir, findSpark, javaProblem } from './config.js';
 import { rulesFrom } from './rules.js';
 
@@ -18,22 +20,27 @@ export async function localCommand(argv: string[]): Promise<number> {
       'node-pools': { type: 'string' },
       auth: { type: 'string', default: 'off' },
       cores: { type: 'string', default: String(availableParallelism()) },
+      'cull-idle-seconds': { type: 'string', default: '0' },
     },
   });
   if (values.auth !== 'on' && values.auth !== 'off') throw new Error('--auth takes on or off');
   const dataDir = values['data-dir'];
   const rules = rulesFrom(values['node-pools'], 'local');
   const cluster = new LocalCluster({ dataDir, rules, cores: Number(values.cores), ...findSpark() });
-  const api = await buildApi({
-    cluster,
-    auth: { enabled: values.auth === 'on', store: new FileKeyStore(dataDir) },
-    logger: { level: process.env.LOG_LEVEL ?? 'info' },
+  const auth = { enabled: values.auth === 'on', store: new FileKeyStore(dataDir) };
+  const api = await buildApi({ cluster, auth, logger: { level: process.env.LOG_LEVEL ?? 'info' } });
+  // The notebook gateway on the same server, calling the API over HTTP like any client would.
+  const self = () => dialable(values.host, api.server.address());
+  await api.register(gatewayPlugin, {
+    auth, apiUrl: () => `http://${self()}`, apiKey: auth.enabled ? localGatewayKey(dataDir, auth.store) : undefined,
+    launcherUrl: () => `ws://${self()}/notebooks`, launcherFile: localLauncherFile(),
+    secret: gatewaySecret(dataDir), cullIdleSeconds: Number(values['cull-idle-seconds']),
   });
   const java = javaProblem();
   if (java) api.log.warn(java);
   api.log.info({ dataDir, nodePools: rules.pools.map((p) => p.instanceName), cores: Number(values.cores) }, 'local mode');
   const address = await api.listen({ port: Number(values.port), host: values.host });
-  process.stdout.write(`Submission Service (local mode) at ${address}/api/  data in ${join(dataDir)}\n`);
+  process.stdout.write(`Submission Service (local mode) at ${address}/api/  notebooks at ${address}/notebooks  data in ${join(dataDir)}\n`);
   const shutdown = async () => {
     await api.close();
     await cluster.close();
