@@ -5,6 +5,7 @@ import { parseArgs } from 'node:util';
 import { LocalCluster } from '../cluster/local/local-cluster.js';
 import { buildApi } from '../submit-api/app.js';
 import { FileKeyStore } from '../submit-api/auth/key-store.js';
+import { KERNEL_LABEL } from '../gateway/kernel-registry.js';
 import { gatewayPlugin } from '../gateway/plugin.js';
 import { dialable, gatewaySecret, localGatewayKey, localLauncherFile } from './gateway-wiring.js';
 import { defaultDataDir, findSpark, javaProblem } from './config.js';
@@ -26,7 +27,8 @@ export async function localCommand(argv: string[]): Promise<number> {
   if (values.auth !== 'on' && values.auth !== 'off') throw new Error('--auth takes on or off');
   const dataDir = values['data-dir'];
   const rules = rulesFrom(values['node-pools'], 'local');
-  const cluster = new LocalCluster({ dataDir, rules, cores: Number(values.cores), ...findSpark() });
+  // Kernels start at once beside batch applications instead of queueing for cores (gateway/README.md).
+  const cluster = new LocalCluster({ dataDir, rules, cores: Number(values.cores), interactiveLabel: KERNEL_LABEL, ...findSpark() });
   const auth = { enabled: values.auth === 'on', store: new FileKeyStore(dataDir) };
   const api = await buildApi({ cluster, auth, logger: { level: process.env.LOG_LEVEL ?? 'info' } });
   // The notebook gateway on the same server, calling the API over HTTP like any client would.

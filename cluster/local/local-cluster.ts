@@ -26,6 +26,12 @@ export interface LocalClusterOptions {
   cores: number;
   /** How often re-attached drivers (started before a restart) are checked. */
   pollMs?: number;
+  /**
+   * Applications with this label set to "true" start at once and hold none of the batch cores:
+   * interactive drivers (notebook kernels) idle most of the time, and a person waiting behind a
+   * batch queue is worse than sharing the CPU. Undefined: every application queues.
+   */
+  interactiveLabel?: string;
 }
 
 
@@ -36,6 +42,7 @@ export class LocalCluster implements Cluster {
   readonly events = new EventFeed();
   private readonly queue: string[] = [];
   private readonly running = new Map<string, number>(); // appName -> cores in use
+  private readonly interactive = new Set<string>(); // running apps that hold no batch cores
   private readonly timers = new Set<NodeJS.Timeout>();
   private readonly finishing = new Map<string, Promise<void>>();
   private closed = false;
@@ -135,7 +142,18 @@ export class LocalCluster implements Cluster {
     await this.records.flush();
   }
 
+  private isInteractive({ record }: StoredApp): boolean {
+    const label = this.options.interactiveLabel;
+    return label !== undefined && record.labels?.[label] === 'true';
+  }
+
   private schedule(): void {
+    for (const appName of [...this.queue]) {
+      const stored = this.records.get(appName);
+      if (this.closed || !stored || stored.record.state !== 'PENDING' || !this.isInteractive(stored)) continue;
+      this.queue.splice(this.queue.indexOf(appName), 1);
+      this.start(stored, this.demand(stored));
+    }
     while (!this.closed && this.queue.length > 0) {
       const appName = this.queue[0];
       const stored = this.records.get(appName);
@@ -144,7 +162,7 @@ export class LocalCluster implements Cluster {
         continue;
       }
       const cores = this.demand(stored);
-      const used = [...this.running.values()].reduce((a, b) => a + b, 0);
+      const used = [...this.running].reduce((sum, [name, held]) => sum + (this.interactive.has(name) ? 0 : held), 0);
       if (used > 0 && used + cores > this.options.cores) return;
       this.queue.shift();
       this.start(stored, cores);
@@ -160,6 +178,7 @@ export class LocalCluster implements Cluster {
     const logFile = this.logFile(appName);
     const exitFile = join(this.options.dataDir, 'run', `${appName}.exit`);
     this.running.set(appName, cores);
+    if (this.isInteractive(stored)) this.interactive.add(appName);
     try {
       const machine = { sparkSubmit: this.options.sparkSubmit, python: this.options.python, workDir: this.workDir(appName) };
       const started = startDriverPod(stored.pod, machine, cores, { logFile, exitFile });
@@ -170,6 +189,7 @@ export class LocalCluster implements Cluster {
       void started.exited.then(() => this.finish(appName));
     } catch (error) {
       this.running.delete(appName);
+      this.interactive.delete(appName);
       void this.update(stored, { state: 'FAILED', stateDetail: `could not start the driver: ${(error as Error).message}`, endedAt: new Date().toISOString() });
     }
   }
@@ -189,6 +209,7 @@ export class LocalCluster implements Cluster {
       else if (code !== undefined) await this.update(stored, { state: 'FAILED', stateDetail: `exit code ${code}`, endedAt: ended });
       else await this.update(stored, { state: 'UNKNOWN', stateDetail: 'the driver process ended without recording an exit code', endedAt: ended });
       this.running.delete(appName);
+      this.interactive.delete(appName);
       this.schedule();
     })().finally(() => this.finishing.delete(appName));
     this.finishing.set(appName, done);
@@ -211,6 +232,7 @@ export class LocalCluster implements Cluster {
       if (record.state !== 'RUNNING') continue;
       if (run && isAlive(run.pid, run.startTicks)) {
         this.running.set(record.appName, run.cores);
+        if (this.isInteractive(app)) this.interactive.add(record.appName);
         const timer = setInterval(() => {
           if (isAlive(run.pid, run.startTicks)) return;
           clearInterval(timer);
