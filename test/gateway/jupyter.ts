@@ -87,7 +87,7 @@ export class KernelClient {
   private waiters: Array<() => void> = [];
   ws!: WebSocket;
 
-  constructor(private readonly url: string, sessionId = randomUUID()) {
+  constructor(private readonly url: string, sessionId: string = randomUUID()) {
     this.sessionId = sessionId;
   }
 
