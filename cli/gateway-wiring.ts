@@ -1,5 +1,6 @@
 // What both `local` and `gateway` need to serve the notebook gateway: the launcher's path,
 // the gateway secret kept in the data dir (launchers' reconnect credentials outlive restarts).
+import { createHash, timingSafeEqual } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
@@ -39,4 +40,11 @@ export function localGatewayKey(dataDir: string, store: FileKeyStore): string {
   const created = store.create('user', 'notebook gateway (local mode)');
   writeFileSync(file, `${created.key}\n`, { mode: 0o600 });
   return created.key;
+}
+
+/** Accepts exactly `ownKey` (compared as hashes, in constant time): the standalone gateway's own key. */
+export function ownKeyVerifier(ownKey: string): (key: string) => { id: string; role: 'user' } | undefined {
+  const digest = (text: string) => createHash('sha256').update(text).digest();
+  const expected = digest(ownKey);
+  return (key) => (timingSafeEqual(digest(key), expected) ? { id: 'gateway', role: 'user' } : undefined);
 }

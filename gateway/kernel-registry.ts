@@ -20,6 +20,7 @@ export interface RegistryOptions {
   launcherFile: string;
   /** The gateway's address as the launcher dials it (ws://…/notebooks), known once the server listens. */
   launcherUrl: () => string;
+  kernelImage?: string;
   /** Seconds without activity and connections before a kernel is shut down; 0 = never. */
   cullIdleSeconds: number;
 }
@@ -113,6 +114,7 @@ export class KernelRegistry {
         labels: { [KERNEL_LABEL]: 'true', [KERNEL_ID_LABEL]: id, [KERNEL_SPEC_LABEL]: specName },
         configOverrides: {
           type: 'Python',
+          ...(this.options.kernelImage ? { image: this.options.kernelImage } : {}),
           mainApplicationFile: this.options.launcherFile,
           driver: {
             env: {

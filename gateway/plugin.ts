@@ -28,6 +28,8 @@ export interface GatewayOptions {
   launcherUrl: () => string;
   /** `local://` path of launcher.py in the driver. */
   launcherFile: string;
+  /** Image of kernel drivers (Spark + ipykernel + launcher), set on every kernel; absent: the template's. */
+  kernelImage?: string;
   /** Secret behind the launchers' reconnect credentials (kept across restarts). */
   secret: string;
   /** Shut down kernels idle (no activity, no connection) this long; 0 or absent: never. */
@@ -43,7 +45,7 @@ const gateway: FastifyPluginAsync<GatewayOptions> = async (app, options) => {
   const api = new ApiClient(options.apiUrl, options.apiKey);
   const registry = new KernelRegistry({
     api, auth: launcherAuth, log: app.log, launcherFile: options.launcherFile,
-    launcherUrl: options.launcherUrl, cullIdleSeconds: options.cullIdleSeconds ?? 0,
+    launcherUrl: options.launcherUrl, kernelImage: options.kernelImage, cullIdleSeconds: options.cullIdleSeconds ?? 0,
   });
 
   await app.register(async (scope) => {
