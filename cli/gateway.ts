@@ -62,7 +62,11 @@ export async function gatewayCommand(argv: string[]): Promise<number> {
     await secretStore?.stop();
     process.exit(0);
   };
-  process.once('SIGINT', shutdown);
-  process.once('SIGTERM', shutdown);
+  const stop = () => void shutdown().catch((error: Error) => {
+    process.stderr.write(`gateway: shutdown failed: ${error.message}\n`);
+    process.exit(1);
+  });
+  process.once('SIGINT', stop);
+  process.once('SIGTERM', stop);
   return -1;
 }
