@@ -151,8 +151,8 @@ export class KernelSession {
     }
   }
 
-  private becomeReady(spark: { ok: boolean; error?: string }, busy: boolean): void {
-    if (!spark.ok) this.broadcast(stderrMessage(`Spark failed to start: ${spark.error ?? 'unknown error'}\nsc, sqlContext and spark are not available in this kernel.\n`));
+  private becomeReady(spark: { ok: boolean; error?: string; disabled?: boolean }, busy: boolean): void {
+    if (!spark.ok && !spark.disabled) this.broadcast(stderrMessage(`Spark failed to start: ${spark.error ?? 'unknown error'}\nsc, sqlContext and spark are not available in this kernel.\n`));
     this.ready = true;
     this.executionState = busy ? 'busy' : 'idle';
     if (!busy) this.broadcast(statusMessage('idle'));

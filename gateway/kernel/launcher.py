@@ -291,11 +291,18 @@ def main():
     bridge.start()
 
     def spark_done():
-        report = {"ok": SPARK.error is None, "error": SPARK.error}
+        disabled = os.environ.get("SUBMISSION_SERVICE_KERNEL_SPARK", "on") == "off"
+        report = {"ok": SPARK.error is None, "error": SPARK.error, "disabled": disabled}
         bridge.spark_reported = report
         bridge.call_soon(bridge._send, {"op": "spark", **report})
 
-    threading.Thread(target=start_spark, args=(namespace, spark_done), name="spark-start", daemon=True).start()
+    if os.environ.get("SUBMISSION_SERVICE_KERNEL_SPARK", "on") == "off":
+        # A kernel without a SparkSession (the driver's env says so): for plain Python work and benchmarks.
+        SPARK.error = "this kernel was started without Spark (SUBMISSION_SERVICE_KERNEL_SPARK=off)"
+        SPARK.ready.set()
+        spark_done()
+    else:
+        threading.Thread(target=start_spark, args=(namespace, spark_done), name="spark-start", daemon=True).start()
     app.start()
     return 0
 
