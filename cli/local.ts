@@ -9,6 +9,9 @@ import { LOOPBACK_HOSTS } from '../submit-api/host-allowlist.js';
 import { logSerializers } from '../submit-api/log-redaction.js';
 import { loadSessionSecret } from '../dashboard/session-secret.js';
 import { FileKeyStore } from '../submit-api/auth/key-store.js';
+import { KERNEL_LABEL } from '../gateway/kernel-registry.js';
+import { gatewayPlugin } from '../gateway/plugin.js';
+import { dialable, gatewaySecret, localGatewayKey, localLauncherFile } from './gateway-wiring.js';
 import { defaultDataDir, findSpark, javaProblem } from './config.js';
 import { rulesFrom } from './rules.js';
 import { buildService } from './service.js';
@@ -25,6 +28,7 @@ export async function localCommand(argv: string[]): Promise<number> {
       cores: { type: 'string', default: String(availableParallelism()) },
       'allowed-hosts': { type: 'string', default: LOOPBACK_HOSTS.join(',') },
       'trust-proxy': { type: 'boolean', default: false },
+      'cull-idle-seconds': { type: 'string', default: '0' },
     },
   });
   if (values.auth !== 'on' && values.auth !== 'off') throw new Error('--auth takes on or off');
@@ -32,10 +36,12 @@ export async function localCommand(argv: string[]): Promise<number> {
   const rules = rulesFrom(values['node-pools'], 'local');
   // One logger for requests and for local mode's background work.
   const log = pino({ ...loggerOptions('local'), serializers: logSerializers });
-  const cluster = new LocalCluster({ dataDir, rules, cores: Number(values.cores), log, ...findSpark() });
+  // Kernels start at once beside batch applications instead of queueing for cores (gateway/README.md).
+  const cluster = new LocalCluster({ dataDir, rules, cores: Number(values.cores), log, interactiveLabel: KERNEL_LABEL, ...findSpark() });
+  const auth = { enabled: values.auth === 'on', store: new FileKeyStore(dataDir) };
   const api = await buildService({
     cluster,
-    auth: { enabled: values.auth === 'on', store: new FileKeyStore(dataDir) },
+    auth,
     loggerInstance: log,
     policy: rules.policy,
     // With auth off, only these Host names are served (DNS rebinding); `*` for any.
@@ -44,11 +50,18 @@ export async function localCommand(argv: string[]): Promise<number> {
     sessionSecret: loadSessionSecret(dataDir),
     trustProxy: values['trust-proxy'],
   });
+  // The notebook gateway on the same server, calling the API over HTTP like any client would.
+  const self = () => dialable(values.host, api.server.address());
+  await api.register(gatewayPlugin, {
+    auth, apiUrl: () => `http://${self()}`, apiKey: auth.enabled ? localGatewayKey(dataDir, auth.store) : undefined,
+    launcherUrl: () => `ws://${self()}/notebooks`, launcherFile: localLauncherFile(),
+    secret: gatewaySecret(dataDir), cullIdleSeconds: Number(values['cull-idle-seconds']),
+  });
   const java = javaProblem();
   if (java) api.log.warn(java);
   api.log.info({ dataDir, nodePools: rules.pools.map((p) => p.instanceName), cores: Number(values.cores) }, 'local mode');
   const address = await api.listen({ port: Number(values.port), host: values.host });
-  process.stdout.write(`Submission Service (local mode) at ${address}/api/  data in ${join(dataDir)}\n`);
+  process.stdout.write(`Submission Service (local mode) at ${address}/api/  notebooks at ${address}/notebooks  data in ${join(dataDir)}\n`);
   // A signal ends the process either way; a failed close is said before it does.
   const shutdown = () => {
     api.close().then(() => cluster.close()).then(() => process.exit(0), (error: unknown) => {

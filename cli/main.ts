@@ -6,9 +6,13 @@ const USAGE = `usage: submission-service <command> [options]
   local            the whole service on this machine (API, admission in-process, Spark drivers as local processes)
                    --port 8080 --host 127.0.0.1 --data-dir DIR --node-pools FILE --auth on|off --cores N
                    --allowed-hosts localhost,127.0.0.1,::1 (Host names served while auth is off)
+                   --cull-idle-seconds N; the notebook gateway at /notebooks
   api              the API in Kubernetes mode   --kubeconfig F --namespace NS --port 8080 --auth on|off --keys-secret NS/NAME
   webhook          the admission webhook (HTTPS) --kubeconfig F --namespace NS --node-pools FILE --cert-dir DIR
                    --cert-secret NS/NAME --register NAME
+  gateway          the notebook gateway alone  --api-url URL --port 8888 --host 0.0.0.0 --auth on|off
+                   --keys-secret NS/NAME [--kubeconfig F] --data-dir DIR --launcher-url ws://… --launcher-file local://…
+                   --cull-idle-seconds N (0: never); its own key: SUBMISSION_SERVICE_API_KEY
   cluster up [--node-pools FILE] [--nodes] [--run-pods] | cluster down
                    a real control plane here (etcd, kube-apiserver, kube-scheduler) with the webhook and the API;
                    prints BASE_URL=... and KUBECONFIG=... last
@@ -28,6 +32,7 @@ async function main(argv: string[]): Promise<number> {
     case 'apps': return (await import('./apps.js')).appsCommand(rest);
     case 'api': return (await import('./kubernetes.js')).apiCommand(rest);
     case 'webhook': return (await import('./kubernetes.js')).webhookCommand(rest);
+    case 'gateway': return (await import('./gateway.js')).gatewayCommand(rest);
     case 'cluster': return (await import('./cluster.js')).clusterCommand(rest);
     case undefined: case '-h': case '--help': case 'help':
       process.stdout.write(USAGE);

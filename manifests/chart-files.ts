@@ -50,7 +50,10 @@ export function valuesSchema(): Record<string, unknown> {
       createApplicationsNamespace: { type: 'boolean' },
       driverServiceAccount: dnsLabel,
       auth: object({ enabled: { type: 'boolean' }, existingSecret: string }),
-      notebookService: object({ enabled: { type: 'boolean' }, replicas: { type: 'integer', minimum: 0, maximum: 1 }, port, resources }),
+      notebookService: object({
+        enabled: { type: 'boolean' }, replicas: { type: 'integer', minimum: 0, maximum: 1 }, port, resources,
+        kernelImage: string, launcherFile: { type: 'string', pattern: '^local://' }, cullIdleSeconds: { type: 'integer', minimum: 0 },
+      }),
       ingress: object({
         enabled: { type: 'boolean' },
         host: string,

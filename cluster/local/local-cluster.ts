@@ -33,6 +33,12 @@ export interface LocalClusterOptions {
   log?: LocalLogger;
   /** Where records and templates are written; tests inject failures (a full disk) here. */
   writeFile?: WriteFileAtomic;
+  /**
+   * Applications with this label set to "true" start at once and hold none of the batch cores:
+   * interactive drivers (notebook kernels) idle most of the time, and a person waiting behind a
+   * batch queue is worse than sharing the CPU. Undefined: every application queues.
+   */
+  interactiveLabel?: string;
 }
 
 
@@ -43,6 +49,7 @@ export class LocalCluster implements Cluster {
   readonly events = new EventFeed();
   private readonly queue: string[] = [];
   private readonly running = new Map<string, number>(); // appName -> cores in use
+  private readonly interactive = new Set<string>(); // running apps that hold no batch cores
   private readonly timers = new Set<NodeJS.Timeout>();
   private readonly finishing = new Map<string, Promise<void>>();
   private closed = false;
@@ -155,7 +162,18 @@ export class LocalCluster implements Cluster {
     await this.records.flush();
   }
 
+  private isInteractive({ record }: StoredApp): boolean {
+    const label = this.options.interactiveLabel;
+    return label !== undefined && record.labels?.[label] === 'true';
+  }
+
   private schedule(): void {
+    for (const appName of [...this.queue]) {
+      const stored = this.records.get(appName);
+      if (this.closed || !stored || stored.record.state !== 'PENDING' || !this.isInteractive(stored)) continue;
+      this.queue.splice(this.queue.indexOf(appName), 1);
+      this.start(stored, this.demand(stored));
+    }
     while (!this.closed && this.queue.length > 0) {
       const appName = this.queue[0];
       const stored = this.records.get(appName);
@@ -164,7 +182,7 @@ export class LocalCluster implements Cluster {
         continue;
       }
       const cores = this.demand(stored);
-      const used = [...this.running.values()].reduce((a, b) => a + b, 0);
+      const used = [...this.running].reduce((sum, [name, held]) => sum + (this.interactive.has(name) ? 0 : held), 0);
       if (used > 0 && used + cores > this.options.cores) return;
       this.queue.shift();
       this.start(stored, cores);
@@ -180,6 +198,7 @@ export class LocalCluster implements Cluster {
     // The cores are taken now, so the scheduling loop counts them; the process starts once a
     // free port for its Spark UI is known.
     this.running.set(appName, cores);
+    if (this.isInteractive(stored)) this.interactive.add(appName);
     this.background(this.launch(appName, cores), appName, 'could not start the driver');
   }
 
@@ -191,6 +210,7 @@ export class LocalCluster implements Cluster {
       const stored = this.records.get(appName);
       if (this.closed || !stored || stored.record.state !== 'PENDING') { // stopped or deleted meanwhile
         this.running.delete(appName);
+        this.interactive.delete(appName);
         this.schedule();
         return;
       }
@@ -204,6 +224,7 @@ export class LocalCluster implements Cluster {
       this.background(started.exited.then(() => this.finish(appName)), appName, 'could not record how the driver ended');
     } catch (error) {
       this.running.delete(appName);
+      this.interactive.delete(appName);
       const current = this.records.get(appName);
       if (current) {
         this.background(
@@ -247,6 +268,7 @@ export class LocalCluster implements Cluster {
         this.logger.error({ err: error, appName }, `could not record that application ${appName} ended`);
       }
       this.running.delete(appName);
+      this.interactive.delete(appName);
       this.schedule();
     })().finally(() => this.finishing.delete(appName));
     this.finishing.set(appName, done);
@@ -288,6 +310,7 @@ export class LocalCluster implements Cluster {
       if (record.state !== 'RUNNING') continue;
       if (run && isAlive(run.pid, run.startTicks)) {
         this.running.set(record.appName, run.cores);
+        if (this.isInteractive(app)) this.interactive.add(record.appName);
         const timer = setInterval(() => {
           if (isAlive(run.pid, run.startTicks)) return;
           clearInterval(timer);

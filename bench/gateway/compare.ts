@@ -1,0 +1,121 @@
+// Our gateway against jupyter-kernel-gateway 3.x (plain ipykernel), each behind its own
+// `jupyter server` (same version, same flags), in the same run:
+//   1. kernel start → first kernel_info_reply through the Jupyter server (ours with
+//      SUBMISSION_SERVICE_KERNEL_SPARK=off in the template: no SparkContext; the driver still
+//      starts through spark-submit);
+//   2. execute round-trip of `1` through the Jupyter server, p50 / p99;
+//   3. messages per second with K kernels executing at once;
+//   4. ours with Spark: kernel requested → `sc.parallelize([1]).count()` answered, against a
+//      plain `SparkSession.builder.getOrCreate()` + the same count in a fresh python.
+//
+//   npx tsc -p . && node --import tsx bench/gateway/compare.ts
+//   env: GW_STARTS (3), GW_EXECS (200), GW_KERNELS (4), GW_KERNEL_EXECS (50)
+import { spawn, spawnSync } from 'node:child_process';
+import { join } from 'node:path';
+import { FileKeyStore } from '../../submit-api/auth/key-store.js';
+import { http, sparkEnv, startService } from '../../test/helpers/service.js';
+import { tempDir } from '../../test/helpers/temp.js';
+import { freePort, KernelClient, startJupyter, toolsEnv } from '../../test/gateway/jupyter.js';
+import { envNumber, fmt, load, median, percentileSorted, table } from '../lib.js';
+
+const STARTS = envNumber('GW_STARTS', 3);
+const EXECS = envNumber('GW_EXECS', 200);
+const KERNELS = envNumber('GW_KERNELS', 4);
+const KERNEL_EXECS = envNumber('GW_KERNEL_EXECS', 50);
+
+const teardowns: Array<() => unknown> = [];
+const owner = { teardown: (fn: () => unknown) => { teardowns.push(fn); } };
+
+interface Side { name: string; jupyter: { url: string; token: string }; spec: string }
+
+async function startKernel(side: Side): Promise<{ id: string; client: KernelClient; ms: number }> {
+  const t0 = performance.now();
+  const created = await http(side.jupyter.url, 'POST', `/api/kernels?token=${side.jupyter.token}`, { name: side.spec });
+  if (created.status !== 201) throw new Error(`${side.name}: ${created.status} ${created.text}`);
+  const client = await new KernelClient(`${side.jupyter.url.replace('http', 'ws')}/api/kernels/${created.json.id}/channels?token=${side.jupyter.token}`).open(owner);
+  const msgId = client.send('shell', 'kernel_info_request', {});
+  await client.waitFor((m) => m.parent_header?.msg_id === msgId && m.header.msg_type === 'kernel_info_reply', 300_000);
+  return { id: created.json.id as string, client, ms: performance.now() - t0 };
+}
+
+async function stopKernel(side: Side, id: string) {
+  await http(side.jupyter.url, 'DELETE', `/api/kernels/${id}?token=${side.jupyter.token}`);
+}
+
+async function roundTrips(client: KernelClient, count: number): Promise<number[]> {
+  const times: number[] = [];
+  for (let i = 0; i < count; i++) {
+    const t0 = performance.now();
+    await client.execute('1', 60_000);
+    times.push(performance.now() - t0);
+  }
+  return times.sort((a, b) => a - b);
+}
+
+async function main() {
+  const tools = toolsEnv();
+  if (!tools) throw new Error('SUBMISSION_SERVICE_TOOLS_ENV is missing');
+  const root = tempDir(owner);
+  const dataDir = join(root, 'data');
+  const key = new FileKeyStore(dataDir).create('user', 'bench').key;
+  const admin = new FileKeyStore(dataDir).create('admin', 'bench').key;
+  const ours = await startService(owner, { dataDir, env: sparkEnv(), args: ['--auth', 'on'] });
+  await http(ours.url, 'POST', '/api/config-templates/', { name: 'plain', config: { pythonVersion: '3', driver: { env: { SUBMISSION_SERVICE_KERNEL_SPARK: 'off' } } } }, { 'x-api-key': admin });
+  await http(ours.url, 'POST', '/api/config-templates/', { name: 'spark', config: { pythonVersion: '3' } }, { 'x-api-key': admin });
+
+  const kgPort = await freePort();
+  const kg = spawn(join(tools, 'bin', 'jupyter'), ['kernelgateway', '--KernelGatewayApp.ip=127.0.0.1', `--KernelGatewayApp.port=${kgPort}`,
+    '--KernelGatewayApp.base_url=/notebooks', '--JupyterWebsocketPersonality.list_kernels=True'],
+  { env: { ...sparkEnv(), KG_AUTH_TOKEN: key, PATH: `${join(sparkEnv().SUBMISSION_SERVICE_PYTHON_ENV!, 'bin')}:${process.env.PATH}` }, stdio: 'ignore' });
+  owner.teardown(() => kg.kill('SIGKILL'));
+  for (let i = 0; ; i++) {
+    try { if ((await fetch(`http://127.0.0.1:${kgPort}/notebooks/api/kernelspecs`, { headers: { authorization: `token ${key}` } })).ok) break; } catch { /* starting */ }
+    if (i > 120) throw new Error('kernel gateway did not start');
+    await new Promise((ok) => setTimeout(ok, 250));
+  }
+  const peer: Side = { name: 'kernel gateway', jupyter: await startJupyter(owner, root, `http://127.0.0.1:${kgPort}/notebooks`, key), spec: 'python3' };
+  const us: Side = { name: 'ours', jupyter: await startJupyter(owner, root, `${ours.url}/notebooks`, key), spec: 'plain' };
+  const rows: (string | number)[][] = [];
+
+  for (const side of [peer, us]) {
+    const starts: number[] = [];
+    for (let i = 0; i < STARTS; i++) {
+      const k = await startKernel(side);
+      starts.push(k.ms);
+      await stopKernel(side, k.id);
+    }
+    const k = await startKernel(side);
+    await roundTrips(k.client, 20); // warm-up
+    const trips = await roundTrips(k.client, EXECS);
+    await stopKernel(side, k.id);
+    const many = await Promise.all(Array.from({ length: KERNELS }, () => startKernel(side)));
+    const before = many.reduce((n, k) => n + k.client.messages.length, 0);
+    const t0 = performance.now();
+    await Promise.all(many.map(async (k) => { for (let i = 0; i < KERNEL_EXECS; i++) await k.client.execute('1', 60_000); }));
+    const seconds = (performance.now() - t0) / 1000;
+    const received = many.reduce((n, k) => n + k.client.messages.length, 0) - before;
+    await Promise.all(many.map((k) => stopKernel(side, k.id)));
+    rows.push([side.name, fmt(median(starts)), fmt(percentileSorted(trips, 50), 2), fmt(percentileSorted(trips, 99), 2), fmt(received / seconds)]);
+  }
+
+  // Time to a usable sc: ours (kernel requested → count answered) vs a plain getOrCreate().
+  const t0 = performance.now();
+  const spark = await startKernel({ ...us, spec: 'spark' });
+  const count = await spark.client.execute('sc.parallelize([1]).count()', 300_000);
+  const oursSc = performance.now() - t0;
+  await stopKernel(us, spark.id);
+  const python = join(sparkEnv().SUBMISSION_SERVICE_PYTHON_ENV!, 'bin', 'python');
+  const p0 = performance.now();
+  const plain = spawnSync(python, ['-c', 'from pyspark.sql import SparkSession; s = SparkSession.builder.master("local[2]").getOrCreate(); print(s.sparkContext.parallelize([1]).count()); s.stop()'], { env: sparkEnv(), encoding: 'utf8' });
+  const plainSc = performance.now() - p0;
+
+  process.stdout.write(`load average ${load()}\n`);
+  process.stdout.write(table(['gateway', `start→kernel_info ms (median of ${STARTS})`, `exec p50 ms (${EXECS})`, 'exec p99 ms', `msgs/s, ${KERNELS} kernels`], rows) + '\n');
+  process.stdout.write(`usable sc: ours ${fmt(oursSc)} ms (result ${count.result}) vs plain getOrCreate ${fmt(plainSc)} ms (exit ${plain.status}): +${fmt(oursSc - plainSc)} ms\n`);
+  process.stdout.write(`load average ${load()}\n`);
+}
+
+main().then(
+  async () => { for (const fn of teardowns.reverse()) await fn(); process.exit(0); },
+  async (error: Error) => { process.stderr.write(`${error.stack}\n`); for (const fn of teardowns.reverse()) await fn(); process.exit(1); },
+);

@@ -1,0 +1,50 @@
+// What both `local` and `gateway` need to serve the notebook gateway: the launcher's path,
+// the gateway secret kept in the data dir (launchers' reconnect credentials outlive restarts).
+import { createHash, timingSafeEqual } from 'node:crypto';
+import { readFileSync, writeFileSync } from 'node:fs';
+import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import type { FileKeyStore } from '../submit-api/auth/key-store.js';
+import { loadGatewaySecret } from '../gateway/launcher-auth.js';
+import { packageRoot } from '../lib/package-root.js';
+
+/** launcher.py on this machine, as a `local://` main file (local mode maps it to this path). */
+export const localLauncherFile = () => `local://${join(packageRoot, 'gateway', 'kernel', 'launcher.py')}`;
+
+/** The secret from SUBMISSION_SERVICE_GATEWAY_SECRET, else `DIR/gateway-secret` (created 0600). */
+export function gatewaySecret(dataDir: string): string {
+  return process.env.SUBMISSION_SERVICE_GATEWAY_SECRET || loadGatewaySecret(join(dataDir, 'gateway-secret'));
+}
+
+/** An address to dial from this machine: a wildcard listen address becomes loopback. */
+export function dialable(host: string, address: AddressInfo | string | null): string {
+  const port = typeof address === 'object' && address ? address.port : 0;
+  const h = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host;
+  return `${h.includes(':') ? `[${h}]` : h}:${port}`;
+}
+
+/**
+ * Local mode with auth on: the gateway's own key (for following kernels and finding them after
+ * a restart) is SUBMISSION_SERVICE_API_KEY, else one it created in the key store and keeps in
+ * `DIR/gateway-key` (0600), created again if revoked.
+ */
+export function localGatewayKey(dataDir: string, store: FileKeyStore): string {
+  if (process.env.SUBMISSION_SERVICE_API_KEY) return process.env.SUBMISSION_SERVICE_API_KEY;
+  const file = join(dataDir, 'gateway-key');
+  try {
+    const kept = readFileSync(file, 'utf8').trim();
+    if (kept && store.verify(kept)) return kept;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+  }
+  const created = store.create('user', 'notebook gateway (local mode)');
+  writeFileSync(file, `${created.key}\n`, { mode: 0o600 });
+  return created.key;
+}
+
+/** Accepts exactly `ownKey` (compared as hashes, in constant time): the standalone gateway's own key. */
+export function ownKeyVerifier(ownKey: string): (key: string) => { id: string; role: 'user' } | undefined {
+  const digest = (text: string) => createHash('sha256').update(text).digest();
+  const expected = digest(ownKey);
+  return (key) => (timingSafeEqual(digest(key), expected) ? { id: 'gateway', role: 'user' } : undefined);
+}

@@ -1,0 +1,136 @@
+// The gateway's only way into the service: the public HTTP API, with a base URL (the same
+// server's own address in local mode, --api-url when the gateway runs alone).
+export interface ApiApplication {
+  appName: string;
+  jobName: string;
+  state: string;
+  labels?: Record<string, string>;
+  stateDetail?: string;
+}
+
+export interface ApiTemplate {
+  name: string;
+  config: { pythonVersion?: string; engineVersion?: string; [key: string]: unknown };
+}
+
+/** An answer of the API that was not a success: status and message kept for the caller. */
+export class ApiError extends Error {
+  constructor(readonly statusCode: number, message: string) {
+    super(message);
+  }
+}
+
+export const TERMINAL_STATES = new Set(['COMPLETED', 'FAILED', 'KILLED', 'UNKNOWN']);
+
+export class ApiClient {
+  /** `baseUrl` may be a function: in local mode the address is known once the server listens. */
+  constructor(private readonly base: string | (() => string), private readonly ownKey: string | undefined) {}
+
+  private get baseUrl(): string {
+    return typeof this.base === 'string' ? this.base : this.base();
+  }
+
+  private headers(key: string | undefined, json = false): Record<string, string> {
+    const headers: Record<string, string> = {};
+    const use = key || this.ownKey;
+    if (use) headers['x-api-key'] = use;
+    if (json) headers['content-type'] = 'application/json';
+    return headers;
+  }
+
+  private async call<T>(method: string, path: string, key?: string, body?: unknown): Promise<T | undefined> {
+    const response = await fetch(new URL(path, this.baseUrl), {
+      method,
+      headers: this.headers(key, body !== undefined),
+      body: body === undefined ? undefined : JSON.stringify(body),
+      signal: AbortSignal.timeout(30_000),
+    });
+    const text = await response.text();
+    if (!response.ok) {
+      let message = text;
+      try { message = (JSON.parse(text) as { message?: string }).message ?? text; } catch { /* plain text */ }
+      throw new ApiError(response.status, message);
+    }
+    return text ? (JSON.parse(text) as T) : undefined;
+  }
+
+  async templates(key?: string): Promise<ApiTemplate[]> {
+    return (await this.call<{ items: ApiTemplate[] }>('GET', '/api/config-templates/', key))?.items ?? [];
+  }
+
+  /** The template, or undefined when it does not exist (only a 404 means absent). */
+  async template(name: string, key?: string): Promise<ApiTemplate | undefined> {
+    try {
+      return await this.call<ApiTemplate>('GET', `/api/config-templates/${encodeURIComponent(name)}`, key);
+    } catch (error) {
+      if (error instanceof ApiError && error.statusCode === 404) return undefined;
+      throw error;
+    }
+  }
+
+  async submit(submission: Record<string, unknown>, key?: string): Promise<ApiApplication> {
+    return (await this.call<ApiApplication>('POST', '/api/apps/', key, submission))!;
+  }
+
+  /** Every application matching the selector, all pages. */
+  async list(labelSelector: string, key?: string): Promise<ApiApplication[]> {
+    const items: ApiApplication[] = [];
+    let cursor: string | undefined;
+    do {
+      const query = new URLSearchParams({ labelSelector, limit: '200', ...(cursor ? { cursor } : {}) });
+      const page = await this.call<{ items: ApiApplication[]; next: string | null }>('GET', `/api/apps/?${query}`, key);
+      items.push(...(page?.items ?? []));
+      cursor = page?.next ?? undefined;
+    } while (cursor);
+    return items;
+  }
+
+  /** Stops and removes the application; an application already gone is not an error. */
+  async remove(appName: string, key?: string): Promise<void> {
+    try {
+      await this.call('DELETE', `/api/apps/${encodeURIComponent(appName)}`, key);
+    } catch (error) {
+      if (!(error instanceof ApiError && error.statusCode === 404)) throw error;
+    }
+  }
+
+  /**
+   * Follows GET /api/apps/events (server-sent events) until `signal` aborts, resuming with
+   * Last-Event-ID after a dropped connection. `onReset` is called when positions were lost.
+   */
+  async follow(labelSelector: string, onApp: (type: string, app: ApiApplication) => void,
+    onReset: () => void, signal: AbortSignal, onError: (error: Error) => void): Promise<void> {
+    let lastId: string | undefined;
+    while (!signal.aborted) {
+      try {
+        const headers = this.headers(undefined);
+        if (lastId) headers['last-event-id'] = lastId;
+        const response = await fetch(new URL(`/api/apps/events?${new URLSearchParams({ labelSelector })}`, this.baseUrl), { headers, signal });
+        if (!response.ok || !response.body) throw new ApiError(response.status, `events stream answered ${response.status}`);
+        const decoder = new TextDecoder();
+        let buffer = '';
+        for await (const chunk of response.body as unknown as AsyncIterable<Uint8Array>) {
+          buffer += decoder.decode(chunk, { stream: true });
+          let end: number;
+          while ((end = buffer.indexOf('\n\n')) >= 0) {
+            const block = buffer.slice(0, end);
+            buffer = buffer.slice(end + 2);
+            let event = 'message';
+            let data = '';
+            for (const line of block.split('\n')) {
+              if (line.startsWith('id: ')) lastId = line.slice(4);
+              else if (line.startsWith('event: ')) event = line.slice(7);
+              else if (line.startsWith('data: ')) data += line.slice(6);
+            }
+            if (event === 'reset') onReset();
+            else if (event === 'changed' || event === 'deleted') onApp(event, JSON.parse(data) as ApiApplication);
+          }
+        }
+      } catch (error) {
+        if (signal.aborted) return;
+        onError(error as Error);
+      }
+      if (!signal.aborted) await new Promise((resolve) => setTimeout(resolve, 1000));
+    }
+  }
+}

@@ -1,0 +1,64 @@
+// The websockets under /notebooks/: the Jupyter server's channels
+// (/notebooks/api/kernels/{id}/channels?session_id=…) and the launchers dialling out from their
+// drivers (/notebooks/launcher/{id}). One WebSocketServer without a server of its own, fed by
+// the HTTP server's `upgrade` event; UTF-8 is not validated (browsers' binary frames arrive as
+// text that is not UTF-8) and only text is ever sent.
+import type { IncomingMessage, Server } from 'node:http';
+import type { Duplex } from 'node:stream';
+import type { FastifyBaseLogger } from 'fastify';
+import { WebSocketServer } from 'ws';
+import { authenticate, type GatewayAuthOptions } from './auth.js';
+import type { KernelRegistry } from './kernel-registry.js';
+import type { LauncherAuth } from './launcher-auth.js';
+
+/** Jupyter's own limit: bigger frames kill its side anyway (FIELD-NOTES). */
+const MAX_FRAME = 10 * 1024 * 1024;
+const CHANNELS = /^\/notebooks\/api\/kernels\/([0-9a-f-]{36})\/channels$/;
+const LAUNCHER = /^\/notebooks\/launcher\/([0-9a-f-]{36})$/;
+
+function refuse(socket: Duplex, status: number, reason: string, message: string): void {
+  const body = JSON.stringify({ reason, message });
+  socket.end(`HTTP/1.1 ${status} ${reason}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`);
+}
+
+export interface ChannelOptions {
+  registry: KernelRegistry;
+  auth: GatewayAuthOptions;
+  launcherAuth: LauncherAuth;
+  log: FastifyBaseLogger;
+}
+
+/** Handles upgrades under /notebooks/ on `server`; returns the function that detaches and closes. */
+export function attachChannels(server: Server, options: ChannelOptions): () => void {
+  const wss = new WebSocketServer({ noServer: true, skipUTF8Validation: true, maxPayload: MAX_FRAME, perMessageDeflate: false });
+  const onUpgrade = (request: IncomingMessage, socket: Duplex, head: Buffer) => {
+    const url = new URL(request.url ?? '/', 'http://gateway');
+    if (!url.pathname.startsWith('/notebooks/')) return;
+    socket.on('error', (error) => options.log.info({ err: error }, 'upgrade socket error'));
+    const channels = CHANNELS.exec(url.pathname);
+    const launcher = LAUNCHER.exec(url.pathname);
+    if (channels) {
+      const auth = authenticate(options.auth, request);
+      if (!auth.ok) return refuse(socket, 401, 'Unauthorized', auth.message);
+      const session = options.registry.kernels.get(channels[1]);
+      if (!session) return refuse(socket, 404, 'Not Found', `Kernel does not exist: ${channels[1]}`);
+      const sessionId = url.searchParams.get('session_id') ?? '';
+      wss.handleUpgrade(request, socket, head, (ws) => session.addClient(ws, sessionId));
+    } else if (launcher) {
+      const id = launcher[1];
+      const credential = /^token\s+(\S+)$/i.exec(request.headers.authorization ?? '')?.[1];
+      if (!options.launcherAuth.verify(id, credential)) return refuse(socket, 401, 'Unauthorized', 'Not a valid launcher credential for this kernel.');
+      const session = options.registry.kernels.get(id);
+      if (!session) return refuse(socket, 404, 'Not Found', `Kernel does not exist: ${id}`);
+      wss.handleUpgrade(request, socket, head, (ws) => session.setLauncher(ws, options.launcherAuth.reconnectSecret(id)));
+    } else {
+      refuse(socket, 404, 'Not Found', `No websocket at ${url.pathname}`);
+    }
+  };
+  server.on('upgrade', onUpgrade);
+  return () => {
+    server.off('upgrade', onUpgrade);
+    for (const ws of wss.clients) ws.terminate();
+    wss.close();
+  };
+}

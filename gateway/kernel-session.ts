@@ -1,0 +1,233 @@
+// One kernel as the gateway sees it: the application running it, the launcher's websocket
+// (dialled out from the driver), the Jupyter clients' websockets, the requests held until
+// Spark is ready, and a replay buffer of iopub output per session.
+import type { FastifyBaseLogger } from 'fastify';
+import type { WebSocket } from 'ws';
+import { countsAsActivity, type JupyterMessage, parseClientFrame, statusMessage, stderrMessage } from './messages.js';
+
+export type ExecutionState = 'starting' | 'idle' | 'busy' | 'restarting' | 'dead';
+
+interface Client { ws: WebSocket; sessionId: string }
+
+const REPLAY_LIMIT = 2000;
+const ROUTE_LIMIT = 5000;
+const RESTART_TIMEOUT_MS = 30_000;
+
+export interface KernelModel {
+  id: string;
+  name: string;
+  last_activity: string;
+  execution_state: ExecutionState;
+  connections: number;
+}
+
+export class KernelSession {
+  appName = '';
+  executionState: ExecutionState = 'starting';
+  lastActivity = new Date();
+  /** Set while the application waits for resources, so the notebook learns why nothing happens. */
+  pendingNoticeSent = false;
+  private readonly clients = new Set<Client>();
+  private launcher: WebSocket | undefined;
+  private ready = false;
+  private readonly held: JupyterMessage[] = [];
+  private readonly replay: { seq: number; text: string }[] = [];
+  private seq = 0;
+  /** Last iopub sequence number each disconnected session received. */
+  private readonly sessionSeen = new Map<string, number>();
+  /** msg_id of a request → the client that sent it, so replies go to their asker. */
+  private readonly askers = new Map<string, Client>();
+  private restartWaiters: Array<() => void> = [];
+  private buffersWarned = false;
+
+  constructor(
+    readonly id: string,
+    readonly specName: string,
+    private readonly log: FastifyBaseLogger,
+    /** Found again after a gateway restart: its first client gets what the launcher kept meanwhile. */
+    private readonly adopted = false,
+  ) {}
+
+  model(): KernelModel {
+    return {
+      id: this.id, name: this.specName, last_activity: this.lastActivity.toISOString(),
+      execution_state: this.executionState, connections: this.clients.size,
+    };
+  }
+
+  get connections(): number { return this.clients.size; }
+
+  // ---- Jupyter clients -------------------------------------------------------------------
+
+  addClient(ws: WebSocket, sessionId: string): void {
+    const client: Client = { ws, sessionId };
+    const seen = this.sessionSeen.get(sessionId);
+    const replayAll = this.adopted && this.clients.size === 0 && this.sessionSeen.size === 0 && seen === undefined;
+    this.clients.add(client);
+    if (seen !== undefined || replayAll) {
+      this.sessionSeen.delete(sessionId);
+      for (const entry of this.replay) if (entry.seq > (seen ?? 0)) this.sendText(client, entry.text);
+    }
+    // Until the driver and its SparkContext are ready the kernel shows busy (SPEC), never silence.
+    if (!this.ready) this.sendText(client, JSON.stringify(statusMessage('busy')));
+    ws.on('message', (data: Buffer) => this.fromClient(client, data));
+    ws.on('close', () => {
+      this.clients.delete(client);
+      this.sessionSeen.set(sessionId, this.seq);
+      if (this.sessionSeen.size > 1000) this.sessionSeen.delete(this.sessionSeen.keys().next().value!);
+    });
+    ws.on('error', (error) => this.log.info({ kernel: this.id, err: error }, 'client websocket error'));
+  }
+
+  private fromClient(client: Client, data: Buffer): void {
+    const message = parseClientFrame(data);
+    if (!message) {
+      this.log.warn({ kernel: this.id, bytes: data.length }, 'ignored a websocket frame that is not a Jupyter message');
+      return;
+    }
+    if (countsAsActivity(message.header.msg_type)) this.lastActivity = new Date();
+    this.askers.set(message.header.msg_id, client);
+    if (this.askers.size > ROUTE_LIMIT) this.askers.delete(this.askers.keys().next().value!);
+    if (this.ready && this.launcher) this.launcher.send(JSON.stringify(message));
+    else this.held.push(message);
+  }
+
+  private sendText(client: Client, text: string): void {
+    if (client.ws.readyState === client.ws.OPEN) client.ws.send(text); // a string: always a text frame
+  }
+
+  private broadcast(message: JupyterMessage): void {
+    const text = JSON.stringify(message);
+    if (message.channel === 'iopub') {
+      this.replay.push({ seq: ++this.seq, text });
+      if (this.replay.length > REPLAY_LIMIT) this.replay.shift();
+    }
+    for (const client of this.clients) this.sendText(client, text);
+  }
+
+  // ---- the launcher ----------------------------------------------------------------------
+
+  get launcherConnected(): boolean { return this.launcher !== undefined; }
+
+  setLauncher(ws: WebSocket, secret: string): void {
+    const previous = this.launcher;
+    this.launcher = ws;
+    previous?.close(1000, 'replaced by a new launcher connection');
+    ws.send(JSON.stringify({ op: 'secret', value: secret }));
+    ws.on('message', (data: Buffer) => this.fromLauncher(data));
+    ws.on('close', () => {
+      if (this.launcher !== ws) return;
+      this.launcher = undefined;
+      this.log.info({ kernel: this.id }, 'launcher disconnected');
+    });
+    ws.on('error', (error) => this.log.info({ kernel: this.id, err: error }, 'launcher websocket error'));
+  }
+
+  private fromLauncher(data: Buffer): void {
+    let message: Record<string, unknown>;
+    try {
+      message = JSON.parse(data.toString('utf8')) as Record<string, unknown>;
+    } catch {
+      this.log.warn({ kernel: this.id }, 'undecodable frame from the launcher');
+      return;
+    }
+    switch (message.op) {
+      case undefined: return this.kernelMessage(message as unknown as JupyterMessage);
+      case 'hello': {
+        if (typeof message.busy === 'boolean' && this.ready) this.executionState = message.busy ? 'busy' : 'idle';
+        const spark = message.spark as { ok: boolean; error?: string } | undefined;
+        if (spark && !this.ready) this.becomeReady(spark, message.busy === true);
+        else if (this.ready) this.flushHeld();
+        return;
+      }
+      case 'spark': return this.becomeReady(message as unknown as { ok: boolean; error?: string }, false);
+      case 'restarted': {
+        const waiters = this.restartWaiters;
+        this.restartWaiters = [];
+        for (const done of waiters) done();
+        return;
+      }
+      default: this.log.warn({ kernel: this.id, op: message.op }, 'unknown launcher message');
+    }
+  }
+
+  private becomeReady(spark: { ok: boolean; error?: string; disabled?: boolean }, busy: boolean): void {
+    if (!spark.ok && !spark.disabled) this.broadcast(stderrMessage(`Spark failed to start: ${spark.error ?? 'unknown error'}\nsc, sqlContext and spark are not available in this kernel.\n`));
+    this.ready = true;
+    this.executionState = busy ? 'busy' : 'idle';
+    if (!busy) this.broadcast(statusMessage('idle'));
+    this.flushHeld();
+  }
+
+  private flushHeld(): void {
+    while (this.launcher && this.held.length) this.launcher.send(JSON.stringify(this.held.shift()));
+  }
+
+  private kernelMessage(message: JupyterMessage): void {
+    if (typeof message.channel !== 'string' || !message.header) return;
+    if (Array.isArray(message.buffers) && message.buffers.length) {
+      // Binary frames kill jupyter_server's relay (FIELD-NOTES): buffers are dropped, said once per kernel.
+      if (!this.buffersWarned) this.log.warn({ kernel: this.id, msgType: message.header.msg_type }, 'dropped binary buffers of a kernel message (never sent to Jupyter)');
+      this.buffersWarned = true;
+      message.buffers = [];
+    }
+    const msgType = message.header.msg_type;
+    if (message.channel === 'iopub' && msgType === 'status') {
+      const state = (message.content as { execution_state?: ExecutionState }).execution_state;
+      if (state === 'busy' || state === 'idle') this.executionState = state;
+    } else if (countsAsActivity(msgType)) this.lastActivity = new Date();
+    if (message.channel === 'iopub') return this.broadcast(message);
+    const asker = this.askers.get(String((message.parent_header as { msg_id?: string }).msg_id ?? ''));
+    if (asker && this.clients.has(asker)) this.sendText(asker, JSON.stringify(message));
+    else this.broadcast(message);
+  }
+
+  // ---- lifecycle -------------------------------------------------------------------------
+
+  interrupt(): void {
+    this.launcher?.send(JSON.stringify({ op: 'interrupt' }));
+  }
+
+  /** Same kernel id, same sockets: `restarting`, a fresh namespace (Spark kept), then `idle`. */
+  async restart(): Promise<void> {
+    this.executionState = 'restarting';
+    this.broadcast(statusMessage('restarting'));
+    if (this.launcher && this.ready) {
+      const done = new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, RESTART_TIMEOUT_MS);
+        this.restartWaiters.push(() => { clearTimeout(timer); resolve(); });
+      });
+      this.launcher.send(JSON.stringify({ op: 'restart' }));
+      await done;
+    }
+    this.executionState = this.ready ? 'idle' : 'starting';
+    if (this.ready) this.broadcast(statusMessage('idle'));
+  }
+
+  /** Tells the launcher to stop; the application is removed by the caller. */
+  shutdown(): void {
+    this.launcher?.send(JSON.stringify({ op: 'shutdown' }));
+    this.close(1000, 'kernel shut down');
+  }
+
+  /** The driver ended: say so on iopub, then close every socket. */
+  markDead(reason: string): void {
+    if (this.executionState === 'dead') return;
+    this.executionState = 'dead';
+    this.broadcast(stderrMessage(`The kernel's driver ended: ${reason}\n`));
+    this.broadcast(statusMessage('dead'));
+    this.close(1011, 'kernel died');
+  }
+
+  notice(text: string): void {
+    this.broadcast(stderrMessage(text));
+  }
+
+  private close(code: number, reason: string): void {
+    for (const client of this.clients) client.ws.close(code, reason);
+    this.launcher?.close(1000, reason);
+    this.launcher = undefined;
+    for (const done of this.restartWaiters) done();
+    this.restartWaiters = [];
+  }
+}

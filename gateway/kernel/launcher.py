@@ -1,0 +1,311 @@
+"""The kernel side of the notebook gateway: runs as an application's main file in the driver.
+
+It starts an in-process ipykernel (its ZMQ sockets on loopback only), dials OUT to the gateway
+over a websocket (no inbound port on the driver) and bridges the two: Jupyter messages travel as
+JSON text, buffers as base64 strings. `sc`, `sqlContext` and `spark` are placeholders until the
+SparkSession, started in a background thread, is ready; then they are the real objects.
+
+Environment (set by the gateway in the application's driver env):
+  SUBMISSION_SERVICE_GATEWAY_URL   ws://host:port/notebooks
+  SUBMISSION_SERVICE_KERNEL_ID     the kernel's UUID
+  SUBMISSION_SERVICE_KERNEL_TOKEN  one-time token, consumed by the first connection; the gateway then
+                                   hands over a reconnect secret that lives in this process's memory only
+  SUBMISSION_SERVICE_SPARK_WAIT    seconds a placeholder waits for Spark (default 120)
+"""
+import asyncio
+import base64
+import collections
+import json
+import os
+import signal
+import sys
+import tempfile
+import threading
+import time
+import types
+import uuid
+
+GATEWAY_URL = os.environ.get("SUBMISSION_SERVICE_GATEWAY_URL", "").rstrip("/")
+KERNEL_ID = os.environ.get("SUBMISSION_SERVICE_KERNEL_ID", "")
+# Taken out of the environment at once so that neither the kernel's users nor child processes see it.
+_token = os.environ.pop("SUBMISSION_SERVICE_KERNEL_TOKEN", "")
+SPARK_WAIT = float(os.environ.get("SUBMISSION_SERVICE_SPARK_WAIT", "120"))
+RESTART_PREFIX = "ss-restart-"
+
+
+def log(*parts):
+    print("[launcher]", *parts, file=sys.__stderr__, flush=True)
+
+
+class SparkState:
+    """The SparkSession started in the background, or why it could not start."""
+
+    def __init__(self):
+        self.ready = threading.Event()
+        self.objects = {}
+        self.error = None
+
+    def get(self, name):
+        if not self.ready.wait(SPARK_WAIT):
+            raise RuntimeError(f"`{name}` is not usable yet: Spark did not start within {SPARK_WAIT:.0f} s "
+                               "(the driver may be waiting for cores or memory); try again later")
+        if self.error is not None:
+            raise RuntimeError(f"`{name}` is not available: Spark failed to start: {self.error}")
+        return self.objects[name]
+
+
+SPARK = SparkState()
+
+
+def _is_probe(name):
+    # IPython and tools look for these on every object they display: answering must never block.
+    return name.startswith("_repr_") or name.startswith("_ipython_") or (name.startswith("__") and name.endswith("__"))
+
+
+class Placeholder:
+    """Stands for `sc`, `sqlContext` or `spark` until the SparkSession is ready."""
+
+    def __init__(self, name):
+        object.__setattr__(self, "_name", name)
+
+    def __getattr__(self, attr):
+        if _is_probe(attr):
+            raise AttributeError(attr)
+        return getattr(SPARK.get(self._name), attr)
+
+    def __repr__(self):
+        if SPARK.ready.is_set() and SPARK.error is None:
+            return repr(SPARK.objects[self._name])
+        state = "failed to start" if SPARK.error is not None else "is starting"
+        return f"<{self._name}: Spark {state}; using it waits up to {SPARK_WAIT:.0f} s for the SparkSession>"
+
+
+def bind_spark(namespace):
+    """Puts the real objects (or placeholders while Spark starts) into the user's namespace."""
+    for name in ("spark", "sc", "sqlContext"):
+        if SPARK.ready.is_set() and SPARK.error is None:
+            namespace[name] = SPARK.objects[name]
+        else:
+            namespace[name] = Placeholder(name)
+
+
+def start_spark(namespace, on_done):
+    try:
+        from pyspark.sql import SparkSession, SQLContext
+        spark = SparkSession.builder.appName(os.environ.get("SUBMISSION_SERVICE_KERNEL_SPEC", "kernel")).getOrCreate()
+        sc = spark.sparkContext
+        # As pyspark's own shell does; `spark._wrapped` no longer exists since Spark 3.3.
+        sql_context = SQLContext._get_or_create(sc)
+        SPARK.objects.update(spark=spark, sc=sc, sqlContext=sql_context)
+    except BaseException as error:  # noqa: BLE001 - every failure must reach the notebook
+        SPARK.error = f"{type(error).__name__}: {error}"
+        log("Spark failed to start:", SPARK.error)
+    SPARK.ready.set()
+    for name in ("spark", "sc", "sqlContext"):
+        if isinstance(namespace.get(name), Placeholder):
+            namespace[name] = SPARK.objects.get(name, namespace[name])
+    on_done()
+
+
+def cancel_spark_jobs():
+    if SPARK.ready.is_set() and SPARK.error is None:
+        try:
+            SPARK.objects["sc"].cancelAllJobs()
+        except Exception as error:  # noqa: BLE001 - an interrupt must still reach Python
+            log("cancelAllJobs failed:", error)
+
+
+class Bridge:
+    """Websocket to the gateway <-> the kernel's ZMQ sockets, in a thread with its own event loop."""
+
+    def __init__(self, connection_file):
+        with open(connection_file) as f:
+            self.info = json.load(f)
+        self.loop = asyncio.new_event_loop()
+        self.ws = None
+        self.secret = None
+        self.outbox = collections.deque(maxlen=5000)  # kernel output while the gateway is away
+        self.kernel_busy = False
+        self.spark_reported = None
+        self.stopping = False
+
+    def start(self):
+        threading.Thread(target=self._run, name="gateway-bridge", daemon=True).start()
+
+    def _run(self):
+        asyncio.set_event_loop(self.loop)
+        self.loop.run_until_complete(self._main())
+
+    def call_soon(self, fn, *args):
+        self.loop.call_soon_threadsafe(fn, *args)
+
+    async def _main(self):
+        import zmq
+        import zmq.asyncio
+        from jupyter_client.session import Session
+        info = self.info
+        self.session = Session(key=info["key"].encode(), signature_scheme=info["signature_scheme"], username="gateway")
+        ctx = zmq.asyncio.Context()
+        self.sockets = {}
+        for channel in ("shell", "control", "stdin"):
+            sock = ctx.socket(zmq.DEALER)
+            sock.connect(f"tcp://127.0.0.1:{info[channel + '_port']}")
+            self.sockets[channel] = sock
+        iopub = ctx.socket(zmq.SUB)
+        iopub.setsockopt(zmq.SUBSCRIBE, b"")
+        iopub.connect(f"tcp://127.0.0.1:{info['iopub_port']}")
+        self.sockets["iopub"] = iopub
+        for channel, sock in self.sockets.items():
+            asyncio.ensure_future(self._pump(channel, sock))
+        await self._connect_forever()
+
+    async def _pump(self, channel, sock):
+        from jupyter_client.jsonutil import json_default
+        while True:
+            frames = await sock.recv_multipart(copy=True)
+            try:
+                _, msg_frames = self.session.feed_identities(frames)
+                msg = self.session.deserialize(msg_frames, content=True)
+            except Exception as error:  # noqa: BLE001 - a bad frame must not stop the pump
+                log("undecodable kernel message on", channel, error)
+                continue
+            msg_type = msg["header"].get("msg_type")
+            parent_id = (msg.get("parent_header") or {}).get("msg_id", "")
+            if channel == "iopub" and msg_type == "status" and not parent_id.startswith(RESTART_PREFIX):
+                self.kernel_busy = msg["content"].get("execution_state") == "busy"
+            if channel == "shell" and parent_id.startswith(RESTART_PREFIX):
+                self._send({"op": "restarted"})
+                continue
+            msg["channel"] = channel
+            msg["buffers"] = [base64.b64encode(bytes(b)).decode("ascii") for b in msg.get("buffers") or []]
+            self._send(json.loads(json.dumps(msg, default=json_default)))
+
+    def _send(self, message):
+        text = json.dumps(message)
+        if self.ws is not None:
+            asyncio.ensure_future(self._write(text))
+        else:
+            self.outbox.append(text)
+
+    async def _write(self, text):
+        try:
+            await self.ws.write_message(text)
+        except Exception:  # noqa: BLE001 - the socket closed: keep it for the next connection
+            self.outbox.append(text)
+
+    async def _connect_forever(self):
+        from tornado.httpclient import HTTPRequest
+        from tornado.websocket import websocket_connect
+        delay, failing_since = 0.25, None
+        while not self.stopping:
+            credential = self.secret or _token
+            request = HTTPRequest(f"{GATEWAY_URL}/launcher/{KERNEL_ID}",
+                                  headers={"Authorization": f"token {credential}"}, connect_timeout=10)
+            try:
+                ws = await websocket_connect(request, max_message_size=64 * 1024 * 1024)
+            except Exception as error:  # noqa: BLE001 - the gateway may be restarting: try again
+                failing_since = failing_since or time.monotonic()
+                if time.monotonic() - failing_since > 1800:
+                    log("gave up reaching the gateway after 30 minutes:", error)
+                    os._exit(3)
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 5)
+                continue
+            delay, failing_since = 0.25, None
+            self.ws = ws
+            hello = {"op": "hello", "busy": self.kernel_busy}
+            if self.spark_reported is not None:
+                hello["spark"] = self.spark_reported
+            await ws.write_message(json.dumps(hello))
+            while self.outbox:
+                await ws.write_message(self.outbox.popleft())
+            while True:
+                text = await ws.read_message()
+                if text is None:
+                    break
+                self._on_message(text)
+            self.ws = None
+            log("gateway connection closed; reconnecting")
+
+    def _on_message(self, text):
+        try:
+            message = json.loads(text)
+        except ValueError:
+            return
+        op = message.get("op")
+        if op == "secret":
+            self.secret = message["value"]
+        elif op == "interrupt":
+            self._interrupt()
+        elif op == "restart":
+            self._restart()
+        elif op == "shutdown":
+            self.stopping = True
+            log("shutdown requested by the gateway")
+            os._exit(0)
+        elif op is None:
+            channel = message.get("channel")
+            sock = self.sockets.get(channel)
+            if sock is None or channel == "iopub":
+                return
+            buffers = [base64.b64decode(b) for b in message.get("buffers") or [] if isinstance(b, str)]
+            msg = {k: message.get(k) or {} for k in ("header", "parent_header", "metadata", "content")}
+            try:
+                self.session.send(sock, msg, buffers=buffers or None)
+            except Exception as error:  # noqa: BLE001 - a malformed message from a client
+                log("could not pass a message to the kernel:", error)
+
+    def _interrupt(self):
+        # SIGINT alone would leave the JVM's jobs running: cancel them first, then stop the Python code.
+        cancel_spark_jobs()
+        if self.kernel_busy:
+            os.kill(os.getpid(), signal.SIGINT)
+
+    def _restart(self):
+        self._interrupt()
+        # The reset runs on the kernel's own thread, after whatever was queued before it.
+        code = "get_ipython().reset(new_session=True, aggressive=False)\n__import__('submission_service_kernel').bind(get_ipython().user_ns)"
+        header = self.session.msg_header("execute_request")
+        header["msg_id"] = RESTART_PREFIX + uuid.uuid4().hex
+        msg = {"header": header, "parent_header": {}, "metadata": {},
+               "content": {"code": code, "silent": True, "store_history": False, "user_expressions": {},
+                           "allow_stdin": False, "stop_on_error": False}}
+        self.session.send(self.sockets["shell"], msg)
+
+
+def main():
+    if not GATEWAY_URL or not KERNEL_ID:
+        log("SUBMISSION_SERVICE_GATEWAY_URL and SUBMISSION_SERVICE_KERNEL_ID are required")
+        return 2
+    from ipykernel.kernelapp import IPKernelApp
+    connection_file = os.path.join(tempfile.mkdtemp(prefix="ss-kernel-"), "kernel.json")
+    app = IPKernelApp.instance(connection_file=connection_file, ip="127.0.0.1", transport="tcp")
+    app.initialize([])
+    namespace = app.kernel.shell.user_ns
+    bind_spark(namespace)
+    # IPython replaces __main__; a module of our own lets the restart code find bind_spark.
+    module = types.ModuleType("submission_service_kernel")
+    module.bind = bind_spark
+    sys.modules[module.__name__] = module
+    bridge = Bridge(connection_file)
+    bridge.start()
+
+    def spark_done():
+        disabled = os.environ.get("SUBMISSION_SERVICE_KERNEL_SPARK", "on") == "off"
+        report = {"ok": SPARK.error is None, "error": SPARK.error, "disabled": disabled}
+        bridge.spark_reported = report
+        bridge.call_soon(bridge._send, {"op": "spark", **report})
+
+    if os.environ.get("SUBMISSION_SERVICE_KERNEL_SPARK", "on") == "off":
+        # A kernel without a SparkSession (the driver's env says so): for plain Python work and benchmarks.
+        SPARK.error = "this kernel was started without Spark (SUBMISSION_SERVICE_KERNEL_SPARK=off)"
+        SPARK.ready.set()
+        spark_done()
+    else:
+        threading.Thread(target=start_spark, args=(namespace, spark_done), name="spark-start", daemon=True).start()
+    app.start()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

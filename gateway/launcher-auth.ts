@@ -1,0 +1,59 @@
+// Credentials of launchers dialling in: a one-time token per kernel (it sits in the
+// application's env, readable in its config, so the first use consumes it), then a reconnect
+// secret, HMAC(kernel id) under the gateway's own secret, which survives gateway restarts.
+import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { dirname } from 'node:path';
+
+const sha256 = (text: string) => createHash('sha256').update(text).digest();
+
+function sameBytes(a: Buffer, b: Buffer): boolean {
+  return a.length === b.length && timingSafeEqual(a, b);
+}
+
+/** The gateway secret from a file, created (0600) on first use. */
+export function loadGatewaySecret(file: string): string {
+  try {
+    const text = readFileSync(file, 'utf8').trim();
+    if (text) return text;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+  }
+  const secret = randomBytes(32).toString('hex');
+  mkdirSync(dirname(file), { recursive: true });
+  writeFileSync(file, `${secret}\n`, { mode: 0o600 });
+  chmodSync(file, 0o600);
+  return secret;
+}
+
+export class LauncherAuth {
+  private readonly oneTime = new Map<string, Buffer>();
+
+  constructor(private readonly secret: string) {}
+
+  /** A new one-time token for a kernel; only its hash is kept. */
+  issue(kernelId: string): string {
+    const token = randomBytes(24).toString('base64url');
+    this.oneTime.set(kernelId, sha256(token));
+    return token;
+  }
+
+  reconnectSecret(kernelId: string): string {
+    return createHmac('sha256', this.secret).update(`kernel:${kernelId}`).digest('base64url');
+  }
+
+  /** True for the kernel's unused one-time token (now consumed) or its reconnect secret. */
+  verify(kernelId: string, credential: string | undefined): boolean {
+    if (!credential) return false;
+    const hash = this.oneTime.get(kernelId);
+    if (hash && sameBytes(hash, sha256(credential))) {
+      this.oneTime.delete(kernelId);
+      return true;
+    }
+    return sameBytes(Buffer.from(this.reconnectSecret(kernelId)), Buffer.from(credential));
+  }
+
+  forget(kernelId: string): void {
+    this.oneTime.delete(kernelId);
+  }
+}

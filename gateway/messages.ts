@@ -1,0 +1,45 @@
+// Jupyter messages as the legacy JSON text protocol carries them, and the few the gateway
+// writes itself (status while the driver starts, errors it must show in the notebook).
+import { randomUUID } from 'node:crypto';
+
+export interface JupyterMessage {
+  header: { msg_id: string; msg_type: string; session?: string; [key: string]: unknown };
+  parent_header: Record<string, unknown>;
+  metadata: Record<string, unknown>;
+  content: Record<string, unknown>;
+  buffers?: unknown[];
+  channel: string;
+  msg_id?: string;
+  msg_type?: string;
+}
+
+/** Messages that do not count as activity for culling (FIELD-NOTES). */
+const QUIET = new Set(['status', 'kernel_info_request', 'kernel_info_reply', 'comm_info_request', 'comm_info_reply']);
+export const countsAsActivity = (msgType: string) => !QUIET.has(msgType);
+
+export function iopub(msgType: string, content: Record<string, unknown>, parent: Record<string, unknown> = {}): JupyterMessage {
+  const msgId = randomUUID();
+  return {
+    header: { msg_id: msgId, msg_type: msgType, session: 'gateway', username: 'gateway', date: new Date().toISOString(), version: '5.3' },
+    parent_header: parent, metadata: {}, content, buffers: [], channel: 'iopub', msg_id: msgId, msg_type: msgType,
+  };
+}
+
+export const statusMessage = (state: string) => iopub('status', { execution_state: state });
+export const stderrMessage = (text: string) => iopub('stream', { name: 'stderr', text });
+
+/** A client's frame, or undefined when it is not a Jupyter message (garbage is ignored, not fatal). */
+export function parseClientFrame(data: Buffer): JupyterMessage | undefined {
+  let value: unknown;
+  try {
+    // Browsers' binary frames reach us as text frames that are not UTF-8: decoding replaces the bad bytes.
+    value = JSON.parse(data.toString('utf8'));
+  } catch {
+    return undefined;
+  }
+  const message = value as Partial<JupyterMessage>;
+  if (!message || typeof message !== 'object' || typeof message.channel !== 'string'
+    || !message.header || typeof message.header !== 'object' || typeof message.header.msg_id !== 'string') return undefined;
+  if (!['shell', 'control', 'stdin'].includes(message.channel)) return undefined;
+  return message as JupyterMessage;
+}

@@ -1,0 +1,81 @@
+// The notebook gateway as a fastify plugin under /notebooks/: the Jupyter Kernel Gateway
+// protocol jupyter_server's GatewayClient speaks, each kernel an application started through
+// the public API. Errors are `{reason, message}`, as the Jupyter server shows them.
+import type { FastifyPluginAsync, FastifyReply } from 'fastify';
+import fp from 'fastify-plugin';
+import { ApiClient } from './api-client.js';
+import { authenticate, type GatewayAuthOptions } from './auth.js';
+import { attachChannels } from './channels.js';
+import { GatewayError, KernelRegistry } from './kernel-registry.js';
+import { LauncherAuth } from './launcher-auth.js';
+import { kernelRoutes } from './routes/kernels.js';
+import { kernelspecRoutes } from './routes/kernelspecs.js';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The API key the Jupyter server sent (forwarded to the API), undefined without one. */
+    gatewayKey: string | undefined;
+  }
+}
+
+export interface GatewayOptions {
+  auth: GatewayAuthOptions;
+  /** The API's base URL (this server's own address in local mode: a function, known once it listens). */
+  apiUrl: string | (() => string);
+  /** The gateway's own key for background work (re-discovery, culling); SUBMISSION_SERVICE_API_KEY. */
+  apiKey?: string;
+  /** The gateway's address as launchers dial it (ws://host:port/notebooks). */
+  launcherUrl: () => string;
+  /** `local://` path of launcher.py in the driver. */
+  launcherFile: string;
+  /** Image of kernel drivers (Spark + ipykernel + launcher), set on every kernel; absent: the template's. */
+  kernelImage?: string;
+  /** Secret behind the launchers' reconnect credentials (kept across restarts). */
+  secret: string;
+  /** Shut down kernels idle (no activity, no connection) this long; 0 or absent: never. */
+  cullIdleSeconds?: number;
+}
+
+function sendGatewayError(reply: FastifyReply, statusCode: number, reason: string, message: string) {
+  return reply.code(statusCode).type('application/json').send({ reason, message });
+}
+
+const gateway: FastifyPluginAsync<GatewayOptions> = async (app, options) => {
+  const launcherAuth = new LauncherAuth(options.secret);
+  const api = new ApiClient(options.apiUrl, options.apiKey);
+  const registry = new KernelRegistry({
+    api, auth: launcherAuth, log: app.log, launcherFile: options.launcherFile,
+    launcherUrl: options.launcherUrl, kernelImage: options.kernelImage, cullIdleSeconds: options.cullIdleSeconds ?? 0,
+  });
+
+  await app.register(async (scope) => {
+    scope.decorateRequest('gatewayKey', undefined);
+    scope.addHook('onRequest', async (request, reply) => {
+      const result = authenticate(options.auth, request.raw);
+      if (!result.ok) return sendGatewayError(reply, 401, 'Unauthorized', result.message);
+      request.gatewayKey = result.key;
+    });
+    scope.setErrorHandler((error: Error & { statusCode?: number; validation?: unknown }, request, reply) => {
+      if (error instanceof GatewayError) return sendGatewayError(reply, error.statusCode, error.reason, error.message);
+      if (error.validation) return sendGatewayError(reply, 400, 'Bad Request', error.message);
+      const status = error.statusCode && error.statusCode < 500 ? error.statusCode : 500;
+      if (status >= 500) request.log.error({ err: error }, 'gateway request failed');
+      return sendGatewayError(reply, status, status >= 500 ? 'Internal Server Error' : 'Bad Request', error.message);
+    });
+    scope.setNotFoundHandler((request, reply) => sendGatewayError(reply, 404, 'Not Found', `No such resource: ${request.url.split('?')[0]}`));
+    await scope.register(kernelspecRoutes, { api });
+    await scope.register(kernelRoutes, { registry });
+  }, { prefix: '/notebooks' });
+
+  let detach: (() => void) | undefined;
+  app.addHook('onListen', async () => {
+    detach = attachChannels(app.server, { registry, auth: options.auth, launcherAuth, log: app.log });
+    await registry.open();
+  });
+  app.addHook('preClose', async () => {
+    detach?.();
+    await registry.close();
+  });
+};
+
+export const gatewayPlugin = fp(gateway, { name: 'submission-service-gateway', fastify: '5.x' });

@@ -1,0 +1,41 @@
+// /notebooks/api/kernels: start (answers as soon as the API accepted the application), list
+// (with the exact fields jupyter_server parses), get, delete, interrupt, restart.
+import type { FastifyInstance } from 'fastify';
+import type { KernelRegistry } from '../kernel-registry.js';
+
+const UUID = '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$';
+const idParams = { type: 'object', properties: { id: { type: 'string', pattern: UUID } }, required: ['id'] } as const;
+
+export async function kernelRoutes(app: FastifyInstance, { registry }: { registry: KernelRegistry }) {
+  app.get('/api/kernels', async () => [...registry.kernels.values()].map((k) => k.model()));
+
+  app.post<{ Body: { name?: string; env?: Record<string, unknown> } | undefined }>('/api/kernels', {
+    schema: {
+      body: {
+        type: ['object', 'null'],
+        properties: { name: { type: 'string', maxLength: 63, pattern: '^[a-z0-9]([-a-z0-9]*[a-z0-9])?$' }, env: { type: 'object' } },
+      },
+    },
+  }, async (request, reply) => {
+    const session = await registry.start(request.body?.name || 'default', request.gatewayKey, request.body?.env ?? {});
+    return reply.code(201).send(session.model());
+  });
+
+  app.get<{ Params: { id: string } }>('/api/kernels/:id', { schema: { params: idParams } }, async (request) => registry.get(request.params.id).model());
+
+  app.delete<{ Params: { id: string } }>('/api/kernels/:id', { schema: { params: idParams } }, async (request, reply) => {
+    await registry.remove(request.params.id);
+    return reply.code(204).send();
+  });
+
+  app.post<{ Params: { id: string } }>('/api/kernels/:id/interrupt', { schema: { params: idParams } }, async (request, reply) => {
+    registry.get(request.params.id).interrupt();
+    return reply.code(204).send();
+  });
+
+  app.post<{ Params: { id: string } }>('/api/kernels/:id/restart', { schema: { params: idParams } }, async (request) => {
+    const session = registry.get(request.params.id);
+    await session.restart();
+    return session.model();
+  });
+}

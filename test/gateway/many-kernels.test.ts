@@ -1,0 +1,46 @@
+// Several kernels started at once all become idle (they start beside each other: kernels hold
+// no batch cores in local mode), and a websocket that reconnects with the same session_id
+// receives the iopub output it missed (the replay buffer).
+import { join } from 'node:path';
+import t from 'tap';
+import { http, realSpark, sparkEnv, startService } from '../helpers/service.js';
+import { tempDir } from '../helpers/temp.js';
+import { KernelClient } from './jupyter.js';
+
+const skip = !realSpark() ? 'needs the Spark virtualenv' : false;
+/** 20 on a machine that has the memory and cores for 20 JVMs; 4 by default on a shared 2-core one. */
+const COUNT = Number(process.env.GATEWAY_TEST_KERNELS ?? 4);
+
+t.test(`${COUNT} kernels started at once all become idle; missed output is replayed`, { skip, timeout: 900_000 }, async (t) => {
+  const dataDir = join(tempDir(t), 'data');
+  const service = await startService(t, { dataDir, env: sparkEnv(), args: ['--cores', '2'] });
+  const ws = service.url.replace('http', 'ws');
+  // A batch application that holds every core first: kernels must not wait behind it.
+  const batch = await http(service.url, 'POST', '/api/apps/', {
+    jobName: 'hog', configOverrides: { type: 'Python', mainApplicationFile: `local://${join(import.meta.dirname, '..', '..', 'examples', 'pi.py')}`, arguments: ['200'], executor: { cores: 2 } },
+  });
+  t.equal(batch.status, 201, batch.text);
+
+  const started = Date.now();
+  const created = await Promise.all(Array.from({ length: COUNT }, () => http(service.url, 'POST', '/notebooks/api/kernels', { name: 'default' })));
+  t.ok(created.every((c) => c.status === 201), 'every start accepted');
+  const ids = created.map((c) => c.json.id as string);
+  const clients = await Promise.all(ids.map((id) => new KernelClient(`${ws}/notebooks/api/kernels/${id}/channels`).open(t)));
+  const results = await Promise.all(clients.map((c, i) => c.execute(`${i} * 10`, 600_000)));
+  t.same(results.map((r) => r.result), ids.map((_, i) => String(i * 10)), `all ${COUNT} answered (${((Date.now() - started) / 1000).toFixed(1)} s)`);
+  const models = (await http(service.url, 'GET', '/notebooks/api/kernels')).json as Array<{ id: string; execution_state: string }>;
+  t.same(ids.map((id) => models.find((m) => m.id === id)?.execution_state), ids.map(() => 'idle'), 'all idle');
+
+  // Replay: a client goes away while its cell prints, then reconnects with the same session_id.
+  const first = clients[0];
+  first.send('shell', 'execute_request', { code: 'import time\nfor i in range(5):\n    print("line", i, flush=True)\n    time.sleep(0.4)', silent: false, store_history: true, user_expressions: {}, allow_stdin: false });
+  await first.waitFor((m) => m.header.msg_type === 'stream', 30_000);
+  first.ws.terminate();
+  await new Promise((ok) => setTimeout(ok, 3000));
+  const again = await new KernelClient(`${ws}/notebooks/api/kernels/${ids[0]}/channels`, first.sessionId).open(t);
+  await again.waitFor((m) => m.header.msg_type === 'stream' && String(m.content.text).includes('line 4'), 10_000);
+  const seen = [...first.messages, ...again.messages].filter((m) => m.header.msg_type === 'stream').map((m) => String(m.content.text)).join('');
+  t.same(seen.match(/line \d/g), ['line 0', 'line 1', 'line 2', 'line 3', 'line 4'], 'every line once: what was missed came on reconnect');
+
+  await Promise.all(ids.map((id) => http(service.url, 'DELETE', `/notebooks/api/kernels/${id}`)));
+});

@@ -1,0 +1,65 @@
+// Notebook 7 (the `notebook` package, real) in headless Chromium, pointed at the gateway of
+// `submission-service local`: open a notebook whose kernel is a config template, run a Spark
+// cell, see its output. The screenshot is kept in docs/screenshots/gateway-notebook.png.
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { chromium } from 'playwright-core';
+import t from 'tap';
+import { FileKeyStore } from '../../submit-api/auth/key-store.js';
+import { repoRoot } from '../helpers/api.js';
+import { http, realSpark, sparkEnv, startService } from '../helpers/service.js';
+import { tempDir } from '../helpers/temp.js';
+import { startJupyter, toolsEnv } from './jupyter.js';
+
+const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+const skip = !realSpark() || !toolsEnv() ? 'needs the Spark and tools virtualenvs' : false;
+
+t.test('Notebook 7 runs a Spark cell on a template kernel', { skip, timeout: 600_000 }, async (t) => {
+  const root = tempDir(t);
+  const dataDir = join(root, 'data');
+  const store = new FileKeyStore(dataDir);
+  const key = store.create('user', 'notebook').key;
+  const admin = store.create('admin', 'templates').key;
+  const service = await startService(t, { dataDir, env: sparkEnv(), args: ['--auth', 'on'] });
+  const created = await http(service.url, 'POST', '/api/config-templates/', { name: 'spark-notebook', config: { pythonVersion: '3', engineVersion: '3.5.7' } }, { 'x-api-key': admin });
+  t.equal(created.status, 201, created.text);
+
+  const jupyter = await startJupyter(t, root, `${service.url}/notebooks`, key, 'notebook');
+  const notebookDir = join(root, `jupyter-${new URL(jupyter.url).port}`, 'notebooks');
+  writeFileSync(join(notebookDir, 'spark.ipynb'), JSON.stringify({
+    nbformat: 4, nbformat_minor: 5,
+    metadata: { kernelspec: { name: 'spark-notebook', display_name: 'Spark 3.5.7 - spark-notebook', language: 'python' } },
+    cells: [{ cell_type: 'code', id: 'spark-sum', metadata: {}, execution_count: null, outputs: [],
+      source: 'print("sum:", sc.parallelize(range(100)).sum())\nspark.range(10).count()' }],
+  }));
+
+  const browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-sync'] });
+  t.teardown(() => browser.close());
+  const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+  await page.goto(`${jupyter.url}/notebooks/spark.ipynb?token=${jupyter.token}`);
+  await page.locator('.jp-Notebook .jp-Cell .cm-content').first().waitFor({ timeout: 120_000 });
+  // The page started the template's kernel by itself: wait until it is idle (Spark ready).
+  const deadline = Date.now() + 240_000;
+  for (;;) {
+    const kernels = (await http(service.url, 'GET', `/notebooks/api/kernels?token=${key}`)).json as Array<{ name: string; execution_state: string }>;
+    if (kernels.some((k) => k.name === 'spark-notebook' && k.execution_state === 'idle')) break;
+    if (Date.now() > deadline) throw new Error(`the page's kernel did not become idle: ${JSON.stringify(kernels)}`);
+    await new Promise((ok) => setTimeout(ok, 500));
+  }
+  await page.locator('.jp-Notebook .jp-Cell .cm-content').first().click();
+  await page.keyboard.press('Shift+Enter');
+  const output = page.locator('.jp-OutputArea-output', { hasText: 'sum: 4950' });
+  try {
+    await output.first().waitFor({ timeout: 90_000 });
+  } catch (error) {
+    await page.screenshot({ path: join(root, '..', 'gateway-notebook-failed.png') });
+    throw error;
+  }
+  await page.locator('.jp-OutputArea-executeResult').first().waitFor({ timeout: 120_000 });
+  t.match(await page.locator('.jp-OutputArea').first().innerText(), /sum: 4950[\s\S]*10/, 'the Spark cell printed its output');
+  t.match(await page.locator('body').innerText(), /spark-notebook/, 'the template kernel is the one shown');
+  await page.locator('.jp-InputPrompt', { hasText: '[1]' }).first().waitFor({ timeout: 30_000 });
+  const shots = join(repoRoot, 'docs', 'screenshots');
+  mkdirSync(shots, { recursive: true });
+  await page.screenshot({ path: join(shots, 'gateway-notebook.png') });
+});
