@@ -18,7 +18,7 @@
 // the webhook needs no `create` on secrets); a Secret this store has to create itself is
 // created as kubernetes.io/tls.
 import type { CoreV1Api, V1Secret } from '@kubernetes/client-node';
-import { statusCode } from '../cluster/kubernetes/errors.js';
+import { statusCode } from '../lib/api-error.js';
 import { ensureCertificates, type EnsureOptions, type EnsureResult } from './rotation.js';
 import { type CertificateStore, FILE_NAMES, type StoredCertificates } from './store.js';
 import { retry } from '../lib/retry.js';

@@ -2,26 +2,12 @@
 // watch applications. Two implementations: local processes and Kubernetes.
 import type { Readable } from 'node:stream';
 import type { V1Pod } from '@kubernetes/client-node';
-import type { Application, ApplicationState, ConfigTemplate } from '../schemas/index.js';
+import type { ApplicationState, ConfigTemplate } from '../schemas/index.js';
+import type { AppRecord } from './app-record.js';
 import type { EventFeed } from './events.js';
 import type { SubmissionInfo } from './submission-info.js';
 
-/** What the service keeps about an application: the API's Application plus where it runs. */
-export interface AppRecord extends Required<Pick<Application, 'appName' | 'jobName' | 'configTemplateName' | 'config' | 'state' | 'createdAt'>> {
-  stateDetail?: string;
-  startedAt: string | null;
-  endedAt: string | null;
-  runningExecutors: number;
-  namespace: string;
-  /** The application's own labels (reserved keys excluded), as on its driver pod. */
-  labels: Record<string, string>;
-  /** Id of the API key that submitted it; null when authentication was off. */
-  submittedBy: string | null;
-  /** Every state entered, oldest first (Kubernetes mode: written by the controller). */
-  transitions?: Transition[];
-}
-
-export interface Transition { state: ApplicationState; at: string; detail?: string }
+export type { AppRecord, Transition } from './app-record.js';
 
 export type CreateResult =
   | { ok: true; record: AppRecord; pod: V1Pod }

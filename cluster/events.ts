@@ -7,7 +7,7 @@
 // process (a restarted service, another API replica) or one older than the ring is answered
 // with a `reset`: the subscriber re-reads the list, then follows the live events.
 import { randomBytes } from 'node:crypto';
-import type { AppRecord } from './cluster.js';
+import type { AppRecord } from './app-record.js';
 
 export type AppEventType = 'changed' | 'deleted';
 

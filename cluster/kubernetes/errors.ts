@@ -1,11 +1,11 @@
 // Kubernetes errors, surfaced: a webhook refusal becomes our own error body again; an
 // unreachable apiserver or a missing webhook becomes 503 saying which.
+import { statusCode } from '../../lib/api-error.js';
 import { ConflictError, NotFoundError, UnavailableError } from '../cluster.js';
 
 interface KubeStatus { message?: string; reason?: string; code?: number }
 
-/** The HTTP status of a failed client call (client-node's ApiException carries it as `code`). */
-export const statusCode = (error: unknown): number | undefined => (error as { code?: number } | undefined)?.code;
+export { statusCode };
 
 export function apiStatus(error: unknown): { code?: number; status?: KubeStatus } {
   const e = error as { code?: unknown; body?: unknown };

@@ -1,0 +1,20 @@
+// The record the service keeps of each application: what the API shows, plus where it runs.
+// Its own module so that the cluster interface and the change feed both build on it.
+import type { Application, ApplicationState } from '../schemas/index.js';
+
+/** What the service keeps about an application: the API's Application plus where it runs. */
+export interface AppRecord extends Required<Pick<Application, 'appName' | 'jobName' | 'configTemplateName' | 'config' | 'state' | 'createdAt'>> {
+  stateDetail?: string;
+  startedAt: string | null;
+  endedAt: string | null;
+  runningExecutors: number;
+  namespace: string;
+  /** The application's own labels (reserved keys excluded), as on its driver pod. */
+  labels: Record<string, string>;
+  /** Id of the API key that submitted it; null when authentication was off. */
+  submittedBy: string | null;
+  /** Every state entered, oldest first (Kubernetes mode: written by the controller). */
+  transitions?: Transition[];
+}
+
+export interface Transition { state: ApplicationState; at: string; detail?: string }
