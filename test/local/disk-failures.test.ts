@@ -155,4 +155,8 @@ t.test('start with a truncated record, a corrupt template and stale temp files: 
   t.ok(entries.some((e) => e.level === 'warn' && /temp files/.test(e.msg ?? '')), 'their removal is logged');
   t.equal(statSync(dataDir).mode & 0o777, 0o700, 'data dir 0700');
   t.equal(statSync(apps).mode & 0o777, 0o700, 'apps dir 0700');
+  for (const file of [join(apps, `${good}.json`), join(dataDir, 'logs', `${good}.log`), join(dataDir, 'run', `${good}.exit`)]) {
+    t.equal(statSync(file).mode & 0o777, 0o600, `${file} is 0600 (records hold env vars, logs may hold data)`);
+  }
+  for (const dir of ['logs', 'run', 'work', 'templates']) t.equal(statSync(join(dataDir, dir)).mode & 0o777, 0o700, `${dir}/ 0700`);
 });
