@@ -78,11 +78,14 @@ async function submitAndFollow(call: ReturnType<typeof client>, jobName: string,
   if (first.done || first.value.event !== 'ready') throw new Error('the events stream did not start with ready');
   const app = await submit();
   process.stderr.write(`submitted ${app.appName}\n`);
-  const logs = call('GET', `/api/apps/${app.appName}/log?follow=true`).then(async (log) => {
+  // The log once the driver has started (a pending pod has no log yet: Kubernetes refuses it).
+  let logs: Promise<void> | undefined;
+  const followLog = () => call('GET', `/api/apps/${app.appName}/log?follow=true`).then(async (log) => {
     for await (const chunk of log.body as unknown as AsyncIterable<Uint8Array>) process.stdout.write(chunk);
-  });
+  }).catch((error: unknown) => { process.stderr.write(`the log could not be followed: ${(error as Error).message}\n`); });
   let last = '';
   const show = (seen: Application) => {
+    if (seen.state !== 'PENDING') logs ??= followLog();
     if (seen.state === last) return;
     process.stderr.write(`[${new Date().toISOString()}] ${seen.appName} ${seen.state}${seen.stateDetail ? ` (${seen.stateDetail})` : ''}\n`);
     last = seen.state ?? '';
@@ -104,7 +107,7 @@ async function submitAndFollow(call: ReturnType<typeof client>, jobName: string,
     abort.abort();
     await events.return(undefined).catch(() => undefined);
   }
-  await logs.catch((error: unknown) => process.stderr.write(`the log could not be followed: ${(error as Error).message}\n`));
+  await logs;
   return last === 'COMPLETED' ? 0 : last === 'KILLED' ? 130 : 1;
 }
 

@@ -90,7 +90,9 @@ export function desiredStatus(resource: ApplicationResource, driver: DriverView 
     if (driver.deleted && !next.state) next = { ...next, state: 'UNKNOWN', stateDetail: 'the driver pod was deleted while its node was not reporting' };
     if (driver.deleted && next.state === 'RUNNING') next = { ...next, state: 'UNKNOWN', endedAt: now, stateDetail: 'the driver pod was deleted while running' };
   } else if (options.missing) {
-    next = { state: 'UNKNOWN', startedAt: saved.startedAt ?? null, endedAt: null, stateDetail: saved.state && saved.state !== 'PENDING' ? 'the driver pod is gone' : 'no driver pod was created for this application' };
+    // A copied config means a pod was admitted: it went while no watch saw it go (a relist after an error).
+    const hadPod = (saved.state && saved.state !== 'PENDING') || Object.keys(resource.spec.config ?? {}).length > 0;
+    next = { state: 'UNKNOWN', startedAt: saved.startedAt ?? null, endedAt: null, stateDetail: hadPod ? 'the driver pod is gone' : 'no driver pod was created for this application' };
   } else {
     next = { state: saved.state ?? 'PENDING', startedAt: saved.startedAt ?? null, endedAt: saved.endedAt ?? null, stateDetail: saved.stateDetail ?? 'waiting for the driver pod' };
   }

@@ -79,6 +79,24 @@ t.test('the controller', async (t) => {
     await reading;
   });
 
+  t.test('apps submit --follow in Kubernetes mode: states from the event stream, exit code from the end', async (t) => {
+    const child = spawn(process.execPath, [join(repoRoot, 'bin', 'submission-service.js'), 'apps', 'submit', '--job', 'follower', '--follow', '--url', bed.api.baseUrl],
+      { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, SUBMISSION_SERVICE_API_KEY: '' } });
+    let stderr = '';
+    child.stderr!.on('data', (c) => { stderr += c; });
+    child.stdout!.resume();
+    const code = new Promise<number | null>((ok) => child.once('exit', (c) => ok(c)));
+    t.teardown(() => { if (child.exitCode === null) child.kill('SIGKILL'); });
+    const appName = (await eventually(async () => /submitted (\S+)/.exec(stderr)?.[1], Boolean, { what: 'the CLI to submit' }))!;
+    await eventually(async () => stderr, (s) => s.includes(`${appName} PENDING`), { what: 'PENDING shown' });
+    await fakeKubelet(bed.clients, namespace, appName, 'Running');
+    await eventually(async () => stderr, (s) => s.includes(`${appName} RUNNING`), { what: 'RUNNING shown' });
+    await fakeKubelet(bed.clients, namespace, appName, 'Failed', 2);
+    t.equal(await code, 1, 'exit 1 for FAILED');
+    t.match(stderr, new RegExp(`${appName} FAILED \\(exit code 2 \\(Error\\)\\)`));
+    await core.deleteNamespacedPod({ name: appName, namespace, gracePeriodSeconds: 0 });
+  });
+
   t.test('kubectl delete application: the garbage collector removes its pods', async (t) => {
     const appName = await submit('owned');
     const driver = await core.readNamespacedPod({ name: appName, namespace });

@@ -40,6 +40,12 @@ t.test('placement by the real scheduler', async (t) => {
     t.equal((await scheduled(apps[4].appName)).spec!.nodeName, small);
     const third = await unschedulable(apps[2].appName);
     t.notOk(third.spec!.nodeName, 'the third driver stays unbound');
+    // The API (and the controller's status) says why, in the scheduler's words.
+    const app = await eventually(() => bed.call('GET', `/api/apps/${apps[2].appName}`), (r) => /^Unschedulable: /.test(r.json?.stateDetail ?? ''), { what: 'Unschedulable in stateDetail' });
+    t.equal(app.json.state, 'PENDING');
+    t.match(app.json.stateDetail, /Insufficient cpu/, `stateDetail: ${app.json.stateDetail}`);
+    const written = await eventually(async () => (await bed.applications()).find((a) => a.metadata.name === apps[2].appName), (a) => /^Unschedulable/.test(a?.status?.stateDetail ?? ''), { what: 'the controller to write it' });
+    t.equal(written?.status.state, 'PENDING', 'written into the Application status');
   });
 
   t.test('executors land on the pool they were sized for: nowhere smaller fits', async (t) => {
