@@ -212,13 +212,15 @@ class Bridge:
                 delay = min(delay * 2, 5)
                 continue
             delay, failing_since = 0.25, None
-            self.ws = ws
             hello = {"op": "hello", "busy": self.kernel_busy}
             if self.spark_reported is not None:
                 hello["spark"] = self.spark_reported
             await ws.write_message(json.dumps(hello))
+            # What the kernel said meanwhile goes first, in order; new output queues behind it
+            # until the socket is handed to the pumps.
             while self.outbox:
                 await ws.write_message(self.outbox.popleft())
+            self.ws = ws
             while True:
                 text = await ws.read_message()
                 if text is None:
