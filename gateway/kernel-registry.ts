@@ -136,9 +136,14 @@ export class KernelRegistry {
     }
   }
 
-  async remove(id: string): Promise<void> {
+  /**
+   * Ends the kernel and its application, with the caller's key when it sent one: the person
+   * shutting the kernel down is the one whose key started it (a gateway restarted since then
+   * holds only its own key for the kernels it found again).
+   */
+  async remove(id: string, callerKey?: string): Promise<void> {
     const session = this.get(id);
-    const key = this.keys.get(id);
+    const key = callerKey ?? this.keys.get(id);
     session.shutdown();
     this.drop(id);
     if (session.appName) await this.options.api.remove(session.appName, key);

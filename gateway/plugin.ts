@@ -49,6 +49,10 @@ const gateway: FastifyPluginAsync<GatewayOptions> = async (app, options) => {
   });
 
   await app.register(async (scope) => {
+    // Jupyter's kernel-gateway protocol, not our REST API: its contract is what jupyter_server
+    // sends and parses (gateway/README.md, tested with a real Jupyter server), so its routes stay
+    // out of /api/openapi.json and the API fuzzer.
+    scope.addHook('onRoute', (route) => { route.schema = { ...route.schema, hide: true }; });
     scope.decorateRequest('gatewayKey', undefined);
     scope.addHook('onRequest', async (request, reply) => {
       const result = authenticate(options.auth, request.raw);

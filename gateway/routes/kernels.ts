@@ -24,7 +24,7 @@ export async function kernelRoutes(app: FastifyInstance, { registry }: { registr
   app.get<{ Params: { id: string } }>('/api/kernels/:id', { schema: { params: idParams } }, async (request) => registry.get(request.params.id).model());
 
   app.delete<{ Params: { id: string } }>('/api/kernels/:id', { schema: { params: idParams } }, async (request, reply) => {
-    await registry.remove(request.params.id);
+    await registry.remove(request.params.id, request.gatewayKey);
     return reply.code(204).send();
   });
 

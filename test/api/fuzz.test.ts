@@ -66,7 +66,6 @@ t.test('schemathesis finds nothing against local mode, auth off and on', { skip:
     t.comment(`auth ${auth}: ${run.cases} cases in ${seconds} s, ${run.failures} failures`);
     t.ok(run.cases > 500, `auth ${auth}: ${run.cases} cases generated`);
     t.equal(run.failures, 0, `auth ${auth}: no failures`);
-    // eslint-disable-next-line no-control-regex -- the progress display's escape sequences
     const plain = run.output.replace(/\u001b\[[0-9;?]*[A-Za-z]/g, '');
     t.equal(run.code, 0, `auth ${auth}: schemathesis exits 0${run.code === 0 ? '' : `\n${plain.slice(-5000)}`}`);
     t.equal(service.child.exitCode, null, `auth ${auth}: the service is still running`);

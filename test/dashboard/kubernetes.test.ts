@@ -4,6 +4,7 @@
 // admitted pod. The pod's status is written by hand: a TEST DOUBLE for the kubelet.
 import t from 'tap';
 import { startKubeBed } from '../helpers/kubernetes.js';
+import { until } from '../helpers/poll.js';
 
 t.test('submission and Spark UI target from the driver pod', async (t) => {
   const bed = await startKubeBed(t);
@@ -28,5 +29,7 @@ t.test('submission and Spark UI target from the driver pod', async (t) => {
   t.equal(await cluster.sparkUiTarget(appName), undefined, 'Pending: no UI');
   pod.status = { ...pod.status, phase: 'Running', podIP: '10.1.2.3', startTime: new Date() };
   await core.replaceNamespacedPodStatus({ name: appName, namespace: bed.namespace, body: pod });
+  // Reads come from the informer cache: the new status arrives with the watch.
+  await until(async () => (await cluster.sparkUiTarget(appName)) !== undefined, { what: 'the running pod in the cache' });
   t.equal((await cluster.sparkUiTarget(appName))?.href, 'http://10.1.2.3:4040/', 'Running: the pod IP, port 4040');
 });

@@ -83,7 +83,7 @@ t.test('pi.py: config, live log, Spark UI through the proxy', { skip: spark ? fa
   t.match(await uiPage.locator('body').innerText(), /Stages for All Jobs|Completed Stages|Active Stages/, 'a link followed');
   const executors = await uiPage.request.get(`${base}/executors/`);
   t.equal(executors.status(), 200, 'another page through the proxy');
-  t.equal((await uiPage.request.post(`${base}/jobs/job/kill/?id=0`)).status(), 404, 'nothing but GET and HEAD goes through');
+  t.equal((await uiPage.request.post(`${base}/jobs/job/kill/?id=0`)).status(), 405, 'nothing but GET and HEAD goes through (405, Allow: GET, HEAD)');
   await uiPage.close();
   await page.screenshot({ path: join(shots, 'dashboard-app-pi.png'), fullPage: true });
 
