@@ -15,7 +15,7 @@ import { FileKeyStore } from '../submit-api/auth/key-store.js';
 import { createLogger, loggerOptions } from '../lib/logger.js';
 import { buildService } from './service.js';
 import { packageRoot } from '../lib/package-root.js';
-import { startWebhookService } from '../webhook/service.js';
+import { startWebhookService } from './webhook-service.js';
 import { defaultDataDir, findSpark } from './config.js';
 import { FakeKubelet } from '../cluster/testbed/fake-kubelet.js';
 import { availableParallelism } from 'node:os';

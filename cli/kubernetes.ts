@@ -6,7 +6,7 @@ import { KubernetesCluster } from '../cluster/kubernetes/kubernetes-cluster.js';
 import { loadSessionSecret } from '../dashboard/session-secret.js';
 import { FileKeyStore } from '../submit-api/auth/key-store.js';
 import { SecretKeyStore } from '../submit-api/auth/secret-key-store.js';
-import { startWebhookService } from '../webhook/service.js';
+import { startWebhookService } from './webhook-service.js';
 import { defaultDataDir, parseSecretRef } from './config.js';
 import { rulesFrom } from './rules.js';
 import { buildService } from './service.js';
@@ -99,7 +99,7 @@ export async function webhookCommand(argv: string[]): Promise<number> {
   const rules = rulesFrom(values['node-pools'], values.namespace, values.placement);
   const service = values['service-name'] && values['service-namespace']
     ? { name: values['service-name'], namespace: values['service-namespace'] } : undefined;
-  // --cert-secret NAMESPACE/NAME: certificates shared by all replicas (webhook/service.ts).
+  // --cert-secret NAMESPACE/NAME: certificates shared by all replicas (cli/webhook-service.ts).
   const certSecret = values['cert-secret'] === undefined ? undefined : parseSecretRef(values['cert-secret'], '--cert-secret');
   const dnsNames = [...values['dns-name'], ...(service ? [`${service.name}.${service.namespace}.svc`, `${service.name}.${service.namespace}.svc.cluster.local`] : [])];
   const webhook = await startWebhookService({

@@ -17,7 +17,7 @@ import {
 } from '../../certs/secret-store.js';
 import { type CertificateStore, fileCertificateStore } from '../../certs/store.js';
 import { ANNOTATION_ADMITTED, bareDriverPod, buildRules } from '../../webhook/domain/index.js';
-import { startWebhookService } from '../../webhook/service.js';
+import { startWebhookService } from '../../cli/webhook-service.js';
 import { exampleCluster } from '../helpers/api.js';
 import { bootstrap, eventually, freePort, startTestbed } from '../helpers/kubernetes.js';
 import { tempDir } from '../helpers/temp.js';

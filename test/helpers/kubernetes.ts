@@ -15,7 +15,7 @@ import { KubernetesCluster, type KubernetesClusterOptions } from '../../cluster/
 import { buildApi } from '../../submit-api/app.js';
 import { type AdmissionRules, buildRules } from '../../webhook/domain/index.js';
 import { mutatingWebhookConfiguration } from '../../webhook/server/registration.js';
-import { startWebhookService } from '../../webhook/service.js';
+import { startWebhookService } from '../../cli/webhook-service.js';
 import { exampleCluster } from './api.js';
 import { sleep, tempDir } from './temp.js';
 
