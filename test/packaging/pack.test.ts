@@ -50,7 +50,7 @@ t.test('npm pack, install with production dependencies only, run local mode from
   t.ok(existsSync(tarball), `packed ${tarball}`);
 
   const shipped = run('tar', ['tzf', tarball], root).split('\n').filter(Boolean).map((p) => p.replace(/^package\//, ''));
-  for (const needed of ['bin/submission-service.js', 'dist/cli/main.js', 'dist/schemas/submission.json', 'dashboard/static/index.html', 'examples/example-cluster.json', 'examples/pi.py', 'manifests/chart/Chart.yaml']) {
+  for (const needed of ['bin/submission-service.js', 'dist/cli/main.js', 'dist/schemas/submission.json', 'dashboard/static/index.html', 'gateway/kernel/launcher.py', 'gateway/logos/logo-64x64.png', 'examples/example-cluster.json', 'examples/pi.py', 'manifests/chart/Chart.yaml']) {
     t.ok(shipped.includes(needed), `ships ${needed}`);
   }
   for (const prefix of ['test/', 'bench/', 'dist/test/', 'dist/bench/', 'scripts/', 'src/']) {
@@ -129,4 +129,7 @@ t.test('npm pack, install with production dependencies only, run local mode from
   const assets = [...dashboard.text.matchAll(/(?:src|href)="(\/dashboard\/[^"]+\.(?:js|css))"/g)].map((m) => m[1]!);
   t.ok(assets.length >= 2, `the page names its script and style: ${assets.join(', ')}`);
   for (const asset of assets) t.equal((await http(base, 'GET', asset)).status, 200, `dashboard asset ${asset}`);
+  const specs = await http(base, 'GET', '/notebooks/api/kernelspecs');
+  t.equal(specs.status, 200, 'the notebook gateway answers from the package');
+  t.equal((await http(base, 'GET', '/notebooks/kernelspecs/default/logo-64x64.png')).status, 200, 'its logos ship');
 });
