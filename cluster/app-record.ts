@@ -18,3 +18,13 @@ export interface AppRecord extends Required<Pick<Application, 'appName' | 'jobNa
 }
 
 export interface Transition { state: ApplicationState; at: string; detail?: string }
+
+/** The record after a change; entering a new state adds it to `transitions`, with its time. */
+export function applyChange(record: AppRecord, change: Partial<AppRecord>, at = new Date().toISOString()): AppRecord {
+  const next = { ...record, ...change };
+  if (change.state !== undefined && change.state !== record.state) {
+    const entered: Transition = { state: change.state, at, ...(change.stateDetail ? { detail: change.stateDetail } : {}) };
+    next.transitions = [...(record.transitions ?? []), entered];
+  }
+  return next;
+}

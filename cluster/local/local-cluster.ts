@@ -8,6 +8,7 @@ import type { V1Pod } from '@kubernetes/client-node';
 import { type AdmissionRules, admitPod, ANNOTATION_SUBMITTED_BY, applicationLabels, LABEL_JOB, LABEL_TEMPLATE } from '../../webhook/domain/index.js';
 import type { AppRecord, Cluster, CreateResult, ListQuery, Page } from '../cluster.js';
 import { ConflictError, isTerminal } from '../cluster.js';
+import { applyChange } from '../app-record.js';
 import { type AppEventType, EventFeed } from '../events.js';
 import { matchesQuery, pageOf } from '../paging.js';
 import { logStream } from './log-stream.js';
@@ -77,19 +78,21 @@ export class LocalCluster implements Cluster {
     });
     if (admission.outcome === 'refused') return { ok: false, status: admission.status, body: admission.body };
     if (admission.outcome === 'ignored') throw new Error(`admission ignored the driver pod: ${admission.reason}`);
+    const createdAt = new Date().toISOString();
     const record: AppRecord = {
       appName: admission.appName,
       jobName: pod.metadata?.labels?.[LABEL_JOB] ?? '',
       configTemplateName: pod.metadata?.labels?.[LABEL_TEMPLATE] ?? '',
       config: admission.config,
       state: 'PENDING',
-      createdAt: new Date().toISOString(),
+      createdAt,
       startedAt: null,
       endedAt: null,
       runningExecutors: 0,
       namespace: pod.metadata?.namespace || this.rules.namespace,
       labels: applicationLabels(pod.metadata?.labels),
       submittedBy: pod.metadata?.annotations?.[ANNOTATION_SUBMITTED_BY] ?? null,
+      transitions: [{ state: 'PENDING', at: createdAt }],
     };
     if (dryRun) return { ok: true, record, get pod() { return admission.pod; } };
     if (this.records.get(record.appName)) throw new ConflictError(`application ${record.appName} exists`);
@@ -217,7 +220,8 @@ export class LocalCluster implements Cluster {
       const machine = { sparkSubmit: this.options.sparkSubmit, python: this.options.python, workDir: this.workDir(appName), uiPort };
       const started = startDriverPod(stored.pod, machine, cores, { logFile, exitFile });
       const run = { pid: started.pid, startTicks: started.startTicks, cores, logFile, exitFile, uiPort };
-      const running: StoredApp = { ...stored, run, record: { ...stored.record, state: 'RUNNING', startedAt: new Date().toISOString() } };
+      const startedAt = new Date().toISOString();
+      const running: StoredApp = { ...stored, run, record: applyChange(stored.record, { state: 'RUNNING', startedAt }, startedAt) };
       // The event carries the record as saved: a quick driver may have ended by the time the write lands.
       // Kept in memory when the write fails: the driver does run; its end is written later.
       this.background(this.records.save(running, { keepOnFailure: true }).then(() => this.emit('changed', running.record)), appName, 'could not record that the driver started');
@@ -278,7 +282,7 @@ export class LocalCluster implements Cluster {
   private async update(stored: StoredApp, change: Partial<AppRecord>, options: { keepOnFailure?: boolean } = {}): Promise<void> {
     const current = this.records.get(stored.record.appName);
     if (!current) return; // deleted meanwhile
-    const next = { ...current, record: { ...current.record, ...change } };
+    const next = { ...current, record: applyChange(current.record, change) };
     await this.records.save(next, options);
     this.emit('changed', next.record);
   }

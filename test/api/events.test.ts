@@ -123,6 +123,11 @@ t.test('GET /api/apps/events streams changes and resumes after a reconnect', asy
   t.ok(changes.every((a) => a.appName === submitted.json.appName), 'only the job asked for');
   t.same(changes.map((a) => a.state).filter((s, i, all) => all.indexOf(s) === i), ['PENDING', 'RUNNING', 'COMPLETED'], 'each transition, in order');
   t.same(changes[0].labels, { team: 'x' }, 'events carry the Application');
+  const final = changes.at(-1);
+  t.same(final.transitions.map((x: { state: string }) => x.state), ['PENDING', 'RUNNING', 'COMPLETED'], 'local records keep each transition');
+  t.ok(final.transitions.every((x: { at: string }, i: number, all: Array<{ at: string }>) => i === 0 || all[i - 1].at <= x.at), 'in time order');
+  t.equal(final.transitions[0].at, final.createdAt, 'PENDING at creation');
+  t.equal(final.transitions[1].at, final.startedAt, 'RUNNING at the start');
   first.stop();
 
   // Missed while disconnected: a deletion.
