@@ -23,11 +23,18 @@ files=("$@")
 out=$(mktemp)
 npx tap --jobs=2 "${files[@]}" 2>&1 | tee "$out"
 status=${PIPESTATUS[0]}
-summary=$(grep -E '^# \{ total: [0-9]+' "$out" | tail -n 1)
+# Tests, not assertions: each top-level t.test of a file is one test (tap prints it indented
+# once under its file); a file that fails outside its tests (a crash before or between them)
+# counts as one more failure.
+read -r pass fail skip < <(awk '
+  /^    ok [0-9]+ - / { if ($0 ~ /# (SKIP|TODO)/) skip++; else pass++; next }
+  /^    not ok [0-9]+ - / { if ($0 ~ /# TODO/) skip++; else { fail++; file_fail++ }; next }
+  /^not ok [0-9]+ - / { if (file_fail == 0) fail++; file_fail = 0; next }
+  /^ok [0-9]+ - / { file_fail = 0; next }
+  END { print pass + 0, fail + 0, skip + 0 }' "$out")
+files_seen=$(grep -cE '^(not )?ok [0-9]+ - ' "$out")
 rm -f "$out"
-num() { echo "$summary" | grep -oE "$1: [0-9]+" | grep -oE '[0-9]+' || echo 0; }
-pass=$(num pass); fail=$(num fail); skip=$(( $(num skip) + $(num todo) ))
-if [ -z "$summary" ]; then pass=0; fail=1; fi
+if [ "$files_seen" -eq 0 ]; then pass=0; fail=1; fi
 if [ "$status" -ne 0 ] && [ "$fail" -eq 0 ]; then fail=1; fi
 if [ "$typecheck_failed" -eq 1 ]; then fail=$((fail + 1)); else pass=$((pass + 1)); fi
 if [ "$lint_failed" -eq 1 ]; then fail=$((fail + 1)); else pass=$((pass + 1)); fi
