@@ -56,6 +56,8 @@ export function confArgs(args: string[]): Record<string, string> {
 const DOCUMENTED: Record<string, string> = {
   // Identity: each side names its own application and pod.
   'spark.app.name': 'identity: --name vs the generated appName',
+  // The dashboard serves the running driver's UI under its own path.
+  'spark.ui.proxyBase': 'the Spark UI through the dashboard: /dashboard/apps/<appName>/spark-ui',
   'spark.kubernetes.driver.pod.name': 'identity: Spark appends -<hex>-driver; ours is the appName',
   // How the driver reaches the API server and runs.
   'spark.master': 'theirs: the submitter\'s URL (ignored by a cluster-mode driver); ours: the in-cluster URL',
