@@ -61,7 +61,8 @@ export function valuesSchema(): Record<string, unknown> {
         annotations: { type: 'object', additionalProperties: string },
         tls: { type: 'array', items: object({ secretName: string, hosts: { type: 'array', items: string } }) },
       }),
-      api: component({ replicas: { type: 'integer', minimum: 0 }, port }),
+      // trustProxy: X-Forwarded-Proto honoured from the ingress, so session cookies are Secure behind TLS.
+      api: component({ replicas: { type: 'integer', minimum: 0 }, port, trustProxy: { type: 'boolean' } }),
       webhook: component({
         // Any number: the replicas share their certificates through a Secret (certs/secret-store.ts).
         replicas: { type: 'integer', minimum: 0 },

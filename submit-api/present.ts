@@ -9,8 +9,9 @@ export function toApplication(record: AppRecord): Application {
 }
 
 /** A list item of view=summary: everything but the config (the heavy part). */
-export function toSummary(record: AppRecord): Omit<Application, 'config'> {
-  const { config: _config, ...rest } = toApplication(record);
+/** A list item without what only the application's own page shows (its config, its transitions). */
+export function toSummary(record: AppRecord): Omit<Application, 'config' | 'transitions'> {
+  const { config: _config, transitions: _transitions, ...rest } = toApplication(record);
   return rest;
 }
 

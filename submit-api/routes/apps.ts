@@ -78,7 +78,7 @@ export async function appRoutes(app: FastifyInstance, { cluster, policy }: { clu
   app.get<{ Querystring: { jobName?: string; state?: never; labelSelector?: string; limit: number; cursor?: string; view: 'full' | 'summary' } }>('/api/apps/', {
     schema: {
       summary: 'List applications, newest first',
-      description: 'view=summary leaves `config` out of every item (the other fields as in Application): what a list page needs, a small fraction of the bytes.',
+      description: 'view=summary leaves `config` and `transitions` out of every item (the other fields as in Application): what a list page needs, a small fraction of the bytes.',
       tags: ['apps'],
       querystring: {
         type: 'object', additionalProperties: false,
@@ -88,7 +88,7 @@ export async function appRoutes(app: FastifyInstance, { cluster, policy }: { clu
           labelSelector: labelSelectorQuery,
           limit: { type: 'integer', minimum: 1, maximum: 500, default: 50 },
           cursor: { type: 'string', maxLength: 1024 },
-          view: { type: 'string', enum: ['full', 'summary'], default: 'full', description: 'summary: items without `config`' },
+          view: { type: 'string', enum: ['full', 'summary'], default: 'full', description: 'summary: items without `config` and `transitions`' },
         },
       },
       response: { 200: ref(schemaIds.applicationList), ...errorResponses },
