@@ -47,6 +47,8 @@ function podEnv(pod: V1Pod, machine: LocalMachine): Record<string, string> {
 const expand = (arg: string, env: Record<string, string>) =>
   arg.replace(/\$\(([A-Za-z_][A-Za-z0-9_]*)\)/g, (whole, name: string) => env[name] ?? whole);
 
+const POD_PORT = /^spark\.driver\.(port|blockManager\.port)=/;
+
 const localPath = (arg: string) => (arg.startsWith('local://') ? arg.slice('local://'.length) : arg);
 
 export function localDriverCommand(pod: V1Pod, machine: LocalMachine, cores: number): LocalCommand {
@@ -62,6 +64,9 @@ export function localDriverCommand(pod: V1Pod, machine: LocalMachine, cores: num
   let i = 0;
   for (; i < rest.length && rest[i].startsWith('-'); i++) {
     if (rest[i] === '--master') args.push('--master', `local[${cores}]`);
+    // A pod has its own address, so its fixed ports (7078, 7079) never collide; drivers that
+    // share this machine take free ones instead (Spark tries only 16 above a fixed port).
+    else if (rest[i] === '--conf' && POD_PORT.test(rest[i + 1] ?? '')) args.push('--conf', (rest[i + 1] ?? '').replace(/=.*$/, '=0'));
     else if (SUBMIT_FLAGS.has(rest[i])) { args.push(rest[i]); continue; }
     else args.push(rest[i], localPath(expand(rest[i + 1] ?? '', env)));
     i++;

@@ -85,4 +85,8 @@ t.test("`--master` among the application's own arguments is left alone in local 
   t.ok(main > 0, 'the main file, mapped from local://');
   t.same(args.slice(main + 1), ['--master', 'yarn', '--input', 'x'], "the application's arguments as written");
   t.same(args.slice(0, main).filter((a, i, all) => all[i - 1] === '--master'), ['local[3]'], 'one --master of ours, local[3]');
+  const confs = args.slice(0, main).filter((a, i, all) => all[i - 1] === '--conf');
+  t.ok(admitted.pod.spec!.containers[0].args!.includes('spark.driver.port=7078'), 'the pod declares its fixed driver port');
+  t.same(confs.filter((c) => /^spark\.driver\.(port|blockManager\.port)=/.test(c)), ['spark.driver.port=0', 'spark.driver.blockManager.port=0'],
+    'a local driver takes free ports: many drivers share this machine\'s address');
 });
