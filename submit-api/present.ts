@@ -1,14 +1,26 @@
 // The API's view of a record: the Application schema's fields and nothing else.
 import { Transform } from 'node:stream';
 import type { AppRecord } from '../cluster/cluster.js';
+import application from '../schemas/application.json' with { type: 'json' };
 import type { Application, ApplicationState } from '../schemas/index.js';
+
+const { config: _config, transitions: _transitions, ...summaryProperties } = application.properties;
+
+/** The list's answer with view=summary: Application items without `config` and `transitions`. */
+export const summaryListSchema = {
+  title: 'ApplicationSummaryList',
+  type: 'object', additionalProperties: false, required: ['items', 'next'],
+  properties: {
+    items: { type: 'array', items: { type: 'object', additionalProperties: false, required: ['appName', 'jobName', 'configTemplateName'], properties: summaryProperties } },
+    next: { type: ['string', 'null'] },
+  },
+} as const;
 
 export function toApplication(record: AppRecord): Application {
   const { appName, jobName, configTemplateName, labels, submittedBy, config, state, stateDetail, createdAt, startedAt, endedAt, runningExecutors, transitions } = record;
   return { appName, jobName, configTemplateName, labels, submittedBy, config, state, stateDetail, createdAt, startedAt, endedAt, runningExecutors, ...(transitions ? { transitions } : {}) };
 }
 
-/** A list item of view=summary: everything but the config (the heavy part). */
 /** A list item without what only the application's own page shows (its config, its transitions). */
 export function toSummary(record: AppRecord): Omit<Application, 'config' | 'transitions'> {
   const { config: _config, transitions: _transitions, ...rest } = toApplication(record);

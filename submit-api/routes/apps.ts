@@ -8,7 +8,7 @@ import { type Application, type Submission, ref, schemaIds } from '../../schemas
 import { bareDriverPod, mayActOn, type SubmissionPolicy } from '../../webhook/domain/index.js';
 import { HttpError, notFound } from '../errors.js';
 import { countSubmission } from '../metrics.js';
-import { countsSchema, countStates, skipBytes, submissionSchema, toApplication, toSummary } from '../present.js';
+import { countsSchema, countStates, skipBytes, submissionSchema, summaryListSchema, toApplication, toSummary } from '../present.js';
 import { labelSelectorQuery, parseLabelSelector } from './label-selector.js';
 
 /**
@@ -91,15 +91,14 @@ export async function appRoutes(app: FastifyInstance, { cluster, policy }: { clu
           view: { type: 'string', enum: ['full', 'summary'], default: 'full', description: 'summary: items without `config` and `transitions`' },
         },
       },
-      response: { 200: ref(schemaIds.applicationList), ...errorResponses },
+      // Summaries first: a full page fails that branch at its first item's config, at once.
+      response: { 200: { anyOf: [summaryListSchema, ref(schemaIds.applicationList)] }, ...errorResponses },
     },
   }, async (request, reply) => {
     const { labelSelector, view, ...query } = request.query;
     const page = await cluster.list({ ...query, labels: parseLabelSelector(labelSelector) });
     if (view === 'summary') {
-      // The declared schema requires config; a summary is built field by field (toSummary) and
-      // serialized as is, so nothing beyond the Application's own fields can leak.
-      return reply.serializer(JSON.stringify).type('application/json; charset=utf-8').send({ items: page.items.map(toSummary), next: page.next });
+      return { items: page.items.map(toSummary), next: page.next };
     }
     return withinBudget(page.items, page.next);
   });
