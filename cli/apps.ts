@@ -4,6 +4,7 @@ import { parseArgs } from 'node:util';
 import { isTerminal } from '../cluster/cluster.js';
 import type { Application, ApplicationConfig } from '../schemas/index.js';
 import { deepMerge } from '../webhook/domain/merge.js';
+import { serverEvents } from '../lib/server-events.js';
 
 
 function client(url: string, apiKey?: string) {
@@ -36,33 +37,6 @@ export function parseSet(assignment: string): ApplicationConfig {
   if (path[0] !== 'engineConf') try { value = JSON.parse(raw); } catch { /* a string */ }
   if (path[0] === 'engineConf' && path.length > 2) path.splice(1, path.length - 1, path.slice(1).join('.'));
   return path.reduceRight<unknown>((inner, key) => ({ [key]: inner }), value) as ApplicationConfig;
-}
-
-interface ServerEvent { event: string; data: string; id?: string }
-
-/** Server-sent events from a fetch body (text/event-stream: blocks of `field: value` lines, blank line between). */
-async function* serverEvents(body: AsyncIterable<Uint8Array>): AsyncGenerator<ServerEvent> {
-  const decoder = new TextDecoder();
-  let buffer = '';
-  for await (const chunk of body) {
-    buffer += decoder.decode(chunk, { stream: true });
-    let end: number;
-    while ((end = buffer.indexOf('\n\n')) >= 0) {
-      const block = buffer.slice(0, end);
-      buffer = buffer.slice(end + 2);
-      const event: ServerEvent = { event: 'message', data: '' };
-      for (const line of block.split('\n')) {
-        const colon = line.indexOf(':');
-        if (colon <= 0) continue; // comments (keep-alive) and blank lines
-        const field = line.slice(0, colon);
-        const value = line.slice(colon + 1).replace(/^ /, '');
-        if (field === 'event') event.event = value;
-        else if (field === 'data') event.data += value;
-        else if (field === 'id') event.id = value;
-      }
-      yield event;
-    }
-  }
 }
 
 /**

@@ -1,5 +1,7 @@
 // The gateway's only way into the service: the public HTTP API, with a base URL (the same
 // server's own address in local mode, --api-url when the gateway runs alone).
+import { serverEvents } from '../lib/server-events.js';
+
 export interface ApiApplication {
   appName: string;
   jobName: string;
@@ -107,24 +109,10 @@ export class ApiClient {
         if (lastId) headers['last-event-id'] = lastId;
         const response = await fetch(new URL(`/api/apps/events?${new URLSearchParams({ labelSelector })}`, this.baseUrl), { headers, signal });
         if (!response.ok || !response.body) throw new ApiError(response.status, `events stream answered ${response.status}`);
-        const decoder = new TextDecoder();
-        let buffer = '';
-        for await (const chunk of response.body as unknown as AsyncIterable<Uint8Array>) {
-          buffer += decoder.decode(chunk, { stream: true });
-          let end: number;
-          while ((end = buffer.indexOf('\n\n')) >= 0) {
-            const block = buffer.slice(0, end);
-            buffer = buffer.slice(end + 2);
-            let event = 'message';
-            let data = '';
-            for (const line of block.split('\n')) {
-              if (line.startsWith('id: ')) lastId = line.slice(4);
-              else if (line.startsWith('event: ')) event = line.slice(7);
-              else if (line.startsWith('data: ')) data += line.slice(6);
-            }
-            if (event === 'reset') onReset();
-            else if (event === 'changed' || event === 'deleted') onApp(event, JSON.parse(data) as ApiApplication);
-          }
+        for await (const { event, data, id } of serverEvents(response.body as unknown as AsyncIterable<Uint8Array>)) {
+          if (id) lastId = id;
+          if (event === 'reset') onReset();
+          else if (event === 'changed' || event === 'deleted') onApp(event, JSON.parse(data) as ApiApplication);
         }
       } catch (error) {
         if (signal.aborted) return;

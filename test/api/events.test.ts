@@ -1,11 +1,11 @@
 // The change feed (cluster/events.ts) and its API: labels on applications, the list filtered
 // by them, and GET /api/apps/events as server-sent events resumed with Last-Event-ID.
 // Drivers are the fake-spark-submit TEST DOUBLE (real processes, no JVM).
-import { request } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import t from 'tap';
 import type { AppRecord } from '../../cluster/cluster.js';
 import { EventFeed, type FeedMessage } from '../../cluster/events.js';
+import { type ServerEvent, serverEvents } from '../../lib/server-events.js';
 import { startTestApi } from '../helpers/api.js';
 import { fakeJob } from '../helpers/fake-spark-submit.js';
 import { until } from '../helpers/poll.js';
@@ -76,36 +76,15 @@ t.test('labels reach the record, filter the list, and reserved keys are refused'
   }
 });
 
-interface SseEvent { id?: string; event: string; data: string }
-
-/** Reads server-sent events from a real connection until stopped. */
+/** Reads server-sent events from a real connection, with the reader the CLI and the gateway use, until stopped. */
 function follow(base: string, path: string, headers: Record<string, string> = {}) {
-  const events: SseEvent[] = [];
-  let buffer = '';
-  const req = request(`${base}${path}`, { headers }, (res) => {
-    res.setEncoding('utf8');
-    res.on('data', (chunk: string) => {
-      buffer += chunk;
-      let end: number;
-      while ((end = buffer.indexOf('\n\n')) >= 0) {
-        const block = buffer.slice(0, end);
-        buffer = buffer.slice(end + 2);
-        const event: SseEvent = { event: 'message', data: '' };
-        let fields = 0;
-        for (const line of block.split('\n')) {
-          const [field, ...rest] = line.split(': ');
-          if (field === 'id') event.id = rest.join(': ');
-          if (field === 'event') event.event = rest.join(': ');
-          if (field === 'data') event.data = rest.join(': ');
-          if (field === 'event' || field === 'data') fields += 1;
-        }
-        if (fields > 0) events.push(event); // comments (keep-alives) are not events
-      }
-    });
-  });
-  req.on('error', () => undefined);
-  req.end();
-  return { events, stop: () => req.destroy() };
+  const events: ServerEvent[] = [];
+  const abort = new AbortController();
+  void (async () => {
+    const response = await fetch(`${base}${path}`, { headers, signal: abort.signal });
+    for await (const event of serverEvents(response.body as unknown as AsyncIterable<Uint8Array>)) events.push(event);
+  })().catch(() => undefined); // ended by stop()
+  return { events, stop: () => abort.abort() };
 }
 
 t.test('GET /api/apps/events streams changes and resumes after a reconnect', async (t) => {
