@@ -13,6 +13,7 @@ import type { V1Pod } from '@kubernetes/client-node';
 import { isTempFile, makePrivateDir, removeTempFiles, setAside, writeFileAtomic, type WriteFileAtomic } from '../../lib/atomic-file.js';
 import type { AppRecord } from '../cluster.js';
 import type { LocalLogger } from './logger.js';
+import { KeyedSerial } from '../../lib/keyed-serial.js';
 
 /** How to find a driver process again after the service restarts. */
 export interface RunInfo {
@@ -42,7 +43,7 @@ export interface RecordStoreOptions {
 export class RecordStore {
   private readonly apps = new Map<string, StoredApp>();
   /** Writes per app are chained so that an older state never lands after a newer one. */
-  private readonly writes = new Map<string, Promise<void>>();
+  private readonly writes = new KeyedSerial();
   private readonly writeFile: WriteFileAtomic;
   private readonly log: LocalLogger;
 
@@ -78,7 +79,7 @@ export class RecordStore {
   /** A new record: visible once it is durable on disk; rejects with the write's error. */
   create(stored: StoredApp): Promise<void> {
     const name = stored.record.appName;
-    return this.chain(name, async () => {
+    return this.writes.run(name, async () => {
       await this.writeFile(this.path(name), JSON.stringify(stored));
       this.apps.set(name, stored);
     });
@@ -95,7 +96,7 @@ export class RecordStore {
     if (!before) return Promise.resolve();
     this.apps.set(name, stored);
     const data = JSON.stringify(stored);
-    const write = this.chain(name, async () => {
+    const write = this.writes.run(name, async () => {
       if (this.apps.has(name)) await this.writeFile(this.path(name), data);
     });
     return write.catch((error: unknown) => {
@@ -109,7 +110,7 @@ export class RecordStore {
     const stored = this.apps.get(appName);
     this.apps.delete(appName);
     try {
-      await this.chain(appName, () => unlink(this.path(appName)).catch((error: NodeJS.ErrnoException) => {
+      await this.writes.run(appName, () => unlink(this.path(appName)).catch((error: NodeJS.ErrnoException) => {
         if (error.code !== 'ENOENT') throw error;
       }));
     } catch (error) {
@@ -118,19 +119,9 @@ export class RecordStore {
     }
   }
 
-  /** Runs step after every earlier write of that app; the chain itself never rejects. */
-  private chain(name: string, step: () => Promise<void>): Promise<void> {
-    const previous = this.writes.get(name) ?? Promise.resolve();
-    const next = previous.then(step);
-    const settled = next.then(() => undefined, () => undefined);
-    this.writes.set(name, settled);
-    void settled.then(() => { if (this.writes.get(name) === settled) this.writes.delete(name); });
-    return next;
-  }
-
   /** Waits for every pending write (shutdown, tests). */
   async flush(): Promise<void> {
-    await Promise.all([...this.writes.values()]);
+    await this.writes.idle();
   }
 
   private path(appName: string): string {

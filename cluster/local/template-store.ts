@@ -11,6 +11,7 @@ import type { ApplicationConfig, ConfigTemplate } from '../../schemas/index.js';
 import { isTempFile, makePrivateDir, removeTempFiles, setAside, writeFileAtomic, type WriteFileAtomic } from '../../lib/atomic-file.js';
 import { ConflictError, NotFoundError, type TemplateStore } from '../cluster.js';
 import type { LocalLogger } from './logger.js';
+import { KeyedSerial } from '../../lib/keyed-serial.js';
 
 export interface TemplateStoreOptions {
   log: LocalLogger;
@@ -20,7 +21,7 @@ export interface TemplateStoreOptions {
 
 export class FileTemplateStore implements TemplateStore {
   private readonly cache = new Map<string, ConfigTemplate>();
-  private readonly changes = new Map<string, Promise<unknown>>();
+  private readonly changes = new KeyedSerial();
   private readonly writeFile: WriteFileAtomic;
 
   constructor(private readonly dir: string, options: TemplateStoreOptions) {
@@ -52,21 +53,21 @@ export class FileTemplateStore implements TemplateStore {
   }
 
   create(template: ConfigTemplate): Promise<ConfigTemplate> {
-    return this.serial(template.name, async () => {
+    return this.changes.run(template.name, async () => {
       if (this.cache.has(template.name)) throw new ConflictError(`config template "${template.name}" already exists`);
       return this.write(template);
     });
   }
 
   replace(template: ConfigTemplate): Promise<ConfigTemplate> {
-    return this.serial(template.name, async () => {
+    return this.changes.run(template.name, async () => {
       if (!this.cache.has(template.name)) throw new NotFoundError(`config template "${template.name}" does not exist`);
       return this.write(template);
     });
   }
 
   delete(name: string): Promise<boolean> {
-    return this.serial(name, async () => {
+    return this.changes.run(name, async () => {
       if (!this.cache.has(name)) return false;
       await unlink(this.path(name)).catch((error: NodeJS.ErrnoException) => {
         if (error.code !== 'ENOENT') throw error;
@@ -80,16 +81,6 @@ export class FileTemplateStore implements TemplateStore {
     await this.writeFile(this.path(template.name), JSON.stringify(template));
     this.cache.set(template.name, template);
     return template;
-  }
-
-  /** Runs change after every earlier change of that template; each caller gets its own outcome. */
-  private serial<T>(name: string, change: () => Promise<T>): Promise<T> {
-    const previous = this.changes.get(name) ?? Promise.resolve();
-    const next = previous.then(change);
-    const settled = next.then(() => undefined, () => undefined);
-    this.changes.set(name, settled);
-    void settled.then(() => { if (this.changes.get(name) === settled) this.changes.delete(name); });
-    return next;
   }
 
   private path(name: string): string {
