@@ -15,11 +15,11 @@
 //   env: LOCAL_RUNS (4), LOCAL_POLL_MS (20), LOCAL_TIMEOUT_S (180)
 import { type ChildProcess, spawn } from 'node:child_process';
 import { closeSync, existsSync, mkdtempSync, openSync, readFileSync, rmSync, statSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { localDriverCommand } from '../cluster/local/spark-command.js';
 import type { StoredApp } from '../cluster/local/record-store.js';
+import { freePort } from '../lib/free-port.js';
 import { envNumber, fmt, load, median, NODE_POOLS, ROOT, saveSummary, sleep, stopChild, table } from './lib.js';
 
 const RUNS = envNumber('LOCAL_RUNS', 4);
@@ -42,17 +42,6 @@ const SPARK_SUBMIT = join(VENV, 'bin', 'spark-submit');
 const PYTHON = join(VENV, 'bin', 'python');
 // The same Python for driver and workers as the service gives its drivers (cli/config.ts findSpark).
 const SPARK_ENV = { ...process.env, SUBMISSION_SERVICE_PYTHON_ENV: VENV, PYSPARK_PYTHON: PYTHON, PYSPARK_DRIVER_PYTHON: PYTHON };
-
-async function freePort(): Promise<number> {
-  return new Promise((ok, fail) => {
-    const server = createServer();
-    server.once('error', fail);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() => ok(typeof address === 'object' && address ? address.port : 0));
-    });
-  });
-}
 
 const TIME = existsSync('/usr/bin/time') ? '/usr/bin/time' : undefined;
 /** CPU seconds (user + system, the whole process tree) of runs made through /usr/bin/time. */

@@ -3,7 +3,6 @@
 // webhook registered with its CA, and the API in Kubernetes mode against it.
 import { execFileSync, spawn } from 'node:child_process';
 import { existsSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { parseArgs } from 'node:util';
@@ -20,6 +19,7 @@ import { defaultDataDir, findSpark } from './config.js';
 import { FakeKubelet } from '../cluster/testbed/fake-kubelet.js';
 import { availableParallelism } from 'node:os';
 import { rulesFrom } from './rules.js';
+import { freePort } from '../lib/free-port.js';
 
 
 const options = {
@@ -32,14 +32,6 @@ const options = {
   auth: { type: 'string', default: 'off' },
 } as const;
 
-export async function freePort(): Promise<number> {
-  return new Promise((ok, fail) => {
-    const server = createServer().once('error', fail).listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => ok(port));
-    });
-  });
-}
 
 /** The test bed binary: given, or built (once, cached) by test/cluster/build.sh. */
 export function testbedBinary(): string {

@@ -2,7 +2,7 @@
 // driver pod runs as a local spark-submit process (master local[N]). Apps wait
 // PENDING while their cores are not free on this machine.
 import { rm } from 'node:fs/promises';
-import { createServer, type AddressInfo } from 'node:net';
+import { freePort } from '../../lib/free-port.js';
 import { join } from 'node:path';
 import type { V1Pod } from '@kubernetes/client-node';
 import { type AdmissionRules, admitPod, ANNOTATION_SUBMITTED_BY, applicationLabels, LABEL_JOB, LABEL_TEMPLATE } from '../../webhook/domain/index.js';
@@ -345,16 +345,4 @@ export class LocalCluster implements Cluster {
   private workDir(appName: string): string {
     return join(this.options.dataDir, 'work', appName);
   }
-}
-
-/** A port nothing listens on now (the OS picks it); Spark binds it a moment later. */
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
 }

@@ -4,10 +4,10 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { existsSync, mkdirSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import WebSocket from 'ws';
 import { sparkEnv } from '../helpers/service.js';
+import { freePort } from '../../lib/free-port.js';
 
 interface TestLike { teardown(fn: () => unknown): void }
 
@@ -16,13 +16,7 @@ export function toolsEnv(): string | undefined {
   return dir && existsSync(join(dir, 'bin', 'jupyter-server')) ? dir : undefined;
 }
 
-export async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((ok) => server.listen(0, '127.0.0.1', ok));
-  const { port } = server.address() as { port: number };
-  await new Promise((ok) => server.close(ok));
-  return port;
-}
+export { freePort };
 
 export interface Jupyter { url: string; token: string; child: ChildProcess; output(): string }
 

@@ -23,7 +23,8 @@ interface TestLike { teardown(fn: () => unknown): void }
 
 export const WEBHOOK_NAME = 'submission-service';
 
-import { freePort, testbedBinary } from '../../cli/cluster.js';
+import { testbedBinary } from '../../cli/cluster.js';
+import { freePort } from '../../lib/free-port.js';
 
 export { freePort, testbedBinary };
 
