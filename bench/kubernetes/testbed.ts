@@ -19,7 +19,7 @@ export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..')
 export const NODE_POOLS = resolve(ROOT, 'examples', 'example-cluster.json');
 export const NAMESPACE = 'spark-apps';
 export const SPARK_IMAGE = 'apache/spark:3.5.7';
-const BIN = join(ROOT, 'bin', 'submission-service.js');
+export const BIN = join(ROOT, 'bin', 'submission-service.js');
 
 /** The test bed binary: $SUBMISSION_SERVICE_TESTBED, or test/cluster/build.sh's (cached) output. */
 export const testbedBinary = async (): Promise<string> => buildTestbed();
