@@ -8,14 +8,14 @@ import { createServer, type Server } from 'node:https';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { V1Pod } from '@kubernetes/client-node';
-import { generateCa, issueServingCert } from '../../certs/generate.js';
-import { LABEL_JOB, readConfig, SPARK_ROLE } from '../../webhook/domain/index.js';
-import type { KubeClients } from '../kubernetes/client.js';
-import { type ResilientInformer, resilientInformer } from '../kubernetes/informers.js';
-import { unlessExists } from '../kubernetes/errors.js';
-import { logStream } from '../local/log-stream.js';
-import { isAlive, killGroup, readExitCode, startDriverPod } from '../local/process-runner.js';
-import { localCores } from '../local/spark-command.js';
+import { generateCa, issueServingCert } from '../certs/generate.js';
+import { LABEL_JOB, readConfig, SPARK_ROLE } from '../webhook/domain/index.js';
+import type { KubeClients } from '../cluster/kubernetes/client.js';
+import { type ResilientInformer, resilientInformer } from '../cluster/kubernetes/informers.js';
+import { unlessExists } from '../cluster/kubernetes/errors.js';
+import { logStream } from '../cluster/local/log-stream.js';
+import { isAlive, killGroup, readExitCode, startDriverPod } from '../cluster/local/process-runner.js';
+import { localCores } from '../cluster/local/spark-command.js';
 
 export interface FakeKubeletOptions {
   clients: KubeClients;
