@@ -1,5 +1,5 @@
 // What our mutating webhook adds to a pod create, measured on a real kube-apiserver
-// (`submission-service cluster up`). The same creates run with and without the
+// (`testbed up`). The same creates run with and without the
 // MutatingWebhookConfiguration registered, in alternating blocks of one run:
 //
 //   webhook        the bare driver pod the API writes (bareDriverPod: labels, no image);
