@@ -13,9 +13,6 @@ const USAGE = `usage: submission-service <command> [options]
   gateway          the notebook gateway alone  --api-url URL --port 8888 --host 0.0.0.0 --auth on|off
                    --keys-secret NS/NAME [--kubeconfig F] --data-dir DIR --launcher-url ws://… --launcher-file local://…
                    --cull-idle-seconds N (0: never); its own key: SUBMISSION_SERVICE_API_KEY
-  cluster up [--node-pools FILE] [--nodes] [--run-pods] | cluster down
-                   a real control plane here (etcd, kube-apiserver, kube-scheduler) with the webhook and the API;
-                   prints BASE_URL=... and KUBECONFIG=... last
   keys create --role user|admin [--label L] | keys list | keys revoke ID
                    (--data-dir DIR, or --secret NAMESPACE/NAME [--kubeconfig F] for a cluster's keys)
   apps submit --job NAME [--template T] [--set executor.cores=4] [--file overrides.json] [--follow] [--dry-run]
@@ -33,7 +30,6 @@ async function main(argv: string[]): Promise<number> {
     case 'api': return (await import('./kubernetes.js')).apiCommand(rest);
     case 'webhook': return (await import('./kubernetes.js')).webhookCommand(rest);
     case 'gateway': return (await import('./gateway.js')).gatewayCommand(rest);
-    case 'cluster': return (await import('./cluster.js')).clusterCommand(rest);
     case undefined: case '-h': case '--help': case 'help':
       process.stdout.write(USAGE);
       return command === undefined ? 2 : 0;

@@ -1,5 +1,5 @@
 // The composition root of one API process: the submission API (submit-api/) with the dashboard
-// registered on top, sharing one session verifier. Local mode, `api` and `cluster up` all build
+// registered on top, sharing one session verifier. Local mode, `api` and `testbed up` all build
 // their process here, so submit-api never needs to know the dashboard exists.
 import type { FastifyInstance } from 'fastify';
 import { Sessions, type KeyLookup } from '../dashboard/session.js';

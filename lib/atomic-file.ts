@@ -55,11 +55,11 @@ export function writeFileAtomicSync(path: string, data: string, mode = PRIVATE_F
 export const makePrivateDir = (dir: string) => mkdirSync(dir, { recursive: true, mode: PRIVATE_DIR });
 export const makePrivateDirAsync = async (dir: string) => { await mkdir(dir, { recursive: true, mode: PRIVATE_DIR }); };
 
-/** Deletes the temp files a crash left in dir; returns their names (for the log). */
-export function removeTempFiles(dir: string): string[] {
+/** Deletes the temp files a crash left in dir (ours, or those `isTemp` names); returns their names (for the log). */
+export function removeTempFiles(dir: string, isTemp: (name: string) => boolean = isTempFile): string[] {
   const removed: string[] = [];
   for (const name of readdirSync(dir)) {
-    if (!isTempFile(name)) continue;
+    if (!isTemp(name)) continue;
     try {
       unlinkSync(join(dir, name));
       removed.push(name);

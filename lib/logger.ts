@@ -15,7 +15,7 @@ export function loggerOptions(name: string, level = process.env.LOG_LEVEL ?? 'in
   return { name, level, redact: { paths: REDACTED_PATHS, censor: '[redacted]' } };
 }
 
-/** A process's logger (the webhook, `cluster up`); to stderr, so stdout stays for what a command prints. */
+/** A process's logger (the webhook, `testbed up`); to stderr, so stdout stays for what a command prints. */
 export function createLogger(name: string, destination: pino.DestinationStream = pino.destination(2)): Logger {
   return pino(loggerOptions(name), destination);
 }

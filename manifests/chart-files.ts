@@ -3,6 +3,7 @@
 // manifests/generate.ts writes them and test/manifests/crds.test.ts checks they are current.
 import { allCrds, type Schema } from '../schemas/crd.js';
 import nodePool from '../schemas/node-pool.json' with { type: 'json' };
+import nodePoolsFile from '../schemas/node-pools-file.json' with { type: 'json' };
 import sizingRules from '../schemas/sizing-rules.json' with { type: 'json' };
 import { placementPresets } from '../webhook/domain/rules.js';
 
@@ -49,6 +50,8 @@ export function valuesSchema(): Record<string, unknown> {
       applicationsNamespace: dnsLabel,
       createApplicationsNamespace: { type: 'boolean' },
       driverServiceAccount: dnsLabel,
+      // The node-pool file's own policy section: the ConfigMap hands it to the api and the webhook as it is.
+      policy: nodePoolsFile.properties.policy,
       auth: object({ enabled: { type: 'boolean' }, existingSecret: string }),
       notebookService: object({
         enabled: { type: 'boolean' }, replicas: { type: 'integer', minimum: 0, maximum: 1 }, port, resources,

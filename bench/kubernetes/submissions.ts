@@ -1,4 +1,4 @@
-// Real submissions against a real control plane (`submission-service cluster up`: etcd,
+// Real submissions against a real control plane (`testbed up`: etcd,
 // kube-apiserver, our webhook, our API), side by side in one run with what users run today:
 // `spark-submit --deploy-mode cluster` (a new JVM each time, waitAppCompletion=false), which
 // creates the same kind of driver pod for the same application (pi.py).
@@ -110,7 +110,7 @@ async function main() {
     // Per-submission time at the measured throughput (one submission every 1/throughput).
     const throughputRatio = sparkMedian / (api.elapsedMs / api.ok);
 
-    console.log(`\n## Kubernetes submissions (cluster up: etcd + kube-apiserver + webhook + API; load ${load()})\n`);
+    console.log(`\n## Kubernetes submissions (testbed up: etcd + kube-apiserver + webhook + API; load ${load()})\n`);
     console.log(table(['path', 'submissions', 'per-submission p50 (ms)', 'p99 / max (ms)', 'throughput'], [
       [`POST /api/apps/ (${CONCURRENCY} in flight)`, `${api.ok} ok, ${api.failed} failed`, fmt(apiP50, 1), fmt(apiP99, 1), `${fmt(perMinute)} /min`],
       ['POST /api/apps/ (one at a time)', `${sequential.ok} ok, ${sequential.failed} failed`, fmt(seqP50, 1), fmt(seqP99, 1), `${fmt((sequential.ok / sequential.elapsedMs) * 60_000)} /min`],

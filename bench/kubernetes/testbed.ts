@@ -1,4 +1,4 @@
-// The real control plane of `submission-service cluster up` for the Kubernetes benchmarks
+// The real control plane of `testbed up` (testbed/cli.ts) for the Kubernetes benchmarks
 // and test/spark-parity: start it in a directory, reach it with client-node, and run the
 // real spark-submit (cluster deploy mode) against it. Everything started here is stopped
 // by `down()`.
@@ -9,7 +9,8 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
-import { testbedBinary as buildTestbed } from '../../cli/cluster.js';
+import { testbedBinary as buildTestbed } from '../../testbed/control-plane.js';
+import { testbedArgs } from '../../testbed/entry.js';
 import { sparkEnv } from '../../test/helpers/service.js';
 import { load } from '../lib.js';
 
@@ -19,14 +20,12 @@ export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..')
 export const NODE_POOLS = resolve(ROOT, 'examples', 'example-cluster.json');
 export const NAMESPACE = 'spark-apps';
 export const SPARK_IMAGE = 'apache/spark:3.5.7';
-export const BIN = join(ROOT, 'bin', 'submission-service.js');
 
 /** The test bed binary: $SUBMISSION_SERVICE_TESTBED, or test/cluster/build.sh's (cached) output. */
 export const testbedBinary = async (): Promise<string> => buildTestbed();
 
 /** What is missing to run against the test bed and real Spark, or undefined when all is there. */
 export function missingPrerequisite(): string | undefined {
-  if (!existsSync(join(ROOT, 'dist', 'cli', 'main.js'))) return 'dist/ is missing: run npx tsc -p . first';
   if (!existsSync(NODE_POOLS)) return `no node pools file at ${NODE_POOLS}`;
   if (!sparkSubmitPath()) return 'no Spark virtualenv (scripts/setup.sh makes one; source ~/.cache/submission-service/env.sh)';
   return undefined;
@@ -82,12 +81,12 @@ export function submissionAuth(kubeconfig: string, outDir: string): SubmissionAu
   return { caCertFile, clientCertFile: write('client.crt', field('client-certificate-data')), clientKeyFile: write('client.key', field('client-key-data')) };
 }
 
-/** `submission-service cluster up` in dir (etcd, kube-apiserver, our webhook, our API). */
+/** `testbed up` in dir (etcd, kube-apiserver, our webhook, our API, the notebook gateway). */
 export async function clusterUp(dir: string, options: { nodes?: boolean } = {}): Promise<Testbed> {
   const binary = await testbedBinary();
   const env = { ...process.env, SUBMISSION_SERVICE_TESTBED: binary, LOG_LEVEL: process.env.LOG_LEVEL ?? 'warn' };
-  const args = [BIN, 'cluster', 'up', '--node-pools', NODE_POOLS, '--dir', dir, ...(options.nodes ? ['--nodes'] : [])];
-  const down = async () => { await run(process.execPath, [BIN, 'cluster', 'down', '--dir', dir], { env }).catch(() => undefined); };
+  const args = testbedArgs(['up', '--node-pools', NODE_POOLS, '--dir', dir, ...(options.nodes ? ['--nodes'] : [])]);
+  const down = async () => { await run(process.execPath, testbedArgs(['down', '--dir', dir]), { env }).catch(() => undefined); };
   let stdout: string;
   try {
     ({ stdout } = await run(process.execPath, args, { env, timeout: 10 * 60_000 }));
@@ -97,7 +96,7 @@ export async function clusterUp(dir: string, options: { nodes?: boolean } = {}):
   }
   const baseUrl = /BASE_URL=(\S+)/.exec(stdout)?.[1];
   const kubeconfig = /KUBECONFIG=(\S+)/.exec(stdout)?.[1];
-  if (!baseUrl || !kubeconfig) { await down(); throw new Error(`cluster up printed no BASE_URL/KUBECONFIG:\n${stdout}`); }
+  if (!baseUrl || !kubeconfig) { await down(); throw new Error(`testbed up printed no BASE_URL/KUBECONFIG:\n${stdout}`); }
   const kc = new KubeConfig();
   kc.loadFromFile(kubeconfig);
   return {
@@ -170,7 +169,7 @@ export async function deleteAllPods(core: CoreV1Api, namespace = NAMESPACE): Pro
 }
 
 /**
- * One benchmark's life on a fresh `cluster up`: prerequisites checked (exit 2 when missing,
+ * One benchmark's life on a fresh `testbed up`: prerequisites checked (exit 2 when missing,
  * unless `allowMissing` accepts the reason), a temp dir, teardown on SIGINT and at the end.
  */
 export async function withClusterUp(name: string, run: (tb: Testbed) => Promise<void>, allowMissing: (reason: string) => boolean = () => false): Promise<void> {
@@ -181,7 +180,7 @@ export async function withClusterUp(name: string, run: (tb: Testbed) => Promise<
   const stop = async () => { await tb?.down(); rmSync(dir, { recursive: true, force: true }); };
   process.once('SIGINT', () => void stop().then(() => process.exit(130)));
   try {
-    process.stderr.write(`cluster up in ${dir} (load ${load()})\n`);
+    process.stderr.write(`testbed up in ${dir} (load ${load()})\n`);
     tb = await clusterUp(join(dir, 'cluster'));
     await run(tb);
   } finally {

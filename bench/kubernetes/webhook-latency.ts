@@ -1,5 +1,5 @@
 // What our mutating webhook adds to a pod create, measured on a real kube-apiserver
-// (`submission-service cluster up`). The same creates run with and without the
+// (`testbed up`). The same creates run with and without the
 // MutatingWebhookConfiguration registered, in alternating blocks of one run:
 //
 //   webhook        the bare driver pod the API writes (bareDriverPod: labels, no image);
@@ -28,7 +28,8 @@ import { AdmissionregistrationV1Api, type V1MutatingWebhookConfiguration, type V
 import { bareDriverPod } from '../../webhook/domain/driver-pod.js';
 import { envNumber, fmt, load, percentileSorted, saveSummary, type SummaryRow, table } from '../lib.js';
 import { freePort } from '../../lib/free-port.js';
-import { BIN, NAMESPACE, NODE_POOLS, SPARK_IMAGE, type Testbed, withClusterUp } from './testbed.js';
+import { productArgs } from '../../testbed/entry.js';
+import { NAMESPACE, NODE_POOLS, SPARK_IMAGE, type Testbed, withClusterUp } from './testbed.js';
 
 const BLOCKS = envNumber('WEBHOOK_BLOCKS', 6);
 const BLOCK_SIZE = envNumber('WEBHOOK_BLOCK_SIZE', 50);
@@ -138,12 +139,12 @@ async function block(raw: Raw, side: Side, rendered: V1Pod, count: number, concu
   return latencies;
 }
 
-/** `submission-service webhook` in its own process, registered as WEBHOOK_NAME; resolves once it serves. */
+/** `submission-service webhook` (from source) in its own process, registered as WEBHOOK_NAME; resolves once it serves. */
 async function standaloneWebhook(tb: Testbed): Promise<() => Promise<void>> {
   const port = await freePort();
-  const child = spawn(process.execPath, [BIN, 'webhook', '--kubeconfig', tb.kubeconfig, '--namespace', NAMESPACE,
+  const child = spawn(process.execPath, productArgs(['webhook', '--kubeconfig', tb.kubeconfig, '--namespace', NAMESPACE,
     '--node-pools', NODE_POOLS, '--cert-dir', join(tb.dir, 'bench-webhook-certs'), '--host', '127.0.0.1', '--port', String(port),
-    '--register', WEBHOOK_NAME, '--url', `https://127.0.0.1:${port}/mutate-pods`, '--metrics-port', '0'],
+    '--register', WEBHOOK_NAME, '--url', `https://127.0.0.1:${port}/mutate-pods`, '--metrics-port', '0']),
   { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, LOG_LEVEL: 'warn' } });
   const stop = async () => { if (child.exitCode === null) { child.kill('SIGTERM'); await once(child, 'exit'); } };
   let printed = '';

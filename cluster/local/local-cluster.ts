@@ -12,12 +12,12 @@ import { applyChange } from '../app-record.js';
 import { type AppEventType, EventFeed } from '../events.js';
 import { matchesQuery, pageOf } from '../paging.js';
 import { logStream } from './log-stream.js';
-import { isAlive, killGroup, readExitCode, startDriverPod } from './process-runner.js';
+import { isAlive, killGroup, readExitCode, staleExitTemp, startDriverPod } from './process-runner.js';
 import { RecordStore, type StoredApp } from './record-store.js';
 import { localCores } from './spark-command.js';
 import { FileTemplateStore } from './template-store.js';
 import { newAppName } from '../app-name.js';
-import { makePrivateDir, type WriteFileAtomic } from '../../lib/atomic-file.js';
+import { makePrivateDir, removeTempFiles, type WriteFileAtomic } from '../../lib/atomic-file.js';
 import { defaultLocalLogger, type LocalLogger } from './logger.js';
 import { type SubmissionInfo, submissionInfo } from '../submission-info.js';
 
@@ -308,6 +308,11 @@ export class LocalCluster implements Cluster {
   /** After a restart: pending apps queue again; running drivers are re-attached, or their end recorded. */
   private recover(): void {
     const stored = this.records.all().sort((a, b) => a.record.createdAt.localeCompare(b.record.createdAt));
+    // Exit-code temp files of drivers that died writing them; a live driver's may be written right now.
+    const live = new Set(stored.flatMap(({ run }) => (run && isAlive(run.pid, run.startTicks) ? [run.exitFile] : [])));
+    const runDir = join(this.options.dataDir, 'run');
+    const stale = removeTempFiles(runDir, staleExitTemp(runDir, live));
+    if (stale.length > 0) this.logger.warn({ dir: runDir, files: stale }, 'removed exit-code temp files left by drivers that ended while writing them');
     for (const app of stored) {
       const { record, run } = app;
       if (record.state === 'PENDING') this.queue.push(record.appName);

@@ -3,6 +3,7 @@
 // that writes the exit code to a file; the service can die and find it again.
 import { spawn } from 'node:child_process';
 import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import type { V1Pod } from '@kubernetes/client-node';
 import { type LocalCommand, type LocalMachine, localDriverCommand } from './spark-command.js';
 
@@ -78,6 +79,13 @@ export function readExitCode(exitFile: string): number | undefined {
   const code = Number.parseInt(readFileSync(exitFile, 'utf8'), 10);
   return Number.isNaN(code) ? undefined : code;
 }
+
+/**
+ * Whether a file name in `runDir` is an `EXIT_FILE.tmp` that no live driver is writing: a wrapper
+ * killed between writing its code and the rename leaves one behind.
+ */
+export const staleExitTemp = (runDir: string, liveExitFiles: ReadonlySet<string>) => (name: string): boolean =>
+  name.endsWith('.exit.tmp') && !liveExitFiles.has(join(runDir, name.slice(0, -'.tmp'.length)));
 
 /** Ends the whole process group: TERM, then KILL after a grace period. */
 export async function killGroup(pid: number, startTicks: number, graceMs = 5000): Promise<void> {

@@ -8,6 +8,7 @@ import { FileKeyStore } from '../../submit-api/auth/key-store.js';
 import { http, realSpark, sparkEnv, startService } from '../helpers/service.js';
 import { tempDir } from '../helpers/temp.js';
 import { KernelClient, startJupyter, toolsEnv } from './jupyter.js';
+import { interruptStopsSparkJob, restartKeepsKernel } from './kernel-lifecycle.js';
 
 const skip = !realSpark() || !toolsEnv() ? 'needs the Spark and tools virtualenvs' : false;
 
@@ -61,32 +62,9 @@ t.test('a stock jupyter server runs Spark cells on a template kernel', { skip, t
   const busyFirst = client.messages.findIndex((m) => m.header.msg_type === 'status');
   t.equal(client.messages[busyFirst]?.content.execution_state, 'busy', 'iopub said busy while the driver started');
 
-  // Interrupt a long Spark job: the cell stops and so do its tasks.
-  const from = client.messages.length;
-  const long = client.execute('sc.parallelize(range(400), 2).map(lambda x: __import__("time").sleep(0.5)).count()', 120_000);
-  await client.waitFor((m) => m.header.msg_type === 'execute_input', 30_000, from);
-  await new Promise((ok) => setTimeout(ok, 4000));
-  const interrupt = await jp('POST', `/api/kernels/${id}/interrupt`, {});
-  t.equal(interrupt.status, 204, interrupt.text);
-  const stopped = await long;
-  t.equal(stopped.reply.content.status, 'error');
-  t.equal(stopped.error?.ename, 'KeyboardInterrupt');
-  await new Promise((ok) => setTimeout(ok, 2000));
-  const tracker = await client.execute('st = sc.statusTracker()\nprint(len(st.getActiveStageIds()), len(st.getActiveJobsIds()), max(st.getJobIdsForGroup(None)) and st.getJobInfo(max(st.getJobIdsForGroup(None))).status)');
-  t.equal(tracker.stdout.trim(), '0 0 FAILED', 'no stage or job runs 2 s later; the job was cancelled');
-
-  // Restart: same id, same socket, `restarting` then `idle`, a fresh namespace, Spark kept.
-  await client.execute('x = 42');
-  const beforeRestart = client.messages.length;
-  const restart = await jp('POST', `/api/kernels/${id}/restart`, {});
-  t.equal(restart.status, 200, restart.text);
-  t.equal(restart.json.id, id, 'the kernel keeps its id');
-  const states = () => client.messages.slice(beforeRestart).filter((m) => m.header.msg_type === 'status' && !m.parent_header.msg_id).map((m) => m.content.execution_state);
-  await client.waitFor((m) => m.header.msg_type === 'status' && m.content.execution_state === 'idle' && !m.parent_header.msg_id, 30_000, beforeRestart);
-  t.same(states().slice(0, 2), ['restarting', 'idle'], 'restarting, then idle, on the same websocket');
-  const gone = await client.execute('x');
-  t.equal(gone.error?.ename, 'NameError', 'the namespace is fresh');
-  t.equal((await client.execute('sc.parallelize(range(10)).count()')).result, '10', 'sc works after the restart');
+  // Interrupt a long Spark job: the cell stops and so do its tasks. Then restart.
+  await interruptStopsSparkJob(t, client, jp, id);
+  await restartKeepsKernel(t, client, jp, id);
 
   // Shut down: the application is stopped and removed.
   const deleted = await jp('DELETE', `/api/kernels/${id}`);

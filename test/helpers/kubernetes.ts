@@ -1,12 +1,9 @@
 // A real control plane for a test, in this process's care: the test bed (etcd,
 // kube-apiserver, optionally kube-scheduler; built by test/cluster/build.sh) in a temp dir,
-// then what `cluster serve` puts on it (namespace, CRDs, fake nodes on request, the webhook
+// then what `testbed serve` puts on it (namespace, CRDs, fake nodes on request, the webhook
 // service registered with its CA) and the API in Kubernetes mode on a real port.
 // Everything started here is stopped in the test's teardown.
-import { type ChildProcess, spawn } from 'node:child_process';
-import { closeSync, mkdirSync, openSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { createInterface } from 'node:readline';
 import { AdmissionregistrationV1Api, type V1MutatingWebhookConfiguration, type V1Pod } from '@kubernetes/client-node';
 import type { FastifyInstance } from 'fastify';
 import { createFakeNodes, ensureCrds, ensureNamespace } from '../../cluster/kubernetes/bootstrap.js';
@@ -16,6 +13,8 @@ import { buildApi } from '../../submit-api/app.js';
 import { type AdmissionRules, buildRules } from '../../webhook/domain/index.js';
 import { mutatingWebhookConfiguration } from '../../webhook/server/registration.js';
 import { startWebhookService } from '../../cli/webhook-service.js';
+import { freePort } from '../../lib/free-port.js';
+import { startTestbed, type Testbed, testbedBinary } from '../../testbed/control-plane.js';
 import { exampleCluster } from './api.js';
 import { sleep, tempDir } from './temp.js';
 
@@ -23,63 +22,9 @@ interface TestLike { teardown(fn: () => unknown): void }
 
 export const WEBHOOK_NAME = 'submission-service';
 
-import { testbedBinary } from '../../cli/cluster.js';
-import { freePort } from '../../lib/free-port.js';
-
-export { freePort, testbedBinary };
-
-/** One test bed process. */
-export interface Testbed {
-  child: ChildProcess;
-  kubeconfig: string;
-  server: string;
-  port: number;
-  /** SIGTERM (or the given signal), then SIGKILL after `graceMs`; resolves once it has exited. */
-  stop(signal?: NodeJS.Signals, graceMs?: number): Promise<void>;
-}
-
-const running = new Set<ChildProcess>();
-// A test that crashes must not leave a control plane behind.
-process.once('exit', () => { for (const child of running) child.kill('SIGKILL'); });
-
-const exited = (child: ChildProcess) => child.exitCode !== null || child.signalCode !== null;
-
-/** `keep`: start the cluster an earlier test bed left in `dir` again (its PKI and etcd data) instead of a new one. */
-export async function startTestbed(dir: string, options: { scheduler?: boolean; port?: number; keep?: boolean } = {}): Promise<Testbed> {
-  mkdirSync(dir, { recursive: true });
-  const port = options.port ?? await freePort();
-  const log = openSync(join(dir, 'testbed.log'), 'a');
-  const args = ['--dir', dir, '--port', String(port), ...(options.scheduler ? ['--scheduler'] : []), ...(options.keep ? ['--keep'] : [])];
-  const child = spawn(testbedBinary(), args, { stdio: ['ignore', 'pipe', log] });
-  closeSync(log);
-  running.add(child);
-  const gone = new Promise<void>((ok) => child.once('exit', () => { running.delete(child); ok(); }));
-  const stop = async (signal: NodeJS.Signals = 'SIGTERM', graceMs = 5_000) => {
-    if (exited(child)) return;
-    child.kill(signal);
-    const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
-    await gone;
-    clearTimeout(timer);
-  };
-  try {
-    const { kubeconfig, server } = await new Promise<{ kubeconfig: string; server: string }>((ok, fail) => {
-      const timer = setTimeout(() => fail(new Error(`the test bed was not ready within 120 s; see ${join(dir, 'testbed.log')}`)), 120_000);
-      child.once('exit', (code) => { clearTimeout(timer); fail(new Error(`the test bed exited (${code}) before it was ready: ${tail(join(dir, 'testbed.log'))}`)); });
-      createInterface({ input: child.stdout! }).on('line', (line) => {
-        const [word, kubeconfig, server] = line.split(' ');
-        if (word === 'READY') { clearTimeout(timer); ok({ kubeconfig, server }); }
-      });
-    });
-    return { child, kubeconfig, server, port, stop };
-  } catch (error) {
-    await stop('SIGKILL');
-    throw error;
-  }
-}
-
-function tail(file: string): string {
-  try { return readFileSync(file, 'utf8').split('\n').slice(-15).join('\n'); } catch { return '(no log)'; }
-}
+// The test bed's process is started by testbed/control-plane.ts (one starter for `testbed up`,
+// the tests and the benches); these names stay here for the tests that import them.
+export { freePort, startTestbed, type Testbed, testbedBinary };
 
 export type Reply = { status: number; json: any; body: string; ms: number };
 
@@ -150,7 +95,7 @@ export interface KubeBedOptions {
   namespace?: string;
 }
 
-/** Namespace, CRDs and (on request) fake nodes: what `cluster serve` puts into a fresh cluster. */
+/** Namespace, CRDs and (on request) fake nodes: what `testbed serve` puts into a fresh cluster. */
 export async function bootstrap(clients: KubeClients, rules: AdmissionRules, nodes: boolean): Promise<void> {
   await ensureNamespace(clients, rules.namespace);
   await ensureCrds(clients);

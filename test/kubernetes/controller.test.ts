@@ -5,7 +5,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { join } from 'node:path';
 import t from 'tap';
 import { register } from 'prom-client';
-import { FakeKubelet } from '../../cluster/testbed/fake-kubelet.js';
+import { FakeKubelet } from '../../testbed/fake-kubelet.js';
 import { eventually, fakeKubelet, freePort, startApi, startKubeBed } from '../helpers/kubernetes.js';
 import { sleep } from '../helpers/temp.js';
 

@@ -131,6 +131,10 @@ t.test('LocalCluster recovery from crafted records: temp files, vanished drivers
   // Half-written temp files of a crash: skipped, never parsed.
   writeFileSync(join(appsDir, 'torn-20200101-000000-fffff.json.tmp-89abcdef'), '{"record": {"appName": "torn');
   writeFileSync(join(appsDir, 'waiting-20200101-000000-eeeee.json.tmp-00ff00ff'), '{');
+  // Exit-code temp files of wrappers killed before their rename: stale, unless a live driver may be writing one.
+  writeFileSync(join(runDir, 'vanished-20200101-000000-aaaaa.exit.tmp'), '');
+  writeFileSync(join(runDir, 'orphan-20200101-000000-ggggg.exit.tmp'), '1');
+  writeFileSync(join(runDir, 'live-20200101-000000-ddddd.exit.tmp'), '');
 
   const { cluster } = await startTestApi(t, { cores: 2, dataDir });
   const state = async (name: string) => (await cluster.get(name))?.state;
@@ -138,6 +142,8 @@ t.test('LocalCluster recovery from crafted records: temp files, vanished drivers
   t.same((await cluster.list({ limit: 50 })).items.map((r) => r.appName).sort(), [
     'crashed-20200101-000000-ccccc', 'exited-20200101-000000-bbbbb', 'live-20200101-000000-ddddd', 'vanished-20200101-000000-aaaaa', 'waiting-20200101-000000-eeeee',
   ], 'every record, no temp file');
+  t.same(readdirSync(runDir).filter((name) => name.endsWith('.exit.tmp')), ['live-20200101-000000-ddddd.exit.tmp'],
+    'stale exit-code temp files removed at start; the live driver\'s kept');
   await until(async () => (await state('vanished-20200101-000000-aaaaa')) === 'UNKNOWN', { what: 'vanished -> UNKNOWN' });
   t.match((await cluster.get('vanished-20200101-000000-aaaaa'))!.stateDetail, /gone/, 'UNKNOWN says the process was gone');
   await until(async () => (await state('exited-20200101-000000-bbbbb')) === 'COMPLETED', { what: 'exit 0 -> COMPLETED' });

@@ -260,3 +260,34 @@ t.test('Prometheus can scrape: pod annotations by default, a metrics port on the
   const bad = helm(['template', 'ss', chartDir, '--set', 'metrics.serviceMonitor.interval=often']);
   t.not(bad.status, 0, 'a bad interval is refused by values.schema.json');
 });
+
+t.test('the policy (allowlists of service accounts and secrets) reaches the api and the webhook', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'ss-chart-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const objects = renderChart({ 'policy.serviceAccounts': '{spark-team-a,spark-team-b}', 'policy.secrets': '{s3-credentials}', 'policy.usersActOnAllApplications': 'true' });
+  const config = named<V1ConfigMap>(objects, 'ConfigMap', 'submission-service-config')!;
+  for (const name of ['api', 'webhook']) {
+    const pod = named<V1Deployment>(objects, 'Deployment', `submission-service-${name}`)!.spec!.template;
+    const container = pod.spec!.containers[0];
+    const file = container.args![container.args!.indexOf('--node-pools') + 1];
+    const mount = container.volumeMounts!.find((m) => file?.startsWith(`${m.mountPath}/`));
+    t.ok(mount, `${name}: --node-pools ${file} lies in a mounted volume`);
+    const volume = pod.spec!.volumes!.find((v) => v.name === mount?.name);
+    t.equal(volume?.configMap?.name, config.metadata!.name, `${name}: the volume is the chart's ConfigMap`);
+    t.ok(config.data![file.slice(mount!.mountPath.length + 1)], `${name}: which holds that file`);
+    t.equal(pod.metadata!.annotations!['checksum/config'], named<V1Deployment>(objects, 'Deployment', 'submission-service-webhook')!.spec!.template.metadata!.annotations!['checksum/config'],
+      `${name}: rolled when the ConfigMap changes`);
+  }
+  // What `submission-service api|webhook --node-pools FILE` reads from the rendered file.
+  const file = join(dir, 'node-pools.json');
+  writeFileSync(file, config.data!['node-pools.json']);
+  t.same(rulesFrom(file, 'spark-apps').policy, {
+    serviceAccounts: ['spark-team-a', 'spark-team-b'], secrets: ['s3-credentials'], usersActOnAllApplications: true, refuseLauncherEnvironment: false,
+  }, 'the allowlists and the acting rule, as set');
+  writeFileSync(file, named<V1ConfigMap>(defaults, 'ConfigMap', 'submission-service-config')!.data!['node-pools.json']);
+  t.same(rulesFrom(file, 'spark-apps').policy, { serviceAccounts: [], secrets: [], usersActOnAllApplications: false, refuseLauncherEnvironment: false },
+    'by default: no other service account, no secret, users act on their own applications');
+  const bad = helm(['template', 'ss', chartDir, '--set', 'policy.secret={x}']);
+  t.not(bad.status, 0, 'a misspelt policy key is refused by values.schema.json');
+  t.match(bad.output, /secret/);
+});

@@ -4,7 +4,7 @@
 // nothing of the checkout around it. The contract is then walked against it; a file missing
 // from the package (a static asset, a schema, the example cluster) fails here.
 import { execFileSync, spawn } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, readdirSync, symlinkSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, symlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import t from 'tap';
 import { repoRoot } from '../helpers/api.js';
@@ -53,10 +53,14 @@ t.test('npm pack, install with production dependencies only, run local mode from
   for (const needed of ['bin/submission-service.js', 'dist/cli/main.js', 'dist/schemas/submission.json', 'dashboard/static/index.html', 'gateway/kernel/launcher.py', 'gateway/logos/logo-64x64.png', 'examples/example-cluster.json', 'examples/pi.py', 'manifests/chart/Chart.yaml']) {
     t.ok(shipped.includes(needed), `ships ${needed}`);
   }
-  for (const prefix of ['test/', 'bench/', 'dist/test/', 'dist/bench/', 'scripts/', 'src/']) {
+  for (const prefix of ['test/', 'bench/', 'testbed/', 'dist/test/', 'dist/bench/', 'dist/testbed/', 'scripts/', 'src/']) {
     t.notOk(shipped.some((p) => p.startsWith(prefix)), `does not ship ${prefix}`);
   }
   t.notOk(shipped.some((p) => p.endsWith('.go') || p.endsWith('.ts')), 'no Go test bed, no TypeScript sources');
+  // The test bed is dev tooling: no FakeKubelet (a test double) and no test bed command in the product.
+  t.same(shipped.filter((p) => /fake-kubelet|testbed/i.test(p)), [], 'no FakeKubelet or test bed file ships');
+  const importsTestbed = shipped.filter((p) => p.endsWith('.js') && /\bfrom ['"][^'"]*(testbed|fake-kubelet)[^'"]*['"]|import\(['"][^'"]*testbed/.test(readFileSync(join(stage, p), 'utf8')));
+  t.same(importsTestbed, [], 'and no shipped module imports one');
 
   // An empty directory, production dependencies only (from npm's cache when it has them).
   const home = join(root, 'installed');

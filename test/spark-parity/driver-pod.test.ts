@@ -1,5 +1,5 @@
 // Parity of our driver pod with the one Spark's own `spark-submit --deploy-mode cluster`
-// writes, on a real control plane (`submission-service cluster up`: etcd, kube-apiserver,
+// writes, on a real control plane (`testbed up`: etcd, kube-apiserver,
 // our webhook, our API) with the real spark-submit 3.5.7 of the project's virtualenv.
 // The same application (pi.py 10) goes both ways; the test asserts what MUST match for the
 // official image's entrypoint and Spark's driver, and checks that every other difference is

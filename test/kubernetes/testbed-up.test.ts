@@ -1,8 +1,8 @@
-// The real command line: `cluster up --run-pods` (test bed, webhook, API in Kubernetes mode
-// and the FakeKubelet test double in one detached process), the shared acceptance contract
-// against it with --lifecycle (examples/pi.py runs as an admitted driver pod; its log comes
-// through the real apiserver), then `cluster down`, after which none of its processes is
-// left. Runs the compiled CLI: `npx tsc -p .` first.
+// The test bed's command line: `testbed up --run-pods` (control plane, webhook, API in
+// Kubernetes mode and the FakeKubelet test double in one detached process, the notebook
+// gateway beside it), the shared acceptance contract against it with --lifecycle
+// (examples/pi.py runs as an admitted driver pod; its log comes through the real apiserver),
+// then `testbed down`, after which none of its processes is left.
 import t from 'tap';
 import { spawn } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
@@ -10,8 +10,7 @@ import { join } from 'node:path';
 import { exampleClusterFile, repoRoot } from '../helpers/api.js';
 import { eventually } from '../helpers/kubernetes.js';
 import { tempDir } from '../helpers/temp.js';
-
-const bin = join(repoRoot, 'bin', 'submission-service.js');
+import { testbedArgs } from '../../testbed/entry.js';
 // The acceptance contract lives beside the repository, not in it: a clean clone runs the rest
 // of this test and says the contract was skipped (SUBMISSION_SERVICE_CONTRACT names another copy).
 const contract = process.env.SUBMISSION_SERVICE_CONTRACT ?? join(repoRoot, '..', 'shared', 'acceptance', 'contract.mjs');
@@ -42,20 +41,25 @@ function pidsMentioning(text: string): number[] {
 
 const alive = (pid: number) => { try { process.kill(pid, 0); return true; } catch { return false; } };
 
-t.test('cluster up --run-pods, the acceptance contract with --lifecycle, cluster down', { skip: existsSync(join(repoRoot, 'dist', 'cli', 'cluster.js')) ? false : 'dist/ is not built: run `npx tsc -p .`' }, async (t) => {
+t.test('testbed up --run-pods, the acceptance contract with --lifecycle, testbed down', async (t) => {
   const dir = join(tempDir(t, 'subsvc-up-'), 'cluster');
   // Whatever happens below, nothing of this cluster outlives the test.
   t.teardown(async () => {
-    if (existsSync(join(dir, 'state.json'))) await run([bin, 'cluster', 'down', '--dir', dir], {}, 60_000).catch(() => undefined);
+    if (existsSync(join(dir, 'state.json'))) await run(testbedArgs(['down', '--dir', dir]), {}, 60_000).catch(() => undefined);
     for (const pid of pidsMentioning(dir)) { try { process.kill(pid, 'SIGKILL'); } catch { /* gone */ } }
   });
 
-  const up = await run([bin, 'cluster', 'up', '--node-pools', exampleClusterFile, '--nodes', '--run-pods', '--dir', dir]);
-  t.equal(up.code, 0, `cluster up: ${up.stderr.slice(-2000)}`);
+  const up = await run(testbedArgs(['up', '--node-pools', exampleClusterFile, '--nodes', '--run-pods', '--dir', dir]));
+  t.equal(up.code, 0, `testbed up: ${up.stderr.slice(-2000)}`);
   const lines = up.stdout.trim().split('\n');
   const baseUrl = /^BASE_URL=(.+)$/.exec(lines.at(-2) ?? '')?.[1];
   const kubeconfig = /^KUBECONFIG=(.+)$/.exec(lines.at(-1) ?? '')?.[1];
+  const notebooksUrl = /^NOTEBOOKS_URL=(.+)$/.exec(lines.at(-3) ?? '')?.[1];
   t.ok(baseUrl, `BASE_URL printed: ${baseUrl}`);
+  t.match(notebooksUrl, /^http:\/\/127\.0\.0\.1:\d+\/notebooks$/, `the notebook gateway's URL printed: ${notebooksUrl}`);
+  const specs = await fetch(`${notebooksUrl}/api/kernelspecs`);
+  t.equal(specs.status, 200, 'the notebook gateway answers');
+  t.ok(((await specs.json()) as { kernelspecs: Record<string, unknown> }).kernelspecs.default, 'with its default kernel spec');
   t.ok(kubeconfig && existsSync(kubeconfig), 'KUBECONFIG printed and present');
   const state = JSON.parse(readFileSync(join(dir, 'state.json'), 'utf8')) as { pid: number };
   t.ok(alive(state.pid), 'the serving process runs');
@@ -69,7 +73,7 @@ t.test('cluster up --run-pods, the acceptance contract with --lifecycle, cluster
     t.comment(acceptance.stdout.trim().split('\n').at(-1) ?? '');
   });
 
-  const down = await run([bin, 'cluster', 'down', '--dir', dir], {}, 60_000);
+  const down = await run(testbedArgs(['down', '--dir', dir]), {}, 60_000);
   t.equal(down.code, 0);
   t.notOk(alive(state.pid), 'the serving process is gone');
   await eventually(async () => pidsMentioning(dir), (pids) => pids.length === 0, { timeoutMs: 60_000, intervalMs: 200, what: 'the test bed to exit' });
@@ -77,4 +81,6 @@ t.test('cluster up --run-pods, the acceptance contract with --lifecycle, cluster
   t.notOk(existsSync(join(dir, 'state.json')), 'state.json removed');
   const after = await fetch(`${baseUrl}/healthz`).then(() => 'answered', () => 'refused');
   t.equal(after, 'refused', 'the API no longer answers');
+  const gatewayAfter = await fetch(`${notebooksUrl}/api/kernelspecs`).then(() => 'answered', () => 'refused');
+  t.equal(gatewayAfter, 'refused', 'nor the notebook gateway');
 });

@@ -1,4 +1,4 @@
-// FakeKubelet — a TEST DOUBLE for a kubelet, for the test bed and `cluster up --run-pods`.
+// FakeKubelet — a TEST DOUBLE for a kubelet, for the test bed and `testbed up --run-pods`.
 // No container runtime exists here, so it plays one node agent for our driver pods: it
 // runs each admitted driver pod the way local mode does (the pod's own spark-submit
 // arguments, master local[N]), reports pod status to the apiserver, honours deletion,
@@ -8,14 +8,14 @@ import { createServer, type Server } from 'node:https';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { V1Pod } from '@kubernetes/client-node';
-import { generateCa, issueServingCert } from '../../certs/generate.js';
-import { LABEL_JOB, readConfig, SPARK_ROLE } from '../../webhook/domain/index.js';
-import type { KubeClients } from '../kubernetes/client.js';
-import { type ResilientInformer, resilientInformer } from '../kubernetes/informers.js';
-import { unlessExists } from '../kubernetes/errors.js';
-import { logStream } from '../local/log-stream.js';
-import { isAlive, killGroup, readExitCode, startDriverPod } from '../local/process-runner.js';
-import { localCores } from '../local/spark-command.js';
+import { generateCa, issueServingCert } from '../certs/generate.js';
+import { LABEL_JOB, readConfig, SPARK_ROLE } from '../webhook/domain/index.js';
+import type { KubeClients } from '../cluster/kubernetes/client.js';
+import { type ResilientInformer, resilientInformer } from '../cluster/kubernetes/informers.js';
+import { unlessExists } from '../cluster/kubernetes/errors.js';
+import { logStream } from '../cluster/local/log-stream.js';
+import { isAlive, killGroup, readExitCode, startDriverPod } from '../cluster/local/process-runner.js';
+import { localCores } from '../cluster/local/spark-command.js';
 
 export interface FakeKubeletOptions {
   clients: KubeClients;
@@ -87,7 +87,7 @@ export class FakeKubelet {
     const node = await core.readNode({ name: this.nodeName });
     await core.replaceNode({ name: this.nodeName, body: { ...node, spec: { taints: [{ key: 'submission-service/fake-kubelet', effect: 'NoSchedule' }] } } });
     await core.replaceNodeStatus({ name: this.nodeName, body: { ...(await core.readNode({ name: this.nodeName })), status } });
-    // The pools' fake nodes (cluster up --nodes) are this kubelet's too: logs come here.
+    // The pools' fake nodes (testbed up --nodes) are this kubelet's too: logs come here.
     const pools = await core.listNode({ labelSelector: 'submission-service/test-double=fake-node' });
     for (const poolNode of pools.items) {
       poolNode.status = { ...poolNode.status, addresses: status.addresses, daemonEndpoints: status.daemonEndpoints };

@@ -1,0 +1,42 @@
+// The lifecycle checks a kernel must pass wherever it runs (local mode, the test bed), through a
+// real `jupyter server`: interrupt cancels a long Spark job, restart keeps the kernel's id and
+// websocket. The caller says how to reach the Jupyter server's REST API.
+import type { Test } from 'tap';
+import type { KernelClient } from './jupyter.js';
+
+type Asserts = Pick<Test, 'equal' | 'same'>;
+
+type Call = (method: string, path: string, body?: unknown) => Promise<{ status: number; json: any; text: string }>;
+
+const sleep = (ms: number) => new Promise((ok) => setTimeout(ok, ms));
+
+/** Interrupt a cell running a long Spark job: the cell stops, and 2 s later no stage or job of it runs. */
+export async function interruptStopsSparkJob(t: Asserts, client: KernelClient, jp: Call, id: string): Promise<void> {
+  const from = client.messages.length;
+  const long = client.execute('sc.parallelize(range(400), 2).map(lambda x: __import__("time").sleep(0.5)).count()', 120_000);
+  await client.waitFor((m) => m.header.msg_type === 'execute_input', 30_000, from);
+  await sleep(4000);
+  const interrupt = await jp('POST', `/api/kernels/${id}/interrupt`, {});
+  t.equal(interrupt.status, 204, interrupt.text);
+  const stopped = await long;
+  t.equal(stopped.reply.content.status, 'error');
+  t.equal(stopped.error?.ename, 'KeyboardInterrupt');
+  await sleep(2000);
+  const tracker = await client.execute('st = sc.statusTracker()\nprint(len(st.getActiveStageIds()), len(st.getActiveJobsIds()), max(st.getJobIdsForGroup(None)) and st.getJobInfo(max(st.getJobIdsForGroup(None))).status)');
+  t.equal(tracker.stdout.trim(), '0 0 FAILED', 'no stage or job runs 2 s later; the job was cancelled');
+}
+
+/** Restart: same id, same socket, `restarting` then `idle`, a fresh namespace, Spark kept. */
+export async function restartKeepsKernel(t: Asserts, client: KernelClient, jp: Call, id: string): Promise<void> {
+  await client.execute('x = 42');
+  const before = client.messages.length;
+  const restart = await jp('POST', `/api/kernels/${id}/restart`, {});
+  t.equal(restart.status, 200, restart.text);
+  t.equal(restart.json.id, id, 'the kernel keeps its id');
+  const states = () => client.messages.slice(before).filter((m) => m.header.msg_type === 'status' && !m.parent_header.msg_id).map((m) => m.content.execution_state);
+  await client.waitFor((m) => m.header.msg_type === 'status' && m.content.execution_state === 'idle' && !m.parent_header.msg_id, 30_000, before);
+  t.same(states().slice(0, 2), ['restarting', 'idle'], 'restarting, then idle, on the same websocket');
+  const gone = await client.execute('x');
+  t.equal(gone.error?.ename, 'NameError', 'the namespace is fresh');
+  t.equal((await client.execute('sc.parallelize(range(10)).count()')).result, '10', 'sc works after the restart');
+}

@@ -1,0 +1,78 @@
+// `testbed up|down` — dev tooling, not part of the product (never in dist/ nor in the package):
+// a real control plane on this machine with the webhook, the API in Kubernetes mode and the
+// notebook gateway against it. Run from a checkout: `npm run testbed -- up [...]`, or
+// `node --import tsx testbed/cli.ts up [...]`. `up` starts `serve` detached and returns once
+// it answers; `down` stops it.
+import { spawn } from 'node:child_process';
+import { mkdirSync, openSync, readFileSync, rmSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import { testbedArgs } from './entry.js';
+import { serve, serveFlags, type ServeState } from './serve.js';
+
+const USAGE = 'usage: testbed up|down [--node-pools FILE] [--nodes] [--run-pods] [--dir DIR] [--port N] [--gateway-port N] [--namespace NS] [--auth on|off]\n';
+
+function readState(dir: string): ServeState | undefined {
+  try { return JSON.parse(readFileSync(join(dir, 'state.json'), 'utf8')) as ServeState; } catch { return undefined; }
+}
+
+const alive = (pid: number) => { try { process.kill(pid, 0); return true; } catch { return false; } };
+const sleep = (ms: number) => new Promise((ok) => setTimeout(ok, ms));
+
+const printState = (state: ServeState) => process.stdout.write(`NOTEBOOKS_URL=${state.notebooksUrl}\nBASE_URL=${state.baseUrl}\nKUBECONFIG=${state.kubeconfig}\n`);
+
+async function up(dir: string, rest: string[], nodes: boolean): Promise<number> {
+  const running = readState(dir);
+  if (running && alive(running.pid)) {
+    process.stdout.write(`already up (pid ${running.pid})\n`);
+    printState(running);
+    return 0;
+  }
+  mkdirSync(dir, { recursive: true });
+  rmSync(join(dir, 'state.json'), { force: true });
+  const logFile = join(dir, 'cluster.log');
+  const log = openSync(logFile, 'a');
+  const child = spawn(process.execPath, testbedArgs(['serve', ...rest]), { detached: true, stdio: ['ignore', log, log] });
+  child.unref();
+  process.stderr.write(`starting etcd, kube-apiserver${nodes ? ', kube-scheduler' : ''}, the webhook, the API and the notebook gateway (log: ${logFile})\n`);
+  for (let waited = 0; waited < 600_000; waited += 200) {
+    const state = readState(dir);
+    if (state && state.pid === child.pid) { printState(state); return 0; }
+    if (child.exitCode !== null || !alive(child.pid!)) break;
+    await sleep(200);
+  }
+  process.stderr.write(`testbed up failed; the end of ${logFile}:\n${readFileSync(logFile, 'utf8').split('\n').slice(-30).join('\n')}\n`);
+  return 1;
+}
+
+async function down(dir: string): Promise<number> {
+  const state = readState(dir);
+  if (!state || !alive(state.pid)) { process.stderr.write('not running\n'); return 0; }
+  process.kill(state.pid, 'SIGTERM');
+  for (let i = 0; i < 150 && alive(state.pid); i++) await sleep(200);
+  if (alive(state.pid)) process.kill(state.pid, 'SIGKILL');
+  process.stderr.write('stopped\n');
+  return 0;
+}
+
+async function main(argv: string[]): Promise<number> {
+  const [verb, ...rest] = argv;
+  const { values } = parseArgs({ args: rest, options: serveFlags });
+  const dir = resolve(values.dir);
+  if (values.auth !== 'on' && values.auth !== 'off') throw new Error('--auth takes on or off');
+  switch (verb) {
+    case 'serve': await serve(dir, values); return -1;
+    case 'up': return up(dir, rest, values.nodes);
+    case 'down': return down(dir);
+    default: process.stderr.write(USAGE); return 2;
+  }
+}
+
+main(process.argv.slice(2)).then(
+  (code) => { if (code !== -1) process.exitCode = code; },
+  (error: Error) => {
+    process.stderr.write(`testbed: ${error.message}\n`);
+    // exit, not exitCode: a half-started `serve` holds sockets open; the exit hooks stop its children.
+    process.exit(1);
+  },
+);

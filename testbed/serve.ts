@@ -1,0 +1,127 @@
+// `testbed serve`: everything of `testbed up` in this one (detached) process, stopped together
+// on SIGTERM: the control plane, namespace and CRDs (fake Nodes with --nodes), the webhook
+// registered with its CA, FakeKubelet with --run-pods, the API in Kubernetes mode, and the
+// notebook gateway as its own process (`submission-service gateway --api-url`, as the chart's
+// notebook-service runs it, with its own API key).
+import { type ChildProcess, spawn } from 'node:child_process';
+import { rmSync, writeFileSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { createFakeNodes, ensureCrds, ensureNamespace } from '../cluster/kubernetes/bootstrap.js';
+import { kubeClients } from '../cluster/kubernetes/client.js';
+import { KubernetesCluster } from '../cluster/kubernetes/kubernetes-cluster.js';
+import { defaultDataDir, findSpark } from '../cli/config.js';
+import { localGatewayKey } from '../cli/gateway-wiring.js';
+import { rulesFrom } from '../cli/rules.js';
+import { buildService } from '../cli/service.js';
+import { startWebhookService } from '../cli/webhook-service.js';
+import { loadSessionSecret } from '../dashboard/session-secret.js';
+import { freePort } from '../lib/free-port.js';
+import { createLogger, loggerOptions } from '../lib/logger.js';
+import { FileKeyStore } from '../submit-api/auth/key-store.js';
+import { startTestbed } from './control-plane.js';
+import { productArgs } from './entry.js';
+import { FakeKubelet } from './fake-kubelet.js';
+
+export const serveFlags = {
+  'node-pools': { type: 'string' },
+  nodes: { type: 'boolean', default: false },
+  'run-pods': { type: 'boolean', default: false },
+  dir: { type: 'string', default: join(defaultDataDir(), 'cluster') },
+  port: { type: 'string', default: '0' },
+  'gateway-port': { type: 'string', default: '0' },
+  namespace: { type: 'string', default: 'spark-apps' },
+  auth: { type: 'string', default: 'off' },
+} as const;
+
+export interface ServeOptions { 'node-pools'?: string; nodes: boolean; 'run-pods': boolean; dir: string; port: string; 'gateway-port': string; namespace: string; auth: string }
+
+/** What `serve` writes to DIR/state.json once everything answers (and removes when it stops). */
+export interface ServeState { pid: number; baseUrl: string; notebooksUrl: string; kubeconfig: string; webhook: string }
+
+export async function serve(dir: string, values: ServeOptions): Promise<void> {
+  rmSync(join(dir, 'state.json'), { force: true });
+  const testbed = await startTestbed(join(dir, 'testbed'), { scheduler: values.nodes });
+  const { kubeconfig } = testbed;
+  const clients = kubeClients(kubeconfig);
+  const rules = rulesFrom(values['node-pools'], values.namespace);
+  await ensureNamespace(clients, values.namespace);
+  await ensureCrds(clients);
+  if (values.nodes) await createFakeNodes(clients, rules);
+  const webhookPort = await freePort();
+  const webhook = await startWebhookService({
+    clients, rules, certDir: join(dir, 'certs'), port: webhookPort, host: '127.0.0.1',
+    dnsNames: ['localhost'], ipAddresses: ['127.0.0.1'],
+    registration: { name: 'submission-service', url: `https://127.0.0.1:${webhookPort}/mutate-pods` },
+    logger: createLogger('webhook'),
+  });
+  // A test double for a kubelet: runs driver pods as local Spark processes (README, "The test bed").
+  const kubelet = values['run-pods']
+    ? new FakeKubelet({ clients, namespace: values.namespace, dataDir: join(dir, 'kubelet'), cores: availableParallelism(), ...findSpark() })
+    : undefined;
+  await kubelet?.start();
+  const cluster = new KubernetesCluster({ clients, namespace: values.namespace });
+  await cluster.start();
+  const keysDir = join(dir, 'keys');
+  const store = new FileKeyStore(keysDir);
+  const api = await buildService({
+    cluster, auth: { enabled: values.auth === 'on', store },
+    sessionSecret: loadSessionSecret(keysDir), logger: loggerOptions('api'),
+  });
+  const baseUrl = await api.listen({ port: Number(values.port), host: '127.0.0.1' });
+  // The gateway shares the API's key store (users' keys open /notebooks too) and has a key of its own in it.
+  const gateway = await startGateway(baseUrl, values, keysDir, localGatewayKey(keysDir, store));
+  let closing = false;
+  const close = async () => {
+    if (closing) return;
+    closing = true;
+    await gateway.stop();
+    await api.close().catch(() => undefined);
+    await cluster.close();
+    await kubelet?.stop();
+    await webhook.close().catch(() => undefined);
+    await testbed.stop();
+    rmSync(join(dir, 'state.json'), { force: true });
+    process.exit(0);
+  };
+  process.once('SIGTERM', () => void close());
+  process.once('SIGINT', () => void close());
+  // A gateway that dies leaves the rest useless for notebooks: say so and stop everything.
+  gateway.child.once('exit', (code, signal) => {
+    if (closing) return;
+    process.stderr.write(`testbed: the notebook gateway exited (${code ?? signal}); stopping\n`);
+    void close();
+  });
+  const state: ServeState = { pid: process.pid, baseUrl, notebooksUrl: gateway.notebooksUrl, kubeconfig, webhook: webhook.url };
+  writeFileSync(join(dir, 'state.json'), JSON.stringify(state));
+  process.stdout.write(`NOTEBOOKS_URL=${state.notebooksUrl}\nBASE_URL=${baseUrl}\nKUBECONFIG=${kubeconfig}\n`);
+}
+
+interface Gateway { child: ChildProcess; notebooksUrl: string; stop(): Promise<void> }
+
+/** `submission-service gateway --api-url`, run from source; resolves once it prints its URL. */
+async function startGateway(apiUrl: string, values: ServeOptions, keysDir: string, ownKey: string): Promise<Gateway> {
+  const args = productArgs(['gateway', '--api-url', apiUrl, '--host', '127.0.0.1', '--port', values['gateway-port'], '--auth', values.auth, '--data-dir', keysDir]);
+  const child = spawn(process.execPath, args, { env: { ...process.env, SUBMISSION_SERVICE_API_KEY: ownKey }, stdio: ['ignore', 'pipe', 'inherit'] });
+  const gone = new Promise<void>((ok) => child.once('exit', () => ok()));
+  const kill = () => { if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL'); };
+  process.once('exit', kill);
+  const stop = async () => {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+    const timer = setTimeout(kill, 5_000);
+    await gone;
+    clearTimeout(timer);
+  };
+  const lines = createInterface({ input: child.stdout! });
+  const notebooksUrl = await new Promise<string>((ok, fail) => {
+    const timer = setTimeout(() => fail(new Error('the notebook gateway did not start within 60 s')), 60_000);
+    child.once('exit', (code) => { clearTimeout(timer); fail(new Error(`the notebook gateway exited (${code}) before it listened`)); });
+    lines.on('line', (line) => {
+      process.stdout.write(`${line}\n`);
+      const url = /Notebook gateway at (\S+\/notebooks)/.exec(line)?.[1];
+      if (url) { clearTimeout(timer); ok(url); }
+    });
+  }).catch(async (error: unknown) => { await stop(); throw error; });
+  return { child, notebooksUrl, stop };
+}
