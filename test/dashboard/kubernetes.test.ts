@@ -1,5 +1,6 @@
 // Kubernetes mode, real apiserver and webhook (test bed): what the dashboard reads through
-// the Cluster: the submission (overrides and admission mark from the driver pod), the Spark UI
+// the Cluster: the submission (overrides, admission mark and the sizing decision the webhook
+// recorded, all from the driver pod; the API process has no node-pool rules), the Spark UI
 // target (the driver pod's IP, port 4040, only while Running), and spark.ui.proxyBase on the
 // admitted pod. The pod's status is written by hand: a TEST DOUBLE for the kubelet.
 import t from 'tap';
@@ -18,11 +19,16 @@ t.test('submission and Spark UI target from the driver pod', async (t) => {
   const info = await cluster.submission(appName);
   t.same(info?.configOverrides, overrides, 'the overrides, from the pod annotation');
   t.equal(info?.admittedBy, 'submission-service-rules/v1', 'admitted by our webhook');
-  t.equal(info?.sizing, null, 'no node pools in the API process');
+  t.equal(info?.sizing?.executor.pool, 'n1-standard-4', 'the webhook\'s decision: 4 cores on the 4-core pool');
+  t.equal(info?.sizing?.driver.coreRequest, '710m', 'SPEC\'s default driver');
+  t.match(info?.sizing?.driver.reasons.join(' '), /minus 140m left for the per-pod agents/, 'with its reasons');
   t.equal(await cluster.submission('nope-20260101-000000-aaaaa'), undefined, 'unknown app');
   const http = await bed.call('GET', `/api/apps/${appName}/submission`);
   t.equal(http.status, 200);
   t.same(http.json.configOverrides, overrides);
+  t.same(http.json.sizing, info?.sizing, 'the endpoint answers it');
+  const admitted = (await bed.pods(`submission-service/app-name=${appName}`))[0];
+  t.ok(admitted.metadata!.annotations!['submission-service/sizing'].length < 2048, 'a compact annotation on the pod');
 
   const pod = await core.readNamespacedPod({ name: appName, namespace: bed.namespace });
   t.ok(pod.spec!.containers[0].args!.includes(`spark.ui.proxyBase=/dashboard/apps/${appName}/spark-ui`), 'admission set proxyBase on the driver');
