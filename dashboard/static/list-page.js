@@ -1,11 +1,13 @@
 // /dashboard/: applications grouped by jobName, newest first. Pages of light items
 // (view=summary) by cursor; counts from /api/apps/counts; kept current by the events stream
-// (no polling: with nothing changing, the page sends nothing).
+// (no polling: with nothing changing, the page sends nothing). The search is the server's
+// (`q`): it finds applications in pages not loaded yet, and the counts follow it.
 import { ACTIVE, STATES, api, appHref, badge, duration, el, isKernel, show, when } from './dom.js';
 
 const PAGE = 200;
 const RUNS_SHOWN = 5;
 const STRIP = 20;
+const SEARCH_DELAY_MS = 250; // typing: one search per pause, not one per key
 
 export function listPage(session) {
   document.title = 'Applications · Submission Service';
@@ -18,10 +20,15 @@ export function listPage(session) {
   let countsTimer = null;
   let frame = 0;
   let loading = false;
+  let searchTimer = null;
+  let generation = 0; // each restart; answers for an older filter are dropped
 
   const countsBox = el('div', { class: 'counts', id: 'counts', role: 'group', 'aria-label': 'Applications per state' });
   const jobSelect = el('select', { id: 'job-filter', 'aria-label': 'Job' });
-  const search = el('input', { type: 'search', id: 'search', placeholder: 'Search applications, jobs, labels', 'aria-label': 'Search', value: filter.search });
+  const search = el('input', {
+    type: 'search', id: 'search', placeholder: 'Search names, jobs, label values ( / )', 'aria-label': 'Search applications by name, job or label value',
+    maxlength: '100', value: filter.search, 'aria-keyshortcuts': '/',
+  });
   const status = el('span', { class: 'muted', id: 'summary', 'aria-live': 'polite' });
   const groupsBox = el('div', { id: 'groups' });
   const more = el('button', { type: 'button', id: 'more', hidden: true }, 'Load older applications');
@@ -33,31 +40,33 @@ export function listPage(session) {
     if (filter.search) q.set('q', filter.search);
     history.replaceState(null, '', `/dashboard/${q.size ? `?${q}` : ''}`);
   };
-  const matches = (app) => (!filter.state || app.state === filter.state) && (!filter.jobName || app.jobName === filter.jobName);
+  const matches = (app) => (!filter.state || app.state === filter.state) && (!filter.jobName || app.jobName === filter.jobName) && searched(app);
+  // The server's search (cluster/paging.ts), for changes that arrive by events and for the
+  // loaded items while a search is typed.
   const searched = (app) => {
-    const q = filter.search.trim().toLowerCase();
+    const q = filter.search.toLowerCase();
     if (!q) return true;
-    const labels = Object.entries(app.labels ?? {}).map(([k, v]) => `${k}=${v}`).join(' ');
-    return `${app.appName} ${app.jobName} ${app.state} ${labels} ${app.submittedBy ?? ''}`.toLowerCase().includes(q);
+    return app.appName.toLowerCase().includes(q) || app.jobName.toLowerCase().includes(q)
+      || Object.values(app.labels ?? {}).some((v) => v.toLowerCase().includes(q));
   };
 
-  async function loadPage() {
-    loading = true;
+  function fetchPage(cursor) {
     const q = new URLSearchParams({ limit: String(PAGE), view: 'summary' });
     if (filter.state) q.set('state', filter.state);
     if (filter.jobName) q.set('jobName', filter.jobName);
-    if (next) q.set('cursor', next);
-    try {
-      const body = await api(`/api/apps/?${q}`);
-      for (const app of body.items) items.set(app.appName, app);
-      next = body.next;
-    } finally {
-      loading = false;
-    }
+    if (filter.search) q.set('q', filter.search);
+    if (cursor) q.set('cursor', cursor);
+    return api(`/api/apps/?${q}`);
   }
 
+  // Counts of every job (the job list needs them all), within the search.
+  const fetchCounts = () => api(`/api/apps/counts${filter.search ? `?${new URLSearchParams({ q: filter.search })}` : ''}`);
+
   async function loadCounts() {
-    counts = await api('/api/apps/counts');
+    const gen = generation;
+    const body = await fetchCounts();
+    if (gen !== generation) return;
+    counts = body;
     renderCounts();
   }
 
@@ -76,7 +85,7 @@ export function listPage(session) {
 
   function render() {
     frame = 0;
-    const visible = [...items.values()].filter((a) => matches(a) && searched(a))
+    const visible = [...items.values()].filter(matches)
       .sort((a, b) => b.createdAt.localeCompare(a.createdAt) || b.appName.localeCompare(a.appName));
     const groups = new Map();
     for (const app of visible) {
@@ -84,7 +93,8 @@ export function listPage(session) {
       groups.get(app.jobName).push(app);
     }
     const active = visible.filter((a) => ACTIVE.has(a.state)).length;
-    status.textContent = `${visible.length} shown in ${groups.size} job${groups.size === 1 ? '' : 's'} · ${active} active${next ? ' · older ones not loaded yet' : ''} · live`;
+    const found = filter.search ? ` matching “${filter.search}”` : '';
+    status.textContent = `${visible.length} shown${found} in ${groups.size} job${groups.size === 1 ? '' : 's'} · ${active} active${next ? ' · older ones not loaded yet' : ''} · live`;
     more.hidden = !next;
     if (visible.length === 0) {
       const filtered = filter.state || filter.jobName || filter.search;
@@ -152,22 +162,57 @@ export function listPage(session) {
     source.addEventListener('reset', () => { void restart(false); });
   }
 
+  // The shown items are replaced only when the new answers are in (no flash of an empty list),
+  // and only by the answers to the newest filter.
   async function restart(resubscribe = true) {
+    const gen = ++generation;
+    clearTimeout(searchTimer);
     setUrl();
-    items.clear();
-    next = null;
     renderCounts();
     if (resubscribe) follow();
-    await Promise.all([loadPage(), loadCounts()]);
+    const [page, newCounts] = await Promise.all([fetchPage(null), fetchCounts()]);
+    if (gen !== generation) return;
+    items.clear();
+    for (const app of page.items) items.set(app.appName, app);
+    next = page.next;
+    counts = newCounts;
+    renderCounts();
     render();
   }
 
+  const applySearch = (value, delay) => {
+    if (value === filter.search && delay > 0) return; // a space typed: the pending search stands
+    clearTimeout(searchTimer);
+    filter.search = value;
+    setUrl();
+    schedule(); // narrow what is loaded at once; the server's answer follows
+    searchTimer = setTimeout(() => { void restart(false).catch(() => undefined); }, delay);
+  };
+  search.addEventListener('input', () => applySearch(search.value.trim(), SEARCH_DELAY_MS));
+  search.addEventListener('keydown', (e) => {
+    if (e.key === 'Enter') applySearch(search.value.trim(), 0);
+    if (e.key === 'Escape' && search.value) { e.preventDefault(); search.value = ''; applySearch('', 0); }
+  });
+  // "/" focuses the search from anywhere on the page but a field.
+  const slash = (e) => {
+    if (e.key !== '/' || e.ctrlKey || e.metaKey || e.altKey || /^(INPUT|SELECT|TEXTAREA)$/.test(document.activeElement?.tagName ?? '')) return;
+    e.preventDefault();
+    search.focus();
+  };
+  document.addEventListener('keydown', slash);
   jobSelect.addEventListener('change', () => { filter.jobName = jobSelect.value; void restart(); });
-  search.addEventListener('input', () => { filter.search = search.value; setUrl(); schedule(); });
   more.addEventListener('click', async () => {
     if (loading || !next) return;
+    loading = true;
     more.disabled = true;
-    try { await loadPage(); render(); } finally { more.disabled = false; }
+    const gen = generation;
+    try {
+      const page = await fetchPage(next);
+      if (gen !== generation) return;
+      for (const app of page.items) items.set(app.appName, app);
+      next = page.next;
+      render();
+    } finally { more.disabled = false; loading = false; }
   });
 
   show(
@@ -177,5 +222,8 @@ export function listPage(session) {
     groupsBox, more);
   // Durations of running applications grow: redraw every 5 s while any is shown (no request).
   const ticker = setInterval(() => { if ([...items.values()].some((a) => a.state === 'RUNNING')) schedule(); }, 5000);
-  return { start: () => restart(), stop: () => { source?.close(); clearTimeout(countsTimer); clearInterval(ticker); if (frame) cancelAnimationFrame(frame); } };
+  return {
+    start: () => restart(),
+    stop: () => { source?.close(); clearTimeout(countsTimer); clearTimeout(searchTimer); clearInterval(ticker); document.removeEventListener('keydown', slash); if (frame) cancelAnimationFrame(frame); },
+  };
 }

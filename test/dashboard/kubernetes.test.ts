@@ -39,3 +39,25 @@ t.test('submission and Spark UI target from the driver pod', async (t) => {
   await until(async () => (await cluster.sparkUiTarget(appName)) !== undefined, { what: 'the running pod in the cache' });
   t.equal((await cluster.sparkUiTarget(appName))?.href, 'http://10.1.2.3:4040/', 'Running: the pod IP, port 4040');
 });
+
+t.test('the server-side search over the informer cache', async (t) => {
+  const bed = await startKubeBed(t);
+  const submit = async (jobName: string, labels: Record<string, string>) => {
+    const res = await bed.call('POST', '/api/apps/', { jobName, labels });
+    t.equal(res.status, 201, res.body);
+    return res.json.appName as string;
+  };
+  const a = await submit('nightly-etl', { team: 'Payments' });
+  const b = await submit('nightly-etl', { team: 'growth' });
+  const c = await submit('report', { team: 'payments-eu' });
+  const names = (r: { json: { items: { appName: string }[] } }) => r.json.items.map((i) => i.appName);
+  // The cache sees writes through its watch: wait until all three are listed.
+  await until(async () => (await bed.call('GET', '/api/apps/?limit=10')).json.items.length === 3, { what: 'the cache to list all three' });
+  t.same(names(await bed.call('GET', '/api/apps/?q=PAYMENTS')), [c, a], 'label values, ignoring case, newest first');
+  t.same(names(await bed.call('GET', '/api/apps/?q=nightly&labelSelector=team=growth')), [b], 'with a label selector');
+  t.same(names(await bed.call('GET', `/api/apps/?q=${b.slice(-5)}`)), [b], 'an application name');
+  const first = await bed.call('GET', '/api/apps/?q=e&limit=2');
+  const second = await bed.call('GET', `/api/apps/?q=e&limit=2&cursor=${first.json.next}`);
+  t.same([...names(first), ...names(second)], [c, b, a], 'paged by cursor');
+  t.same((await bed.call('GET', '/api/apps/counts?q=payments')).json.byState.PENDING, 2, 'counts within the search');
+});
