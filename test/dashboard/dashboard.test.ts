@@ -212,6 +212,8 @@ t.test('in Chromium: empty, grouped by jobName, counts, filters, search, kernels
   await page.locator('#search').fill('no-such-thing');
   await page.locator('#empty').waitFor();
   t.match(await page.locator('#empty').innerText(), /No application matches/, 'an empty result says so');
+  await page.locator('#counts [data-state="ALL"] .n').filter({ hasText: /^0$/ }).waitFor({ timeout: 5000 });
+  t.pass('the counts follow the search (the server\'s answer)');
   await page.screenshot({ path: join(shots, 'dashboard-no-match.png') });
   await page.locator('#empty button').click();
   await page.locator(`tr[data-app="${daily[0]}"]`).waitFor();
