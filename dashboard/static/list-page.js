@@ -30,6 +30,7 @@ export function listPage(session) {
     maxlength: '100', value: filter.search, 'aria-keyshortcuts': '/',
   });
   const status = el('span', { class: 'muted', id: 'summary', 'aria-live': 'polite' });
+  const problem = el('p', { class: 'notice', id: 'problem', role: 'alert', hidden: true });
   const groupsBox = el('div', { id: 'groups' });
   const more = el('button', { type: 'button', id: 'more', hidden: true }, 'Load older applications');
 
@@ -75,7 +76,7 @@ export function listPage(session) {
     const total = counts.total;
     const button = (state, label, n) => el('button', {
       type: 'button', class: `count ${state ? `state-${state}` : ''}`, 'data-state': state || 'ALL',
-      'aria-pressed': String(filter.state === state), onclick: () => { filter.state = filter.state === state && state ? '' : state; restart(); },
+      'aria-pressed': String(filter.state === state), onclick: () => { filter.state = filter.state === state && state ? '' : state; reload(); },
     }, el('span', { class: 'n' }, String(n)), ` ${label}`);
     countsBox.replaceChildren(button('', 'all', total), ...STATES.map((s) => button(s, s.toLowerCase(), counts.byState[s] ?? 0)));
     const current = filter.jobName;
@@ -100,7 +101,7 @@ export function listPage(session) {
       const filtered = filter.state || filter.jobName || filter.search;
       groupsBox.replaceChildren(el('div', { class: 'empty', id: 'empty' },
         filtered ? el('p', {}, 'No application matches these filters.') : el('p', {}, 'No applications yet.'),
-        filtered ? el('p', {}, el('button', { type: 'button', onclick: () => { Object.assign(filter, { state: '', jobName: '', search: '' }); search.value = ''; restart(); } }, 'Clear filters'))
+        filtered ? el('p', {}, el('button', { type: 'button', onclick: () => { Object.assign(filter, { state: '', jobName: '', search: '' }); search.value = ''; reload(); } }, 'Clear filters'))
           : el('p', {}, 'Submit one with ', el('code', {}, 'POST /api/apps/'), ' (or ', el('code', {}, 'submission-service apps submit'), ') and it appears here at once.')));
       return;
     }
@@ -123,7 +124,7 @@ export function listPage(session) {
     const hidden = apps.length - RUNS_SHOWN;
     return el('section', { class: 'card job', 'data-job': jobName },
       el('header', {},
-        el('h2', {}, el('a', { href: `/dashboard/?job=${encodeURIComponent(jobName)}`, onclick: (e) => { e.preventDefault(); filter.jobName = jobName; restart(); } }, jobName)),
+        el('h2', {}, el('a', { href: `/dashboard/?job=${encodeURIComponent(jobName)}`, onclick: (e) => { e.preventDefault(); filter.jobName = jobName; reload(); } }, jobName)),
         failing ? el('span', { class: 'badge state-FAILED' }, 'last run failed') : null,
         el('span', { class: 'muted' }, `${perJob?.total ?? apps.length} run${(perJob?.total ?? apps.length) === 1 ? '' : 's'}`),
         el('span', { class: 'spacer' }), strip),
@@ -131,13 +132,13 @@ export function listPage(session) {
         el('thead', {}, el('tr', {}, el('th', {}, 'Application'), el('th', {}, 'State'), el('th', {}, 'Started'), el('th', { class: 'num' }, 'Duration'))),
         el('tbody', {}, rows)),
       hidden > 0 ? el('p', { class: 'more-runs muted' }, `${hidden} more loaded · `,
-        el('a', { href: `/dashboard/?job=${encodeURIComponent(jobName)}`, onclick: (e) => { e.preventDefault(); filter.jobName = jobName; restart(); } }, 'show this job only')) : null);
+        el('a', { href: `/dashboard/?job=${encodeURIComponent(jobName)}`, onclick: (e) => { e.preventDefault(); filter.jobName = jobName; reload(); } }, 'show this job only')) : null);
   }
 
   const schedule = () => { if (!frame) frame = requestAnimationFrame(render); };
   const scheduleCounts = () => {
     clearTimeout(countsTimer);
-    countsTimer = setTimeout(() => loadCounts().catch(() => undefined), 1000); // one read per burst of changes
+    countsTimer = setTimeout(() => loadCounts().catch(report), 1000); // one read per burst of changes
   };
 
   function follow() {
@@ -159,7 +160,7 @@ export function listPage(session) {
       schedule();
       scheduleCounts();
     });
-    source.addEventListener('reset', () => { void restart(false); });
+    source.addEventListener('reset', () => reload(false));
   }
 
   // The shown items are replaced only when the new answers are in (no flash of an empty list),
@@ -180,13 +181,25 @@ export function listPage(session) {
     render();
   }
 
+  // A read that fails after the first render: an ended session shows the sign-in again (the
+  // entry script asks for it on reload); anything else is said on the page, not swallowed.
+  function report(err) {
+    if (err?.status === 401) { location.reload(); return; }
+    problem.hidden = false;
+    problem.textContent = `Could not load: ${err?.message ?? err}`;
+  }
+  const reload = (resubscribe = true) => {
+    problem.hidden = true;
+    restart(resubscribe).catch(report);
+  };
+
   const applySearch = (value, delay) => {
     if (value === filter.search && delay > 0) return; // a space typed: the pending search stands
     clearTimeout(searchTimer);
     filter.search = value;
     setUrl();
     schedule(); // narrow what is loaded at once; the server's answer follows
-    searchTimer = setTimeout(() => { void restart(false).catch(() => undefined); }, delay);
+    searchTimer = setTimeout(() => reload(false), delay);
   };
   search.addEventListener('input', () => applySearch(search.value.trim(), SEARCH_DELAY_MS));
   search.addEventListener('keydown', (e) => {
@@ -200,7 +213,7 @@ export function listPage(session) {
     search.focus();
   };
   document.addEventListener('keydown', slash);
-  jobSelect.addEventListener('change', () => { filter.jobName = jobSelect.value; void restart(); });
+  jobSelect.addEventListener('change', () => { filter.jobName = jobSelect.value; reload(); });
   more.addEventListener('click', async () => {
     if (loading || !next) return;
     loading = true;
@@ -212,11 +225,14 @@ export function listPage(session) {
       for (const app of page.items) items.set(app.appName, app);
       next = page.next;
       render();
+    } catch (err) {
+      report(err);
     } finally { more.disabled = false; loading = false; }
   });
 
   show(
     el('div', { class: 'toolbar' }, el('h1', {}, 'Applications'), status),
+    problem,
     countsBox,
     el('div', { class: 'filters' }, el('label', { for: 'job-filter' }, 'Job'), jobSelect, el('label', { for: 'search' }, 'Search'), search),
     groupsBox, more);

@@ -285,6 +285,12 @@ t.test('in Chromium: the search is the server\'s: it finds applications in pages
   t.equal(await page.locator('#search').inputValue(), '', 'Escape clears the search');
   t.equal(new URL(page.url()).search, '', 'and the address');
   t.same(errors, [], 'no script errors');
+
+  // The service goes away: a filter that cannot be read says so on the page.
+  await api.app.close();
+  await page.locator('#counts [data-state="KILLED"]').click();
+  await page.locator('#problem').waitFor({ timeout: 5000 });
+  t.match(await page.locator('#problem').innerText(), /^Could not load: /, 'a failed read is shown, not swallowed');
 });
 
 t.test('in Chromium: an application page with config and a live log', async (t) => {
