@@ -100,6 +100,7 @@ export async function appsCommand(argv: string[]): Promise<number> {
       follow: { type: 'boolean', short: 'f', default: false },
       'dry-run': { type: 'boolean', default: false },
       state: { type: 'string' },
+      search: { type: 'string' },
     },
   });
   const call = client(values.url, values['api-key']);
@@ -119,6 +120,7 @@ export async function appsCommand(argv: string[]): Promise<number> {
       const params = new URLSearchParams();
       if (values.job) params.set('jobName', values.job);
       if (values.state) params.set('state', values.state);
+      if (values.search) params.set('q', values.search);
       const page = (await (await call('GET', `/api/apps/?${params}`)).json()) as { items: Application[] };
       for (const app of page.items) {
         process.stdout.write(`${app.appName.padEnd(56)} ${String(app.state).padEnd(10)} ${app.createdAt}\n`);

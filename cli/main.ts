@@ -16,7 +16,7 @@ const USAGE = `usage: submission-service <command> [options]
   keys create --role user|admin [--label L] | keys list | keys revoke ID
                    (--data-dir DIR, or --secret NAMESPACE/NAME [--kubeconfig F] for a cluster's keys)
   apps submit --job NAME [--template T] [--set executor.cores=4] [--file overrides.json] [--follow] [--dry-run]
-  apps list [--job NAME] [--state STATE]
+  apps list [--job NAME] [--state STATE] [--search TEXT]
   apps logs APP [-f]
                    (apps: --url, or SUBMISSION_SERVICE_URL; --api-key, or SUBMISSION_SERVICE_API_KEY)
 `;

@@ -23,6 +23,8 @@ export interface ListQuery {
   state?: ApplicationState;
   /** Every one of these labels, with these values. */
   labels?: Record<string, string>;
+  /** Case-insensitive substring of the appName, the jobName or a label value. */
+  q?: string;
   limit: number;
   /** Opaque cursor from a previous page's `next`. */
   cursor?: string;

@@ -17,11 +17,19 @@ export function decodeCursor(cursor: string): [string, string] {
 
 export class InvalidCursorError extends Error {}
 
-/** Whether a record passes a list query's filters (job, state, labels). */
+/** Whether a record's appName, jobName or a label value contains `needle` (already lower-cased). */
+export function searchMatches(record: AppRecord, needle: string): boolean {
+  if (record.appName.toLowerCase().includes(needle) || record.jobName.toLowerCase().includes(needle)) return true;
+  for (const key in record.labels) if (record.labels[key].toLowerCase().includes(needle)) return true;
+  return false;
+}
+
+/** Whether a record passes a list query's filters (job, state, labels, search). */
 export function matchesQuery(record: AppRecord, query: Omit<ListQuery, 'limit' | 'cursor'>): boolean {
   if (query.jobName && record.jobName !== query.jobName) return false;
   if (query.state && record.state !== query.state) return false;
   for (const key in query.labels) if (record.labels[key] !== query.labels[key]) return false;
+  if (query.q && !searchMatches(record, query.q.toLowerCase())) return false;
   return true;
 }
 

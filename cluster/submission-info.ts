@@ -1,8 +1,9 @@
 // What an application was submitted with, as its driver pod carries it (the overrides
-// annotation, the admission mark), and how admission sized it: the app page's "Submission".
+// annotation, the admission mark, the sizing decision admission recorded): the app page's
+// "Submission". Both modes read the same annotations: in Kubernetes mode the API has no
+// node-pool rules (the webhook has), so the decision is only known from what admission wrote.
 import type { V1Pod } from '@kubernetes/client-node';
-import type { ApplicationConfig } from '../schemas/index.js';
-import { type AdmissionRules, ANNOTATION_ADMITTED, ANNOTATION_OVERRIDES, explainSizing } from '../webhook/domain/index.js';
+import { ANNOTATION_ADMITTED, ANNOTATION_OVERRIDES, ANNOTATION_SIZING, readSizingAnnotation, type SizingExplanation } from '../webhook/domain/index.js';
 
 export interface SubmissionInfo {
   /** The submission's configOverrides; null when the driver pod (which carries them) is gone. */
@@ -11,11 +12,11 @@ export interface SubmissionInfo {
   driverPod: boolean;
   /** The admission mark on the driver pod; null on a pod that missed admission. */
   admittedBy: string | null;
-  /** Which pool each pod went to and why; null when this process has no node-pool rules. */
-  sizing: ReturnType<typeof explainSizing> | null;
+  /** Which pool each pod went to and why, as admission recorded it on the driver pod; null when not recorded. */
+  sizing: SizingExplanation | null;
 }
 
-export function submissionInfo(pod: V1Pod | undefined, config: ApplicationConfig, rules: AdmissionRules | undefined): SubmissionInfo {
+export function submissionInfo(pod: V1Pod | undefined): SubmissionInfo {
   const annotations = pod?.metadata?.annotations ?? {};
   let configOverrides: Record<string, unknown> | null = null;
   try {
@@ -23,10 +24,12 @@ export function submissionInfo(pod: V1Pod | undefined, config: ApplicationConfig
     if (parsed && typeof parsed === 'object' && !Array.isArray(parsed)) configOverrides = parsed as Record<string, unknown>;
   } catch { /* admission refuses such a pod; nothing to show */ }
   if (pod && configOverrides === null) configOverrides = {};
+  const admittedBy = annotations[ANNOTATION_ADMITTED] ?? null;
   return {
     configOverrides,
     driverPod: pod !== undefined,
-    admittedBy: annotations[ANNOTATION_ADMITTED] ?? null,
-    sizing: rules ? explainSizing(config, rules) : null,
+    admittedBy,
+    // Only admission writes the decision: on a pod that missed it, the annotation is not ours.
+    sizing: admittedBy === null ? null : readSizingAnnotation(annotations[ANNOTATION_SIZING]),
   };
 }

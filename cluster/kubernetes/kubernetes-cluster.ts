@@ -217,11 +217,11 @@ export class KubernetesCluster implements Cluster {
     return stream;
   }
 
-  /** Overrides and admission mark from the driver pod; no sizing here (the node pools are the webhook's). */
+  /** Overrides, admission mark and the sizing decision the webhook recorded, from the driver pod (live or its last state). */
   async submission(appName: string): Promise<SubmissionInfo | undefined> {
     const record = await this.get(appName);
     if (!record) return undefined;
-    return submissionInfo(this.cache.driver(appName)?.pod, record.config, undefined);
+    return submissionInfo(this.cache.driver(appName)?.pod);
   }
 
   /** The driver pod's IP and Spark UI port while the pod runs (from the cache). */

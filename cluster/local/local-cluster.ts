@@ -240,7 +240,7 @@ export class LocalCluster implements Cluster {
 
   async submission(appName: string): Promise<SubmissionInfo | undefined> {
     const stored = this.records.get(appName);
-    return stored && submissionInfo(stored.pod, stored.record.config, this.options.rules);
+    return stored && submissionInfo(stored.pod);
   }
 
   async sparkUiTarget(appName: string): Promise<URL | undefined> {

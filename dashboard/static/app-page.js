@@ -183,7 +183,7 @@ export function appPage(appName, session) {
     body.append(info.configOverrides === null ? el('p', { class: 'muted' }, 'Gone with the driver pod.')
       : el('div', { class: 'json', id: 'overrides', 'data-json': JSON.stringify(info.configOverrides) }, jsonTree(info.configOverrides)));
     body.append(el('h3', {}, 'Sizing'));
-    if (!info.sizing) body.append(el('p', { class: 'muted' }, 'Decided by the admission webhook (this process has no node-pool rules to explain it).'));
+    if (!info.sizing) body.append(el('p', { class: 'muted' }, 'Not recorded: the driver pod missed admission, was admitted before admission recorded its decision, or is gone.'));
     else {
       for (const role of ['driver', 'executor']) {
         const s = info.sizing[role];

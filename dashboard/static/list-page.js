@@ -1,11 +1,13 @@
 // /dashboard/: applications grouped by jobName, newest first. Pages of light items
 // (view=summary) by cursor; counts from /api/apps/counts; kept current by the events stream
-// (no polling: with nothing changing, the page sends nothing).
+// (no polling: with nothing changing, the page sends nothing). The search is the server's
+// (`q`): it finds applications in pages not loaded yet, and the counts follow it.
 import { ACTIVE, STATES, api, appHref, badge, duration, el, isKernel, show, when } from './dom.js';
 
 const PAGE = 200;
 const RUNS_SHOWN = 5;
 const STRIP = 20;
+const SEARCH_DELAY_MS = 250; // typing: one search per pause, not one per key
 
 export function listPage(session) {
   document.title = 'Applications · Submission Service';
@@ -18,11 +20,17 @@ export function listPage(session) {
   let countsTimer = null;
   let frame = 0;
   let loading = false;
+  let searchTimer = null;
+  let generation = 0; // each restart; answers for an older filter are dropped
 
   const countsBox = el('div', { class: 'counts', id: 'counts', role: 'group', 'aria-label': 'Applications per state' });
   const jobSelect = el('select', { id: 'job-filter', 'aria-label': 'Job' });
-  const search = el('input', { type: 'search', id: 'search', placeholder: 'Search applications, jobs, labels', 'aria-label': 'Search', value: filter.search });
+  const search = el('input', {
+    type: 'search', id: 'search', placeholder: 'Search names, jobs, label values ( / )', 'aria-label': 'Search applications by name, job or label value',
+    maxlength: '100', value: filter.search, 'aria-keyshortcuts': '/',
+  });
   const status = el('span', { class: 'muted', id: 'summary', 'aria-live': 'polite' });
+  const problem = el('p', { class: 'notice', id: 'problem', role: 'alert', hidden: true });
   const groupsBox = el('div', { id: 'groups' });
   const more = el('button', { type: 'button', id: 'more', hidden: true }, 'Load older applications');
 
@@ -33,31 +41,33 @@ export function listPage(session) {
     if (filter.search) q.set('q', filter.search);
     history.replaceState(null, '', `/dashboard/${q.size ? `?${q}` : ''}`);
   };
-  const matches = (app) => (!filter.state || app.state === filter.state) && (!filter.jobName || app.jobName === filter.jobName);
+  const matches = (app) => (!filter.state || app.state === filter.state) && (!filter.jobName || app.jobName === filter.jobName) && searched(app);
+  // The server's search (cluster/paging.ts), for changes that arrive by events and for the
+  // loaded items while a search is typed.
   const searched = (app) => {
-    const q = filter.search.trim().toLowerCase();
+    const q = filter.search.toLowerCase();
     if (!q) return true;
-    const labels = Object.entries(app.labels ?? {}).map(([k, v]) => `${k}=${v}`).join(' ');
-    return `${app.appName} ${app.jobName} ${app.state} ${labels} ${app.submittedBy ?? ''}`.toLowerCase().includes(q);
+    return app.appName.toLowerCase().includes(q) || app.jobName.toLowerCase().includes(q)
+      || Object.values(app.labels ?? {}).some((v) => v.toLowerCase().includes(q));
   };
 
-  async function loadPage() {
-    loading = true;
+  function fetchPage(cursor) {
     const q = new URLSearchParams({ limit: String(PAGE), view: 'summary' });
     if (filter.state) q.set('state', filter.state);
     if (filter.jobName) q.set('jobName', filter.jobName);
-    if (next) q.set('cursor', next);
-    try {
-      const body = await api(`/api/apps/?${q}`);
-      for (const app of body.items) items.set(app.appName, app);
-      next = body.next;
-    } finally {
-      loading = false;
-    }
+    if (filter.search) q.set('q', filter.search);
+    if (cursor) q.set('cursor', cursor);
+    return api(`/api/apps/?${q}`);
   }
 
+  // Counts of every job (the job list needs them all), within the search.
+  const fetchCounts = () => api(`/api/apps/counts${filter.search ? `?${new URLSearchParams({ q: filter.search })}` : ''}`);
+
   async function loadCounts() {
-    counts = await api('/api/apps/counts');
+    const gen = generation;
+    const body = await fetchCounts();
+    if (gen !== generation) return;
+    counts = body;
     renderCounts();
   }
 
@@ -66,7 +76,7 @@ export function listPage(session) {
     const total = counts.total;
     const button = (state, label, n) => el('button', {
       type: 'button', class: `count ${state ? `state-${state}` : ''}`, 'data-state': state || 'ALL',
-      'aria-pressed': String(filter.state === state), onclick: () => { filter.state = filter.state === state && state ? '' : state; restart(); },
+      'aria-pressed': String(filter.state === state), onclick: () => { filter.state = filter.state === state && state ? '' : state; reload(); },
     }, el('span', { class: 'n' }, String(n)), ` ${label}`);
     countsBox.replaceChildren(button('', 'all', total), ...STATES.map((s) => button(s, s.toLowerCase(), counts.byState[s] ?? 0)));
     const current = filter.jobName;
@@ -76,7 +86,7 @@ export function listPage(session) {
 
   function render() {
     frame = 0;
-    const visible = [...items.values()].filter((a) => matches(a) && searched(a))
+    const visible = [...items.values()].filter(matches)
       .sort((a, b) => b.createdAt.localeCompare(a.createdAt) || b.appName.localeCompare(a.appName));
     const groups = new Map();
     for (const app of visible) {
@@ -84,13 +94,14 @@ export function listPage(session) {
       groups.get(app.jobName).push(app);
     }
     const active = visible.filter((a) => ACTIVE.has(a.state)).length;
-    status.textContent = `${visible.length} shown in ${groups.size} job${groups.size === 1 ? '' : 's'} · ${active} active${next ? ' · older ones not loaded yet' : ''} · live`;
+    const found = filter.search ? ` matching “${filter.search}”` : '';
+    status.textContent = `${visible.length} shown${found} in ${groups.size} job${groups.size === 1 ? '' : 's'} · ${active} active${next ? ' · older ones not loaded yet' : ''} · live`;
     more.hidden = !next;
     if (visible.length === 0) {
       const filtered = filter.state || filter.jobName || filter.search;
       groupsBox.replaceChildren(el('div', { class: 'empty', id: 'empty' },
         filtered ? el('p', {}, 'No application matches these filters.') : el('p', {}, 'No applications yet.'),
-        filtered ? el('p', {}, el('button', { type: 'button', onclick: () => { Object.assign(filter, { state: '', jobName: '', search: '' }); search.value = ''; restart(); } }, 'Clear filters'))
+        filtered ? el('p', {}, el('button', { type: 'button', onclick: () => { Object.assign(filter, { state: '', jobName: '', search: '' }); search.value = ''; reload(); } }, 'Clear filters'))
           : el('p', {}, 'Submit one with ', el('code', {}, 'POST /api/apps/'), ' (or ', el('code', {}, 'submission-service apps submit'), ') and it appears here at once.')));
       return;
     }
@@ -113,7 +124,7 @@ export function listPage(session) {
     const hidden = apps.length - RUNS_SHOWN;
     return el('section', { class: 'card job', 'data-job': jobName },
       el('header', {},
-        el('h2', {}, el('a', { href: `/dashboard/?job=${encodeURIComponent(jobName)}`, onclick: (e) => { e.preventDefault(); filter.jobName = jobName; restart(); } }, jobName)),
+        el('h2', {}, el('a', { href: `/dashboard/?job=${encodeURIComponent(jobName)}`, onclick: (e) => { e.preventDefault(); filter.jobName = jobName; reload(); } }, jobName)),
         failing ? el('span', { class: 'badge state-FAILED' }, 'last run failed') : null,
         el('span', { class: 'muted' }, `${perJob?.total ?? apps.length} run${(perJob?.total ?? apps.length) === 1 ? '' : 's'}`),
         el('span', { class: 'spacer' }), strip),
@@ -121,13 +132,13 @@ export function listPage(session) {
         el('thead', {}, el('tr', {}, el('th', {}, 'Application'), el('th', {}, 'State'), el('th', {}, 'Started'), el('th', { class: 'num' }, 'Duration'))),
         el('tbody', {}, rows)),
       hidden > 0 ? el('p', { class: 'more-runs muted' }, `${hidden} more loaded · `,
-        el('a', { href: `/dashboard/?job=${encodeURIComponent(jobName)}`, onclick: (e) => { e.preventDefault(); filter.jobName = jobName; restart(); } }, 'show this job only')) : null);
+        el('a', { href: `/dashboard/?job=${encodeURIComponent(jobName)}`, onclick: (e) => { e.preventDefault(); filter.jobName = jobName; reload(); } }, 'show this job only')) : null);
   }
 
   const schedule = () => { if (!frame) frame = requestAnimationFrame(render); };
   const scheduleCounts = () => {
     clearTimeout(countsTimer);
-    countsTimer = setTimeout(() => loadCounts().catch(() => undefined), 1000); // one read per burst of changes
+    countsTimer = setTimeout(() => loadCounts().catch(report), 1000); // one read per burst of changes
   };
 
   function follow() {
@@ -149,33 +160,86 @@ export function listPage(session) {
       schedule();
       scheduleCounts();
     });
-    source.addEventListener('reset', () => { void restart(false); });
+    source.addEventListener('reset', () => reload(false));
   }
 
+  // The shown items are replaced only when the new answers are in (no flash of an empty list),
+  // and only by the answers to the newest filter.
   async function restart(resubscribe = true) {
+    const gen = ++generation;
+    clearTimeout(searchTimer);
     setUrl();
-    items.clear();
-    next = null;
     renderCounts();
     if (resubscribe) follow();
-    await Promise.all([loadPage(), loadCounts()]);
+    const [page, newCounts] = await Promise.all([fetchPage(null), fetchCounts()]);
+    if (gen !== generation) return;
+    items.clear();
+    for (const app of page.items) items.set(app.appName, app);
+    next = page.next;
+    counts = newCounts;
+    renderCounts();
     render();
   }
 
-  jobSelect.addEventListener('change', () => { filter.jobName = jobSelect.value; void restart(); });
-  search.addEventListener('input', () => { filter.search = search.value; setUrl(); schedule(); });
+  // A read that fails after the first render: an ended session shows the sign-in again (the
+  // entry script asks for it on reload); anything else is said on the page, not swallowed.
+  function report(err) {
+    if (err?.status === 401) { location.reload(); return; }
+    problem.hidden = false;
+    problem.textContent = `Could not load: ${err?.message ?? err}`;
+  }
+  const reload = (resubscribe = true) => {
+    problem.hidden = true;
+    restart(resubscribe).catch(report);
+  };
+
+  const applySearch = (value, delay) => {
+    if (value === filter.search && delay > 0) return; // a space typed: the pending search stands
+    clearTimeout(searchTimer);
+    filter.search = value;
+    setUrl();
+    schedule(); // narrow what is loaded at once; the server's answer follows
+    searchTimer = setTimeout(() => reload(false), delay);
+  };
+  search.addEventListener('input', () => applySearch(search.value.trim(), SEARCH_DELAY_MS));
+  search.addEventListener('keydown', (e) => {
+    if (e.key === 'Enter') applySearch(search.value.trim(), 0);
+    if (e.key === 'Escape' && search.value) { e.preventDefault(); search.value = ''; applySearch('', 0); }
+  });
+  // "/" focuses the search from anywhere on the page but a field.
+  const slash = (e) => {
+    if (e.key !== '/' || e.ctrlKey || e.metaKey || e.altKey || /^(INPUT|SELECT|TEXTAREA)$/.test(document.activeElement?.tagName ?? '')) return;
+    e.preventDefault();
+    search.focus();
+  };
+  document.addEventListener('keydown', slash);
+  jobSelect.addEventListener('change', () => { filter.jobName = jobSelect.value; reload(); });
   more.addEventListener('click', async () => {
     if (loading || !next) return;
+    loading = true;
     more.disabled = true;
-    try { await loadPage(); render(); } finally { more.disabled = false; }
+    const gen = generation;
+    try {
+      const page = await fetchPage(next);
+      if (gen !== generation) return;
+      for (const app of page.items) items.set(app.appName, app);
+      next = page.next;
+      render();
+    } catch (err) {
+      report(err);
+    } finally { more.disabled = false; loading = false; }
   });
 
   show(
     el('div', { class: 'toolbar' }, el('h1', {}, 'Applications'), status),
+    problem,
     countsBox,
     el('div', { class: 'filters' }, el('label', { for: 'job-filter' }, 'Job'), jobSelect, el('label', { for: 'search' }, 'Search'), search),
     groupsBox, more);
   // Durations of running applications grow: redraw every 5 s while any is shown (no request).
   const ticker = setInterval(() => { if ([...items.values()].some((a) => a.state === 'RUNNING')) schedule(); }, 5000);
-  return { start: () => restart(), stop: () => { source?.close(); clearTimeout(countsTimer); clearInterval(ticker); if (frame) cancelAnimationFrame(frame); } };
+  return {
+    start: () => restart(),
+    stop: () => { source?.close(); clearTimeout(countsTimer); clearTimeout(searchTimer); clearInterval(ticker); document.removeEventListener('keydown', slash); if (frame) cancelAnimationFrame(frame); },
+  };
 }

@@ -30,6 +30,12 @@ function withinBudget(records: AppRecord[], next: string | null): { items: Appli
   return { items, next };
 }
 
+/** The list's search: bounded, as every string the API takes. */
+const searchQuery = {
+  type: 'string', maxLength: 100,
+  description: 'search: applications whose appName, jobName or a label value contains this text, ignoring case (at most 100 characters; empty: no search)',
+} as const;
+
 const errorResponses = { 400: ref(schemaIds.error), 401: ref(schemaIds.error), 403: ref(schemaIds.error), 404: ref(schemaIds.error), 503: ref(schemaIds.error) };
 const appNameParams = {
   type: 'object', required: ['appName'], additionalProperties: false,
@@ -75,10 +81,10 @@ export async function appRoutes(app: FastifyInstance, { cluster, policy }: { clu
     return reply.code(201).send(toApplication(result.record));
   });
 
-  app.get<{ Querystring: { jobName?: string; state?: never; labelSelector?: string; limit: number; cursor?: string; view: 'full' | 'summary' } }>('/api/apps/', {
+  app.get<{ Querystring: { jobName?: string; state?: never; labelSelector?: string; q?: string; limit: number; cursor?: string; view: 'full' | 'summary' } }>('/api/apps/', {
     schema: {
       summary: 'List applications, newest first',
-      description: 'view=summary leaves `config` and `transitions` out of every item (the other fields as in Application): what a list page needs, a small fraction of the bytes.',
+      description: 'view=summary leaves `config` and `transitions` out of every item (the other fields as in Application): what a list page needs, a small fraction of the bytes. q searches (case-insensitive substring of appName, jobName or any label value) and combines with the other filters and with cursor paging.',
       tags: ['apps'],
       querystring: {
         type: 'object', additionalProperties: false,
@@ -86,6 +92,7 @@ export async function appRoutes(app: FastifyInstance, { cluster, policy }: { clu
           jobName: { type: 'string', maxLength: 63 },
           state: ref(schemaIds.applicationState),
           labelSelector: labelSelectorQuery,
+          q: searchQuery,
           limit: { type: 'integer', minimum: 1, maximum: 500, default: 50 },
           cursor: { type: 'string', maxLength: 1024 },
           view: { type: 'string', enum: ['full', 'summary'], default: 'full', description: 'summary: items without `config` and `transitions`' },
@@ -103,20 +110,20 @@ export async function appRoutes(app: FastifyInstance, { cluster, policy }: { clu
     return withinBudget(page.items, page.next);
   });
 
-  app.get<{ Querystring: { jobName?: string; labelSelector?: string } }>('/api/apps/counts', {
+  app.get<{ Querystring: { jobName?: string; labelSelector?: string; q?: string } }>('/api/apps/counts', {
     schema: {
       summary: 'How many applications are in each state, in all and per job',
-      description: 'One pass over the records (no pages): what a dashboard shows above its list.',
+      description: 'One pass over the records (no pages): what a dashboard shows above its list. jobName, labelSelector and q filter as in the list.',
       tags: ['apps'],
       querystring: {
         type: 'object', additionalProperties: false,
-        properties: { jobName: { type: 'string', maxLength: 63 }, labelSelector: labelSelectorQuery },
+        properties: { jobName: { type: 'string', maxLength: 63 }, labelSelector: labelSelectorQuery, q: searchQuery },
       },
       response: { 200: countsSchema, ...errorResponses },
     },
   }, async (request) => {
-    const { labelSelector, jobName } = request.query;
-    const all = await cluster.list({ jobName, labels: parseLabelSelector(labelSelector), limit: Number.MAX_SAFE_INTEGER });
+    const { labelSelector, jobName, q } = request.query;
+    const all = await cluster.list({ jobName, labels: parseLabelSelector(labelSelector), q, limit: Number.MAX_SAFE_INTEGER });
     return countStates(all.items);
   });
 
@@ -156,7 +163,7 @@ export async function appRoutes(app: FastifyInstance, { cluster, policy }: { clu
   app.get<{ Params: { appName: string } }>('/api/apps/:appName/submission', {
     schema: {
       summary: 'What the application was submitted with, and how it was sized',
-      description: 'configOverrides as submitted (from the driver pod; null once the pod is gone), admittedBy (the admission mark on the driver pod; null when it missed admission), and sizing: for driver and executor, the pool and the reasons (null where this process has no node-pool rules: Kubernetes mode).',
+      description: 'configOverrides as submitted (from the driver pod; null once the pod is gone), admittedBy (the admission mark on the driver pod; null when it missed admission), and sizing: for driver and executor, the pool and the reasons, as admission (the webhook, or local mode\'s in-process admission) recorded them on the driver pod in the annotation `submission-service/sizing` (compact JSON, at most 4096 characters: at most 6 reasons of at most 240 characters per pod); null when the pod missed admission, was admitted before decisions were recorded, or is gone from the cache.',
       tags: ['apps'],
       params: appNameParams,
       response: { 200: submissionSchema, ...errorResponses },

@@ -89,10 +89,11 @@ t.test('keys, auth on, and apps submit|list|logs from a terminal', async (t) => 
 
   await t.test('apps list and apps logs', async (t) => {
     // Independent reads, run at once (each CLI start loads the whole package).
-    const [list, byJob, byState, logs, missing] = await Promise.all([
+    const [list, byJob, byState, bySearch, logs, missing] = await Promise.all([
       runCli(['apps', 'list'], withKey),
       runCli(['apps', 'list', '--job', 'clijob'], withKey),
       runCli(['apps', 'list', '--state', 'FAILED'], withKey),
+      runCli(['apps', 'list', '--search', failed.slice(-5).toUpperCase()], withKey),
       runCli(['apps', 'logs', completed], withKey),
       runCli(['apps', 'logs', 'no-such-app-20200101-000000-aaaaa'], withKey),
     ]);
@@ -106,6 +107,7 @@ t.test('keys, auth on, and apps submit|list|logs from a terminal', async (t) => 
 
     t.same(byJob.stdout.trim().split('\n').map((l) => l.split(/\s+/)[0]), [completed], '--job filters');
     t.same(byState.stdout.trim().split('\n').map((l) => l.split(/\s+/)[0]), [failed], '--state filters');
+    t.same(bySearch.stdout.trim().split('\n').map((l) => l.split(/\s+/)[0]), [failed], '--search asks the server (q), ignoring case');
 
     t.equal(logs.code, 0);
     const direct = await http(url, 'GET', `/api/apps/${completed}/log`, undefined, { 'x-api-key': key });

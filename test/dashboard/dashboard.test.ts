@@ -16,6 +16,7 @@ import { loadSessionSecret } from '../../dashboard/session-secret.js';
 import { FileKeyStore } from '../../submit-api/auth/key-store.js';
 import { startTestApi } from '../helpers/api.js';
 import { fakeJob } from '../helpers/fake-spark-submit.js';
+import { craftRecords } from '../helpers/records.js';
 import { waitForState } from '../helpers/poll.js';
 
 const shots = process.env.DASHBOARD_SCREENSHOTS ?? join(tmpdir(), 'submission-service-dashboard');
@@ -211,6 +212,8 @@ t.test('in Chromium: empty, grouped by jobName, counts, filters, search, kernels
   await page.locator('#search').fill('no-such-thing');
   await page.locator('#empty').waitFor();
   t.match(await page.locator('#empty').innerText(), /No application matches/, 'an empty result says so');
+  await page.locator('#counts [data-state="ALL"] .n').filter({ hasText: /^0$/ }).waitFor({ timeout: 5000 });
+  t.pass('the counts follow the search (the server\'s answer)');
   await page.screenshot({ path: join(shots, 'dashboard-no-match.png') });
   await page.locator('#empty button').click();
   await page.locator(`tr[data-app="${daily[0]}"]`).waitFor();
@@ -233,6 +236,61 @@ t.test('in Chromium: empty, grouped by jobName, counts, filters, search, kernels
   await page.locator(`tr[data-app="${kernel}"] .badge`).filter({ hasText: 'KILLED' }).waitFor({ timeout: 5000 });
   t.pass('a stop elsewhere shows up live');
   t.same(errors, [], 'no script errors');
+});
+
+t.test('in Chromium: the search is the server\'s: it finds applications in pages not loaded, debounced, counts follow, keyboard', async (t) => {
+  const dataDir = join(t.testdir(), 'data');
+  const names = craftRecords(dataDir, 450); // the page loads the newest 200
+  const api = await startTestApi(t, { dataDir });
+  const address = await api.app.listen({ port: 0, host: '127.0.0.1' });
+  const browser = await launch(t);
+  const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+  const errors: string[] = [];
+  page.on('pageerror', (err) => errors.push(String(err)));
+  const searches: string[] = [];
+  page.on('request', (r) => { if (/\/api\/apps\/\?.*\bq=/.test(r.url())) searches.push(new URL(r.url()).searchParams.get('q') ?? ''); });
+
+  await page.goto(`${address}/dashboard/`);
+  await page.locator('#counts [data-state="ALL"] .n').filter({ hasText: '450' }).waitFor();
+  await page.locator('section.job').first().waitFor();
+  t.match(await page.locator('#summary').innerText(), /older ones not loaded yet/, 'older pages are not loaded');
+  t.equal(await page.locator(`tr[data-app="${names[3]}"]`).count(), 0, 'an old application is not on the page');
+
+  await page.keyboard.press('/');
+  t.equal(await page.evaluate(() => document.activeElement?.id), 'search', '"/" focuses the search');
+  await page.keyboard.type(names[3].slice(-9), { delay: 15 });
+  await page.locator(`tr[data-app="${names[3]}"]`).waitFor({ timeout: 5000 });
+  t.same(await page.locator('tbody tr').evaluateAll((rs) => rs.map((r) => r.getAttribute('data-app'))), [names[3]], 'found by the server in a page never loaded');
+  // One search per pause in typing: a machine under load may pause once.
+  t.ok(searches.length <= 2 && searches.at(-1) === names[3].slice(-9), `${searches.length} search(es) for 9 keys typed (debounced): ${searches.join(', ')}`);
+  t.equal(await page.locator('#counts [data-state="ALL"] .n').innerText(), '1', 'counts follow the search');
+
+  await page.locator('#search').fill('');
+  await page.locator('#search').type('DATA-TEAM');
+  await page.locator('#search').press('Enter');
+  await page.locator('#counts [data-state="ALL"] .n').filter({ hasText: '45' }).waitFor({ timeout: 5000 });
+  const counts = Object.fromEntries(await page.locator('#counts button').evaluateAll((bs) => bs.map((b) => [b.getAttribute('data-state'), b.querySelector('.n')?.textContent])));
+  t.same(counts, { ALL: '45', PENDING: '0', RUNNING: '0', COMPLETED: '15', FAILED: '15', KILLED: '15', UNKNOWN: '0' }, 'label values, ignoring case: counts per state within the search');
+  t.match(await page.locator('#summary').innerText(), /45 shown matching “DATA-TEAM” in 1 job/, 'every match loaded, none left behind');
+  t.match(page.url(), /\?q=DATA-TEAM$/, 'the search is in the address');
+  await page.locator('#counts [data-state="FAILED"]').click();
+  await page.locator('#counts [data-state="FAILED"][aria-pressed="true"]').waitFor();
+  await page.waitForFunction(() => /15 shown/.test(document.getElementById('summary')?.textContent ?? ''));
+  t.pass('with a state filter: 15');
+  await page.screenshot({ path: join(shots, 'dashboard-search.png'), fullPage: true });
+  await page.locator('#counts [data-state="FAILED"]').click();
+
+  await page.locator('#search').press('Escape');
+  await page.locator('#counts [data-state="ALL"] .n').filter({ hasText: '450' }).waitFor({ timeout: 5000 });
+  t.equal(await page.locator('#search').inputValue(), '', 'Escape clears the search');
+  t.equal(new URL(page.url()).search, '', 'and the address');
+  t.same(errors, [], 'no script errors');
+
+  // The service goes away: a filter that cannot be read says so on the page.
+  await api.app.close();
+  await page.locator('#counts [data-state="KILLED"]').click();
+  await page.locator('#problem').waitFor({ timeout: 5000 });
+  t.match(await page.locator('#problem').innerText(), /^Could not load: /, 'a failed read is shown, not swallowed');
 });
 
 t.test('in Chromium: an application page with config and a live log', async (t) => {

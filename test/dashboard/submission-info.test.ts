@@ -1,8 +1,11 @@
-// submissionInfo (cluster/submission-info.ts) and explainSizing (webhook/domain): what the app
-// page says about a submission, on SPEC's example cluster.
+// submissionInfo (cluster/submission-info.ts), explainSizing and the sizing annotation admission
+// writes (webhook/domain): what the app page says about a submission, on SPEC's example cluster.
 import t from 'tap';
 import { submissionInfo } from '../../cluster/submission-info.js';
-import { ANNOTATION_ADMITTED, ANNOTATION_OVERRIDES, buildRules, explainSizing, sizeApplication } from '../../webhook/domain/index.js';
+import {
+  admitPod, ANNOTATION_ADMITTED, ANNOTATION_OVERRIDES, ANNOTATION_SIZING, bareDriverPod, buildRules, explainSizing, readSizingAnnotation,
+  SIZING_ANNOTATION_MAX_CHARS, sizeApplication, sizingAnnotation,
+} from '../../webhook/domain/index.js';
 import { exampleCluster } from '../helpers/api.js';
 
 const rules = buildRules({ nodePools: exampleCluster().nodePools, namespace: 'x' });
@@ -13,15 +16,44 @@ const sized = (config: object) => {
 };
 
 t.test('a pod that missed admission, a pod that is gone, an admitted pod', async (t) => {
-  const config = sized({});
+  const config = sized({ executor: { cores: 6 } });
   const overrides = { executor: { cores: 6 } };
-  const missed = submissionInfo({ metadata: { annotations: { [ANNOTATION_OVERRIDES]: JSON.stringify(overrides) } } }, config, undefined);
-  t.same(missed, { configOverrides: overrides, driverPod: true, admittedBy: null, sizing: null }, 'no admission mark: flagged as null; no rules: no sizing');
-  t.same(submissionInfo(undefined, config, rules).configOverrides, null, 'the pod is gone: overrides unknown');
-  const admitted = submissionInfo({ metadata: { annotations: { [ANNOTATION_ADMITTED]: 'submission-service-rules/v1' } } }, config, rules);
+  const recorded = sizingAnnotation(config, rules);
+  const missed = submissionInfo({ metadata: { annotations: { [ANNOTATION_OVERRIDES]: JSON.stringify(overrides), [ANNOTATION_SIZING]: recorded } } });
+  t.same(missed, { configOverrides: overrides, driverPod: true, admittedBy: null, sizing: null }, 'no admission mark: flagged as null, and a sizing annotation on it is not trusted');
+  t.same(submissionInfo(undefined).configOverrides, null, 'the pod is gone: overrides unknown');
+  const admitted = submissionInfo({ metadata: { annotations: { [ANNOTATION_ADMITTED]: 'submission-service-rules/v1', [ANNOTATION_SIZING]: recorded } } });
   t.equal(admitted.admittedBy, 'submission-service-rules/v1');
   t.same(admitted.configOverrides, {}, 'no overrides given');
-  t.equal(admitted.sizing?.driver.pool, 'n1-standard-2');
+  t.same(admitted.sizing, explainSizing(config, rules), 'the decision as admission recorded it, read without any rules');
+  t.equal(submissionInfo({ metadata: { annotations: { [ANNOTATION_ADMITTED]: 'submission-service-rules/v1' } } }).sizing, null, 'admitted before decisions were recorded: unknown');
+});
+
+t.test('admission records the sizing decision on the driver pod, compact and bounded', async (t) => {
+  const bare = bareDriverPod({ appName: 'a-20260101-000000-abcde', jobName: 'a', namespace: 'x', configOverrides: { executor: { cores: 6 } } });
+  const admission = admitPod(bare, { rules, templates: () => undefined, applications: () => undefined, newAppName: (j) => j });
+  if (admission.outcome !== 'admitted') throw new Error(admission.outcome);
+  const driverConfig = admission.config;
+  const text = admission.pod.metadata!.annotations![ANNOTATION_SIZING];
+  t.same(readSizingAnnotation(text), explainSizing(admission.config, rules), 'the annotation reads back as explainSizing\'s answer');
+  t.equal(readSizingAnnotation(text)?.executor.pool, 'n1-standard-8');
+  t.ok(text.length < 2048, `about a kilobyte (${text.length} characters)`);
+  t.equal(executorHasNoSizing(), true, 'executors carry none: their driver has it');
+
+  // Whatever the rules say (a pool name of 300 characters), the annotation stays under its cap.
+  const long = buildRules({ nodePools: exampleCluster().nodePools.map((p) => ({ ...p, instanceName: p.instanceName + 'x'.repeat(300) })), namespace: 'x' });
+  const worst = sizingAnnotation(sized({ executor: { cores: 6, coreRequest: '1000m', memory: '3000m' } }), long);
+  t.ok(worst.length <= SIZING_ANNOTATION_MAX_CHARS, `bounded (${worst.length} ≤ ${SIZING_ANNOTATION_MAX_CHARS})`);
+  t.match(readSizingAnnotation(worst)?.executor.pool, /…$/, 'long names are cut');
+  t.equal(readSizingAnnotation('{"driver":{"pool":1}}'), null, 'not what admission writes: null');
+  t.equal(readSizingAnnotation('not json'), null);
+  t.equal(readSizingAnnotation('x'.repeat(SIZING_ANNOTATION_MAX_CHARS + 1)), null, 'too long to be ours');
+
+  function executorHasNoSizing(): boolean {
+    const pod = { metadata: { name: 'e', labels: { 'spark-role': 'executor', 'submission-service/app-name': 'a-20260101-000000-abcde' } }, spec: { containers: [{ name: 'x' }] } };
+    const executor = admitPod(pod, { rules, templates: () => undefined, applications: () => driverConfig, newAppName: (j) => j });
+    return executor.outcome === 'admitted' && executor.pod.metadata?.annotations?.[ANNOTATION_SIZING] === undefined;
+  }
 });
 
 t.test('explainSizing: SPEC\'s figures and their reasons', async (t) => {

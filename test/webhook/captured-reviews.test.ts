@@ -10,7 +10,7 @@ import jsonPatch from 'fast-json-patch';
 import type { V1Pod } from '@kubernetes/client-node';
 import { allSchemas, schemaIds } from '../../schemas/index.js';
 import {
-  type AdmissionContext, admitPod, ANNOTATION_ADMITTED, ANNOTATION_CONFIG, LABEL_APP, LABEL_JOB, readConfig, RULES_VERSION,
+  type AdmissionContext, admitPod, ANNOTATION_ADMITTED, ANNOTATION_CONFIG, ANNOTATION_SIZING, LABEL_APP, LABEL_JOB, readConfig, RULES_VERSION,
 } from '../../webhook/domain/index.js';
 import { refusalFromMessage } from '../../webhook/server/refusal.js';
 import { type AdmitFunction, reviewAdmission } from '../../webhook/server/review.js';
@@ -52,6 +52,7 @@ function admissionFields(pod: V1Pod) {
     tolerations: pod.spec?.tolerations,
     admittedBy: annotations[ANNOTATION_ADMITTED],
     config: annotations[ANNOTATION_CONFIG],
+    sizing: annotations[ANNOTATION_SIZING],
   };
 }
 

@@ -4,10 +4,11 @@ import type { V1Container, V1EnvVar, V1Pod, V1Volume, V1VolumeMount } from '@kub
 import type { ApplicationConfig, SecretMount } from '../../schemas/index.js';
 import { keyFilePath } from './defaults.js';
 import {
-  ANNOTATION_ADMITTED, ANNOTATION_CONFIG, ANNOTATION_OVERRIDES, ANNOTATION_SUBMITTED_BY, DRIVER_CONTAINER, LABEL_APP, LABEL_JOB,
+  ANNOTATION_ADMITTED, ANNOTATION_CONFIG, ANNOTATION_SIZING, ANNOTATION_OVERRIDES, ANNOTATION_SUBMITTED_BY, DRIVER_CONTAINER, LABEL_APP, LABEL_JOB,
   LABEL_TEMPLATE, RULES_VERSION, SPARK_ROLE,
 } from './labels.js';
 import { placeDriver } from './placement.js';
+import { sizingAnnotation } from './sizing-annotation.js';
 import { parseMemoryMib } from './quantities.js';
 import type { AdmissionRules } from './rules.js';
 import { type AppIdentity, cpuQuantity, DRIVER_PORTS, podMemoryMib, sparkProperties } from './spark-properties.js';
@@ -115,6 +116,7 @@ export function renderDriverPod(pod: V1Pod, config: ApplicationConfig, id: AppId
   const annotations: Record<string, string> = Object.assign({}, pod.metadata?.annotations, driver.annotations);
   annotations[ANNOTATION_CONFIG] = JSON.stringify(config);
   annotations[ANNOTATION_ADMITTED] = RULES_VERSION;
+  annotations[ANNOTATION_SIZING] = sizingAnnotation(config, rules);
   return {
     ...pod,
     metadata: { ...pod.metadata, name: id.appName, labels, annotations },

@@ -12,3 +12,4 @@ export * from './rules.js';
 export * from './sizing.js';
 export * from './spark-properties.js';
 export * from './sizing-explanation.js';
+export * from './sizing-annotation.js';

@@ -7,6 +7,8 @@ export const ANNOTATION_OVERRIDES = 'submission-service/config-overrides';
 export const ANNOTATION_CONFIG = 'submission-service/config';
 /** Stamped on every pod admission changed, with the rule set's version. */
 export const ANNOTATION_ADMITTED = 'submission-service/admitted-by';
+/** The sizing decision (pool and reasons per pod), recorded by admission on driver pods (sizing-annotation.ts). */
+export const ANNOTATION_SIZING = 'submission-service/sizing';
 export const RULES_VERSION = 'submission-service-rules/v1';
 /** The id of the API key that submitted the application (absent when authentication is off). */
 export const ANNOTATION_SUBMITTED_BY = 'submission-service/submitted-by';
