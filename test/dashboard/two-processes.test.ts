@@ -17,7 +17,7 @@ import { createInterface } from 'node:readline';
 import httpProxy from 'http-proxy';
 import { chromium } from 'playwright-core';
 import t from 'tap';
-import { FakeKubelet } from '../../cluster/testbed/fake-kubelet.js';
+import { FakeKubelet } from '../../testbed/fake-kubelet.js';
 import { SECRET_DATA_KEY } from '../../submit-api/auth/secret-key-store.js';
 import { fakeJob, writeFakeSparkSubmit } from '../helpers/fake-spark-submit.js';
 import { eventually, startKubeBed } from '../helpers/kubernetes.js';
