@@ -6,7 +6,7 @@ import type { V1Pod } from '@kubernetes/client-node';
 import { ANNOTATION_ADMITTED, ANNOTATION_OVERRIDES, ANNOTATION_SIZING, readSizingAnnotation, type SizingExplanation } from '../webhook/domain/index.js';
 
 export interface SubmissionInfo {
-  /** The submission's configOverrides; null when the driver pod (which carries them) is gone. */
+  /** The submission's configOverrides; null when neither the driver pod (which carries them) nor a kept copy is there. */
   configOverrides: Record<string, unknown> | null;
   /** Whether the driver pod could be read (Kubernetes: it is deleted on stop and delete). */
   driverPod: boolean;
@@ -16,14 +16,28 @@ export interface SubmissionInfo {
   sizing: SizingExplanation | null;
 }
 
-export function submissionInfo(pod: V1Pod | undefined): SubmissionInfo {
-  const annotations = pod?.metadata?.annotations ?? {};
+/** The annotations that say what an application was submitted with; the controller keeps a copy on the Application. */
+export const SUBMISSION_ANNOTATIONS = [ANNOTATION_OVERRIDES, ANNOTATION_ADMITTED, ANNOTATION_SIZING] as const;
+
+/** Those of the annotations present on a pod, e.g. to be copied elsewhere. */
+export function submissionAnnotations(pod: V1Pod): Record<string, string> {
+  const annotations = pod.metadata?.annotations ?? {};
+  return Object.fromEntries(SUBMISSION_ANNOTATIONS.filter((key) => annotations[key] !== undefined).map((key) => [key, annotations[key]]));
+}
+
+/**
+ * From the driver pod; when it is gone, from the copy of its annotations kept elsewhere
+ * (Kubernetes: the Application, which the controller gave them when it copied the config).
+ */
+export function submissionInfo(pod: V1Pod | undefined, kept?: Record<string, string>): SubmissionInfo {
+  const carrier = pod?.metadata?.annotations ?? (kept && Object.keys(kept).length > 0 ? kept : undefined);
+  const annotations = carrier ?? {};
   let configOverrides: Record<string, unknown> | null = null;
   try {
     const parsed = JSON.parse(annotations[ANNOTATION_OVERRIDES] ?? 'null') as unknown;
     if (parsed && typeof parsed === 'object' && !Array.isArray(parsed)) configOverrides = parsed as Record<string, unknown>;
   } catch { /* admission refuses such a pod; nothing to show */ }
-  if (pod && configOverrides === null) configOverrides = {};
+  if (carrier && configOverrides === null) configOverrides = {};
   const admittedBy = annotations[ANNOTATION_ADMITTED] ?? null;
   return {
     configOverrides,

@@ -217,11 +217,11 @@ export class KubernetesCluster implements Cluster {
     return stream;
   }
 
-  /** Overrides, admission mark and the sizing decision the webhook recorded, from the driver pod (live or its last state). */
+  /** Overrides, admission mark and the sizing decision the webhook recorded: from the driver pod, else the controller's copy on the Application. */
   async submission(appName: string): Promise<SubmissionInfo | undefined> {
     const record = await this.get(appName);
     if (!record) return undefined;
-    return submissionInfo(this.cache.driver(appName)?.pod);
+    return submissionInfo(this.cache.driver(appName)?.pod, this.cache.application(appName)?.metadata.annotations);
   }
 
   /** The driver pod's IP and Spark UI port while the pod runs (from the cache). */

@@ -21,7 +21,7 @@ export interface ApplicationStatus {
 export interface ApplicationResource {
   apiVersion: string;
   kind: 'Application';
-  metadata: { name: string; namespace?: string; uid?: string; creationTimestamp?: string | Date; labels?: Record<string, string>; resourceVersion?: string };
+  metadata: { name: string; namespace?: string; uid?: string; creationTimestamp?: string | Date; labels?: Record<string, string>; annotations?: Record<string, string>; resourceVersion?: string };
   spec: { jobName: string; configTemplateName: string; config: ApplicationConfig; submittedBy?: string | null };
   status?: ApplicationStatus;
 }

@@ -175,8 +175,9 @@ export function appPage(appName, session) {
     const rows = [];
     const fact = (name, value) => rows.push(el('dt', {}, name), el('dd', {}, value));
     fact('Template', app.configTemplateName || '— (none)');
-    if (!info.driverPod) fact('Admission', el('span', { class: 'muted' }, 'unknown: the driver pod is gone'));
-    else if (info.admittedBy) fact('Admission', `admitted by ${info.admittedBy}`);
+    // With the pod gone, what admission wrote may still be known (the controller keeps a copy on the Application).
+    if (info.admittedBy) fact('Admission', `admitted by ${info.admittedBy}`);
+    else if (!info.driverPod) fact('Admission', el('span', { class: 'muted' }, 'unknown: the driver pod is gone'));
     else fact('Admission', el('strong', { class: 'warn', id: 'missed-admission' }, '⚠ Missed admission: the driver pod has no submission-service/admitted-by mark (was the webhook down?)'));
     body.append(el('dl', { class: 'facts' }, rows));
     body.append(el('h3', {}, 'Overrides'));

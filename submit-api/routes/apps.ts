@@ -163,7 +163,7 @@ export async function appRoutes(app: FastifyInstance, { cluster, policy }: { clu
   app.get<{ Params: { appName: string } }>('/api/apps/:appName/submission', {
     schema: {
       summary: 'What the application was submitted with, and how it was sized',
-      description: 'configOverrides as submitted (from the driver pod; null once the pod is gone), admittedBy (the admission mark on the driver pod; null when it missed admission), and sizing: for driver and executor, the pool and the reasons, as admission (the webhook, or local mode\'s in-process admission) recorded them on the driver pod in the annotation `submission-service/sizing` (compact JSON, at most 4096 characters: at most 6 reasons of at most 240 characters per pod); null when the pod missed admission, was admitted before decisions were recorded, or is gone from the cache.',
+      description: 'configOverrides as submitted (from the driver pod, or in Kubernetes mode from the copy the controller keeps on the Application once the pod is gone; null when neither is there), admittedBy (the admission mark on the driver pod, kept the same way; null when it missed admission), and sizing: for driver and executor, the pool and the reasons, as admission (the webhook, or local mode\'s in-process admission) recorded them on the driver pod in the annotation `submission-service/sizing` (compact JSON, at most 4096 characters: at most 6 reasons of at most 240 characters per pod); null when the pod missed admission, was admitted before decisions were recorded, or is gone with no copy kept.',
       tags: ['apps'],
       params: appNameParams,
       response: { 200: submissionSchema, ...errorResponses },

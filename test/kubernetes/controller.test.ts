@@ -44,6 +44,21 @@ t.test('the controller', async (t) => {
     t.match(await register.getSingleMetricAsString('submission_service_controller_writes_total'), /kind="status",outcome="ok"\} [1-9]/);
   });
 
+  t.test('what an app was submitted with outlives its driver pod: the controller keeps it on the Application', async (t) => {
+    const appName = await submit('kept', { executor: { cores: 2 } });
+    await eventually(() => application(appName), (a) => Object.keys(a?.spec.config ?? {}).length > 0, { what: 'the controller to copy the config' });
+    const before = (await bed.call('GET', `/api/apps/${appName}/submission`)).json;
+    t.equal(before.driverPod, true);
+    t.same(before.configOverrides, { executor: { cores: 2 } });
+    t.ok(before.admittedBy, 'admitted');
+    t.ok(before.sizing?.driver?.pool, 'the webhook recorded its sizing decision');
+    await fakeKubelet(bed.clients, namespace, appName, 'Running');
+    await fakeKubelet(bed.clients, namespace, appName, 'Succeeded');
+    await core.deleteNamespacedPod({ name: appName, namespace, gracePeriodSeconds: 0 });
+    const after = await eventually(() => bed.call('GET', `/api/apps/${appName}/submission`), (r) => r.json.driverPod === false, { what: 'the deleted pod to leave the cache' });
+    t.same({ ...after.json, driverPod: true }, before, 'overrides, admission mark and sizing from the Application');
+  });
+
   t.test('events in Kubernetes mode come from the cache: every change, then the deletion', async (t) => {
     const abort = new AbortController();
     t.teardown(() => abort.abort());
