@@ -15,6 +15,7 @@ import { buildService } from '../../cli/service.js';
 import { loadSessionSecret } from '../../dashboard/session-secret.js';
 import { FileKeyStore } from '../../submit-api/auth/key-store.js';
 import { startTestApi } from '../helpers/api.js';
+import { browsePages } from '../helpers/dashboard-pages.js';
 import { fakeJob } from '../helpers/fake-spark-submit.js';
 import { craftRecords } from '../helpers/records.js';
 import { waitForState } from '../helpers/poll.js';
@@ -400,17 +401,7 @@ t.test('in Chromium, auth on, two API servers behind a round-robin proxy: one si
   t.match(await page.locator('#who').innerText(), new RegExp(user.id));
   unauthorized.length = 0; // the 401 before signing in was expected
 
-  for (let i = 0; i < 20; i++) {
-    const name = [...submitted, long][i % 5];
-    if (i % 2 === 0) {
-      await page.goto(`${address}/dashboard/`);
-      await page.locator(`tr[data-app="${name}"]`).waitFor();
-    } else {
-      await page.goto(`${address}/dashboard/apps/${name}`);
-      await page.locator('#facts').waitFor();
-    }
-    t.equal(await page.locator('#login').count(), 0, `page ${i + 1}: no sign-in prompt`);
-  }
+  await browsePages(t, page, address, [...submitted, long]);
   t.ok(served[0] > 10 && served[1] > 10, `both servers answered (${served.join(' / ')})`);
 
   await page.goto(`${address}/dashboard/apps/${long}`);

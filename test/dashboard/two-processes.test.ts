@@ -20,6 +20,7 @@ import t from 'tap';
 import { FakeKubelet } from '../../testbed/fake-kubelet.js';
 import { SECRET_DATA_KEY } from '../../submit-api/auth/secret-key-store.js';
 import { fakeJob, writeFakeSparkSubmit } from '../helpers/fake-spark-submit.js';
+import { browsePages } from '../helpers/dashboard-pages.js';
 import { eventually, startKubeBed } from '../helpers/kubernetes.js';
 import { binPath, http, runCli } from '../helpers/service.js';
 
@@ -133,17 +134,7 @@ t.test('two API processes on the test bed behind a round-robin proxy: one sign-i
   const before = [...front.unauthorized];
   const servedBefore = [...front.served];
 
-  for (let i = 0; i < 20; i++) {
-    const name = [...submitted, long][i % 5];
-    if (i % 2 === 0) {
-      await page.goto(`${address}/dashboard/`);
-      await page.locator(`tr[data-app="${name}"]`).waitFor();
-    } else {
-      await page.goto(`${address}/dashboard/apps/${name}`);
-      await page.locator('#facts').waitFor();
-    }
-    t.equal(await page.locator('#login').count(), 0, `page ${i + 1}: no sign-in prompt`);
-  }
+  await browsePages(t, page, address, [...submitted, long]);
   const browsed = front.served.map((n, i) => n - servedBefore[i]);
   t.ok(browsed.every((n) => n >= 10), `both processes served the pages' requests (${browsed.join(' / ')})`);
 
