@@ -6,12 +6,18 @@ import type { WebSocket } from 'ws';
 import { countsAsActivity, type JupyterMessage, parseClientFrame, statusMessage, stderrMessage } from './messages.js';
 
 export type ExecutionState = 'starting' | 'idle' | 'busy' | 'restarting' | 'dead';
+/**
+ * Whether a warm pool's kernel was handed out. `unknown`: found again after a gateway restart,
+ * until its launcher (which keeps the claim) says so in its hello.
+ */
+export type ClaimState = 'unclaimed' | 'claimed' | 'unknown';
 
 interface Client { ws: WebSocket; sessionId: string }
 
 const REPLAY_LIMIT = 2000;
 const ROUTE_LIMIT = 5000;
 const RESTART_TIMEOUT_MS = 30_000;
+const CLAIM_TIMEOUT_MS = 3000;
 
 export interface KernelModel {
   id: string;
@@ -38,15 +44,61 @@ export class KernelSession {
   /** msg_id of a request → the client that sent it, so replies go to their asker. */
   private readonly askers = new Map<string, Client>();
   private restartWaiters: Array<() => void> = [];
+  private claimWaiters: Array<(confirmed: boolean) => void> = [];
   private buffersWarned = false;
+  private sparkFailed = false;
+  /** Ordinary kernels are someone's from the start; a pool's are not until claimed. */
+  claim: ClaimState;
+  /** Called when the claim becomes known or Spark's state changes (the warm pool listens). */
+  onChange: () => void = () => {};
 
   constructor(
     readonly id: string,
     readonly specName: string,
     private readonly log: FastifyBaseLogger,
     /** Found again after a gateway restart: its first client gets what the launcher kept meanwhile. */
-    private readonly adopted = false,
-  ) {}
+    private adopted = false,
+    /** The template whose warm pool started this kernel; undefined for a kernel started on request. */
+    readonly pool?: string,
+  ) {
+    this.claim = pool === undefined ? 'claimed' : adopted ? 'unknown' : 'unclaimed';
+  }
+
+  /** A pool's kernel nobody has: not listed, not culled, not reachable by id. */
+  get unclaimed(): boolean { return this.claim === 'unclaimed'; }
+
+  /** Can be handed out now: launcher connected, claim known to be free, Spark up. */
+  get claimable(): boolean {
+    return this.claim === 'unclaimed' && this.launcher !== undefined && this.ready && !this.sparkFailed && this.executionState === 'idle';
+  }
+
+  get sparkReady(): boolean { return this.ready && !this.sparkFailed; }
+  get sparkBroken(): boolean { return this.ready && this.sparkFailed; }
+
+  /**
+   * Hands a pool's kernel to a user: the launcher records the claim (and says it in every hello,
+   * so a restarted gateway knows) before the claim counts. False when the launcher did not confirm.
+   */
+  async claimIt(): Promise<boolean> {
+    if (!this.claimable) return false;
+    const confirmed = new Promise<boolean>((resolve) => {
+      const timer = setTimeout(() => resolve(false), CLAIM_TIMEOUT_MS);
+      this.claimWaiters.push((ok) => { clearTimeout(timer); resolve(ok); });
+    });
+    this.launcher!.send(JSON.stringify({ op: 'claim' }));
+    if (!(await confirmed) || this.claim !== 'unclaimed') return false;
+    // The user sees the kernel from now on: nothing from its time in the pool.
+    this.replay.length = 0;
+    this.adopted = false;
+    this.lastActivity = new Date();
+    this.markClaimed();
+    return true;
+  }
+
+  private markClaimed(): void {
+    this.claim = 'claimed';
+    this.onChange();
+  }
 
   model(): KernelModel {
     return {
@@ -134,6 +186,10 @@ export class KernelSession {
     switch (message.op) {
       case undefined: return this.kernelMessage(message as unknown as JupyterMessage);
       case 'hello': {
+        if (this.claim === 'unknown' && typeof message.claimed === 'boolean') {
+          if (message.claimed) this.markClaimed();
+          else { this.claim = 'unclaimed'; this.onChange(); }
+        }
         if (typeof message.busy === 'boolean' && this.ready) this.executionState = message.busy ? 'busy' : 'idle';
         const spark = message.spark as { ok: boolean; error?: string } | undefined;
         if (spark && !this.ready) this.becomeReady(spark, message.busy === true);
@@ -141,6 +197,10 @@ export class KernelSession {
         return;
       }
       case 'spark': return this.becomeReady(message as unknown as { ok: boolean; error?: string }, false);
+      case 'claimed': {
+        for (const done of this.claimWaiters.splice(0)) done(true);
+        return;
+      }
       case 'restarted': {
         const waiters = this.restartWaiters;
         this.restartWaiters = [];
@@ -154,9 +214,11 @@ export class KernelSession {
   private becomeReady(spark: { ok: boolean; error?: string; disabled?: boolean }, busy: boolean): void {
     if (!spark.ok && !spark.disabled) this.broadcast(stderrMessage(`Spark failed to start: ${spark.error ?? 'unknown error'}\nsc, sqlContext and spark are not available in this kernel.\n`));
     this.ready = true;
+    this.sparkFailed = !spark.ok && !spark.disabled;
     this.executionState = busy ? 'busy' : 'idle';
     if (!busy) this.broadcast(statusMessage('idle'));
     this.flushHeld();
+    this.onChange();
   }
 
   private flushHeld(): void {
@@ -229,5 +291,6 @@ export class KernelSession {
     this.launcher = undefined;
     for (const done of this.restartWaiters) done();
     this.restartWaiters = [];
+    for (const done of this.claimWaiters.splice(0)) done(false);
   }
 }

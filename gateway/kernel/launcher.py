@@ -11,6 +11,10 @@ Environment (set by the gateway in the application's driver env):
   SUBMISSION_SERVICE_KERNEL_TOKEN  one-time token, consumed by the first connection; the gateway then
                                    hands over a reconnect secret that lives in this process's memory only
   SUBMISSION_SERVICE_SPARK_WAIT    seconds a placeholder waits for Spark (default 120)
+  SUBMISSION_SERVICE_KERNEL_POOL   set on a warm pool's kernels: Spark runs one tiny job before the
+                                   kernel reports ready, so a claimed kernel's first cell finds warm
+                                   Python workers; the claim is kept here and said in every hello, so
+                                   a restarted gateway neither hands the kernel out again nor loses it
 """
 import asyncio
 import base64
@@ -31,6 +35,10 @@ KERNEL_ID = os.environ.get("SUBMISSION_SERVICE_KERNEL_ID", "")
 _token = os.environ.pop("SUBMISSION_SERVICE_KERNEL_TOKEN", "")
 SPARK_WAIT = float(os.environ.get("SUBMISSION_SERVICE_SPARK_WAIT", "120"))
 RESTART_PREFIX = "ss-restart-"
+POOLED = bool(os.environ.get("SUBMISSION_SERVICE_KERNEL_POOL"))
+
+
+STARTED = time.monotonic()
 
 
 def log(*parts):
@@ -91,12 +99,19 @@ def bind_spark(namespace):
 
 def start_spark(namespace, on_done):
     try:
+        log(f"starting Spark {time.monotonic() - STARTED:.1f} s after the launcher started")
         from pyspark.sql import SparkSession, SQLContext
         spark = SparkSession.builder.appName(os.environ.get("SUBMISSION_SERVICE_KERNEL_SPEC", "kernel")).getOrCreate()
         sc = spark.sparkContext
         # As pyspark's own shell does; `spark._wrapped` no longer exists since Spark 3.3.
         sql_context = SQLContext._get_or_create(sc)
+        if POOLED:
+            # Starts the Python worker daemon and one worker per task slot, and runs the job path
+            # once, before anyone waits for it (idle workers live a minute; the daemon stays).
+            slots = max(1, sc.defaultParallelism)
+            sc.parallelize(range(slots), slots).count()
         SPARK.objects.update(spark=spark, sc=sc, sqlContext=sql_context)
+        log(f"Spark ready {time.monotonic() - STARTED:.1f} s after the launcher started")
     except BaseException as error:  # noqa: BLE001 - every failure must reach the notebook
         SPARK.error = f"{type(error).__name__}: {error}"
         log("Spark failed to start:", SPARK.error)
@@ -128,6 +143,8 @@ class Bridge:
         self.kernel_busy = False
         self.spark_reported = None
         self.stopping = False
+        # A warm pool's kernel handed out to a user: only the gateway's claim sets it, never undone.
+        self.claimed = False
 
     def start(self):
         threading.Thread(target=self._run, name="gateway-bridge", daemon=True).start()
@@ -212,7 +229,7 @@ class Bridge:
                 delay = min(delay * 2, 5)
                 continue
             delay, failing_since = 0.25, None
-            hello = {"op": "hello", "busy": self.kernel_busy}
+            hello = {"op": "hello", "busy": self.kernel_busy, "claimed": self.claimed}
             if self.spark_reported is not None:
                 hello["spark"] = self.spark_reported
             await ws.write_message(json.dumps(hello))
@@ -237,6 +254,9 @@ class Bridge:
         op = message.get("op")
         if op == "secret":
             self.secret = message["value"]
+        elif op == "claim":
+            self.claimed = True
+            self._send({"op": "claimed"})
         elif op == "interrupt":
             self._interrupt()
         elif op == "restart":
