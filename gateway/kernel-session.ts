@@ -3,7 +3,7 @@
 // Spark is ready, and a replay buffer of iopub output per session.
 import type { FastifyBaseLogger } from 'fastify';
 import type { WebSocket } from 'ws';
-import { countsAsActivity, type JupyterMessage, parseClientFrame, statusMessage, stderrMessage } from './messages.js';
+import { countsAsActivity, type JupyterMessage, parseClientFrame, type Routing, splitKernelFrame, statusMessage, stderrMessage } from './messages.js';
 
 export type ExecutionState = 'starting' | 'idle' | 'busy' | 'restarting' | 'dead';
 /**
@@ -36,7 +36,8 @@ export class KernelSession {
   private readonly clients = new Set<Client>();
   private launcher: WebSocket | undefined;
   private ready = false;
-  private readonly held: JupyterMessage[] = [];
+  /** Client requests (their text as received) held until Spark is ready. */
+  private readonly held: string[] = [];
   private readonly replay: { seq: number; text: string }[] = [];
   private seq = 0;
   /** Last iopub sequence number each disconnected session received. */
@@ -132,7 +133,8 @@ export class KernelSession {
   }
 
   private fromClient(client: Client, data: Buffer): void {
-    const message = parseClientFrame(data);
+    const text = data.toString('utf8');
+    const message = parseClientFrame(text);
     if (!message) {
       this.log.warn({ kernel: this.id, bytes: data.length }, 'ignored a websocket frame that is not a Jupyter message');
       return;
@@ -140,17 +142,22 @@ export class KernelSession {
     if (countsAsActivity(message.header.msg_type)) this.lastActivity = new Date();
     this.askers.set(message.header.msg_id, client);
     if (this.askers.size > ROUTE_LIMIT) this.askers.delete(this.askers.keys().next().value!);
-    if (this.ready && this.launcher) this.launcher.send(JSON.stringify(message));
-    else this.held.push(message);
+    // Passed on as received: checked above, never re-serialized.
+    if (this.ready && this.launcher) this.launcher.send(text);
+    else this.held.push(text);
   }
 
   private sendText(client: Client, text: string): void {
     if (client.ws.readyState === client.ws.OPEN) client.ws.send(text); // a string: always a text frame
   }
 
+  /** A message the gateway writes itself (status, notices). */
   private broadcast(message: JupyterMessage): void {
-    const text = JSON.stringify(message);
-    if (message.channel === 'iopub') {
+    this.broadcastText(JSON.stringify(message), message.channel === 'iopub');
+  }
+
+  private broadcastText(text: string, iopub: boolean): void {
+    if (iopub) {
       this.replay.push({ seq: ++this.seq, text });
       if (this.replay.length > REPLAY_LIMIT) this.replay.shift();
     }
@@ -176,15 +183,17 @@ export class KernelSession {
   }
 
   private fromLauncher(data: Buffer): void {
+    const text = data.toString('utf8');
+    const kernel = splitKernelFrame(text);
+    if (kernel) return this.kernelMessage(kernel.routing, kernel.body);
     let message: Record<string, unknown>;
     try {
-      message = JSON.parse(data.toString('utf8')) as Record<string, unknown>;
+      message = JSON.parse(text) as Record<string, unknown>;
     } catch {
       this.log.warn({ kernel: this.id }, 'undecodable frame from the launcher');
       return;
     }
     switch (message.op) {
-      case undefined: return this.kernelMessage(message as unknown as JupyterMessage);
       case 'hello': {
         if (this.claim === 'unknown' && typeof message.claimed === 'boolean') {
           if (message.claimed) this.markClaimed();
@@ -222,27 +231,32 @@ export class KernelSession {
   }
 
   private flushHeld(): void {
-    while (this.launcher && this.held.length) this.launcher.send(JSON.stringify(this.held.shift()));
+    while (this.launcher && this.held.length) this.launcher.send(this.held.shift()!);
   }
 
-  private kernelMessage(message: JupyterMessage): void {
-    if (typeof message.channel !== 'string' || !message.header) return;
-    if (Array.isArray(message.buffers) && message.buffers.length) {
+  /** A kernel message: routed by what the launcher said of it, passed on as the text it sent. */
+  private kernelMessage(routing: Routing, body: string): void {
+    let text = body;
+    if (routing.buffers > 0) {
       // Binary frames kill jupyter_server's relay (FIELD-NOTES): buffers are dropped, said once per kernel.
-      if (!this.buffersWarned) this.log.warn({ kernel: this.id, msgType: message.header.msg_type }, 'dropped binary buffers of a kernel message (never sent to Jupyter)');
+      if (!this.buffersWarned) this.log.warn({ kernel: this.id, msgType: routing.msg_type }, 'dropped binary buffers of a kernel message (never sent to Jupyter)');
       this.buffersWarned = true;
-      message.buffers = [];
+      try {
+        text = JSON.stringify({ ...(JSON.parse(body) as JupyterMessage), buffers: [] });
+      } catch {
+        this.log.warn({ kernel: this.id }, 'undecodable kernel message from the launcher');
+        return;
+      }
     }
-    const msgType = message.header.msg_type;
-    if (message.channel === 'iopub' && msgType === 'status') {
-      const state = (message.content as { execution_state?: ExecutionState }).execution_state;
-      if (state === 'busy' || state === 'idle') this.executionState = state;
-    } else if (countsAsActivity(msgType)) this.lastActivity = new Date();
-    if (message.channel === 'iopub') return this.broadcast(message);
-    const asker = this.askers.get(String((message.parent_header as { msg_id?: string }).msg_id ?? ''));
-    if (asker && this.clients.has(asker)) this.sendText(asker, JSON.stringify(message));
-    else this.broadcast(message);
+    if (routing.state !== null) {
+      if (routing.state === 'busy' || routing.state === 'idle') this.executionState = routing.state;
+    } else if (countsAsActivity(routing.msg_type)) this.lastActivity = new Date();
+    if (routing.channel === 'iopub') return this.broadcastText(text, true);
+    const asker = this.askers.get(routing.parent);
+    if (asker && this.clients.has(asker)) this.sendText(asker, text);
+    else this.broadcastText(text, false);
   }
+
 
   // ---- lifecycle -------------------------------------------------------------------------
 

@@ -19,6 +19,7 @@ Environment (set by the gateway in the application's driver env):
 import asyncio
 import base64
 import collections
+import hmac
 import json
 import os
 import signal
@@ -177,38 +178,67 @@ class Bridge:
         await self._connect_forever()
 
     async def _pump(self, channel, sock):
-        from jupyter_client.jsonutil import json_default
         while True:
             frames = await sock.recv_multipart(copy=True)
             try:
-                _, msg_frames = self.session.feed_identities(frames)
-                msg = self.session.deserialize(msg_frames, content=True)
+                text, msg_type, parent_id, state = self._relay_text(channel, frames)
             except Exception as error:  # noqa: BLE001 - a bad frame must not stop the pump
                 log("undecodable kernel message on", channel, error)
                 continue
-            msg_type = msg["header"].get("msg_type")
-            parent_id = (msg.get("parent_header") or {}).get("msg_id", "")
-            if channel == "iopub" and msg_type == "status" and not parent_id.startswith(RESTART_PREFIX):
-                self.kernel_busy = msg["content"].get("execution_state") == "busy"
+            if state is not None and not parent_id.startswith(RESTART_PREFIX):
+                self.kernel_busy = state == "busy"
             if channel == "shell" and parent_id.startswith(RESTART_PREFIX):
                 self._send({"op": "restarted"})
                 continue
-            msg["channel"] = channel
-            msg["buffers"] = [base64.b64encode(bytes(b)).decode("ascii") for b in msg.get("buffers") or []]
-            self._send(json.loads(json.dumps(msg, default=json_default)))
+            self._send_text(text)
+
+    def _relay_text(self, channel, frames):
+        """One kernel message as the gateway relays it, built from the wire frames as they are.
+
+        The kernel's frames are JSON already: they are checked (HMAC), and only the small header
+        and parent header are parsed, for routing; content is parsed only for `status`. The text
+        is a routing line the gateway reads, a newline, then the Jupyter message it passes on
+        without parsing it (the legacy JSON protocol's fields, buffers as base64).
+        """
+        _, msg_frames = self.session.feed_identities(frames)
+        signature, header_b, parent_b, metadata_b, content_b = msg_frames[:5]
+        if self.session.auth is not None:
+            mac = self.session.auth.copy()
+            for part in (header_b, parent_b, metadata_b, content_b):
+                mac.update(part)
+            if not hmac.compare_digest(signature, mac.hexdigest().encode("ascii")):
+                raise ValueError("invalid signature")
+        header = json.loads(header_b)
+        msg_type = header.get("msg_type", "")
+        parent_id = json.loads(parent_b).get("msg_id", "") if len(parent_b) > 2 else ""
+        state = json.loads(content_b).get("execution_state") if channel == "iopub" and msg_type == "status" else None
+        buffers = msg_frames[5:]
+        routing = json.dumps({"channel": channel, "msg_type": msg_type, "parent": parent_id, "state": state, "buffers": len(buffers)})
+        encoded = ",".join('"' + base64.b64encode(bytes(b)).decode("ascii") + '"' for b in buffers)
+        text = "".join((
+            ">", routing, "\n",
+            '{"header":', header_b.decode("utf-8"),
+            ',"msg_id":', json.dumps(header.get("msg_id", "")), ',"msg_type":', json.dumps(msg_type),
+            ',"parent_header":', parent_b.decode("utf-8"), ',"metadata":', metadata_b.decode("utf-8"),
+            ',"content":', content_b.decode("utf-8"), ',"buffers":[', encoded, '],"channel":"', channel, '"}',
+        ))
+        return text, msg_type, parent_id, state
 
     def _send(self, message):
-        text = json.dumps(message)
-        if self.ws is not None:
-            asyncio.ensure_future(self._write(text))
-        else:
-            self.outbox.append(text)
+        self._send_text(json.dumps(message))
 
-    async def _write(self, text):
-        try:
-            await self.ws.write_message(text)
-        except Exception:  # noqa: BLE001 - the socket closed: keep it for the next connection
+    def _send_text(self, text):
+        # No task per message: tornado queues the write; a failed one is kept for the next connection.
+        ws = self.ws
+        if ws is None:
             self.outbox.append(text)
+            return
+        try:
+            written = ws.write_message(text)
+        except Exception:  # noqa: BLE001 - closed already
+            self.outbox.append(text)
+            return
+        written.add_done_callback(lambda done: (done.cancelled() or done.exception() is not None) and self.outbox.append(text))
 
     async def _connect_forever(self):
         from tornado.httpclient import HTTPRequest
@@ -229,6 +259,11 @@ class Bridge:
                 delay = min(delay * 2, 5)
                 continue
             delay, failing_since = 0.25, None
+            try:
+                # tornado leaves Nagle on for client connections: small replies would wait for ACKs.
+                ws.protocol.set_nodelay(True)
+            except Exception as error:  # noqa: BLE001 - only slower without it
+                log("could not set TCP_NODELAY:", error)
             hello = {"op": "hello", "busy": self.kernel_busy, "claimed": self.claimed}
             if self.spark_reported is not None:
                 hello["spark"] = self.spark_reported
