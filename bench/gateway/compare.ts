@@ -17,7 +17,7 @@ import { FileKeyStore } from '../../submit-api/auth/key-store.js';
 import { http, sparkEnv, startService } from '../../test/helpers/service.js';
 import { tempDir } from '../../test/helpers/temp.js';
 import { freePort, KernelClient, startJupyter, toolsEnv } from '../../test/gateway/jupyter.js';
-import { envNumber, fmt, load, median, percentileSorted, table } from '../lib.js';
+import { cpuMs, envNumber, fmt, load, median, percentileSorted, table, treeCpuMs } from '../lib.js';
 
 const STARTS = envNumber('GW_STARTS', 3);
 const EXECS = envNumber('GW_EXECS', 200);
@@ -29,7 +29,7 @@ const CLAIMS = envNumber('GW_CLAIMS', 3);
 const teardowns: Array<() => unknown> = [];
 const owner = { teardown: (fn: () => unknown) => { teardowns.push(fn); } };
 
-interface Side { name: string; jupyter: { url: string; token: string }; spec: string }
+interface Side { name: string; jupyter: { url: string; token: string; child: { pid?: number } }; spec: string; gatewayPid: number }
 
 async function startKernel(side: Side): Promise<{ id: string; client: KernelClient; ms: number }> {
   const t0 = performance.now();
@@ -88,8 +88,8 @@ async function main() {
     if (i > 120) throw new Error('kernel gateway did not start');
     await new Promise((ok) => setTimeout(ok, 250));
   }
-  const peer: Side = { name: 'kernel gateway', jupyter: await startJupyter(owner, root, `http://127.0.0.1:${kgPort}/notebooks`, key), spec: 'python3' };
-  const us: Side = { name: 'ours', jupyter: await startJupyter(owner, root, `${ours.url}/notebooks`, key), spec: 'plain' };
+  const peer: Side = { name: 'kernel gateway', jupyter: await startJupyter(owner, root, `http://127.0.0.1:${kgPort}/notebooks`, key), spec: 'python3', gatewayPid: kg.pid! };
+  const us: Side = { name: 'ours', jupyter: await startJupyter(owner, root, `${ours.url}/notebooks`, key), spec: 'plain', gatewayPid: ours.child.pid! };
   const rows: (string | number)[][] = [];
 
   for (const side of [peer, us]) {
@@ -105,12 +105,19 @@ async function main() {
     await stopKernel(side, k.id);
     const many = await Promise.all(Array.from({ length: KERNELS }, () => startKernel(side)));
     const before = many.reduce((n, k) => n + k.client.messages.length, 0);
+    // CPU per message, by part: the Jupyter server (the same program on both sides) and the
+    // gateway with its kernels (the peer's kernels are its children; ours are the service's).
+    const cpu0 = { jupyter: treeCpuMs(side.jupyter.child.pid!), gateway: treeCpuMs(side.gatewayPid), relay: cpuMs(side.gatewayPid) };
     const t0 = performance.now();
     await Promise.all(many.map(async (k) => { for (let i = 0; i < KERNEL_EXECS; i++) await k.client.execute('1', 60_000); }));
     const seconds = (performance.now() - t0) / 1000;
     const received = many.reduce((n, k) => n + k.client.messages.length, 0) - before;
+    const perMessage = (now: number, then: number) => fmt(((now - then) * 1000) / received);
+    const cpuJupyter = perMessage(treeCpuMs(side.jupyter.child.pid!), cpu0.jupyter);
+    const cpuGateway = perMessage(treeCpuMs(side.gatewayPid), cpu0.gateway);
+    const cpuRelay = perMessage(cpuMs(side.gatewayPid), cpu0.relay);
     await Promise.all(many.map((k) => stopKernel(side, k.id)));
-    rows.push([side.name, fmt(median(starts)), fmt(percentileSorted(trips, 50), 2), fmt(percentileSorted(trips, 99), 2), fmt(received / seconds)]);
+    rows.push([side.name, fmt(median(starts)), fmt(percentileSorted(trips, 50), 2), fmt(percentileSorted(trips, 99), 2), fmt(received / seconds), cpuJupyter, cpuGateway, cpuRelay]);
   }
 
   // Time to a usable sc: ours (kernel requested → count answered) vs a plain getOrCreate().
@@ -147,7 +154,7 @@ async function main() {
   }
 
   process.stdout.write(`load average ${load()}\n`);
-  process.stdout.write(table(['gateway', `start→kernel_info ms (median of ${STARTS})`, `exec p50 ms (${EXECS})`, 'exec p99 ms', `msgs/s, ${KERNELS} kernels`], rows) + '\n\n');
+  process.stdout.write(table(['gateway', `start→kernel_info ms (median of ${STARTS})`, `exec p50 ms (${EXECS})`, 'exec p99 ms', `msgs/s, ${KERNELS} kernels`, 'CPU µs/msg: jupyter server', 'CPU µs/msg: gateway + kernels', 'of which the gateway process'], rows) + '\n\n');
   process.stdout.write(table(['usable sc: kernel requested → sc.parallelize([1]).count() answered', 'ms (median)', 'vs plain getOrCreate + count'], [
     [`plain SparkSession.builder.getOrCreate() in a fresh python (${SC_RUNS})`, fmt(median(plainSc)), ''],
     [`ours, a new kernel (Python first, Spark in the background) (${SC_RUNS})`, fmt(median(oursSc)), signedMs(median(oursSc) - median(plainSc))],
