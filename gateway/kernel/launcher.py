@@ -98,7 +98,21 @@ def bind_spark(namespace):
             namespace[name] = Placeholder(name)
 
 
-def start_spark(namespace, on_done):
+class KernelUp:
+    """Set by main once the kernel exists: its namespace, and what to call when Spark is done."""
+
+    def __init__(self):
+        self.event = threading.Event()
+        self.namespace = None
+        self.on_done = None
+
+    def set(self, namespace, on_done):
+        self.namespace, self.on_done = namespace, on_done
+        self.event.set()
+
+
+def start_spark(kernel_up):
+    """Runs before the kernel is built: the JVM starts while ipykernel loads (Python first)."""
     try:
         log(f"starting Spark {time.monotonic() - STARTED:.1f} s after the launcher started")
         from pyspark.sql import SparkSession, SQLContext
@@ -117,10 +131,12 @@ def start_spark(namespace, on_done):
         SPARK.error = f"{type(error).__name__}: {error}"
         log("Spark failed to start:", SPARK.error)
     SPARK.ready.set()
+    kernel_up.event.wait()
+    namespace = kernel_up.namespace
     for name in ("spark", "sc", "sqlContext"):
         if isinstance(namespace.get(name), Placeholder):
             namespace[name] = SPARK.objects.get(name, namespace[name])
-    on_done()
+    kernel_up.on_done()
 
 
 def cancel_spark_jobs():
@@ -334,6 +350,10 @@ def main():
     if not GATEWAY_URL or not KERNEL_ID:
         log("SUBMISSION_SERVICE_GATEWAY_URL and SUBMISSION_SERVICE_KERNEL_ID are required")
         return 2
+    spark_off = os.environ.get("SUBMISSION_SERVICE_KERNEL_SPARK", "on") == "off"
+    kernel_up = KernelUp()
+    if not spark_off:
+        threading.Thread(target=start_spark, args=(kernel_up,), name="spark-start", daemon=True).start()
     from ipykernel.kernelapp import IPKernelApp
     connection_file = os.path.join(tempfile.mkdtemp(prefix="ss-kernel-"), "kernel.json")
     app = IPKernelApp.instance(connection_file=connection_file, ip="127.0.0.1", transport="tcp")
@@ -348,18 +368,17 @@ def main():
     bridge.start()
 
     def spark_done():
-        disabled = os.environ.get("SUBMISSION_SERVICE_KERNEL_SPARK", "on") == "off"
-        report = {"ok": SPARK.error is None, "error": SPARK.error, "disabled": disabled}
+        report = {"ok": SPARK.error is None, "error": SPARK.error, "disabled": spark_off}
         bridge.spark_reported = report
         bridge.call_soon(bridge._send, {"op": "spark", **report})
 
-    if os.environ.get("SUBMISSION_SERVICE_KERNEL_SPARK", "on") == "off":
+    if spark_off:
         # A kernel without a SparkSession (the driver's env says so): for plain Python work and benchmarks.
         SPARK.error = "this kernel was started without Spark (SUBMISSION_SERVICE_KERNEL_SPARK=off)"
         SPARK.ready.set()
         spark_done()
     else:
-        threading.Thread(target=start_spark, args=(namespace, spark_done), name="spark-start", daemon=True).start()
+        kernel_up.set(namespace, spark_done)
     app.start()
     return 0
 
