@@ -48,6 +48,8 @@ export class KernelSession {
   private claimWaiters: Array<(confirmed: boolean) => void> = [];
   private buffersWarned = false;
   private sparkFailed = false;
+  /** A claim sent, not yet confirmed: no second request may take this kernel meanwhile. */
+  private claiming = false;
   /** Ordinary kernels are someone's from the start; a pool's are not until claimed. */
   claim: ClaimState;
   /** Called when the claim becomes known or Spark's state changes (the warm pool listens). */
@@ -70,7 +72,7 @@ export class KernelSession {
 
   /** Can be handed out now: launcher connected, claim known to be free, Spark up. */
   get claimable(): boolean {
-    return this.claim === 'unclaimed' && this.launcher !== undefined && this.ready && !this.sparkFailed && this.executionState === 'idle';
+    return this.claim === 'unclaimed' && !this.claiming && this.launcher !== undefined && this.ready && !this.sparkFailed && this.executionState === 'idle';
   }
 
   get sparkReady(): boolean { return this.ready && !this.sparkFailed; }
@@ -82,12 +84,16 @@ export class KernelSession {
    */
   async claimIt(): Promise<boolean> {
     if (!this.claimable) return false;
+    this.claiming = true;
     const confirmed = new Promise<boolean>((resolve) => {
       const timer = setTimeout(() => resolve(false), CLAIM_TIMEOUT_MS);
       this.claimWaiters.push((ok) => { clearTimeout(timer); resolve(ok); });
     });
     this.launcher!.send(JSON.stringify({ op: 'claim' }));
-    if (!(await confirmed) || this.claim !== 'unclaimed') return false;
+    const ok = await confirmed;
+    this.claiming = false;
+    // Unconfirmed (the launcher gone or too slow): it stays in the pool; a later claim is sent again.
+    if (!ok || this.claim !== 'unclaimed') return false;
     // The user sees the kernel from now on: nothing from its time in the pool.
     this.replay.length = 0;
     this.adopted = false;
