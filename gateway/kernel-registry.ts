@@ -1,7 +1,7 @@
 // The gateway's kernels: started as applications through the API, followed through its change
 // feed (a driver that ends makes its kernel dead), found again by label after a restart,
 // culled when idle if asked.
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { EventEmitter, once } from 'node:events';
 import type { FastifyBaseLogger } from 'fastify';
 import { ApiClient, type ApiApplication, ApiError, TERMINAL_STATES } from './api-client.js';
@@ -14,6 +14,8 @@ export const KERNEL_ID_LABEL = 'kernel.submission-service.io/id';
 export const KERNEL_SPEC_LABEL = 'kernel.submission-service.io/spec';
 /** On a warm pool's kernels: the template whose pool started it. */
 export const KERNEL_POOL_LABEL = 'kernel.submission-service.io/pool';
+/** On a warm pool's kernels: a fingerprint of the template config they were started from. */
+export const KERNEL_POOL_CONFIG_LABEL = 'kernel.submission-service.io/pool-config';
 const SELECTOR = `${KERNEL_LABEL}=true`;
 
 export interface RegistryOptions {
@@ -63,11 +65,12 @@ export class KernelRegistry {
     this.found = new Promise((resolve) => { this.foundDone = resolve; });
     this.pool = new WarmPool(new Map(Object.entries(options.warmPool ?? {})), {
       sessions: () => this.kernels.values(),
-      startPooled: (template) => this.submitKernel(template, undefined, template),
+      startPooled: (template, version) => this.submitKernel(template, undefined, { template, version }),
       removePooled: (id) => this.end(id),
-      templateUsable: async (template) => {
+      templateVersion: async (template) => {
         const found = await this.options.api.template(template);
-        return found?.config.pythonVersion === '3';
+        if (found?.config.pythonVersion !== '3') return undefined;
+        return createHash('sha256').update(JSON.stringify(found.config)).digest('hex').slice(0, 16);
       },
     }, options.log, options.poolCheckMs);
   }
@@ -102,6 +105,7 @@ export class KernelRegistry {
       if (!id || this.kernels.has(id) || TERMINAL_STATES.has(app.state)) continue;
       const session = this.track(new KernelSession(id, app.labels?.[KERNEL_SPEC_LABEL] ?? 'default', this.options.log, true, app.labels?.[KERNEL_POOL_LABEL]));
       session.appName = app.appName;
+      session.poolVersion = app.labels?.[KERNEL_POOL_CONFIG_LABEL];
       this.options.log.info({ kernel: id, appName: app.appName }, 'found a running kernel again');
     }
   }
@@ -179,16 +183,18 @@ export class KernelRegistry {
   }
 
   /** Submits a kernel's application; a pool's (`pool` set) with the gateway's own key. */
-  private async submitKernel(specName: string, key: string | undefined, pool?: string): Promise<KernelSession> {
+  private async submitKernel(specName: string, key: string | undefined, pool?: { template: string; version: string }): Promise<KernelSession> {
     const id = randomUUID();
     const token = this.options.auth.issue(id);
-    const session = this.track(new KernelSession(id, specName, this.options.log, false, pool));
+    const session = this.track(new KernelSession(id, specName, this.options.log, false, pool?.template));
+    session.poolVersion = pool?.version;
     this.keys.set(id, key);
+    const poolLabels = pool ? { [KERNEL_POOL_LABEL]: pool.template, [KERNEL_POOL_CONFIG_LABEL]: pool.version } : {};
     try {
       const app = await this.options.api.submit({
         jobName: jobNameFor(specName),
         ...(specName === 'default' ? {} : { configTemplateName: specName }),
-        labels: { [KERNEL_LABEL]: 'true', [KERNEL_ID_LABEL]: id, [KERNEL_SPEC_LABEL]: specName, ...(pool === undefined ? {} : { [KERNEL_POOL_LABEL]: pool }) },
+        labels: { [KERNEL_LABEL]: 'true', [KERNEL_ID_LABEL]: id, [KERNEL_SPEC_LABEL]: specName, ...poolLabels },
         configOverrides: {
           type: 'Python',
           ...(this.options.kernelImage ? { image: this.options.kernelImage } : {}),
@@ -199,7 +205,7 @@ export class KernelRegistry {
               SUBMISSION_SERVICE_KERNEL_ID: id,
               SUBMISSION_SERVICE_KERNEL_TOKEN: token,
               SUBMISSION_SERVICE_KERNEL_SPEC: specName,
-              ...(pool === undefined ? {} : { SUBMISSION_SERVICE_KERNEL_POOL: pool }),
+              ...(pool === undefined ? {} : { SUBMISSION_SERVICE_KERNEL_POOL: pool.template }),
             },
           },
         },

@@ -52,6 +52,8 @@ export class KernelSession {
   private claiming = false;
   /** Ordinary kernels are someone's from the start; a pool's are not until claimed. */
   claim: ClaimState;
+  /** A pool's kernel: the fingerprint of the template config it was started from. */
+  poolVersion: string | undefined;
   /** Called when the claim becomes known or Spark's state changes (the warm pool listens). */
   onChange: () => void = () => {};
 

@@ -12,12 +12,12 @@ export const POOL_CHECK_MS = 5000;
 /** What the pool needs from the registry that owns the kernels. */
 export interface PoolHost {
   sessions(): Iterable<KernelSession>;
-  /** Submits one kernel for `template`'s pool (the gateway's own key). */
-  startPooled(template: string): Promise<KernelSession>;
+  /** Submits one kernel for `template`'s pool, of the template's config `version` (the gateway's own key). */
+  startPooled(template: string, version: string): Promise<KernelSession>;
   /** Ends a pooled kernel and its application. */
   removePooled(id: string): Promise<void>;
-  /** Whether `template` exists and can be a kernel (the gateway's own key). */
-  templateUsable(template: string): Promise<boolean>;
+  /** A fingerprint of `template`'s config, undefined when it is gone or not a kernel (the gateway's own key). */
+  templateVersion(template: string): Promise<string | undefined>;
 }
 
 export interface PoolStatus { template: string; size: number; ready: number; starting: number }
@@ -93,30 +93,31 @@ export class WarmPool {
   private async check(): Promise<void> {
     for (const [template, size] of this.sizes) {
       if (this.closed) return;
-      let usable: boolean;
+      let version: string | undefined;
       try {
-        usable = await this.host.templateUsable(template);
+        version = await this.host.templateVersion(template);
       } catch (error) {
         this.log.warn({ err: error, template }, 'could not check the template of a warm pool');
         continue;
       }
       const members = this.members(template);
-      if (!usable) {
+      if (version === undefined) {
         if (!this.missing.has(template)) this.log.warn({ template }, 'the template of a warm pool is gone or not a kernel: its pool drains');
         this.missing.add(template);
         await this.removeAll(members.filter((s) => s.unclaimed));
         continue;
       }
       this.missing.delete(template);
-      // A kernel whose Spark failed is never handed out: replaced, at most once per check.
-      const broken = members.filter((s) => s.unclaimed && s.sparkBroken);
-      await this.removeAll(broken);
-      const missing = size - (members.length - broken.length);
-      const started = await Promise.allSettled(Array.from({ length: Math.max(0, missing) }, () => this.host.startPooled(template)));
+      // Replaced, at most once per check: a kernel whose Spark failed (never handed out), and one
+      // started from an older config of the template (a person asking now gets the config of now).
+      const stale = members.filter((s) => s.unclaimed && (s.sparkBroken || s.poolVersion !== version));
+      await this.removeAll(stale);
+      const missing = size - (members.length - stale.length);
+      const started = await Promise.allSettled(Array.from({ length: Math.max(0, missing) }, () => this.host.startPooled(template, version)));
       for (const result of started) {
         if (result.status === 'rejected') this.log.error({ err: result.reason, template }, 'could not start a kernel for the warm pool');
       }
-      if (broken.length) this.log.warn({ template, count: broken.length }, 'replaced warm pool kernels whose Spark failed to start');
+      if (stale.length) this.log.info({ template, count: stale.length }, 'replaced warm pool kernels whose Spark failed or whose template changed');
     }
   }
 

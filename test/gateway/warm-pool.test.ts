@@ -2,8 +2,8 @@
 // `jupyter server`, real ipykernel and pyspark): a pooled kernel is an application but not a
 // kernel anyone sees until claimed; `POST /api/kernels` claims it with Spark up; the pool
 // refills; a SIGKILLed and restarted gateway lists the claimed kernel (state kept), not the
-// unclaimed one, which the next POST gets; unclaimed kernels are never culled; deleting the
-// template drains the pool.
+// unclaimed one, which the next POST gets; unclaimed kernels are never culled; changing the
+// template replaces the waiting kernel; deleting it drains the pool.
 import { join } from 'node:path';
 import t from 'tap';
 import { FileKeyStore } from '../../submit-api/auth/key-store.js';
@@ -84,6 +84,16 @@ t.test('a warm pool hands out kernels with Spark up, refills, and keeps claims a
   t.equal((await clientB.execute('sc.parallelize(range(10)).count()', 60_000)).result, '10', 'with Spark up');
   await until(async () => (await pooledApps()).some((app) => ![a, b].includes(app.labels[ID])), { timeoutMs: 60_000, intervalMs: 250, what: 'a third pooled kernel' });
   t.equal((await pooledApps()).length, 3, 'the pool refilled once more: two claimed kernels and one waiting');
+  const c = (await pooledApps()).find((app) => ![a, b].includes(app.labels[ID]))!.labels[ID];
+
+  // A changed template: the waiting kernel was started from the old config, so it is replaced.
+  const changed = { name: 'notebook', config: { pythonVersion: '3', engineVersion: '3.5.7', driver: { env: { CHANGED: 'yes' } } } };
+  t.equal((await api('PUT', '/api/config-templates/notebook', changed, admin)).status, 200);
+  await until(async () => {
+    const ids = (await pooledApps()).map((app) => app.labels[ID]);
+    return !ids.includes(c) && ids.length === 3;
+  }, { timeoutMs: 60_000, intervalMs: 500, what: 'the waiting kernel replaced after the template changed' });
+  t.ok((await pooledApps()).some((app) => ![a, b, c].includes(app.labels[ID])), 'a changed template replaces the waiting kernel; claimed ones stay');
 
   t.equal((await api('DELETE', '/api/config-templates/notebook', undefined, admin)).status, 204);
   await until(async () => (await pooledApps()).length === 2, { timeoutMs: 60_000, intervalMs: 500, what: 'the pool drained' });
