@@ -31,8 +31,6 @@ export interface RegistryOptions {
   cullIdleSeconds: number;
   /** Warm pool sizes per template (`--warm-pool TEMPLATE=N`); empty: no pool. */
   warmPool?: Record<string, number>;
-  /** How often the pool checks its templates (tests shorten it). */
-  poolCheckMs?: number;
 }
 
 /** How long the list waits, after a restart, for launchers to say whether their pool kernel was claimed. */
@@ -72,7 +70,7 @@ export class KernelRegistry {
         if (found?.config.pythonVersion !== '3') return undefined;
         return createHash('sha256').update(JSON.stringify(found.config)).digest('hex').slice(0, 16);
       },
-    }, options.log, options.poolCheckMs);
+    }, options.log);
   }
 
   async open(): Promise<void> {
@@ -176,7 +174,7 @@ export class KernelRegistry {
     // The template was checked with the caller's key above: the caller may use it.
     const pooled = await this.pool.take(specName);
     if (pooled) {
-      this.options.log.info({ kernel: pooled.id, appName: pooled.appName, caller: key ? 'key' : 'anonymous' }, 'kernel from the warm pool');
+      this.options.log.info({ kernel: pooled.id, appName: pooled.appName, spec: specName }, 'started a kernel from the warm pool');
       return pooled;
     }
     return this.submitKernel(specName, key);

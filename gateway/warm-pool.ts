@@ -57,7 +57,6 @@ export class WarmPool {
     for (const session of this.members(template)) {
       if (!session.claimable) continue;
       if (await session.claimIt()) {
-        this.log.info({ kernel: session.id, appName: session.appName, template }, 'handed out a kernel of the warm pool');
         this.poke(); // refill
         return session;
       }
