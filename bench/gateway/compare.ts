@@ -3,7 +3,8 @@
 //   1. kernel start → first kernel_info_reply through the Jupyter server (ours with
 //      SUBMISSION_SERVICE_KERNEL_SPARK=off in the template: no SparkContext; a local kernel
 //      starts Python first, as bin/pyspark does);
-//   2. execute round-trip of `1` through the Jupyter server, p50 / p99;
+//   2. execute round-trip of `1` through the Jupyter server, p50 / p99, and against the gateway
+//      directly (what the gateway itself adds, without the Jupyter server's own relay);
 //   3. messages per second with K kernels executing at once (20 by default, as the issue asks);
 //   4. ours with Spark: kernel requested → `sc.parallelize([1]).count()` answered, against a
 //      plain `SparkSession.builder.getOrCreate()` + the same count in a fresh python;
@@ -29,7 +30,7 @@ const CLAIMS = envNumber('GW_CLAIMS', 3);
 const teardowns: Array<() => unknown> = [];
 const owner = { teardown: (fn: () => unknown) => { teardowns.push(fn); } };
 
-interface Side { name: string; jupyter: { url: string; token: string; child: { pid?: number } }; spec: string; gatewayPid: number }
+interface Side { name: string; jupyter: { url: string; token: string; child: { pid?: number } }; spec: string; gatewayPid: number; gatewayUrl: string }
 
 async function startKernel(side: Side): Promise<{ id: string; client: KernelClient; ms: number }> {
   const t0 = performance.now();
@@ -42,6 +43,21 @@ async function startKernel(side: Side): Promise<{ id: string; client: KernelClie
 }
 
 const signedMs = (ms: number) => `${ms >= 0 ? '+' : '−'}${fmt(Math.abs(ms))} ms`;
+
+/** Round trips against the gateway itself, without a Jupyter server in between: what the gateway adds. */
+async function directTrips(side: Side, key: string): Promise<number[]> {
+  const auth = { authorization: `token ${key}` };
+  const created = await http(side.gatewayUrl, 'POST', '/api/kernels', { name: side.spec }, auth);
+  if (created.status !== 201) throw new Error(`${side.name}: ${created.status} ${created.text}`);
+  const client = await new KernelClient(`${side.gatewayUrl.replace('http', 'ws')}/api/kernels/${created.json.id}/channels`).open(owner, auth);
+  const msgId = client.send('shell', 'kernel_info_request', {});
+  await client.waitFor((m) => m.parent_header?.msg_id === msgId && m.header.msg_type === 'kernel_info_reply', 300_000);
+  await roundTrips(client, 20); // warm-up
+  const trips = await roundTrips(client, EXECS);
+  client.ws.close();
+  await http(side.gatewayUrl, 'DELETE', `/api/kernels/${created.json.id}`, undefined, auth);
+  return trips;
+}
 
 async function stopKernel(side: Side, id: string) {
   await http(side.jupyter.url, 'DELETE', `/api/kernels/${id}?token=${side.jupyter.token}`);
@@ -88,8 +104,8 @@ async function main() {
     if (i > 120) throw new Error('kernel gateway did not start');
     await new Promise((ok) => setTimeout(ok, 250));
   }
-  const peer: Side = { name: 'kernel gateway', jupyter: await startJupyter(owner, root, `http://127.0.0.1:${kgPort}/notebooks`, key), spec: 'python3', gatewayPid: kg.pid! };
-  const us: Side = { name: 'ours', jupyter: await startJupyter(owner, root, `${ours.url}/notebooks`, key), spec: 'plain', gatewayPid: ours.child.pid! };
+  const peer: Side = { name: 'kernel gateway', jupyter: await startJupyter(owner, root, `http://127.0.0.1:${kgPort}/notebooks`, key), spec: 'python3', gatewayPid: kg.pid!, gatewayUrl: `http://127.0.0.1:${kgPort}/notebooks` };
+  const us: Side = { name: 'ours', jupyter: await startJupyter(owner, root, `${ours.url}/notebooks`, key), spec: 'plain', gatewayPid: ours.child.pid!, gatewayUrl: `${ours.url}/notebooks` };
   const rows: (string | number)[][] = [];
 
   for (const side of [peer, us]) {
@@ -103,6 +119,7 @@ async function main() {
     await roundTrips(k.client, 20); // warm-up
     const trips = await roundTrips(k.client, EXECS);
     await stopKernel(side, k.id);
+    const direct = await directTrips(side, key);
     const many = await Promise.all(Array.from({ length: KERNELS }, () => startKernel(side)));
     const before = many.reduce((n, k) => n + k.client.messages.length, 0);
     // CPU per message, by part: the Jupyter server (the same program on both sides) and the
@@ -117,7 +134,8 @@ async function main() {
     const cpuGateway = perMessage(treeCpuMs(side.gatewayPid), cpu0.gateway);
     const cpuRelay = perMessage(cpuMs(side.gatewayPid), cpu0.relay);
     await Promise.all(many.map((k) => stopKernel(side, k.id)));
-    rows.push([side.name, fmt(median(starts)), fmt(percentileSorted(trips, 50), 2), fmt(percentileSorted(trips, 99), 2), fmt(received / seconds), cpuJupyter, cpuGateway, cpuRelay]);
+    rows.push([side.name, fmt(median(starts)), fmt(percentileSorted(trips, 50), 2), fmt(percentileSorted(trips, 99), 2),
+      `${fmt(percentileSorted(direct, 50), 2)} / ${fmt(percentileSorted(direct, 99), 2)}`, fmt(received / seconds), cpuJupyter, cpuGateway, cpuRelay]);
   }
 
   // Time to a usable sc: ours (kernel requested → count answered) vs a plain getOrCreate().
@@ -154,7 +172,7 @@ async function main() {
   }
 
   process.stdout.write(`load average ${load()}\n`);
-  process.stdout.write(table(['gateway', `start→kernel_info ms (median of ${STARTS})`, `exec p50 ms (${EXECS})`, 'exec p99 ms', `msgs/s, ${KERNELS} kernels`, 'CPU µs/msg: jupyter server', 'CPU µs/msg: gateway + kernels', 'of which the gateway process'], rows) + '\n\n');
+  process.stdout.write(table(['gateway', `start→kernel_info ms (median of ${STARTS})`, `exec p50 ms (${EXECS})`, 'exec p99 ms', 'direct (no Jupyter server) p50 / p99 ms', `msgs/s, ${KERNELS} kernels`, 'CPU µs/msg: jupyter server', 'CPU µs/msg: gateway + kernels', 'of which the gateway process'], rows) + '\n\n');
   process.stdout.write(table(['usable sc: kernel requested → sc.parallelize([1]).count() answered', 'ms (median)', 'vs plain getOrCreate + count'], [
     [`plain SparkSession.builder.getOrCreate() in a fresh python (${SC_RUNS})`, fmt(median(plainSc)), ''],
     [`ours, a new kernel (Python first, Spark in the background) (${SC_RUNS})`, fmt(median(oursSc)), signedMs(median(oursSc) - median(plainSc))],
