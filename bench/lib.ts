@@ -1,6 +1,6 @@
 // Small helpers shared by the benchmarks: statistics, child servers, result files.
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -103,4 +103,25 @@ export function cpuMs(pid: number): number {
   } catch {
     return Number.NaN;
   }
+}
+
+/** CPU time (ms) of a process and all its live descendants (a server and the kernels it started). */
+export function treeCpuMs(root: number): number {
+  const children = new Map<number, number[]>();
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      children.set(ppid, [...(children.get(ppid) ?? []), Number(entry)]);
+    } catch { /* ended meanwhile */ }
+  }
+  let total = 0;
+  for (const pending = [root]; pending.length;) {
+    const pid = pending.pop()!;
+    const used = cpuMs(pid);
+    if (Number.isFinite(used)) total += used;
+    pending.push(...(children.get(pid) ?? []));
+  }
+  return total;
 }

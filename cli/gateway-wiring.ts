@@ -42,6 +42,17 @@ export function localGatewayKey(dataDir: string, store: FileKeyStore): string {
   return created.key;
 }
 
+/** `--warm-pool TEMPLATE=N` (repeatable) → {TEMPLATE: N}; a later value for a template wins. */
+export function parseWarmPool(values: string[] | undefined): Record<string, number> {
+  const sizes: Record<string, number> = {};
+  for (const value of values ?? []) {
+    const match = /^([a-z0-9]([-a-z0-9]*[a-z0-9])?)=(\d{1,3})$/.exec(value);
+    if (!match) throw new Error(`--warm-pool takes TEMPLATE=N (a template name and a number of kernels, 0-999), not ${JSON.stringify(value)}`);
+    sizes[match[1]!] = Number(match[3]);
+  }
+  return sizes;
+}
+
 /** Accepts exactly `ownKey` (compared as hashes, in constant time): the standalone gateway's own key. */
 export function ownKeyVerifier(ownKey: string): (key: string) => { id: string; role: 'user' } | undefined {
   const digest = (text: string) => createHash('sha256').update(text).digest();

@@ -5,7 +5,7 @@ import Fastify from 'fastify';
 import { gatewayPlugin } from '../gateway/plugin.js';
 import { FileKeyStore } from '../submit-api/auth/key-store.js';
 import { defaultDataDir, parseSecretRef } from './config.js';
-import { dialable, gatewaySecret, localLauncherFile, ownKeyVerifier } from './gateway-wiring.js';
+import { dialable, gatewaySecret, localLauncherFile, ownKeyVerifier, parseWarmPool } from './gateway-wiring.js';
 
 /** The command's flags (the chart's gateway.yaml passes these; a test holds them together). */
 export const gatewayFlags = {
@@ -20,6 +20,7 @@ export const gatewayFlags = {
   'keys-secret': { type: 'string' },
   kubeconfig: { type: 'string' },
   'kernel-image': { type: 'string' },
+  'warm-pool': { type: 'string', multiple: true },
 } as const;
 
 export async function gatewayCommand(argv: string[]): Promise<number> {
@@ -27,6 +28,7 @@ export async function gatewayCommand(argv: string[]): Promise<number> {
   if (!values['api-url']) throw new Error('--api-url URL is required (the API the kernels are submitted to)');
   if (values.auth !== 'on' && values.auth !== 'off') throw new Error('--auth takes on or off');
   const apiUrl = values['api-url'];
+  const warmPool = parseWarmPool(values['warm-pool']);
   const apiKey = process.env.SUBMISSION_SERVICE_API_KEY;
   // The same key store as the API's: the Secret (--keys-secret, watched) or DIR/keys.json.
   const keysSecret = values['keys-secret'] === undefined ? undefined : parseSecretRef(values['keys-secret'], '--keys-secret');
@@ -52,7 +54,7 @@ export async function gatewayCommand(argv: string[]): Promise<number> {
     launcherUrl: () => values['launcher-url'] ?? `ws://${self()}/notebooks`,
     launcherFile: values['launcher-file'] ?? localLauncherFile(),
     kernelImage: values['kernel-image'],
-    secret: gatewaySecret(values['data-dir']), cullIdleSeconds: Number(values['cull-idle-seconds']),
+    secret: gatewaySecret(values['data-dir']), cullIdleSeconds: Number(values['cull-idle-seconds']), warmPool,
   });
   app.get('/healthz', async () => ({ status: 'ok' }));
   const address = await app.listen({ port: Number(values.port), host: values.host });

@@ -11,7 +11,7 @@ import { loadSessionSecret } from '../dashboard/session-secret.js';
 import { FileKeyStore } from '../submit-api/auth/key-store.js';
 import { KERNEL_LABEL } from '../gateway/kernel-registry.js';
 import { gatewayPlugin } from '../gateway/plugin.js';
-import { dialable, gatewaySecret, localGatewayKey, localLauncherFile } from './gateway-wiring.js';
+import { dialable, gatewaySecret, localGatewayKey, localLauncherFile, parseWarmPool } from './gateway-wiring.js';
 import { defaultDataDir, findSpark, javaProblem } from './config.js';
 import { rulesFrom } from './rules.js';
 import { buildService } from './service.js';
@@ -29,10 +29,12 @@ export async function localCommand(argv: string[]): Promise<number> {
       'allowed-hosts': { type: 'string', default: LOOPBACK_HOSTS.join(',') },
       'trust-proxy': { type: 'boolean', default: false },
       'cull-idle-seconds': { type: 'string', default: '0' },
+      'warm-pool': { type: 'string', multiple: true },
     },
   });
   if (values.auth !== 'on' && values.auth !== 'off') throw new Error('--auth takes on or off');
   const dataDir = values['data-dir'];
+  const warmPool = parseWarmPool(values['warm-pool']);
   const rules = rulesFrom(values['node-pools'], 'local');
   // One logger for requests and for local mode's background work.
   const log = pino({ ...loggerOptions('local'), serializers: logSerializers });
@@ -55,7 +57,7 @@ export async function localCommand(argv: string[]): Promise<number> {
   await api.register(gatewayPlugin, {
     auth, apiUrl: () => `http://${self()}`, apiKey: auth.enabled ? localGatewayKey(dataDir, auth.store) : undefined,
     launcherUrl: () => `ws://${self()}/notebooks`, launcherFile: localLauncherFile(),
-    secret: gatewaySecret(dataDir), cullIdleSeconds: Number(values['cull-idle-seconds']),
+    secret: gatewaySecret(dataDir), cullIdleSeconds: Number(values['cull-idle-seconds']), warmPool,
   });
   const java = javaProblem();
   if (java) api.log.warn(java);

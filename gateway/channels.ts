@@ -40,7 +40,7 @@ export function attachChannels(server: Server, options: ChannelOptions): () => v
     if (channels) {
       const auth = authenticate(options.auth, request);
       if (!auth.ok) return refuse(socket, 401, 'Unauthorized', auth.message);
-      const session = options.registry.kernels.get(channels[1]);
+      const session = options.registry.find(channels[1]);
       if (!session) return refuse(socket, 404, 'Not Found', `Kernel does not exist: ${channels[1]}`);
       const sessionId = url.searchParams.get('session_id') ?? '';
       wss.handleUpgrade(request, socket, head, (ws) => session.addClient(ws, sessionId));

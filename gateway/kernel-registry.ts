@@ -1,15 +1,21 @@
 // The gateway's kernels: started as applications through the API, followed through its change
 // feed (a driver that ends makes its kernel dead), found again by label after a restart,
 // culled when idle if asked.
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
+import { EventEmitter, once } from 'node:events';
 import type { FastifyBaseLogger } from 'fastify';
 import { ApiClient, type ApiApplication, ApiError, TERMINAL_STATES } from './api-client.js';
 import { KernelSession } from './kernel-session.js';
 import type { LauncherAuth } from './launcher-auth.js';
+import { WarmPool } from './warm-pool.js';
 
 export const KERNEL_LABEL = 'kernel.submission-service.io/kernel';
 export const KERNEL_ID_LABEL = 'kernel.submission-service.io/id';
 export const KERNEL_SPEC_LABEL = 'kernel.submission-service.io/spec';
+/** On a warm pool's kernels: the template whose pool started it. */
+export const KERNEL_POOL_LABEL = 'kernel.submission-service.io/pool';
+/** On a warm pool's kernels: a fingerprint of the template config they were started from. */
+export const KERNEL_POOL_CONFIG_LABEL = 'kernel.submission-service.io/pool-config';
 const SELECTOR = `${KERNEL_LABEL}=true`;
 
 export interface RegistryOptions {
@@ -23,7 +29,12 @@ export interface RegistryOptions {
   kernelImage?: string;
   /** Seconds without activity and connections before a kernel is shut down; 0 = never. */
   cullIdleSeconds: number;
+  /** Warm pool sizes per template (`--warm-pool TEMPLATE=N`); empty: no pool. */
+  warmPool?: Record<string, number>;
 }
+
+/** How long the list waits, after a restart, for launchers to say whether their pool kernel was claimed. */
+const CLAIM_SETTLE_MS = 8000;
 
 /** An error to answer the Jupyter server with: status and `{reason, message}`. */
 export class GatewayError extends Error {
@@ -40,8 +51,27 @@ export class KernelRegistry {
   private readonly stop = new AbortController();
   private cullTimer: NodeJS.Timeout | undefined;
   private following: Promise<void> | undefined;
+  readonly pool: WarmPool;
+  /** 'claim' when a pool kernel's claim becomes known. */
+  private readonly changes = new EventEmitter();
+  private settleUntil = Date.now() + CLAIM_SETTLE_MS;
+  /** The first listing of running kernels, done or failed (requests may arrive before it ends). */
+  private readonly found: Promise<void>;
+  private foundDone: () => void = () => {};
 
-  constructor(private readonly options: RegistryOptions) {}
+  constructor(private readonly options: RegistryOptions) {
+    this.found = new Promise((resolve) => { this.foundDone = resolve; });
+    this.pool = new WarmPool(new Map(Object.entries(options.warmPool ?? {})), {
+      sessions: () => this.kernels.values(),
+      startPooled: (template, version) => this.submitKernel(template, undefined, { template, version }),
+      removePooled: (id) => this.end(id),
+      templateVersion: async (template) => {
+        const found = await this.options.api.template(template);
+        if (found?.config.pythonVersion !== '3') return undefined;
+        return createHash('sha256').update(JSON.stringify(found.config)).digest('hex').slice(0, 16);
+      },
+    }, options.log);
+  }
 
   async open(): Promise<void> {
     this.following = this.options.api.follow(SELECTOR, (type, app) => this.onApp(type, app),
@@ -49,14 +79,19 @@ export class KernelRegistry {
       this.stop.signal, (error) => this.options.log.warn({ err: error }, 'events stream of the API failed; retrying'));
     // The API may not answer yet (standalone gateway started first): the feed's reset retries.
     await this.resync().catch((error: Error) => this.options.log.error({ err: error }, 'could not list running kernels through the API'));
+    this.foundDone();
+    this.settleUntil = Date.now() + CLAIM_SETTLE_MS;
+    this.pool.open();
     if (this.options.cullIdleSeconds > 0) {
       this.cullTimer = setInterval(() => this.cull(), Math.min(60_000, this.options.cullIdleSeconds * 250));
     }
   }
 
   async close(): Promise<void> {
+    this.foundDone();
     this.stop.abort();
     if (this.cullTimer) clearInterval(this.cullTimer);
+    await this.pool.close();
     await this.following;
   }
 
@@ -66,9 +101,9 @@ export class KernelRegistry {
     for (const app of apps) {
       const id = app.labels?.[KERNEL_ID_LABEL];
       if (!id || this.kernels.has(id) || TERMINAL_STATES.has(app.state)) continue;
-      const session = new KernelSession(id, app.labels?.[KERNEL_SPEC_LABEL] ?? 'default', this.options.log, true);
+      const session = this.track(new KernelSession(id, app.labels?.[KERNEL_SPEC_LABEL] ?? 'default', this.options.log, true, app.labels?.[KERNEL_POOL_LABEL]));
       session.appName = app.appName;
-      this.kernels.set(id, session);
+      session.poolVersion = app.labels?.[KERNEL_POOL_CONFIG_LABEL];
       this.options.log.info({ kernel: id, appName: app.appName }, 'found a running kernel again');
     }
   }
@@ -80,19 +115,53 @@ export class KernelRegistry {
     if (type === 'deleted' || TERMINAL_STATES.has(app.state)) {
       session.markDead(`application ${app.appName} is ${type === 'deleted' ? 'deleted' : app.state}${app.stateDetail ? ` (${app.stateDetail})` : ''}`);
       this.drop(session.id);
+      if (session.unclaimed) this.pool.poke(); // replace it
     } else if (app.state === 'PENDING' && !session.pendingNoticeSent) {
       session.pendingNoticeSent = true;
       session.notice(`Application ${app.appName} is PENDING: its driver waits for cores or memory; the kernel starts when they are free.\n`);
     }
   }
 
-  get(id: string): KernelSession {
+  /** A kernel the Jupyter side may use by id: a warm pool's unclaimed kernels do not exist for it. */
+  find(id: string): KernelSession | undefined {
     const session = this.kernels.get(id);
+    return session && !session.unclaimed ? session : undefined;
+  }
+
+  get(id: string): KernelSession {
+    const session = this.find(id);
     if (!session) throw new GatewayError(404, 'Not Found', `Kernel does not exist: ${id}`);
     return session;
   }
 
-  /** Submits the kernel's application; answers as soon as the API accepted it. */
+  /**
+   * The kernels to list. Just after a restart, a pool kernel's claim is known once its launcher
+   * reconnects: the list waits for that (a while at most), since a claimed kernel missing from it
+   * would be dropped by the Jupyter server, and an unclaimed one must not show.
+   */
+  async list(): Promise<KernelSession[]> {
+    await this.found;
+    const unknown = () => [...this.kernels.values()].some((s) => s.claim === 'unknown');
+    while (unknown() && Date.now() < this.settleUntil) {
+      await once(this.changes, 'claim', { signal: AbortSignal.timeout(Math.max(1, this.settleUntil - Date.now())) }).catch(() => undefined);
+    }
+    return [...this.kernels.values()].filter((s) => !s.unclaimed);
+  }
+
+  /** Registers a session and hears what the pool needs to know of it. */
+  private track(session: KernelSession): KernelSession {
+    this.kernels.set(session.id, session);
+    session.onChange = () => {
+      this.changes.emit('claim');
+      if (session.pool !== undefined) this.pool.poke();
+    };
+    return session;
+  }
+
+  /**
+   * Starts a kernel: a ready one of the template's warm pool when there is one (claimed for the
+   * caller), else its own application; answers as soon as the API accepted it.
+   */
   async start(specName: string, key: string | undefined, env: Record<string, unknown>): Promise<KernelSession> {
     if (specName !== 'default') {
       const template = await this.options.api.template(specName, key);
@@ -101,17 +170,29 @@ export class KernelRegistry {
         throw new GatewayError(400, 'Bad Request', `Kernel spec ${specName} asks for Python ${template.config.pythonVersion}: Spark 3 runs Python 3 only. Set "pythonVersion": "3" in the template.`);
       }
     }
+    void env; // KERNEL_WORKING_DIR is a path on the Jupyter host: meaningless in the driver.
+    // The template was checked with the caller's key above: the caller may use it.
+    const pooled = await this.pool.take(specName);
+    if (pooled) {
+      this.options.log.info({ kernel: pooled.id, appName: pooled.appName, spec: specName }, 'started a kernel from the warm pool');
+      return pooled;
+    }
+    return this.submitKernel(specName, key);
+  }
+
+  /** Submits a kernel's application; a pool's (`pool` set) with the gateway's own key. */
+  private async submitKernel(specName: string, key: string | undefined, pool?: { template: string; version: string }): Promise<KernelSession> {
     const id = randomUUID();
     const token = this.options.auth.issue(id);
-    const session = new KernelSession(id, specName, this.options.log);
-    this.kernels.set(id, session);
+    const session = this.track(new KernelSession(id, specName, this.options.log, false, pool?.template));
+    session.poolVersion = pool?.version;
     this.keys.set(id, key);
-    void env; // KERNEL_WORKING_DIR is a path on the Jupyter host: meaningless in the driver.
+    const poolLabels = pool ? { [KERNEL_POOL_LABEL]: pool.template, [KERNEL_POOL_CONFIG_LABEL]: pool.version } : {};
     try {
       const app = await this.options.api.submit({
         jobName: jobNameFor(specName),
         ...(specName === 'default' ? {} : { configTemplateName: specName }),
-        labels: { [KERNEL_LABEL]: 'true', [KERNEL_ID_LABEL]: id, [KERNEL_SPEC_LABEL]: specName },
+        labels: { [KERNEL_LABEL]: 'true', [KERNEL_ID_LABEL]: id, [KERNEL_SPEC_LABEL]: specName, ...poolLabels },
         configOverrides: {
           type: 'Python',
           ...(this.options.kernelImage ? { image: this.options.kernelImage } : {}),
@@ -122,6 +203,7 @@ export class KernelRegistry {
               SUBMISSION_SERVICE_KERNEL_ID: id,
               SUBMISSION_SERVICE_KERNEL_TOKEN: token,
               SUBMISSION_SERVICE_KERNEL_SPEC: specName,
+              ...(pool === undefined ? {} : { SUBMISSION_SERVICE_KERNEL_POOL: pool.template }),
             },
           },
         },
@@ -142,8 +224,15 @@ export class KernelRegistry {
    * holds only its own key for the kernels it found again).
    */
   async remove(id: string, callerKey?: string): Promise<void> {
-    const session = this.get(id);
-    const key = callerKey ?? this.keys.get(id);
+    await this.end(this.get(id).id, callerKey);
+  }
+
+  /** Ends any kernel, a pool's unclaimed ones included. */
+  private async end(id: string, callerKey?: string): Promise<void> {
+    const session = this.kernels.get(id);
+    if (!session) return;
+    // A pool's kernel was submitted with the gateway's own key, which alone may remove it.
+    const key = session.pool !== undefined ? undefined : callerKey ?? this.keys.get(id);
     session.shutdown();
     this.drop(id);
     if (session.appName) await this.options.api.remove(session.appName, key);
@@ -158,7 +247,8 @@ export class KernelRegistry {
   private cull(): void {
     const limit = Date.now() - this.options.cullIdleSeconds * 1000;
     for (const session of this.kernels.values()) {
-      if (session.connections === 0 && session.executionState === 'idle' && session.lastActivity.getTime() < limit) {
+      // A pool's kernels wait unclaimed by design: only claimed ones are culled.
+      if (session.claim === 'claimed' && session.connections === 0 && session.executionState === 'idle' && session.lastActivity.getTime() < limit) {
         this.options.log.info({ kernel: session.id }, 'culling an idle kernel');
         this.remove(session.id).catch((error: Error) => this.options.log.error({ err: error, kernel: session.id }, 'culling failed'));
       }

@@ -3,15 +3,21 @@
 // Spark is ready, and a replay buffer of iopub output per session.
 import type { FastifyBaseLogger } from 'fastify';
 import type { WebSocket } from 'ws';
-import { countsAsActivity, type JupyterMessage, parseClientFrame, statusMessage, stderrMessage } from './messages.js';
+import { countsAsActivity, type JupyterMessage, parseClientFrame, type Routing, splitKernelFrame, statusMessage, stderrMessage } from './messages.js';
 
 export type ExecutionState = 'starting' | 'idle' | 'busy' | 'restarting' | 'dead';
+/**
+ * Whether a warm pool's kernel was handed out. `unknown`: found again after a gateway restart,
+ * until its launcher (which keeps the claim) says so in its hello.
+ */
+export type ClaimState = 'unclaimed' | 'claimed' | 'unknown';
 
 interface Client { ws: WebSocket; sessionId: string }
 
 const REPLAY_LIMIT = 2000;
 const ROUTE_LIMIT = 5000;
 const RESTART_TIMEOUT_MS = 30_000;
+const CLAIM_TIMEOUT_MS = 3000;
 
 export interface KernelModel {
   id: string;
@@ -30,7 +36,8 @@ export class KernelSession {
   private readonly clients = new Set<Client>();
   private launcher: WebSocket | undefined;
   private ready = false;
-  private readonly held: JupyterMessage[] = [];
+  /** Client requests (their text as received) held until Spark is ready. */
+  private readonly held: string[] = [];
   private readonly replay: { seq: number; text: string }[] = [];
   private seq = 0;
   /** Last iopub sequence number each disconnected session received. */
@@ -38,15 +45,69 @@ export class KernelSession {
   /** msg_id of a request → the client that sent it, so replies go to their asker. */
   private readonly askers = new Map<string, Client>();
   private restartWaiters: Array<() => void> = [];
+  private claimWaiters: Array<(confirmed: boolean) => void> = [];
   private buffersWarned = false;
+  private sparkFailed = false;
+  /** A claim sent, not yet confirmed: no second request may take this kernel meanwhile. */
+  private claiming = false;
+  /** Ordinary kernels are someone's from the start; a pool's are not until claimed. */
+  claim: ClaimState;
+  /** A pool's kernel: the fingerprint of the template config it was started from. */
+  poolVersion: string | undefined;
+  /** Called when the claim becomes known or Spark's state changes (the warm pool listens). */
+  onChange: () => void = () => {};
 
   constructor(
     readonly id: string,
     readonly specName: string,
     private readonly log: FastifyBaseLogger,
     /** Found again after a gateway restart: its first client gets what the launcher kept meanwhile. */
-    private readonly adopted = false,
-  ) {}
+    private adopted = false,
+    /** The template whose warm pool started this kernel; undefined for a kernel started on request. */
+    readonly pool?: string,
+  ) {
+    this.claim = pool === undefined ? 'claimed' : adopted ? 'unknown' : 'unclaimed';
+  }
+
+  /** A pool's kernel nobody has: not listed, not culled, not reachable by id. */
+  get unclaimed(): boolean { return this.claim === 'unclaimed'; }
+
+  /** Can be handed out now: launcher connected, claim known to be free, Spark up. */
+  get claimable(): boolean {
+    return this.claim === 'unclaimed' && !this.claiming && this.launcher !== undefined && this.ready && !this.sparkFailed && this.executionState === 'idle';
+  }
+
+  get sparkReady(): boolean { return this.ready && !this.sparkFailed; }
+  get sparkBroken(): boolean { return this.ready && this.sparkFailed; }
+
+  /**
+   * Hands a pool's kernel to a user: the launcher records the claim (and says it in every hello,
+   * so a restarted gateway knows) before the claim counts. False when the launcher did not confirm.
+   */
+  async claimIt(): Promise<boolean> {
+    if (!this.claimable) return false;
+    this.claiming = true;
+    const confirmed = new Promise<boolean>((resolve) => {
+      const timer = setTimeout(() => resolve(false), CLAIM_TIMEOUT_MS);
+      this.claimWaiters.push((ok) => { clearTimeout(timer); resolve(ok); });
+    });
+    this.launcher!.send(JSON.stringify({ op: 'claim' }));
+    const ok = await confirmed;
+    this.claiming = false;
+    // Unconfirmed (the launcher gone or too slow): it stays in the pool; a later claim is sent again.
+    if (!ok || this.claim !== 'unclaimed') return false;
+    // The user sees the kernel from now on: nothing from its time in the pool.
+    this.replay.length = 0;
+    this.adopted = false;
+    this.lastActivity = new Date();
+    this.markClaimed();
+    return true;
+  }
+
+  private markClaimed(): void {
+    this.claim = 'claimed';
+    this.onChange();
+  }
 
   model(): KernelModel {
     return {
@@ -80,7 +141,8 @@ export class KernelSession {
   }
 
   private fromClient(client: Client, data: Buffer): void {
-    const message = parseClientFrame(data);
+    const text = data.toString('utf8');
+    const message = parseClientFrame(text);
     if (!message) {
       this.log.warn({ kernel: this.id, bytes: data.length }, 'ignored a websocket frame that is not a Jupyter message');
       return;
@@ -88,17 +150,22 @@ export class KernelSession {
     if (countsAsActivity(message.header.msg_type)) this.lastActivity = new Date();
     this.askers.set(message.header.msg_id, client);
     if (this.askers.size > ROUTE_LIMIT) this.askers.delete(this.askers.keys().next().value!);
-    if (this.ready && this.launcher) this.launcher.send(JSON.stringify(message));
-    else this.held.push(message);
+    // Passed on as received: checked above, never re-serialized.
+    if (this.ready && this.launcher) this.launcher.send(text);
+    else this.held.push(text);
   }
 
   private sendText(client: Client, text: string): void {
     if (client.ws.readyState === client.ws.OPEN) client.ws.send(text); // a string: always a text frame
   }
 
+  /** A message the gateway writes itself (status, notices). */
   private broadcast(message: JupyterMessage): void {
-    const text = JSON.stringify(message);
-    if (message.channel === 'iopub') {
+    this.broadcastText(JSON.stringify(message), message.channel === 'iopub');
+  }
+
+  private broadcastText(text: string, iopub: boolean): void {
+    if (iopub) {
       this.replay.push({ seq: ++this.seq, text });
       if (this.replay.length > REPLAY_LIMIT) this.replay.shift();
     }
@@ -124,16 +191,22 @@ export class KernelSession {
   }
 
   private fromLauncher(data: Buffer): void {
+    const text = data.toString('utf8');
+    const kernel = splitKernelFrame(text);
+    if (kernel) return this.kernelMessage(kernel.routing, kernel.body);
     let message: Record<string, unknown>;
     try {
-      message = JSON.parse(data.toString('utf8')) as Record<string, unknown>;
+      message = JSON.parse(text) as Record<string, unknown>;
     } catch {
       this.log.warn({ kernel: this.id }, 'undecodable frame from the launcher');
       return;
     }
     switch (message.op) {
-      case undefined: return this.kernelMessage(message as unknown as JupyterMessage);
       case 'hello': {
+        if (this.claim === 'unknown' && typeof message.claimed === 'boolean') {
+          if (message.claimed) this.markClaimed();
+          else { this.claim = 'unclaimed'; this.onChange(); }
+        }
         if (typeof message.busy === 'boolean' && this.ready) this.executionState = message.busy ? 'busy' : 'idle';
         const spark = message.spark as { ok: boolean; error?: string } | undefined;
         if (spark && !this.ready) this.becomeReady(spark, message.busy === true);
@@ -141,6 +214,10 @@ export class KernelSession {
         return;
       }
       case 'spark': return this.becomeReady(message as unknown as { ok: boolean; error?: string }, false);
+      case 'claimed': {
+        for (const done of this.claimWaiters.splice(0)) done(true);
+        return;
+      }
       case 'restarted': {
         const waiters = this.restartWaiters;
         this.restartWaiters = [];
@@ -154,33 +231,40 @@ export class KernelSession {
   private becomeReady(spark: { ok: boolean; error?: string; disabled?: boolean }, busy: boolean): void {
     if (!spark.ok && !spark.disabled) this.broadcast(stderrMessage(`Spark failed to start: ${spark.error ?? 'unknown error'}\nsc, sqlContext and spark are not available in this kernel.\n`));
     this.ready = true;
+    this.sparkFailed = !spark.ok && !spark.disabled;
     this.executionState = busy ? 'busy' : 'idle';
     if (!busy) this.broadcast(statusMessage('idle'));
     this.flushHeld();
+    this.onChange();
   }
 
   private flushHeld(): void {
-    while (this.launcher && this.held.length) this.launcher.send(JSON.stringify(this.held.shift()));
+    while (this.launcher && this.held.length) this.launcher.send(this.held.shift()!);
   }
 
-  private kernelMessage(message: JupyterMessage): void {
-    if (typeof message.channel !== 'string' || !message.header) return;
-    if (Array.isArray(message.buffers) && message.buffers.length) {
+  /** A kernel message: routed by what the launcher said of it, passed on as the text it sent. */
+  private kernelMessage(routing: Routing, body: string): void {
+    let text = body;
+    if (routing.buffers > 0) {
       // Binary frames kill jupyter_server's relay (FIELD-NOTES): buffers are dropped, said once per kernel.
-      if (!this.buffersWarned) this.log.warn({ kernel: this.id, msgType: message.header.msg_type }, 'dropped binary buffers of a kernel message (never sent to Jupyter)');
+      if (!this.buffersWarned) this.log.warn({ kernel: this.id, msgType: routing.msg_type }, 'dropped binary buffers of a kernel message (never sent to Jupyter)');
       this.buffersWarned = true;
-      message.buffers = [];
+      try {
+        text = JSON.stringify({ ...(JSON.parse(body) as JupyterMessage), buffers: [] });
+      } catch {
+        this.log.warn({ kernel: this.id }, 'undecodable kernel message from the launcher');
+        return;
+      }
     }
-    const msgType = message.header.msg_type;
-    if (message.channel === 'iopub' && msgType === 'status') {
-      const state = (message.content as { execution_state?: ExecutionState }).execution_state;
-      if (state === 'busy' || state === 'idle') this.executionState = state;
-    } else if (countsAsActivity(msgType)) this.lastActivity = new Date();
-    if (message.channel === 'iopub') return this.broadcast(message);
-    const asker = this.askers.get(String((message.parent_header as { msg_id?: string }).msg_id ?? ''));
-    if (asker && this.clients.has(asker)) this.sendText(asker, JSON.stringify(message));
-    else this.broadcast(message);
+    if (routing.state !== null) {
+      if (routing.state === 'busy' || routing.state === 'idle') this.executionState = routing.state;
+    } else if (countsAsActivity(routing.msg_type)) this.lastActivity = new Date();
+    if (routing.channel === 'iopub') return this.broadcastText(text, true);
+    const asker = this.askers.get(routing.parent);
+    if (asker && this.clients.has(asker)) this.sendText(asker, text);
+    else this.broadcastText(text, false);
   }
+
 
   // ---- lifecycle -------------------------------------------------------------------------
 
@@ -229,5 +313,6 @@ export class KernelSession {
     this.launcher = undefined;
     for (const done of this.restartWaiters) done();
     this.restartWaiters = [];
+    for (const done of this.claimWaiters.splice(0)) done(false);
   }
 }

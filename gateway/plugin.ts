@@ -34,6 +34,8 @@ export interface GatewayOptions {
   secret: string;
   /** Shut down kernels idle (no activity, no connection) this long; 0 or absent: never. */
   cullIdleSeconds?: number;
+  /** Warm pool sizes per template (kernels started ahead with Spark up); absent or empty: none. */
+  warmPool?: Record<string, number>;
 }
 
 function sendGatewayError(reply: FastifyReply, statusCode: number, reason: string, message: string) {
@@ -46,6 +48,7 @@ const gateway: FastifyPluginAsync<GatewayOptions> = async (app, options) => {
   const registry = new KernelRegistry({
     api, auth: launcherAuth, log: app.log, launcherFile: options.launcherFile,
     launcherUrl: options.launcherUrl, kernelImage: options.kernelImage, cullIdleSeconds: options.cullIdleSeconds ?? 0,
+    warmPool: options.warmPool,
   });
 
   await app.register(async (scope) => {

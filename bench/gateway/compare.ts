@@ -1,32 +1,36 @@
 // Our gateway against jupyter-kernel-gateway 3.x (plain ipykernel), each behind its own
 // `jupyter server` (same version, same flags), in the same run:
 //   1. kernel start → first kernel_info_reply through the Jupyter server (ours with
-//      SUBMISSION_SERVICE_KERNEL_SPARK=off in the template: no SparkContext; the driver still
-//      starts through spark-submit);
-//   2. execute round-trip of `1` through the Jupyter server, p50 / p99;
-//   3. messages per second with K kernels executing at once;
+//      SUBMISSION_SERVICE_KERNEL_SPARK=off in the template: no SparkContext; a local kernel
+//      starts Python first, as bin/pyspark does);
+//   2. execute round-trip of `1` through the Jupyter server, p50 / p99, and against the gateway
+//      directly (what the gateway itself adds, without the Jupyter server's own relay);
+//   3. messages per second with K kernels executing at once (20 by default, as the issue asks);
 //   4. ours with Spark: kernel requested → `sc.parallelize([1]).count()` answered, against a
-//      plain `SparkSession.builder.getOrCreate()` + the same count in a fresh python.
+//      plain `SparkSession.builder.getOrCreate()` + the same count in a fresh python;
+//   5. the same from the warm pool (`--warm-pool pooled=1`): kernel requested → count answered.
 //
 //   npx tsc -p . && node --import tsx bench/gateway/compare.ts
-//   env: GW_STARTS (3), GW_EXECS (200), GW_KERNELS (4), GW_KERNEL_EXECS (50)
+//   env: GW_STARTS (3), GW_EXECS (200), GW_KERNELS (20), GW_KERNEL_EXECS (50), GW_SC (1), GW_CLAIMS (3)
 import { spawn, spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { FileKeyStore } from '../../submit-api/auth/key-store.js';
 import { http, sparkEnv, startService } from '../../test/helpers/service.js';
 import { tempDir } from '../../test/helpers/temp.js';
 import { freePort, KernelClient, startJupyter, toolsEnv } from '../../test/gateway/jupyter.js';
-import { envNumber, fmt, load, median, percentileSorted, table } from '../lib.js';
+import { cpuMs, envNumber, fmt, load, median, percentileSorted, table, treeCpuMs } from '../lib.js';
 
 const STARTS = envNumber('GW_STARTS', 3);
 const EXECS = envNumber('GW_EXECS', 200);
-const KERNELS = envNumber('GW_KERNELS', 4);
+const KERNELS = envNumber('GW_KERNELS', 20);
 const KERNEL_EXECS = envNumber('GW_KERNEL_EXECS', 50);
+const SC_RUNS = envNumber('GW_SC', 1);
+const CLAIMS = envNumber('GW_CLAIMS', 3);
 
 const teardowns: Array<() => unknown> = [];
 const owner = { teardown: (fn: () => unknown) => { teardowns.push(fn); } };
 
-interface Side { name: string; jupyter: { url: string; token: string }; spec: string }
+interface Side { name: string; jupyter: { url: string; token: string; child: { pid?: number } }; spec: string; gatewayPid: number; gatewayUrl: string }
 
 async function startKernel(side: Side): Promise<{ id: string; client: KernelClient; ms: number }> {
   const t0 = performance.now();
@@ -36,6 +40,23 @@ async function startKernel(side: Side): Promise<{ id: string; client: KernelClie
   const msgId = client.send('shell', 'kernel_info_request', {});
   await client.waitFor((m) => m.parent_header?.msg_id === msgId && m.header.msg_type === 'kernel_info_reply', 300_000);
   return { id: created.json.id as string, client, ms: performance.now() - t0 };
+}
+
+const signedMs = (ms: number) => `${ms >= 0 ? '+' : '−'}${fmt(Math.abs(ms))} ms`;
+
+/** Round trips against the gateway itself, without a Jupyter server in between: what the gateway adds. */
+async function directTrips(side: Side, key: string): Promise<number[]> {
+  const auth = { authorization: `token ${key}` };
+  const created = await http(side.gatewayUrl, 'POST', '/api/kernels', { name: side.spec }, auth);
+  if (created.status !== 201) throw new Error(`${side.name}: ${created.status} ${created.text}`);
+  const client = await new KernelClient(`${side.gatewayUrl.replace('http', 'ws')}/api/kernels/${created.json.id}/channels`).open(owner, auth);
+  const msgId = client.send('shell', 'kernel_info_request', {});
+  await client.waitFor((m) => m.parent_header?.msg_id === msgId && m.header.msg_type === 'kernel_info_reply', 300_000);
+  await roundTrips(client, 20); // warm-up
+  const trips = await roundTrips(client, EXECS);
+  client.ws.close();
+  await http(side.gatewayUrl, 'DELETE', `/api/kernels/${created.json.id}`, undefined, auth);
+  return trips;
 }
 
 async function stopKernel(side: Side, id: string) {
@@ -59,9 +80,19 @@ async function main() {
   const dataDir = join(root, 'data');
   const key = new FileKeyStore(dataDir).create('user', 'bench').key;
   const admin = new FileKeyStore(dataDir).create('admin', 'bench').key;
-  const ours = await startService(owner, { dataDir, env: sparkEnv(), args: ['--auth', 'on'] });
+  const ours = await startService(owner, { dataDir, env: sparkEnv(), args: ['--auth', 'on', '--warm-pool', 'pooled=1'] });
   await http(ours.url, 'POST', '/api/config-templates/', { name: 'plain', config: { pythonVersion: '3', driver: { env: { SUBMISSION_SERVICE_KERNEL_SPARK: 'off' } } } }, { 'x-api-key': admin });
   await http(ours.url, 'POST', '/api/config-templates/', { name: 'spark', config: { pythonVersion: '3' } }, { 'x-api-key': admin });
+  // The same config as `spark`, with a warm pool of one: measured last; ready before anything is measured.
+  await http(ours.url, 'POST', '/api/config-templates/', { name: 'pooled', config: { pythonVersion: '3' } }, { 'x-api-key': admin });
+  const poolReady = async () => {
+    const pools = (await http(ours.url, 'GET', '/notebooks/api/warm-pool', undefined, { authorization: `token ${key}` })).json?.pools as Array<{ ready: number }> | undefined;
+    return pools?.[0]?.ready === 1;
+  };
+  for (const deadline = Date.now() + 300_000; !(await poolReady());) {
+    if (Date.now() > deadline) throw new Error('the warm pool did not get ready');
+    await new Promise((ok) => setTimeout(ok, 250));
+  }
 
   const kgPort = await freePort();
   const kg = spawn(join(tools, 'bin', 'jupyter'), ['kernelgateway', '--KernelGatewayApp.ip=127.0.0.1', `--KernelGatewayApp.port=${kgPort}`,
@@ -73,8 +104,8 @@ async function main() {
     if (i > 120) throw new Error('kernel gateway did not start');
     await new Promise((ok) => setTimeout(ok, 250));
   }
-  const peer: Side = { name: 'kernel gateway', jupyter: await startJupyter(owner, root, `http://127.0.0.1:${kgPort}/notebooks`, key), spec: 'python3' };
-  const us: Side = { name: 'ours', jupyter: await startJupyter(owner, root, `${ours.url}/notebooks`, key), spec: 'plain' };
+  const peer: Side = { name: 'kernel gateway', jupyter: await startJupyter(owner, root, `http://127.0.0.1:${kgPort}/notebooks`, key), spec: 'python3', gatewayPid: kg.pid!, gatewayUrl: `http://127.0.0.1:${kgPort}/notebooks` };
+  const us: Side = { name: 'ours', jupyter: await startJupyter(owner, root, `${ours.url}/notebooks`, key), spec: 'plain', gatewayPid: ours.child.pid!, gatewayUrl: `${ours.url}/notebooks` };
   const rows: (string | number)[][] = [];
 
   for (const side of [peer, us]) {
@@ -88,30 +119,65 @@ async function main() {
     await roundTrips(k.client, 20); // warm-up
     const trips = await roundTrips(k.client, EXECS);
     await stopKernel(side, k.id);
+    const direct = await directTrips(side, key);
     const many = await Promise.all(Array.from({ length: KERNELS }, () => startKernel(side)));
     const before = many.reduce((n, k) => n + k.client.messages.length, 0);
+    // CPU per message, by part: the Jupyter server (the same program on both sides) and the
+    // gateway with its kernels (the peer's kernels are its children; ours are the service's).
+    const cpu0 = { jupyter: treeCpuMs(side.jupyter.child.pid!), gateway: treeCpuMs(side.gatewayPid), relay: cpuMs(side.gatewayPid) };
     const t0 = performance.now();
     await Promise.all(many.map(async (k) => { for (let i = 0; i < KERNEL_EXECS; i++) await k.client.execute('1', 60_000); }));
     const seconds = (performance.now() - t0) / 1000;
     const received = many.reduce((n, k) => n + k.client.messages.length, 0) - before;
+    const perMessage = (now: number, then: number) => fmt(((now - then) * 1000) / received);
+    const cpuJupyter = perMessage(treeCpuMs(side.jupyter.child.pid!), cpu0.jupyter);
+    const cpuGateway = perMessage(treeCpuMs(side.gatewayPid), cpu0.gateway);
+    const cpuRelay = perMessage(cpuMs(side.gatewayPid), cpu0.relay);
     await Promise.all(many.map((k) => stopKernel(side, k.id)));
-    rows.push([side.name, fmt(median(starts)), fmt(percentileSorted(trips, 50), 2), fmt(percentileSorted(trips, 99), 2), fmt(received / seconds)]);
+    rows.push([side.name, fmt(median(starts)), fmt(percentileSorted(trips, 50), 2), fmt(percentileSorted(trips, 99), 2),
+      `${fmt(percentileSorted(direct, 50), 2)} / ${fmt(percentileSorted(direct, 99), 2)}`, fmt(received / seconds), cpuJupyter, cpuGateway, cpuRelay]);
   }
 
   // Time to a usable sc: ours (kernel requested → count answered) vs a plain getOrCreate().
-  const t0 = performance.now();
-  const spark = await startKernel({ ...us, spec: 'spark' });
-  const count = await spark.client.execute('sc.parallelize([1]).count()', 300_000);
-  const oursSc = performance.now() - t0;
-  await stopKernel(us, spark.id);
+  const usable = async (spec: string) => {
+    const t0 = performance.now();
+    const k = await startKernel({ ...us, spec });
+    const count = await k.client.execute('sc.parallelize([1]).count()', 300_000);
+    const ms = performance.now() - t0;
+    await stopKernel(us, k.id);
+    if (count.result !== '1') throw new Error(`${spec}: sc.parallelize([1]).count() gave ${count.result}: ${count.stderr}`);
+    return ms;
+  };
   const python = join(sparkEnv().SUBMISSION_SERVICE_PYTHON_ENV!, 'bin', 'python');
-  const p0 = performance.now();
-  const plain = spawnSync(python, ['-c', 'from pyspark.sql import SparkSession; s = SparkSession.builder.master("local[2]").getOrCreate(); print(s.sparkContext.parallelize([1]).count()); s.stop()'], { env: sparkEnv(), encoding: 'utf8' });
-  const plainSc = performance.now() - p0;
+  const plainRun = () => {
+    const p0 = performance.now();
+    const plain = spawnSync(python, ['-c', 'from pyspark.sql import SparkSession; s = SparkSession.builder.master("local[2]").getOrCreate(); print(s.sparkContext.parallelize([1]).count()); s.stop()'], { env: sparkEnv(), encoding: 'utf8' });
+    if (plain.status !== 0) throw new Error(`plain getOrCreate failed: ${plain.stderr}`);
+    return performance.now() - p0;
+  };
+  const oursSc: number[] = [];
+  const plainSc: number[] = [];
+  for (let i = 0; i < SC_RUNS; i++) {
+    oursSc.push(await usable('spark'));
+    plainSc.push(plainRun());
+  }
+  // The warm pool: each claim waits until the pool has refilled (a ready kernel), as a person would find it.
+  const claims: number[] = [];
+  for (let i = 0; i < CLAIMS; i++) {
+    for (const deadline = Date.now() + 300_000; !(await poolReady());) {
+      if (Date.now() > deadline) throw new Error('the warm pool did not refill');
+      await new Promise((ok) => setTimeout(ok, 250));
+    }
+    claims.push(await usable('pooled'));
+  }
 
   process.stdout.write(`load average ${load()}\n`);
-  process.stdout.write(table(['gateway', `start→kernel_info ms (median of ${STARTS})`, `exec p50 ms (${EXECS})`, 'exec p99 ms', `msgs/s, ${KERNELS} kernels`], rows) + '\n');
-  process.stdout.write(`usable sc: ours ${fmt(oursSc)} ms (result ${count.result}) vs plain getOrCreate ${fmt(plainSc)} ms (exit ${plain.status}): +${fmt(oursSc - plainSc)} ms\n`);
+  process.stdout.write(table(['gateway', `start→kernel_info ms (median of ${STARTS})`, `exec p50 ms (${EXECS})`, 'exec p99 ms', 'direct (no Jupyter server) p50 / p99 ms', `msgs/s, ${KERNELS} kernels`, 'CPU µs/msg: jupyter server', 'CPU µs/msg: gateway + kernels', 'of which the gateway process'], rows) + '\n\n');
+  process.stdout.write(table(['usable sc: kernel requested → sc.parallelize([1]).count() answered', 'ms (median)', 'vs plain getOrCreate + count'], [
+    [`plain SparkSession.builder.getOrCreate() in a fresh python (${SC_RUNS})`, fmt(median(plainSc)), ''],
+    [`ours, a new kernel (Python first, Spark in the background) (${SC_RUNS})`, fmt(median(oursSc)), signedMs(median(oursSc) - median(plainSc))],
+    [`ours, claimed from the warm pool (${CLAIMS})`, fmt(median(claims)), signedMs(median(claims) - median(plainSc))],
+  ]) + '\n');
   process.stdout.write(`load average ${load()}\n`);
 }
 

@@ -217,7 +217,11 @@ export class LocalCluster implements Cluster {
         this.schedule();
         return;
       }
-      const machine = { sparkSubmit: this.options.sparkSubmit, python: this.options.python, workDir: this.workDir(appName), uiPort };
+      // Interactive drivers start Python first (pyspark starts the JVM): a kernel answers before its JVM exists.
+      const machine = {
+        sparkSubmit: this.options.sparkSubmit, python: this.options.python, workDir: this.workDir(appName), uiPort,
+        pythonFirst: this.isInteractive(stored),
+      };
       const started = startDriverPod(stored.pod, machine, cores, { logFile, exitFile });
       const run = { pid: started.pid, startTicks: started.startTicks, cores, logFile, exitFile, uiPort };
       const startedAt = new Date().toISOString();

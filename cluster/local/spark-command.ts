@@ -4,6 +4,7 @@
 import type { V1Pod } from '@kubernetes/client-node';
 import type { ApplicationConfig } from '../../schemas/index.js';
 import { DRIVER_CONTAINER } from '../../webhook/domain/index.js';
+import { pythonFirstCommand } from './python-first.js';
 
 export interface LocalCommand {
   command: string;
@@ -17,6 +18,23 @@ export interface LocalMachine {
   workDir: string;
   /** The port of this driver's Spark UI (each local driver gets its own; the dashboard proxies it). */
   uiPort?: number;
+  /**
+   * Start a Python main file with `python` itself (spark-submit's options in PYSPARK_SUBMIT_ARGS),
+   * as Spark's own `bin/pyspark` does: for interactive drivers, whose Python must answer before
+   * the JVM is up (cluster/local/python-first.ts). Needs `python`; other main files are unaffected.
+   */
+  pythonFirst?: boolean;
+}
+
+/** A driver's spark-submit line, cut where spark-submit cuts it. */
+export interface SubmitParts {
+  /** spark-submit's own options, ours (master local[N], free ports, UI port) included. */
+  options: string[];
+  /** The primary resource (a local path), undefined when the arguments hold none. */
+  primary: string | undefined;
+  /** The application's own arguments, as written. */
+  appArgs: string[];
+  env: Record<string, string>;
 }
 
 const LOOPBACK = '127.0.0.1';
@@ -51,27 +69,38 @@ const POD_PORT = /^spark\.driver\.(port|blockManager\.port)=/;
 
 const localPath = (arg: string) => (arg.startsWith('local://') ? arg.slice('local://'.length) : arg);
 
-export function localDriverCommand(pod: V1Pod, machine: LocalMachine, cores: number): LocalCommand {
+/** The pod's spark-submit line made local: our options, the primary resource, the app's arguments. */
+export function localSubmitParts(pod: V1Pod, machine: LocalMachine, cores: number): SubmitParts {
   const container = pod.spec?.containers.find((c) => c.name === DRIVER_CONTAINER) ?? pod.spec?.containers[0];
   const [role, ...rest] = container?.args ?? [];
   if (role !== 'driver') throw new Error('the pod is not an admitted driver pod (its container arguments do not start with "driver")');
   const env = podEnv(pod, machine);
-  const args = ['--deploy-mode', 'client', '--conf', `spark.driver.bindAddress=${LOOPBACK}`];
-  if (machine.uiPort !== undefined) args.push('--conf', `spark.ui.port=${machine.uiPort}`);
+  const options = ['--deploy-mode', 'client', '--conf', `spark.driver.bindAddress=${LOOPBACK}`];
+  if (machine.uiPort !== undefined) options.push('--conf', `spark.ui.port=${machine.uiPort}`);
   // spark-submit's own options (`--name value` pairs, the flags below) come before the primary
   // resource; what follows it is the application's, passed on as written (a `--master` there
   // is the application's argument, not ours to rewrite).
   let i = 0;
   for (; i < rest.length && rest[i].startsWith('-'); i++) {
-    if (rest[i] === '--master') args.push('--master', `local[${cores}]`);
+    if (rest[i] === '--master') options.push('--master', `local[${cores}]`);
     // A pod has its own address, so its fixed ports (7078, 7079) never collide; drivers that
     // share this machine take free ones instead (Spark tries only 16 above a fixed port).
-    else if (rest[i] === '--conf' && POD_PORT.test(rest[i + 1] ?? '')) args.push('--conf', (rest[i + 1] ?? '').replace(/=.*$/, '=0'));
-    else if (SUBMIT_FLAGS.has(rest[i])) { args.push(rest[i]); continue; }
-    else args.push(rest[i], localPath(expand(rest[i + 1] ?? '', env)));
+    else if (rest[i] === '--conf' && POD_PORT.test(rest[i + 1] ?? '')) options.push('--conf', (rest[i + 1] ?? '').replace(/=.*$/, '=0'));
+    else if (SUBMIT_FLAGS.has(rest[i])) { options.push(rest[i]); continue; }
+    else options.push(rest[i], localPath(expand(rest[i + 1] ?? '', env)));
     i++;
   }
-  for (; i < rest.length; i++) args.push(localPath(expand(rest[i], env)));
+  const primary = i < rest.length ? localPath(expand(rest[i], env)) : undefined;
+  const appArgs = rest.slice(i + 1).map((arg) => localPath(expand(arg, env)));
   if (machine.python) Object.assign(env, { PYSPARK_PYTHON: machine.python, PYSPARK_DRIVER_PYTHON: machine.python });
-  return { command: machine.sparkSubmit, args, env };
+  return { options, primary, appArgs, env };
+}
+
+export function localDriverCommand(pod: V1Pod, machine: LocalMachine, cores: number): LocalCommand {
+  const parts = localSubmitParts(pod, machine, cores);
+  if (machine.pythonFirst && machine.python && parts.primary?.endsWith('.py')) {
+    return pythonFirstCommand({ ...parts, primary: parts.primary }, machine.python);
+  }
+  const args = [...parts.options, ...(parts.primary === undefined ? [] : [parts.primary]), ...parts.appArgs];
+  return { command: machine.sparkSubmit, args, env: parts.env };
 }

@@ -11,10 +11,15 @@ Environment (set by the gateway in the application's driver env):
   SUBMISSION_SERVICE_KERNEL_TOKEN  one-time token, consumed by the first connection; the gateway then
                                    hands over a reconnect secret that lives in this process's memory only
   SUBMISSION_SERVICE_SPARK_WAIT    seconds a placeholder waits for Spark (default 120)
+  SUBMISSION_SERVICE_KERNEL_POOL   set on a warm pool's kernels: Spark runs one tiny job before the
+                                   kernel reports ready, so a claimed kernel's first cell finds warm
+                                   Python workers; the claim is kept here and said in every hello, so
+                                   a restarted gateway neither hands the kernel out again nor loses it
 """
 import asyncio
 import base64
 import collections
+import hmac
 import json
 import os
 import signal
@@ -31,6 +36,10 @@ KERNEL_ID = os.environ.get("SUBMISSION_SERVICE_KERNEL_ID", "")
 _token = os.environ.pop("SUBMISSION_SERVICE_KERNEL_TOKEN", "")
 SPARK_WAIT = float(os.environ.get("SUBMISSION_SERVICE_SPARK_WAIT", "120"))
 RESTART_PREFIX = "ss-restart-"
+POOLED = bool(os.environ.get("SUBMISSION_SERVICE_KERNEL_POOL"))
+
+
+STARTED = time.monotonic()
 
 
 def log(*parts):
@@ -89,22 +98,45 @@ def bind_spark(namespace):
             namespace[name] = Placeholder(name)
 
 
-def start_spark(namespace, on_done):
+class KernelUp:
+    """Set by main once the kernel exists: its namespace, and what to call when Spark is done."""
+
+    def __init__(self):
+        self.event = threading.Event()
+        self.namespace = None
+        self.on_done = None
+
+    def set(self, namespace, on_done):
+        self.namespace, self.on_done = namespace, on_done
+        self.event.set()
+
+
+def start_spark(kernel_up):
+    """Runs before the kernel is built: the JVM starts while ipykernel loads (Python first)."""
     try:
+        log(f"starting Spark {time.monotonic() - STARTED:.1f} s after the launcher started")
         from pyspark.sql import SparkSession, SQLContext
         spark = SparkSession.builder.appName(os.environ.get("SUBMISSION_SERVICE_KERNEL_SPEC", "kernel")).getOrCreate()
         sc = spark.sparkContext
         # As pyspark's own shell does; `spark._wrapped` no longer exists since Spark 3.3.
         sql_context = SQLContext._get_or_create(sc)
+        if POOLED:
+            # Starts the Python worker daemon and one worker per task slot, and runs the job path
+            # once, before anyone waits for it (idle workers live a minute; the daemon stays).
+            slots = max(1, sc.defaultParallelism)
+            sc.parallelize(range(slots), slots).count()
         SPARK.objects.update(spark=spark, sc=sc, sqlContext=sql_context)
+        log(f"Spark ready {time.monotonic() - STARTED:.1f} s after the launcher started")
     except BaseException as error:  # noqa: BLE001 - every failure must reach the notebook
         SPARK.error = f"{type(error).__name__}: {error}"
         log("Spark failed to start:", SPARK.error)
     SPARK.ready.set()
+    kernel_up.event.wait()
+    namespace = kernel_up.namespace
     for name in ("spark", "sc", "sqlContext"):
         if isinstance(namespace.get(name), Placeholder):
             namespace[name] = SPARK.objects.get(name, namespace[name])
-    on_done()
+    kernel_up.on_done()
 
 
 def cancel_spark_jobs():
@@ -128,6 +160,8 @@ class Bridge:
         self.kernel_busy = False
         self.spark_reported = None
         self.stopping = False
+        # A warm pool's kernel handed out to a user: only the gateway's claim sets it, never undone.
+        self.claimed = False
 
     def start(self):
         threading.Thread(target=self._run, name="gateway-bridge", daemon=True).start()
@@ -160,38 +194,67 @@ class Bridge:
         await self._connect_forever()
 
     async def _pump(self, channel, sock):
-        from jupyter_client.jsonutil import json_default
         while True:
             frames = await sock.recv_multipart(copy=True)
             try:
-                _, msg_frames = self.session.feed_identities(frames)
-                msg = self.session.deserialize(msg_frames, content=True)
+                text, msg_type, parent_id, state = self._relay_text(channel, frames)
             except Exception as error:  # noqa: BLE001 - a bad frame must not stop the pump
                 log("undecodable kernel message on", channel, error)
                 continue
-            msg_type = msg["header"].get("msg_type")
-            parent_id = (msg.get("parent_header") or {}).get("msg_id", "")
-            if channel == "iopub" and msg_type == "status" and not parent_id.startswith(RESTART_PREFIX):
-                self.kernel_busy = msg["content"].get("execution_state") == "busy"
+            if state is not None and not parent_id.startswith(RESTART_PREFIX):
+                self.kernel_busy = state == "busy"
             if channel == "shell" and parent_id.startswith(RESTART_PREFIX):
                 self._send({"op": "restarted"})
                 continue
-            msg["channel"] = channel
-            msg["buffers"] = [base64.b64encode(bytes(b)).decode("ascii") for b in msg.get("buffers") or []]
-            self._send(json.loads(json.dumps(msg, default=json_default)))
+            self._send_text(text)
+
+    def _relay_text(self, channel, frames):
+        """One kernel message as the gateway relays it, built from the wire frames as they are.
+
+        The kernel's frames are JSON already: they are checked (HMAC), and only the small header
+        and parent header are parsed, for routing; content is parsed only for `status`. The text
+        is a routing line the gateway reads, a newline, then the Jupyter message it passes on
+        without parsing it (the legacy JSON protocol's fields, buffers as base64).
+        """
+        _, msg_frames = self.session.feed_identities(frames)
+        signature, header_b, parent_b, metadata_b, content_b = msg_frames[:5]
+        if self.session.auth is not None:
+            mac = self.session.auth.copy()
+            for part in (header_b, parent_b, metadata_b, content_b):
+                mac.update(part)
+            if not hmac.compare_digest(signature, mac.hexdigest().encode("ascii")):
+                raise ValueError("invalid signature")
+        header = json.loads(header_b)
+        msg_type = header.get("msg_type", "")
+        parent_id = json.loads(parent_b).get("msg_id", "") if len(parent_b) > 2 else ""
+        state = json.loads(content_b).get("execution_state") if channel == "iopub" and msg_type == "status" else None
+        buffers = msg_frames[5:]
+        routing = json.dumps({"channel": channel, "msg_type": msg_type, "parent": parent_id, "state": state, "buffers": len(buffers)})
+        encoded = ",".join('"' + base64.b64encode(bytes(b)).decode("ascii") + '"' for b in buffers)
+        text = "".join((
+            ">", routing, "\n",
+            '{"header":', header_b.decode("utf-8"),
+            ',"msg_id":', json.dumps(header.get("msg_id", "")), ',"msg_type":', json.dumps(msg_type),
+            ',"parent_header":', parent_b.decode("utf-8"), ',"metadata":', metadata_b.decode("utf-8"),
+            ',"content":', content_b.decode("utf-8"), ',"buffers":[', encoded, '],"channel":"', channel, '"}',
+        ))
+        return text, msg_type, parent_id, state
 
     def _send(self, message):
-        text = json.dumps(message)
-        if self.ws is not None:
-            asyncio.ensure_future(self._write(text))
-        else:
-            self.outbox.append(text)
+        self._send_text(json.dumps(message))
 
-    async def _write(self, text):
-        try:
-            await self.ws.write_message(text)
-        except Exception:  # noqa: BLE001 - the socket closed: keep it for the next connection
+    def _send_text(self, text):
+        # No task per message: tornado queues the write; a failed one is kept for the next connection.
+        ws = self.ws
+        if ws is None:
             self.outbox.append(text)
+            return
+        try:
+            written = ws.write_message(text)
+        except Exception:  # noqa: BLE001 - closed already
+            self.outbox.append(text)
+            return
+        written.add_done_callback(lambda done: (done.cancelled() or done.exception() is not None) and self.outbox.append(text))
 
     async def _connect_forever(self):
         from tornado.httpclient import HTTPRequest
@@ -212,7 +275,12 @@ class Bridge:
                 delay = min(delay * 2, 5)
                 continue
             delay, failing_since = 0.25, None
-            hello = {"op": "hello", "busy": self.kernel_busy}
+            try:
+                # tornado leaves Nagle on for client connections: small replies would wait for ACKs.
+                ws.protocol.set_nodelay(True)
+            except Exception as error:  # noqa: BLE001 - only slower without it
+                log("could not set TCP_NODELAY:", error)
+            hello = {"op": "hello", "busy": self.kernel_busy, "claimed": self.claimed}
             if self.spark_reported is not None:
                 hello["spark"] = self.spark_reported
             await ws.write_message(json.dumps(hello))
@@ -237,6 +305,9 @@ class Bridge:
         op = message.get("op")
         if op == "secret":
             self.secret = message["value"]
+        elif op == "claim":
+            self.claimed = True
+            self._send({"op": "claimed"})
         elif op == "interrupt":
             self._interrupt()
         elif op == "restart":
@@ -279,6 +350,10 @@ def main():
     if not GATEWAY_URL or not KERNEL_ID:
         log("SUBMISSION_SERVICE_GATEWAY_URL and SUBMISSION_SERVICE_KERNEL_ID are required")
         return 2
+    spark_off = os.environ.get("SUBMISSION_SERVICE_KERNEL_SPARK", "on") == "off"
+    kernel_up = KernelUp()
+    if not spark_off:
+        threading.Thread(target=start_spark, args=(kernel_up,), name="spark-start", daemon=True).start()
     from ipykernel.kernelapp import IPKernelApp
     connection_file = os.path.join(tempfile.mkdtemp(prefix="ss-kernel-"), "kernel.json")
     app = IPKernelApp.instance(connection_file=connection_file, ip="127.0.0.1", transport="tcp")
@@ -293,18 +368,17 @@ def main():
     bridge.start()
 
     def spark_done():
-        disabled = os.environ.get("SUBMISSION_SERVICE_KERNEL_SPARK", "on") == "off"
-        report = {"ok": SPARK.error is None, "error": SPARK.error, "disabled": disabled}
+        report = {"ok": SPARK.error is None, "error": SPARK.error, "disabled": spark_off}
         bridge.spark_reported = report
         bridge.call_soon(bridge._send, {"op": "spark", **report})
 
-    if os.environ.get("SUBMISSION_SERVICE_KERNEL_SPARK", "on") == "off":
+    if spark_off:
         # A kernel without a SparkSession (the driver's env says so): for plain Python work and benchmarks.
         SPARK.error = "this kernel was started without Spark (SUBMISSION_SERVICE_KERNEL_SPARK=off)"
         SPARK.ready.set()
         spark_done()
     else:
-        threading.Thread(target=start_spark, args=(namespace, spark_done), name="spark-start", daemon=True).start()
+        kernel_up.set(namespace, spark_done)
     app.start()
     return 0
 

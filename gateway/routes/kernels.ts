@@ -7,7 +7,10 @@ const UUID = '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$';
 const idParams = { type: 'object', properties: { id: { type: 'string', pattern: UUID } }, required: ['id'] } as const;
 
 export async function kernelRoutes(app: FastifyInstance, { registry }: { registry: KernelRegistry }) {
-  app.get('/api/kernels', async () => [...registry.kernels.values()].map((k) => k.model()));
+  app.get('/api/kernels', async () => (await registry.list()).map((k) => k.model()));
+
+  // Not part of Jupyter's protocol: what the warm pools hold (`--warm-pool`), for operators and the bench.
+  app.get('/api/warm-pool', async () => ({ pools: registry.pool.status() }));
 
   app.post<{ Body: { name?: string; env?: Record<string, unknown> } | undefined }>('/api/kernels', {
     schema: {

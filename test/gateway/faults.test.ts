@@ -79,6 +79,14 @@ t.test('errors, frames and a dead driver', { skip, timeout: 600_000 }, async (t)
     t.equal((await second.execute('3 + 3')).result, '6', 'the kernel works after a huge frame');
     t.equal((await gw('GET', `/api/kernels/${id}`)).status, 200, 'and the gateway answers');
 
+    // The buffers policy: a kernel message with binary buffers reaches the client as text, its JSON whole, buffers [].
+    const comm = await second.execute("from comm import create_comm\nc = create_comm(target_name='t', data={'kept': 'yes'}, buffers=[b'\\x00\\x01'])\n'sent'");
+    t.equal(comm.result, "'sent'", comm.stderr);
+    const opened = second.messages.find((m) => m.header.msg_type === 'comm_open');
+    t.ok(opened, 'the comm_open with buffers arrived (as a text frame: the client fails on binary ones)');
+    t.same((opened as unknown as { buffers: unknown[] }).buffers, [], 'its buffers dropped');
+    t.same(opened!.content.data, { kept: 'yes' }, 'its content kept');
+
     const run = storedApps(dataDir).find((app) => app.record.labels?.['kernel.submission-service.io/id'] === id)?.run;
     t.ok(run, 'the driver process is known');
     const from = second.messages.length;

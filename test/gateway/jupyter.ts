@@ -85,8 +85,8 @@ export class KernelClient {
     this.sessionId = sessionId;
   }
 
-  async open(t: TestLike): Promise<this> {
-    this.ws = new WebSocket(`${this.url}${this.url.includes('?') ? '&' : '?'}session_id=${this.sessionId}`);
+  async open(t: TestLike, headers: Record<string, string> = {}): Promise<this> {
+    this.ws = new WebSocket(`${this.url}${this.url.includes('?') ? '&' : '?'}session_id=${this.sessionId}`, { headers });
     t.teardown(() => this.ws.terminate());
     this.ws.on('message', (data, isBinary) => {
       if (isBinary) throw new Error('a binary frame reached the client');

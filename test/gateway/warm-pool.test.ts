@@ -1,0 +1,106 @@
+// The warm pool, real parts only (`submission-service local --warm-pool notebook=1`, a real
+// `jupyter server`, real ipykernel and pyspark): a pooled kernel is an application but not a
+// kernel anyone sees until claimed; `POST /api/kernels` claims it with Spark up; the pool
+// refills; a SIGKILLed and restarted gateway lists the claimed kernel (state kept), not the
+// unclaimed one, which the next POST gets; unclaimed kernels are never culled; changing the
+// template replaces the waiting kernel; deleting it drains the pool.
+import { join } from 'node:path';
+import t from 'tap';
+import { FileKeyStore } from '../../submit-api/auth/key-store.js';
+import { http, realSpark, sparkEnv, startService } from '../helpers/service.js';
+import { until } from '../helpers/poll.js';
+import { sleep, tempDir } from '../helpers/temp.js';
+import { freePort, KernelClient, startJupyter, toolsEnv } from './jupyter.js';
+
+const skip = !realSpark() || !toolsEnv() ? 'needs the Spark and tools virtualenvs' : false;
+const POOL = 'kernel.submission-service.io/pool';
+const ID = 'kernel.submission-service.io/id';
+
+t.test('a warm pool hands out kernels with Spark up, refills, and keeps claims across a restart', { skip, timeout: 900_000 }, async (t) => {
+  const root = tempDir(t);
+  const dataDir = join(root, 'data');
+  const store = new FileKeyStore(dataDir);
+  const key = store.create('user', 'jupyter').key;
+  const admin = store.create('admin', 'templates').key;
+  // A fixed port: the launchers dial the same address after the restart. Culling on, to see it spare the pool.
+  const args = ['--auth', 'on', '--port', String(await freePort()), '--warm-pool', 'notebook=1', '--cull-idle-seconds', '3'];
+  const first = await startService(t, { dataDir, env: sparkEnv(), args });
+  const base = first.url;
+  const api = (method: string, path: string, body?: unknown, k = key) => http(base, method, path, body, { 'x-api-key': k });
+  const gw = (method: string, path: string) => http(base, method, `/notebooks${path}`, undefined, { authorization: `token ${key}` });
+  const pooledApps = async () => (await api('GET', `/api/apps/?labelSelector=${POOL}=notebook`)).json.items as Array<{ appName: string; state: string; labels: Record<string, string> }>;
+  const poolReady = async () => ((await gw('GET', '/api/warm-pool')).json.pools as Array<{ template: string; ready: number }>).find((p) => p.template === 'notebook')?.ready === 1;
+  const listedIds = async () => ((await gw('GET', '/api/kernels')).json as Array<{ id: string }>).map((k) => k.id);
+
+  t.equal((await api('POST', '/api/config-templates/', { name: 'notebook', config: { pythonVersion: '3', engineVersion: '3.5.7' } }, admin)).status, 201);
+  await until(poolReady, { timeoutMs: 240_000, intervalMs: 250, what: 'a ready kernel in the pool' });
+  const [pooled] = await pooledApps();
+  t.ok(pooled, 'the pooled kernel is an ordinary application');
+  t.equal(pooled.state, 'RUNNING');
+  t.equal(pooled.labels['kernel.submission-service.io/spec'], 'notebook', 'labelled with its template');
+  const a = pooled.labels[ID];
+  t.notOk((await listedIds()).includes(a), 'not in the kernel list while unclaimed');
+  t.equal((await gw('GET', `/api/kernels/${a}`)).status, 404, 'nor reachable by id');
+  await sleep(4000); // longer than --cull-idle-seconds
+  t.ok((await pooledApps()).some((app) => app.labels[ID] === a), 'an unclaimed kernel is never culled');
+
+  const jupyter = await startJupyter(t, root, `${base}/notebooks`, key);
+  const jp = (method: string, path: string, body?: unknown) => http(jupyter.url, method, `${path}?token=${jupyter.token}`, body);
+  const socket = (id: string) => new KernelClient(`${jupyter.url.replace('http', 'ws')}/api/kernels/${id}/channels?token=${jupyter.token}`).open(t);
+
+  const requested = Date.now();
+  const created = await jp('POST', '/api/kernels', { name: 'notebook' });
+  t.equal(created.status, 201, created.text);
+  t.equal(created.json.id, a, 'POST /api/kernels claimed the pooled kernel');
+  const clientA = await socket(a);
+  const sum = await clientA.execute('sc.parallelize(range(100)).sum()', 60_000);
+  const usableMs = Date.now() - requested;
+  t.equal(sum.result, '4950', sum.stderr);
+  t.ok(usableMs < 3000, `sc answered ${usableMs} ms after the kernel was requested (goal about 1 s)`);
+  t.ok((await listedIds()).includes(a), 'claimed: listed');
+  t.equal((await clientA.execute('x = 42\nx')).result, '42');
+
+  await until(async () => (await pooledApps()).some((app) => app.labels[ID] !== a) && poolReady(), { timeoutMs: 240_000, intervalMs: 250, what: 'the pool refilled' });
+  const b = (await pooledApps()).find((app) => app.labels[ID] !== a)!.labels[ID];
+
+  t.equal(await first.stop('SIGKILL'), 'SIGKILL');
+  const second = await startService(t, { dataDir, env: sparkEnv(), args });
+  t.equal(second.url, base, 'the same address');
+  const listed = await listedIds();
+  t.ok(listed.includes(a), 'the restarted gateway lists the claimed kernel (its launcher said so)');
+  t.notOk(listed.includes(b), 'and not the unclaimed one');
+  const back = Date.now();
+  let x: string | undefined;
+  while (x === undefined && Date.now() - back < 60_000) {
+    try { x = (await clientA.execute('x', 4000)).result; } catch { /* the Jupyter server reconnects */ }
+  }
+  t.equal(x, '42', 'the claimed kernel kept its state');
+
+  await until(poolReady, { timeoutMs: 60_000, intervalMs: 250, what: 'the unclaimed kernel ready again after the restart' });
+  const again = await jp('POST', '/api/kernels', { name: 'notebook' });
+  t.equal(again.status, 201, again.text);
+  t.equal(again.json.id, b, 'the next POST gets the kernel that was unclaimed before the restart, not the claimed one');
+  const clientB = await socket(b);
+  t.equal((await clientB.execute('sc.parallelize(range(10)).count()', 60_000)).result, '10', 'with Spark up');
+  await until(async () => (await pooledApps()).some((app) => ![a, b].includes(app.labels[ID])), { timeoutMs: 60_000, intervalMs: 250, what: 'a third pooled kernel' });
+  t.equal((await pooledApps()).length, 3, 'the pool refilled once more: two claimed kernels and one waiting');
+  const c = (await pooledApps()).find((app) => ![a, b].includes(app.labels[ID]))!.labels[ID];
+
+  // A changed template: the waiting kernel was started from the old config, so it is replaced.
+  const changed = { name: 'notebook', config: { pythonVersion: '3', engineVersion: '3.5.7', driver: { env: { CHANGED: 'yes' } } } };
+  t.equal((await api('PUT', '/api/config-templates/notebook', changed, admin)).status, 200);
+  await until(async () => {
+    const ids = (await pooledApps()).map((app) => app.labels[ID]);
+    return !ids.includes(c) && ids.length === 3;
+  }, { timeoutMs: 60_000, intervalMs: 500, what: 'the waiting kernel replaced after the template changed' });
+  t.ok((await pooledApps()).some((app) => ![a, b, c].includes(app.labels[ID])), 'a changed template replaces the waiting kernel; claimed ones stay');
+
+  t.equal((await api('DELETE', '/api/config-templates/notebook', undefined, admin)).status, 204);
+  await until(async () => (await pooledApps()).length === 2, { timeoutMs: 60_000, intervalMs: 500, what: 'the pool drained' });
+  t.same((await pooledApps()).map((app) => app.labels[ID]).sort(), [a, b].sort(), 'a deleted template drains its pool; claimed kernels stay');
+  await sleep(6000); // past another pool check
+  t.equal((await pooledApps()).length, 2, 'and nothing refills it');
+
+  for (const id of [a, b]) t.equal((await jp('DELETE', `/api/kernels/${id}`)).status, 204, 'a claimed pool kernel is shut down like any other');
+  t.same(await pooledApps(), [], 'their applications are removed');
+});
