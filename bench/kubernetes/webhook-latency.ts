@@ -9,7 +9,7 @@
 //   pre-rendered   "webhook"), isolating the webhook call from the bigger object it stores
 //
 // The webhook runs as its own process (`submission-service webhook`), as the chart deploys
-// it, not inside `cluster up`'s process, where the API's informers and controller handle
+// it, not inside `testbed up`'s process, where the API's informers and controller handle
 // every one of these pods' events on the same event loop.
 //
 // Real creates (not dryRun), then deleted after each block. Raw HTTPS with the kubeconfig's
@@ -37,7 +37,7 @@ const CONCURRENCY = envNumber('WEBHOOK_CONCURRENCY', 4);
 const WARMUP = 5;
 const GOAL_ADDED_P99_MS = 5;
 const JOB = 'wh-bench';
-/** cluster up's own registration, removed for the run, and the standalone webhook's. */
+/** testbed up's own registration, removed for the run, and the standalone webhook's. */
 const CLUSTER_UP_WEBHOOK = 'submission-service';
 const WEBHOOK_NAME = 'submission-service-bench';
 
