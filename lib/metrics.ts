@@ -29,7 +29,8 @@ export const LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
 /** The process series (CPU, memory, event loop lag, GC), once per process whoever asks first. */
 export function collectProcessMetrics(): void {
   if (register.getSingleMetric('process_cpu_user_seconds_total')) return;
-  collectDefaultMetrics({ register });
+  // The event loop lag series samples every 100 ms, not prom-client's 10: an idle service wakes 10 times a second for it, not 100.
+  collectDefaultMetrics({ register, eventLoopMonitoringPrecision: 100 });
 }
 
 /** The exposition text and its content type, for any server that answers GET /metrics. */
