@@ -15,7 +15,7 @@ import { buildService } from '../../cli/service.js';
 import { loadSessionSecret } from '../../dashboard/session-secret.js';
 import { FileKeyStore } from '../../submit-api/auth/key-store.js';
 import { startTestApi } from '../helpers/api.js';
-import { browsePages } from '../helpers/dashboard-pages.js';
+import { browsePages, watchedPage } from '../helpers/dashboard-pages.js';
 import { fakeJob } from '../helpers/fake-spark-submit.js';
 import { craftRecords } from '../helpers/records.js';
 import { waitForState } from '../helpers/poll.js';
@@ -384,12 +384,7 @@ t.test('in Chromium, auth on, two API servers behind a round-robin proxy: one si
   await waitForState(async () => (await a.cluster.get(long))!, 'RUNNING');
 
   const browser = await launch(t);
-  const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
-  const page = await context.newPage();
-  const unauthorized: string[] = [];
-  page.on('response', (r) => { if (r.status() === 401) unauthorized.push(r.url()); });
-  const errors: string[] = [];
-  page.on('pageerror', (err) => errors.push(String(err)));
+  const { page, unauthorized, errors } = await watchedPage(browser);
 
   await page.goto(`${address}/dashboard/`);
   await page.locator('#login').waitFor();

@@ -20,7 +20,7 @@ import t from 'tap';
 import { FakeKubelet } from '../../testbed/fake-kubelet.js';
 import { SECRET_DATA_KEY } from '../../submit-api/auth/secret-key-store.js';
 import { fakeJob, writeFakeSparkSubmit } from '../helpers/fake-spark-submit.js';
-import { browsePages } from '../helpers/dashboard-pages.js';
+import { browsePages, watchedPage } from '../helpers/dashboard-pages.js';
 import { eventually, startKubeBed } from '../helpers/kubernetes.js';
 import { binPath, http, runCli } from '../helpers/service.js';
 
@@ -119,11 +119,7 @@ t.test('two API processes on the test bed behind a round-robin proxy: one sign-i
   mkdirSync(shots, { recursive: true });
   const browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'] });
   t.teardown(() => browser.close());
-  const page = await (await browser.newContext({ viewport: { width: 1280, height: 900 } })).newPage();
-  const unauthorized: string[] = [];
-  page.on('response', (r) => { if (r.status() === 401) unauthorized.push(r.url()); });
-  const errors: string[] = [];
-  page.on('pageerror', (err) => errors.push(String(err)));
+  const { page, unauthorized, errors } = await watchedPage(browser);
 
   await page.goto(`${address}/dashboard/`);
   await page.locator('#login').waitFor();

@@ -1,6 +1,7 @@
 // Browsing the dashboard as a signed-in user does, for the tests that check a session holds
-// across API servers: list and app pages in turn, each checked for a sign-in prompt.
-import type { Page } from 'playwright-core';
+// across API servers: a page that records 401s and script errors, list and app pages in turn,
+// each checked for a sign-in prompt.
+import type { Browser, Page } from 'playwright-core';
 import type { Test } from 'tap';
 
 
@@ -17,4 +18,14 @@ export async function browsePages(t: Test, page: Page, address: string, apps: st
     }
     t.equal(await page.locator('#login').count(), 0, `page ${i + 1}: no sign-in prompt`);
   }
+}
+
+/** A laptop-sized page that records every 401 it receives and every error its scripts throw. */
+export async function watchedPage(browser: Browser): Promise<{ page: Page; unauthorized: string[]; errors: string[] }> {
+  const page = await (await browser.newContext({ viewport: { width: 1280, height: 900 } })).newPage();
+  const unauthorized: string[] = [];
+  page.on('response', (r) => { if (r.status() === 401) unauthorized.push(r.url()); });
+  const errors: string[] = [];
+  page.on('pageerror', (err) => errors.push(String(err)));
+  return { page, unauthorized, errors };
 }
