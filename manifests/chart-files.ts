@@ -56,6 +56,12 @@ export function valuesSchema(): Record<string, unknown> {
       notebookService: object({
         enabled: { type: 'boolean' }, replicas: { type: 'integer', minimum: 0, maximum: 1 }, port, resources,
         kernelImage: string, launcherFile: { type: 'string', pattern: '^local://' }, cullIdleSeconds: { type: 'integer', minimum: 0 },
+        // template name → kernels kept ready with Spark up (--warm-pool TEMPLATE=N)
+        warmPool: {
+          type: 'object',
+          propertyNames: { pattern: '^[a-z0-9]([-a-z0-9]*[a-z0-9])?$', maxLength: 63 },
+          additionalProperties: { type: 'integer', minimum: 0, maximum: 999 },
+        },
       }),
       ingress: object({
         enabled: { type: 'boolean' },
