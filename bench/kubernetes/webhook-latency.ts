@@ -57,11 +57,12 @@ function rawClient(tb: Testbed, maxSockets: number): Raw {
   };
 }
 
-function post(raw: Raw, path: string, body: string): Promise<{ status: number; body: string }> {
+/** One request over the kept-alive client-certificate connection; a body makes it a JSON POST, none a GET. */
+function send(raw: Raw, path: string, body?: string): Promise<{ status: number; body: string }> {
   return new Promise((ok, fail) => {
     const req = request({
-      host: raw.host, port: raw.port, path, method: 'POST', agent: raw.agent, cert: raw.cert, key: raw.key, ca: raw.ca,
-      headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), accept: 'application/json' },
+      host: raw.host, port: raw.port, path, method: body === undefined ? 'GET' : 'POST', agent: raw.agent, cert: raw.cert, key: raw.key, ca: raw.ca,
+      headers: body === undefined ? {} : { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), accept: 'application/json' },
     }, (res) => {
       let text = '';
       res.setEncoding('utf8');
@@ -73,24 +74,13 @@ function post(raw: Raw, path: string, body: string): Promise<{ status: number; b
   });
 }
 
-function get(raw: Raw, path: string): Promise<string> {
-  return new Promise((ok, fail) => {
-    const req = request({ host: raw.host, port: raw.port, path, method: 'GET', agent: raw.agent, cert: raw.cert, key: raw.key, ca: raw.ca }, (res) => {
-      let text = '';
-      res.setEncoding('utf8');
-      res.on('data', (c) => { text += c; });
-      res.on('end', () => (res.statusCode === 200 ? ok(text) : fail(new Error(`GET ${path}: ${res.statusCode}`))));
-    });
-    req.once('error', fail);
-    req.end();
-  });
-}
-
 /** The apiserver's own timing of its calls to mutating webhooks: calls in all, and calls within 5 ms (its bucket le="0.005"). */
 interface WebhookCalls { count: number; within5ms: number }
 
 async function apiserverWebhookCalls(raw: Raw): Promise<WebhookCalls> {
-  const text = await get(raw, '/metrics');
+  const metrics = await send(raw, '/metrics');
+  if (metrics.status !== 200) throw new Error(`GET /metrics of the apiserver: ${metrics.status}`);
+  const text = metrics.body;
   const calls = { count: 0, within5ms: 0 };
   for (const line of text.split('\n')) {
     if (!line.startsWith('apiserver_admission_webhook_admission_duration_seconds') || !line.includes('type="admit"')) continue;
@@ -125,7 +115,7 @@ function podFor(side: Side, name: string, rendered: V1Pod): V1Pod {
 /** The admitted pod the webhook renders for a bare pod (dry run, nothing stored), as a create body. */
 async function renderedTemplate(raw: Raw): Promise<V1Pod> {
   const name = podName('t');
-  const res = await post(raw, `${podsPath}?dryRun=All`, JSON.stringify(bare(name)));
+  const res = await send(raw, `${podsPath}?dryRun=All`, JSON.stringify(bare(name)));
   if (res.status !== 201) throw new Error(`dry-run create through the webhook failed: ${res.status} ${res.body.slice(0, 300)}`);
   const pod = JSON.parse(res.body) as V1Pod;
   const { uid, resourceVersion, creationTimestamp, managedFields, generation, ...metadata } = pod.metadata!;
@@ -137,7 +127,7 @@ async function renderedTemplate(raw: Raw): Promise<V1Pod> {
 async function awaitWebhook(raw: Raw, active: boolean): Promise<number> {
   const started = performance.now();
   for (let i = 0; i < 600; i++) {
-    const res = await post(raw, `${podsPath}?dryRun=All`, JSON.stringify(bare(podName('p'))));
+    const res = await send(raw, `${podsPath}?dryRun=All`, JSON.stringify(bare(podName('p'))));
     const admitted = res.status === 201 && res.body.includes('submission-service/admitted-by');
     if (admitted === active) return performance.now() - started;
     await new Promise((ok) => setTimeout(ok, 50));
@@ -157,7 +147,7 @@ async function block(raw: Raw, side: Side, rendered: V1Pod, count: number, concu
     while (next < bodies.length) {
       const body = bodies[next++];
       const t0 = performance.now();
-      const res = await post(raw, podsPath, body);
+      const res = await send(raw, podsPath, body);
       const ms = performance.now() - t0;
       if (res.status !== 201) throw new Error(`${side}: create failed ${res.status} ${res.body.slice(0, 300)}`);
       latencies.push(ms);
