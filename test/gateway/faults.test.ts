@@ -1,22 +1,15 @@
 // The gateway's answers to bad requests and bad frames, and a driver that dies, against
 // `submission-service local --auth on` with real kernels (ipykernel + pyspark in the driver).
-import { join } from 'node:path';
 import t from 'tap';
 import WebSocket from 'ws';
-import { FileKeyStore } from '../../submit-api/auth/key-store.js';
 import { storedApps } from '../helpers/drivers.js';
 import { http, realSpark, sparkEnv, startService } from '../helpers/service.js';
-import { tempDir } from '../helpers/temp.js';
-import { KernelClient } from './jupyter.js';
+import { KernelClient, keyedDataDir } from './jupyter.js';
 
 const skip = !realSpark() ? 'needs the Spark virtualenv' : false;
 
 t.test('errors, frames and a dead driver', { skip, timeout: 600_000 }, async (t) => {
-  const root = tempDir(t);
-  const dataDir = join(root, 'data');
-  const store = new FileKeyStore(dataDir);
-  const key = store.create('user', 'gateway').key;
-  const admin = store.create('admin', 'templates').key;
+  const { dataDir, key, admin } = keyedDataDir(t, 'gateway');
   const service = await startService(t, { dataDir, env: sparkEnv(), args: ['--auth', 'on'] });
   const gw = (method: string, path: string, body?: unknown, headers: Record<string, string> = { authorization: `token ${key}` }) =>
     http(service.url, method, `/notebooks${path}`, body, headers);

@@ -2,22 +2,15 @@
 // `jupyter server` pointed at its /notebooks with a user key, a real ipykernel and pyspark in
 // the driver. Through the Jupyter server's own REST API and websocket: start a kernel from a
 // template, use sc / sqlContext / spark, interrupt a running Spark job, restart, shut down.
-import { join } from 'node:path';
 import t from 'tap';
-import { FileKeyStore } from '../../submit-api/auth/key-store.js';
 import { http, realSpark, sparkEnv, startService } from '../helpers/service.js';
-import { tempDir } from '../helpers/temp.js';
-import { KernelClient, startJupyter, toolsEnv } from './jupyter.js';
+import { KernelClient, keyedDataDir, startJupyter, toolsEnv } from './jupyter.js';
 import { interruptStopsSparkJob, restartKeepsKernel } from './kernel-lifecycle.js';
 
 const skip = !realSpark() || !toolsEnv() ? 'needs the Spark and tools virtualenvs' : false;
 
 t.test('a stock jupyter server runs Spark cells on a template kernel', { skip, timeout: 600_000 }, async (t) => {
-  const root = tempDir(t);
-  const dataDir = join(root, 'data');
-  const store = new FileKeyStore(dataDir);
-  const key = store.create('user', 'jupyter').key;
-  const admin = store.create('admin', 'templates').key;
+  const { root, dataDir, key, admin } = keyedDataDir(t, 'jupyter');
   const service = await startService(t, { dataDir, env: sparkEnv(), args: ['--auth', 'on', '--cores', '2'] });
   const api = (method: string, path: string, body?: unknown, k = key) => http(service.url, method, path, body, { 'x-api-key': k });
 

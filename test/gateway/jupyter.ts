@@ -6,7 +6,9 @@ import { randomUUID } from 'node:crypto';
 import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import WebSocket from 'ws';
+import { FileKeyStore } from '../../submit-api/auth/key-store.js';
 import { sparkEnv } from '../helpers/service.js';
+import { tempDir } from '../helpers/temp.js';
 import { freePort } from '../../lib/free-port.js';
 
 interface TestLike { teardown(fn: () => unknown): void }
@@ -134,4 +136,12 @@ export class KernelClient {
     const error = own.find((m) => m.header.msg_type === 'error')?.content;
     return { reply, stdout: stream('stdout'), stderr: stream('stderr'), result, error };
   }
+}
+
+/** A data dir under a fresh temp root, with a user key (`label`) for the notebooks and an admin key for templates. */
+export function keyedDataDir(t: Parameters<typeof tempDir>[0], label: string): { root: string; dataDir: string; key: string; admin: string } {
+  const root = tempDir(t);
+  const dataDir = join(root, 'data');
+  const store = new FileKeyStore(dataDir);
+  return { root, dataDir, key: store.create('user', label).key, admin: store.create('admin', 'templates').key };
 }

@@ -5,21 +5,15 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { chromium } from 'playwright-core';
 import t from 'tap';
-import { FileKeyStore } from '../../submit-api/auth/key-store.js';
 import { repoRoot } from '../helpers/api.js';
 import { http, realSpark, sparkEnv, startService } from '../helpers/service.js';
-import { tempDir } from '../helpers/temp.js';
-import { startJupyter, toolsEnv } from './jupyter.js';
+import { keyedDataDir, startJupyter, toolsEnv } from './jupyter.js';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const skip = !realSpark() || !toolsEnv() ? 'needs the Spark and tools virtualenvs' : false;
 
 t.test('Notebook 7 runs a Spark cell on a template kernel', { skip, timeout: 600_000 }, async (t) => {
-  const root = tempDir(t);
-  const dataDir = join(root, 'data');
-  const store = new FileKeyStore(dataDir);
-  const key = store.create('user', 'notebook').key;
-  const admin = store.create('admin', 'templates').key;
+  const { root, dataDir, key, admin } = keyedDataDir(t, 'notebook');
   const service = await startService(t, { dataDir, env: sparkEnv(), args: ['--auth', 'on'] });
   const created = await http(service.url, 'POST', '/api/config-templates/', { name: 'spark-notebook', config: { pythonVersion: '3', engineVersion: '3.5.7' } }, { 'x-api-key': admin });
   t.equal(created.status, 201, created.text);

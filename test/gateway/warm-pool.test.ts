@@ -4,24 +4,18 @@
 // refills; a SIGKILLed and restarted gateway lists the claimed kernel (state kept), not the
 // unclaimed one, which the next POST gets; unclaimed kernels are never culled; changing the
 // template replaces the waiting kernel; deleting it drains the pool.
-import { join } from 'node:path';
 import t from 'tap';
-import { FileKeyStore } from '../../submit-api/auth/key-store.js';
 import { http, realSpark, sparkEnv, startService } from '../helpers/service.js';
 import { until } from '../helpers/poll.js';
-import { sleep, tempDir } from '../helpers/temp.js';
-import { freePort, KernelClient, startJupyter, toolsEnv } from './jupyter.js';
+import { sleep } from '../helpers/temp.js';
+import { freePort, KernelClient, keyedDataDir, startJupyter, toolsEnv } from './jupyter.js';
 
 const skip = !realSpark() || !toolsEnv() ? 'needs the Spark and tools virtualenvs' : false;
 const POOL = 'kernel.submission-service.io/pool';
 const ID = 'kernel.submission-service.io/id';
 
 t.test('a warm pool hands out kernels with Spark up, refills, and keeps claims across a restart', { skip, timeout: 900_000 }, async (t) => {
-  const root = tempDir(t);
-  const dataDir = join(root, 'data');
-  const store = new FileKeyStore(dataDir);
-  const key = store.create('user', 'jupyter').key;
-  const admin = store.create('admin', 'templates').key;
+  const { root, dataDir, key, admin } = keyedDataDir(t, 'jupyter');
   // A fixed port: the launchers dial the same address after the restart. Culling on, to see it spare the pool.
   const args = ['--auth', 'on', '--port', String(await freePort()), '--warm-pool', 'notebook=1', '--cull-idle-seconds', '3'];
   const first = await startService(t, { dataDir, env: sparkEnv(), args });
