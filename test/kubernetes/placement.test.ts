@@ -69,9 +69,13 @@ t.test('placement by the real scheduler', async (t) => {
     // The scheduler learns of the deletions from its own watch, which can lag ours on a loaded
     // machine; a pod it found no room for then waits in its unschedulable queue for minutes.
     // So a pod refused before the scheduler saw the room is made again (a new executor).
+    // Its driver pod is gone, so it carries no ownerReference: the test bed's garbage collector,
+    // as a real cluster's, deletes a pod whose owner no longer exists (seen under CI load).
     let e2: V1Pod | undefined;
     for (let attempt = 1; attempt <= 3 && !e2?.spec?.nodeName; attempt++) {
-      const created = await core.createNamespacedPod({ namespace, body: sparkExecutorPod(apps[2].driver, attempt, namespace) });
+      const late = sparkExecutorPod(apps[2].driver, attempt, namespace);
+      delete late.metadata!.ownerReferences;
+      const created = await core.createNamespacedPod({ namespace, body: late });
       t.equal(created.spec!.containers[0].resources?.requests?.cpu, '1700m');
       e2 = await eventually(() => read(created.metadata!.name!), (p) => Boolean(p.spec?.nodeName) || (p.status?.conditions?.some((c) => c.type === 'PodScheduled' && c.reason === 'Unschedulable') ?? false), { what: `${created.metadata!.name} to be bound or refused` });
       if (!e2.spec?.nodeName) await core.deleteNamespacedPod({ name: created.metadata!.name!, namespace, gracePeriodSeconds: 0 });
