@@ -1,6 +1,7 @@
 // One kernel as the gateway sees it: the application running it, the launcher's websocket
 // (dialled out from the driver), the Jupyter clients' websockets, the requests held until
-// Spark is ready, and a replay buffer of iopub output per session.
+// Spark is ready, and a replay buffer per session: iopub output, and the replies to requests
+// whose socket closed before they came (jupyter_server's own kernels buffer both).
 import type { FastifyBaseLogger } from 'fastify';
 import type { WebSocket } from 'ws';
 import { countsAsActivity, type JupyterMessage, parseClientFrame, type Routing, splitKernelFrame, statusMessage, stderrMessage } from './messages.js';
@@ -38,7 +39,8 @@ export class KernelSession {
   private ready = false;
   /** Client requests (their text as received) held until Spark is ready. */
   private readonly held: string[] = [];
-  private readonly replay: { seq: number; text: string }[] = [];
+  /** iopub for everyone; `session`: a reply kept for that session alone. */
+  private readonly replay: { seq: number; text: string; session?: string }[] = [];
   private seq = 0;
   /** Last iopub sequence number each disconnected session received. */
   private readonly sessionSeen = new Map<string, number>();
@@ -127,12 +129,15 @@ export class KernelSession {
     this.clients.add(client);
     if (seen !== undefined || replayAll) {
       this.sessionSeen.delete(sessionId);
-      for (const entry of this.replay) if (entry.seq > (seen ?? 0)) this.sendText(client, entry.text);
+      for (const entry of this.replay) {
+        if (entry.seq > (seen ?? 0) && (entry.session === undefined || entry.session === sessionId)) this.sendText(client, entry.text);
+      }
     }
     // Until the driver and its SparkContext are ready the kernel shows busy (SPEC), never silence.
     if (!this.ready) this.sendText(client, JSON.stringify(statusMessage('busy')));
     ws.on('message', (data: Buffer) => this.fromClient(client, data));
-    ws.on('close', () => {
+    ws.on('close', (code) => {
+      this.log.info({ kernel: this.id, session: sessionId, code }, 'client websocket closed');
       this.clients.delete(client);
       this.sessionSeen.set(sessionId, this.seq);
       if (this.sessionSeen.size > 1000) this.sessionSeen.delete(this.sessionSeen.keys().next().value!);
@@ -165,11 +170,13 @@ export class KernelSession {
   }
 
   private broadcastText(text: string, iopub: boolean): void {
-    if (iopub) {
-      this.replay.push({ seq: ++this.seq, text });
-      if (this.replay.length > REPLAY_LIMIT) this.replay.shift();
-    }
+    if (iopub) this.remember(text);
     for (const client of this.clients) this.sendText(client, text);
+  }
+
+  private remember(text: string, session?: string): void {
+    this.replay.push({ seq: ++this.seq, text, session });
+    if (this.replay.length > REPLAY_LIMIT) this.replay.shift();
   }
 
   // ---- the launcher ----------------------------------------------------------------------
@@ -261,8 +268,14 @@ export class KernelSession {
     } else if (countsAsActivity(routing.msg_type)) this.lastActivity = new Date();
     if (routing.channel === 'iopub') return this.broadcastText(text, true);
     const asker = this.askers.get(routing.parent);
-    if (asker && this.clients.has(asker)) this.sendText(asker, text);
-    else this.broadcastText(text, false);
+    // Asked before a gateway restart (no route known): whoever is connected.
+    if (!asker) return this.broadcastText(text, false);
+    if (this.clients.has(asker)) return this.sendText(asker, text);
+    // The asker's socket closed meanwhile: its session's new socket gets the reply, now or when
+    // it reconnects (else the notebook would wait for it forever, its cell showing [*]).
+    const again = [...this.clients].find((c) => c.sessionId === asker.sessionId);
+    if (again) return this.sendText(again, text);
+    this.remember(text, asker.sessionId);
   }
 
 

@@ -145,6 +145,7 @@ export function listPage(session) {
     source?.close();
     const q = new URLSearchParams();
     if (filter.jobName) q.set('jobName', filter.jobName);
+    if (filter.search) q.set('q', filter.search); // the server drops the changes no one here shows
     // EventSource reconnects by itself with Last-Event-ID; 'reset' means: read everything again.
     source = new EventSource(`/api/apps/events${q.size ? `?${q}` : ''}`);
     source.addEventListener('changed', (event) => {
@@ -199,7 +200,7 @@ export function listPage(session) {
     filter.search = value;
     setUrl();
     schedule(); // narrow what is loaded at once; the server's answer follows
-    searchTimer = setTimeout(() => reload(false), delay);
+    searchTimer = setTimeout(() => reload(), delay); // a new search: a new stream too
   };
   search.addEventListener('input', () => applySearch(search.value.trim(), SEARCH_DELAY_MS));
   search.addEventListener('keydown', (e) => {

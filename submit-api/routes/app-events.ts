@@ -6,7 +6,7 @@ import type { FeedMessage } from '../../cluster/events.js';
 import { matchesQuery } from '../../cluster/paging.js';
 import { ref, schemaIds } from '../../schemas/index.js';
 import { toApplication } from '../present.js';
-import { labelSelectorQuery, parseLabelSelector } from './label-selector.js';
+import { labelSelectorQuery, parseLabelSelector, searchQuery } from './list-filters.js';
 
 /** A comment line this often keeps proxies from closing a quiet stream. */
 const HEARTBEAT_MS = 15_000;
@@ -18,10 +18,10 @@ const description = `Server-sent events (\`text/event-stream\`), one per change 
 - \`event: reset\`: the position asked for is no longer held (or belongs to another replica or a restarted service): re-read the list, then carry on.
 
 Every event has an \`id\`. Reconnect with \`Last-Event-ID\` (browsers' EventSource does it by itself) or \`?lastEventId=\` to receive what was missed.
-A comment line (\`: keep-alive\`) is sent every ${HEARTBEAT_MS / 1000} s. \`jobName\` and \`labelSelector\` filter as in the list.`;
+A comment line (\`: keep-alive\`) is sent every ${HEARTBEAT_MS / 1000} s. \`jobName\`, \`labelSelector\` and \`q\` filter as in the list (an application's name, job and labels never change, so a filtered stream never loses one midway).`;
 
 export async function appEventRoutes(app: FastifyInstance, { cluster }: { cluster: Cluster }) {
-  app.get<{ Querystring: { jobName?: string; labelSelector?: string; lastEventId?: string } }>('/api/apps/events', {
+  app.get<{ Querystring: { jobName?: string; labelSelector?: string; q?: string; lastEventId?: string } }>('/api/apps/events', {
     schema: {
       summary: 'Follow changes of applications (server-sent events, resumable)',
       description,
@@ -31,6 +31,7 @@ export async function appEventRoutes(app: FastifyInstance, { cluster }: { cluste
         properties: {
           jobName: { type: 'string', maxLength: 63 },
           labelSelector: labelSelectorQuery,
+          q: searchQuery,
           lastEventId: { type: 'string', maxLength: 64, description: 'Resume after this event (the Last-Event-ID header does the same and wins).' },
         },
       },
@@ -41,7 +42,8 @@ export async function appEventRoutes(app: FastifyInstance, { cluster }: { cluste
       },
     },
   }, (request, reply) => {
-    const filter = { jobName: request.query.jobName, labels: parseLabelSelector(request.query.labelSelector) };
+    const { jobName, labelSelector, q } = request.query;
+    const filter = { jobName, labels: parseLabelSelector(labelSelector), q };
     const lastEventId = (request.headers['last-event-id'] as string | undefined) ?? request.query.lastEventId;
     reply.hijack();
     const out = reply.raw;

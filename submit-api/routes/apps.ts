@@ -9,7 +9,7 @@ import { bareDriverPod, mayActOn, type SubmissionPolicy } from '../../webhook/do
 import { HttpError, notFound } from '../errors.js';
 import { countSubmission } from '../metrics.js';
 import { countsSchema, countStates, skipBytes, submissionSchema, summaryListSchema, toApplication, toSummary } from '../present.js';
-import { labelSelectorQuery, parseLabelSelector } from './label-selector.js';
+import { labelSelectorQuery, parseLabelSelector, searchQuery } from './list-filters.js';
 
 /**
  * A page stops early once its items reach this many bytes of JSON (the first item always
@@ -31,11 +31,6 @@ function withinBudget(records: AppRecord[], next: string | null): { items: Appli
 }
 
 /** The list's search: bounded, as every string the API takes. */
-const searchQuery = {
-  type: 'string', maxLength: 100,
-  description: 'search: applications whose appName, jobName or a label value contains this text, ignoring case (at most 100 characters; empty: no search)',
-} as const;
-
 const errorResponses = { 400: ref(schemaIds.error), 401: ref(schemaIds.error), 403: ref(schemaIds.error), 404: ref(schemaIds.error), 503: ref(schemaIds.error) };
 const appNameParams = {
   type: 'object', required: ['appName'], additionalProperties: false,

@@ -94,9 +94,11 @@ t.test('GET /api/apps/events streams changes and resumes after a reconnect', asy
 
   const first = follow(base, '/api/apps/events?jobName=ev');
   t.teardown(first.stop);
-  await until(() => first.events.some((e) => e.event === 'ready'), { timeoutMs: 5000 });
+  const searched = follow(base, '/api/apps/events?q=OTH'); // the list's search, ignoring case
+  t.teardown(searched.stop);
+  await until(() => [first, searched].every((s) => s.events.some((e) => e.event === 'ready')), { timeoutMs: 5000 });
   const submitted = await api.call('POST', '/api/apps/', { jobName: 'ev', labels: { team: 'x' }, configOverrides: fakeJob() });
-  await api.call('POST', '/api/apps/', { jobName: 'other', configOverrides: fakeJob() });
+  const other = await api.call('POST', '/api/apps/', { jobName: 'other', configOverrides: fakeJob() });
   await until(() => first.events.some((e) => e.event === 'changed' && JSON.parse(e.data).state === 'COMPLETED'), { timeoutMs: 15_000 });
   const changes = first.events.filter((e) => e.event === 'changed').map((e) => JSON.parse(e.data));
   t.ok(changes.every((a) => a.appName === submitted.json.appName), 'only the job asked for');
@@ -108,6 +110,10 @@ t.test('GET /api/apps/events streams changes and resumes after a reconnect', asy
   t.equal(final.transitions[0].at, final.createdAt, 'PENDING at creation');
   t.equal(final.transitions[1].at, final.startedAt, 'RUNNING at the start');
   first.stop();
+  await until(() => searched.events.some((e) => e.event === 'changed' && JSON.parse(e.data).state === 'COMPLETED'), { timeoutMs: 15_000 });
+  const found = searched.events.filter((e) => e.event === 'changed').map((e) => JSON.parse(e.data).appName);
+  t.same([...new Set(found)], [other.json.appName], 'q: only what the search finds');
+  searched.stop();
 
   // Missed while disconnected: a deletion.
   const lastSeen = first.events.filter((e) => e.id).at(-1)!.id!;

@@ -1,6 +1,6 @@
 // Several kernels started at once all become idle (they start beside each other: kernels hold
 // no batch cores in local mode), and a websocket that reconnects with the same session_id
-// receives the iopub output it missed (the replay buffer).
+// receives the iopub output it missed and the reply to its request (the replay buffer).
 import { join } from 'node:path';
 import t from 'tap';
 import { http, realSpark, sparkEnv, startService } from '../helpers/service.js';
@@ -33,14 +33,17 @@ t.test(`${COUNT} kernels started at once all become idle; missed output is repla
 
   // Replay: a client goes away while its cell prints, then reconnects with the same session_id.
   const first = clients[0];
-  first.send('shell', 'execute_request', { code: 'import time\nfor i in range(5):\n    print("line", i, flush=True)\n    time.sleep(0.4)', silent: false, store_history: true, user_expressions: {}, allow_stdin: false });
-  await first.waitFor((m) => m.header.msg_type === 'stream', 30_000);
+  const asked = first.send('shell', 'execute_request', { code: 'import time\nfor i in range(5):\n    print("line", i, flush=True)\n    time.sleep(0.4)', silent: false, store_history: true, user_expressions: {}, allow_stdin: false });
+  // Its own first line (a loaded JVM may write warnings to the kernel's stderr before it).
+  await first.waitFor((m) => m.header.msg_type === 'stream' && String(m.content.text).includes('line 0'), 30_000);
   first.ws.terminate();
   await new Promise((ok) => setTimeout(ok, 3000));
   const again = await new KernelClient(`${ws}/notebooks/api/kernels/${ids[0]}/channels`, first.sessionId).open(t);
   await again.waitFor((m) => m.header.msg_type === 'stream' && String(m.content.text).includes('line 4'), 10_000);
   const seen = [...first.messages, ...again.messages].filter((m) => m.header.msg_type === 'stream').map((m) => String(m.content.text)).join('');
   t.same(seen.match(/line \d/g), ['line 0', 'line 1', 'line 2', 'line 3', 'line 4'], 'every line once: what was missed came on reconnect');
+  const reply = await again.waitFor((m) => m.header.msg_type === 'execute_reply' && m.parent_header.msg_id === asked, 10_000);
+  t.equal(reply.content.status, 'ok', 'the reply to the request of the closed socket came too');
 
   await Promise.all(ids.map((id) => http(service.url, 'DELETE', `/notebooks/api/kernels/${id}`)));
 });

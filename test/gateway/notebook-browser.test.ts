@@ -3,7 +3,7 @@
 // cell, see its output. The screenshot is kept in docs/screenshots/gateway-notebook.png.
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { chromium } from 'playwright-core';
+import { chromium, type Locator } from 'playwright-core';
 import t from 'tap';
 import { repoRoot } from '../helpers/api.js';
 import { http, realSpark, sparkEnv, startService } from '../helpers/service.js';
@@ -42,17 +42,22 @@ t.test('Notebook 7 runs a Spark cell on a template kernel', { skip, timeout: 600
   }
   await page.locator('.jp-Notebook .jp-Cell .cm-content').first().click();
   await page.keyboard.press('Shift+Enter');
-  const output = page.locator('.jp-OutputArea-output', { hasText: 'sum: 4950' });
-  try {
-    await output.first().waitFor({ timeout: 90_000 });
-  } catch (error) {
-    await page.screenshot({ path: join(root, '..', 'gateway-notebook-failed.png') });
-    throw error;
-  }
-  await page.locator('.jp-OutputArea-executeResult').first().waitFor({ timeout: 120_000 });
+  // A wait that fails leaves a screenshot and the prompt's text beside the test's temp dir.
+  const shown = async (what: Locator, timeout: number) => {
+    try {
+      await what.first().waitFor({ timeout });
+    } catch (error) {
+      await page.screenshot({ path: join(root, '..', 'gateway-notebook-failed.png') });
+      t.comment(`prompt: ${JSON.stringify(await page.locator('.jp-InputPrompt').allInnerTexts())}; failed page: ${join(root, '..', 'gateway-notebook-failed.png')}`);
+      t.comment(`jupyter server's log, last lines:\n${jupyter.output().split('\n').slice(-40).join('\n')}`);
+      throw error;
+    }
+  };
+  await shown(page.locator('.jp-OutputArea-output', { hasText: 'sum: 4950' }), 90_000);
+  await shown(page.locator('.jp-OutputArea-executeResult'), 120_000);
   t.match(await page.locator('.jp-OutputArea').first().innerText(), /sum: 4950[\s\S]*10/, 'the Spark cell printed its output');
   t.match(await page.locator('body').innerText(), /spark-notebook/, 'the template kernel is the one shown');
-  await page.locator('.jp-InputPrompt', { hasText: '[1]' }).first().waitFor({ timeout: 30_000 });
+  await shown(page.locator('.jp-InputPrompt', { hasText: '[1]' }), 30_000);
   const shots = join(repoRoot, 'docs', 'screenshots');
   mkdirSync(shots, { recursive: true });
   await page.screenshot({ path: join(shots, 'gateway-notebook.png') });

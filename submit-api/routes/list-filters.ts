@@ -1,11 +1,16 @@
-// `labelSelector=team=growth,tier=batch`: the equality subset of Kubernetes' label selectors,
-// for the list and the events stream.
+// The filters the list, the counts and the events stream share: `labelSelector=team=growth,tier=batch`
+// (the equality subset of Kubernetes' label selectors) and the search `q`.
 import { HttpError } from '../errors.js';
 
 export const labelSelectorQuery = {
   type: 'string',
   maxLength: 2048,
   description: 'Comma-separated `key=value` pairs (`==` also accepted); every one must match the application\'s labels.',
+} as const;
+
+export const searchQuery = {
+  type: 'string', maxLength: 100,
+  description: 'search: applications whose appName, jobName or a label value contains this text, ignoring case (at most 100 characters; empty: no search)',
 } as const;
 
 export function parseLabelSelector(selector: string | undefined): Record<string, string> | undefined {
