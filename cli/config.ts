@@ -1,5 +1,5 @@
 // Where local mode keeps its data, which pools it sizes for, where Spark is.
-import { spawnSync } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { availableParallelism, homedir, totalmem } from 'node:os';
 import { join } from 'node:path';
@@ -54,10 +54,17 @@ export function findSpark(): { sparkSubmit: string; python?: string } {
   return { sparkSubmit: 'spark-submit' };
 }
 
-/** Spark needs Java 17+: say so plainly at start rather than in every driver's log. */
-export function javaProblem(): string | undefined {
-  const run = spawnSync('java', ['-version'], { encoding: 'utf8' });
-  if (run.error) return 'Java is not installed, so Spark drivers cannot run: apt-get install openjdk-17-jre-headless';
+/**
+ * Spark needs Java 17+: say so plainly at start rather than in every driver's log. Asynchronous:
+ * a JVM on a loaded machine can take seconds to print its version, and a blocked event loop
+ * would have the overload guard answer the first requests 503.
+ */
+export async function javaProblem(): Promise<string | undefined> {
+  const run = await new Promise<{ missing: boolean; stderr: string }>((resolve) => {
+    execFile('java', ['-version'], { encoding: 'utf8' }, (error, _stdout, stderr) =>
+      resolve({ missing: (error as NodeJS.ErrnoException | null)?.code === 'ENOENT', stderr }));
+  });
+  if (run.missing) return 'Java is not installed, so Spark drivers cannot run: apt-get install openjdk-17-jre-headless';
   const major = Number(/version "(\d+)/.exec(run.stderr)?.[1] ?? 0);
   return major >= 17 ? undefined : `Java ${major} found; Spark here needs 17 or later: apt-get install openjdk-17-jre-headless`;
 }

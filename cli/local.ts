@@ -59,8 +59,7 @@ export async function localCommand(argv: string[]): Promise<number> {
     launcherUrl: () => `ws://${self()}/notebooks`, launcherFile: localLauncherFile(),
     secret: gatewaySecret(dataDir), cullIdleSeconds: Number(values['cull-idle-seconds']), warmPool,
   });
-  const java = javaProblem();
-  if (java) api.log.warn(java);
+  javaProblem().then((java) => { if (java) api.log.warn(java); }, (error: unknown) => api.log.warn({ err: error }, 'could not check the Java version'));
   api.log.info({ dataDir, nodePools: rules.pools.map((p) => p.instanceName), cores: Number(values.cores) }, 'local mode');
   const address = await api.listen({ port: Number(values.port), host: values.host });
   process.stdout.write(`Submission Service (local mode) at ${address}/api/  notebooks at ${address}/notebooks  data in ${join(dataDir)}\n`);

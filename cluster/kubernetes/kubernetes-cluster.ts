@@ -12,6 +12,7 @@ import {
 } from '../../webhook/domain/index.js';
 import type { AppRecord, Cluster, CreateResult, ListQuery, Page } from '../cluster.js';
 import { isTerminal, UnavailableError } from '../cluster.js';
+import type { ApplicationState } from '../../schemas/index.js';
 import { EventFeed } from '../events.js';
 import { type SubmissionInfo, submissionInfo } from '../submission-info.js';
 import { AppCache } from './app-cache.js';
@@ -171,25 +172,32 @@ export class KubernetesCluster implements Cluster {
     if (!record || isTerminal(record.state)) return record;
     // A user's decision, written at once by whichever replica got the request (the controller
     // keeps a terminal status as it is); conditional on the version read, retried on conflict.
+    let final: ApplicationState | undefined;
     for (let attempt = 0; ; attempt++) {
       const resource = await this.orUndefined(`read application ${appName}`, () =>
         this.custom.getNamespacedCustomObject({ ...this.records, name: appName })) as ApplicationResource | undefined;
       if (!resource) return undefined;
-      if (isTerminal(resource.status?.state)) break;
+      if (isTerminal(resource.status?.state)) { final = resource.status!.state; break; }
       const now = new Date().toISOString();
       const current = desiredStatus(resource, this.cache.driver(appName), 0);
       const status = { ...current, state: 'KILLED' as const, stateDetail: 'stopped by a user', endedAt: now, runningExecutors: 0,
         transitions: [...(current.transitions ?? []), { state: 'KILLED' as const, at: now, detail: 'stopped by a user' }] };
       try {
         await this.custom.replaceNamespacedCustomObjectStatus({ ...this.records, name: appName, fieldManager: FIELD_MANAGER, body: { ...resource, status } });
+        final = 'KILLED';
         break;
       } catch (error) {
         if ((error as { code?: number }).code !== 409 || attempt >= 5) throw translate(error, this.options.clients.server, `stop application ${appName}`);
       }
     }
+    // The pod goes once the cache holds the stored state: the pod watch could otherwise bring the
+    // deletion (UNKNOWN by itself) before the Application watch brings the status written above,
+    // and the answer and the events would say UNKNOWN first.
+    const stored = (r: AppRecord | undefined) => r === undefined || r.state === final;
+    await this.cache.until(appName, stored);
     // Executors are owned by the driver pod: the garbage collector (and Spark) remove them.
     await this.orUndefined(`delete driver pod ${appName}`, () => this.core.deleteNamespacedPod({ name: appName, namespace: this.ns }));
-    return this.cache.until(appName, (r) => r === undefined || isTerminal(r.state));
+    return this.cache.until(appName, stored);
   }
 
   async delete(appName: string): Promise<boolean> {

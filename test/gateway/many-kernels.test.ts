@@ -1,3 +1,4 @@
+// Runs alone (scripts/test.sh): 20 kernels are 20 JVMs, enough to starve any test beside them.
 // Several kernels started at once all become idle (they start beside each other: kernels hold
 // no batch cores in local mode), and a websocket that reconnects with the same session_id
 // receives the iopub output it missed and the reply to its request (the replay buffer).
