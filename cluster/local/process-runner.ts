@@ -5,7 +5,8 @@ import { spawn } from 'node:child_process';
 import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { V1Pod } from '@kubernetes/client-node';
-import { type LocalCommand, type LocalMachine, localDriverCommand } from './spark-command.js';
+import type { LocalCommand } from './local-command.js';
+import { type LocalMachine, localDriverCommand } from './spark-command.js';
 
 export interface Started {
   pid: number;

@@ -3,7 +3,7 @@
 // when the program first builds a SparkContext. A notebook kernel then answers in the time
 // Python takes to import ipykernel, while the JVM starts beside it, instead of after
 // spark-submit → JVM → Python (gateway/README.md has the figures).
-import type { LocalCommand, SubmitParts } from './spark-command.js';
+import type { LocalCommand, SubmitParts } from './local-command.js';
 
 /** pyspark reads PYSPARK_SUBMIT_ARGS with shlex.split: POSIX single quotes survive it for any text. */
 export function shellQuote(arg: string): string {

@@ -4,13 +4,8 @@
 import type { V1Pod } from '@kubernetes/client-node';
 import type { ApplicationConfig } from '../../schemas/index.js';
 import { DRIVER_CONTAINER } from '../../webhook/domain/index.js';
+import type { LocalCommand, SubmitParts } from './local-command.js';
 import { pythonFirstCommand } from './python-first.js';
-
-export interface LocalCommand {
-  command: string;
-  args: string[];
-  env: Record<string, string>;
-}
 
 export interface LocalMachine {
   sparkSubmit: string;
@@ -24,17 +19,6 @@ export interface LocalMachine {
    * the JVM is up (cluster/local/python-first.ts). Needs `python`; other main files are unaffected.
    */
   pythonFirst?: boolean;
-}
-
-/** A driver's spark-submit line, cut where spark-submit cuts it. */
-export interface SubmitParts {
-  /** spark-submit's own options, ours (master local[N], free ports, UI port) included. */
-  options: string[];
-  /** The primary resource (a local path), undefined when the arguments hold none. */
-  primary: string | undefined;
-  /** The application's own arguments, as written. */
-  appArgs: string[];
-  env: Record<string, string>;
 }
 
 const LOOPBACK = '127.0.0.1';
