@@ -6,11 +6,10 @@
 // Application whose driver pod never appeared within `graceMs` UNKNOWN (a crash between
 // the two writes leaves no record that looks alive).
 // Only the leader (leader-election.ts) runs it; others keep their queue idle.
-import { readConfig } from '../../webhook/domain/index.js';
 import { isTerminal, type Transition } from '../cluster.js';
-import { submissionAnnotations } from '../submission-info.js';
 import type { AppCache } from './app-cache.js';
 import { APPLICATIONS, FIELD_MANAGER, GROUP, type KubeClients, VERSION } from './client.js';
+import { configCopyPatch } from './config-copy.js';
 import { statusCode } from './errors.js';
 import type { Log } from './informers.js';
 import { statusWrites, transitionSeconds } from './metrics.js';
@@ -119,17 +118,11 @@ export class Reconciler {
       if (!missing) this.later(name, this.graceMs - age + 50);
     }
     if (driver && Object.keys(resource.spec.config ?? {}).length === 0) {
-      const config = readConfig(driver.pod);
-      // The submission's annotations (overrides, admission mark, sizing) go along, so that
-      // GET .../submission still answers after the driver pod is deleted.
-      const kept = { ...resource.metadata.annotations, ...submissionAnnotations(driver.pod) };
-      if (config) await this.write('config', name, () => this.options.clients.custom.patchNamespacedCustomObject({
-        ...this.where, name, fieldManager: FIELD_MANAGER,
-        body: [
-          { op: 'test', path: '/metadata/uid', value: resource.metadata.uid },
-          { op: 'add', path: '/spec/config', value: config },
-          { op: 'add', path: '/metadata/annotations', value: kept },
-        ],
+      // With the submission's annotations, so that GET .../submission still answers after the
+      // driver pod is deleted.
+      const patch = configCopyPatch(resource, driver.pod);
+      if (patch) await this.write('config', name, () => this.options.clients.custom.patchNamespacedCustomObject({
+        ...this.where, name, fieldManager: FIELD_MANAGER, body: patch,
       }));
     }
     const status = desiredStatus(resource, driver, cache.runningExecutors(name), { missing });
