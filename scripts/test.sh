@@ -24,7 +24,7 @@ files=("$@")
 # after the others, with nothing beside it, so that neither starves the other.
 together=() alone=()
 for f in "${files[@]}"; do
-  if head -n 5 "$f" | grep -q '^// Runs alone'; then alone+=("$f"); else together+=("$f"); fi
+  if head -n 5 "$f" 2>/dev/null | grep -q '^// Runs alone'; then alone+=("$f"); else together+=("$f"); fi
 done
 out=$(mktemp)
 status=0

@@ -7,12 +7,12 @@ import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import { PassThrough, type Readable } from 'node:stream';
 import { Log, type V1Pod } from '@kubernetes/client-node';
+import type { ApplicationState } from '../../schemas/index.js';
 import {
   ANNOTATION_ADMITTED, ANNOTATION_SUBMITTED_BY, applicationLabels, DRIVER_CONTAINER, DRIVER_PORTS, LABEL_JOB, LABEL_TEMPLATE, readConfig,
 } from '../../webhook/domain/index.js';
 import type { AppRecord, Cluster, CreateResult, ListQuery, Page } from '../cluster.js';
 import { isTerminal, UnavailableError } from '../cluster.js';
-import type { ApplicationState } from '../../schemas/index.js';
 import { EventFeed } from '../events.js';
 import { type SubmissionInfo, submissionInfo } from '../submission-info.js';
 import { AppCache } from './app-cache.js';

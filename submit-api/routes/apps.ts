@@ -30,7 +30,6 @@ function withinBudget(records: AppRecord[], next: string | null): { items: Appli
   return { items, next };
 }
 
-/** The list's search: bounded, as every string the API takes. */
 const errorResponses = { 400: ref(schemaIds.error), 401: ref(schemaIds.error), 403: ref(schemaIds.error), 404: ref(schemaIds.error), 503: ref(schemaIds.error) };
 const appNameParams = {
   type: 'object', required: ['appName'], additionalProperties: false,

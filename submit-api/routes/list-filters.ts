@@ -8,6 +8,7 @@ export const labelSelectorQuery = {
   description: 'Comma-separated `key=value` pairs (`==` also accepted); every one must match the application\'s labels.',
 } as const;
 
+/** The search: bounded, as every string the API takes. */
 export const searchQuery = {
   type: 'string', maxLength: 100,
   description: 'search: applications whose appName, jobName or a label value contains this text, ignoring case (at most 100 characters; empty: no search)',

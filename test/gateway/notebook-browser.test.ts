@@ -42,7 +42,8 @@ t.test('Notebook 7 runs a Spark cell on a template kernel', { skip, timeout: 600
   }
   await page.locator('.jp-Notebook .jp-Cell .cm-content').first().click();
   await page.keyboard.press('Shift+Enter');
-  // A wait that fails leaves a screenshot and the prompt's text beside the test's temp dir.
+  // A wait that fails leaves a screenshot beside the test's temp dir, and says the prompts' text
+  // and the Jupyter server's last log lines.
   const shown = async (what: Locator, timeout: number) => {
     try {
       await what.first().waitFor({ timeout });
