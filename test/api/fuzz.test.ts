@@ -30,9 +30,9 @@ function schemathesis(baseUrl: string, headers: string[], cwd: string): Promise<
       '--checks', 'all', '--exclude-checks', 'ensure_resource_availability', '--seed', SEED, '--max-examples', EXAMPLES,
       '--phases', 'examples,coverage,fuzzing,stateful',
       '--exclude-path', '/api/apps/events', '--exclude-by', 'query/follow == true',
-      // One worker: Python 3.11 (Debian 12's) keeps the AST converter's recursion depth per
-      // process, so Hypothesis threads describing their lambdas at once can die with "AST
-      // constructor recursion depth mismatch" (CPython gh-106905; seen in CI under load).
+      // One worker: Python 3.11 (Debian 12's) keeps the AST converter's recursion depth in
+      // state its threads share, so two Hypothesis threads describing lambdas at once can die
+      // with "AST constructor recursion depth mismatch" (CPython gh-106905; seen in CI under load).
       '--request-timeout', '20', '--workers', '1', '--no-color', '--output-truncate', 'true',
       ...headers.flatMap((h) => ['-H', h]),
     ];
