@@ -50,6 +50,8 @@ export class KernelRegistry {
   private readonly keys = new Map<string, string | undefined>();
   private readonly stop = new AbortController();
   private cullTimer: NodeJS.Timeout | undefined;
+  /** Kernels being ended: their application's removal, in flight. */
+  private readonly ending = new Map<string, Promise<void>>();
   private following: Promise<void> | undefined;
   readonly pool: WarmPool;
   /** 'claim' when a pool kernel's claim becomes known. */
@@ -227,15 +229,27 @@ export class KernelRegistry {
     await this.end(this.get(id).id, callerKey);
   }
 
-  /** Ends any kernel, a pool's unclaimed ones included. */
-  private async end(id: string, callerKey?: string): Promise<void> {
+  /**
+   * Ends any kernel, a pool's unclaimed ones included. It stays listed until its application
+   * is gone: once a DELETE has answered or a culled kernel has left the list, the application
+   * has too; and a removal that failed leaves the kernel to be removed again (the DELETE
+   * retried, the next cull), never an application running unlisted.
+   */
+  private end(id: string, callerKey?: string): Promise<void> {
     const session = this.kernels.get(id);
-    if (!session) return;
+    if (!session) return Promise.resolve();
+    // A second ending (a DELETE during a cull) waits for the first.
+    const ending = this.ending.get(id);
+    if (ending) return ending;
     // A pool's kernel was submitted with the gateway's own key, which alone may remove it.
     const key = session.pool !== undefined ? undefined : callerKey ?? this.keys.get(id);
     session.shutdown();
-    this.drop(id);
-    if (session.appName) await this.options.api.remove(session.appName, key);
+    const removed = (async () => {
+      if (session.appName) await this.options.api.remove(session.appName, key);
+      this.drop(id);
+    })().finally(() => this.ending.delete(id));
+    this.ending.set(id, removed);
+    return removed;
   }
 
   private drop(id: string): void {

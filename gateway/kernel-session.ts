@@ -303,6 +303,8 @@ export class KernelSession {
 
   /** Tells the launcher to stop; the application is removed by the caller. */
   shutdown(): void {
+    // Listed as dead until its application is removed (kernel-registry.ts): never claimed or culled again.
+    this.executionState = 'dead';
     this.launcher?.send(JSON.stringify({ op: 'shutdown' }));
     this.close(1000, 'kernel shut down');
   }
