@@ -30,6 +30,23 @@ t.test('Notebook 7 runs a Spark cell on a template kernel', { skip, timeout: 600
   const browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-sync'] });
   t.teardown(() => browser.close());
   const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+  // The kernel messages the page sends and receives, to say what was missing if a wait fails.
+  const frames: string[] = [];
+  page.on('websocket', (socket) => {
+    if (!socket.url().includes('/channels')) return;
+    const note = (way: string) => (frame: { payload: string | Buffer }) => {
+      try {
+        const m = JSON.parse(String(frame.payload)) as { channel?: string; header?: { msg_type?: string }; parent_header?: { msg_id?: string }; content?: { execution_state?: string } };
+        frames.push(`${way} ${m.channel} ${m.header?.msg_type}${m.content?.execution_state ? `:${m.content.execution_state}` : ''} parent=${m.parent_header?.msg_id?.slice(0, 8) ?? '-'}`);
+      } catch {
+        frames.push(`${way} (not JSON, ${String(frame.payload).length} bytes)`);
+      }
+    };
+    frames.push(`open ${socket.url().replace(/token=[^&]+/, 'token=…')}`);
+    socket.on('framesent', note('>'));
+    socket.on('framereceived', note('<'));
+    socket.on('close', () => frames.push('close'));
+  });
   await page.goto(`${jupyter.url}/notebooks/spark.ipynb?token=${jupyter.token}`);
   await page.locator('.jp-Notebook .jp-Cell .cm-content').first().waitFor({ timeout: 120_000 });
   // The page started the template's kernel by itself: wait until it is idle (Spark ready).
@@ -51,6 +68,7 @@ t.test('Notebook 7 runs a Spark cell on a template kernel', { skip, timeout: 600
       await page.screenshot({ path: join(root, '..', 'gateway-notebook-failed.png') });
       t.comment(`prompt: ${JSON.stringify(await page.locator('.jp-InputPrompt').allInnerTexts())}; failed page: ${join(root, '..', 'gateway-notebook-failed.png')}`);
       t.comment(`jupyter server's log, last lines:\n${jupyter.output().split('\n').slice(-40).join('\n')}`);
+      t.comment(`the page's kernel messages, last 60:\n${frames.slice(-60).join('\n')}`);
       throw error;
     }
   };
