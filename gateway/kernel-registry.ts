@@ -232,8 +232,8 @@ export class KernelRegistry {
   /**
    * Ends any kernel, a pool's unclaimed ones included. It stays listed until its application
    * is gone: once a DELETE has answered or a culled kernel has left the list, the application
-   * has too; and a removal that failed leaves the kernel to be removed again (the DELETE
-   * retried, the next cull), never an application running unlisted.
+   * has too. A removal that failed leaves it listed as dead, for a DELETE to remove again; its
+   * launcher has exited, so the application ends rather than runs unlisted.
    */
   private end(id: string, callerKey?: string): Promise<void> {
     const session = this.kernels.get(id);

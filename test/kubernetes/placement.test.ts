@@ -17,9 +17,8 @@ t.test('placement by the real scheduler', async (t) => {
   const namespace = bed.namespace;
   const read = (name: string) => core.readNamespacedPod({ name, namespace });
   const scheduled = (name: string) => eventually(() => read(name), (p) => Boolean(p.spec?.nodeName), { what: `${name} to be bound` });
-  const unschedulable = (name: string) => eventually(() => read(name),
-    (p) => p.status?.conditions?.some((c) => c.type === 'PodScheduled' && c.status === 'False' && c.reason === 'Unschedulable') ?? false,
-    { what: `the scheduler to give up on ${name}` });
+  const refused = (p: V1Pod) => p.status?.conditions?.some((c) => c.type === 'PodScheduled' && c.status === 'False' && c.reason === 'Unschedulable') ?? false;
+  const unschedulable = (name: string) => eventually(() => read(name), refused, { what: `the scheduler to give up on ${name}` });
   const cordon = (name: string, unschedulable: boolean) =>
     core.patchNode({ name, body: [{ op: 'replace', path: '/spec/unschedulable', value: unschedulable }] });
 
@@ -77,7 +76,7 @@ t.test('placement by the real scheduler', async (t) => {
       delete late.metadata!.ownerReferences;
       const created = await core.createNamespacedPod({ namespace, body: late });
       t.equal(created.spec!.containers[0].resources?.requests?.cpu, '1700m');
-      e2 = await eventually(() => read(created.metadata!.name!), (p) => Boolean(p.spec?.nodeName) || (p.status?.conditions?.some((c) => c.type === 'PodScheduled' && c.reason === 'Unschedulable') ?? false), { what: `${created.metadata!.name} to be bound or refused` });
+      e2 = await eventually(() => read(created.metadata!.name!), (p) => Boolean(p.spec?.nodeName) || refused(p), { what: `${created.metadata!.name} to be bound or refused` });
       if (!e2.spec?.nodeName) await core.deleteNamespacedPod({ name: created.metadata!.name!, namespace, gracePeriodSeconds: 0 });
     }
     t.equal(e2?.spec?.nodeName, small, '2 cores: the 2-core pool');
