@@ -113,7 +113,9 @@ export class KernelRegistry {
   private onApp(type: string, app: ApiApplication): void {
     const id = app.labels?.[KERNEL_ID_LABEL];
     const session = id ? this.kernels.get(id) : undefined;
-    if (!session) return;
+    // A kernel being ended leaves the list when end() has removed its application, not when the
+    // stop that removal begins with (KILLED) comes by on the feed.
+    if (!session || this.ending.has(session.id)) return;
     if (type === 'deleted' || TERMINAL_STATES.has(app.state)) {
       session.markDead(`application ${app.appName} is ${type === 'deleted' ? 'deleted' : app.state}${app.stateDetail ? ` (${app.stateDetail})` : ''}`);
       this.drop(session.id);
