@@ -51,6 +51,12 @@ export async function installLimits(app: FastifyInstance, limits: ApiLimits): Pr
   if (limits.maxEventLoopDelayMs > 0) {
     await app.register(underPressure, {
       maxEventLoopDelay: limits.maxEventLoopDelayMs,
+      // The delay is the mean of the samples taken over one interval, and an interval without a
+      // sample (the loop blocked through it: the first tick after a reset records nothing)
+      // counts as an infinite delay. With the default 1 s interval a 1 s stall at the wrong
+      // moment answered 503 for the next second; over an interval as long as the limit, only a
+      // loop blocked for the whole limit does.
+      sampleInterval: limits.maxEventLoopDelayMs,
       retryAfter: 5, // its error (FST_UNDER_PRESSURE) is answered by errors.ts
     });
   }

@@ -22,6 +22,7 @@ import collections
 import hmac
 import json
 import os
+import shutil
 import signal
 import sys
 import tempfile
@@ -148,7 +149,10 @@ def cancel_spark_jobs():
 
 
 class Bridge:
-    """Websocket to the gateway <-> the kernel's ZMQ sockets, in a thread with its own event loop."""
+    """Websocket to the gateway <-> the kernel's ZMQ sockets, in a thread with its own event loop.
+
+    Every use of the ZMQ sockets happens on that thread: they are not thread-safe.
+    """
 
     def __init__(self, connection_file):
         with open(connection_file) as f:
@@ -175,11 +179,11 @@ class Bridge:
 
     async def _main(self):
         import zmq
-        import zmq.asyncio
         from jupyter_client.session import Session
         info = self.info
         self.session = Session(key=info["key"].encode(), signature_scheme=info["signature_scheme"], username="gateway")
-        ctx = zmq.asyncio.Context()
+        # Plain (synchronous) sockets, read on this loop by _drain: see there why not zmq.asyncio.
+        ctx = zmq.Context()
         self.sockets = {}
         for channel in ("shell", "control", "stdin"):
             sock = ctx.socket(zmq.DEALER)
@@ -190,23 +194,52 @@ class Bridge:
         iopub.connect(f"tcp://127.0.0.1:{info['iopub_port']}")
         self.sockets["iopub"] = iopub
         for channel, sock in self.sockets.items():
-            asyncio.ensure_future(self._pump(channel, sock))
+            self.loop.add_reader(sock.getsockopt(zmq.FD), self._drain, channel)
+            self._drain(channel)
         await self._connect_forever()
 
-    async def _pump(self, channel, sock):
-        while True:
-            frames = await sock.recv_multipart(copy=True)
-            try:
-                text, msg_type, parent_id, state = self._relay_text(channel, frames)
-            except Exception as error:  # noqa: BLE001 - a bad frame must not stop the pump
-                log("undecodable kernel message on", channel, error)
-                continue
-            if state is not None and not parent_id.startswith(RESTART_PREFIX):
-                self.kernel_busy = state == "busy"
-            if channel == "shell" and parent_id.startswith(RESTART_PREFIX):
-                self._send({"op": "restarted"})
-                continue
-            self._send_text(text)
+    def _drain(self, channel):
+        """Relays what the kernel has sent on one socket, until the socket says it has nothing more.
+
+        A ZMQ socket's file descriptor signals by edge, and any operation on the socket, a send too,
+        may take the signal of a message that has just arrived. So after every wake-up and after
+        every send, the socket is asked (ZMQ_EVENTS) and read until it has nothing left, as libzmq
+        asks of anyone polling its descriptor. zmq.asyncio did this for its own sends, but
+        jupyter_client's Session.send writes through a synchronous shadow of the socket, behind the
+        wrapper's back: a reply that arrived during such a send never woke the reader, and the
+        kernel's shell replies stopped for good (Notebook 7 cells left at `[*]`).
+        """
+        import zmq
+        sock = self.sockets[channel]
+        for _ in range(500):
+            if not sock.getsockopt(zmq.EVENTS) & zmq.POLLIN:
+                return
+            self._relay(channel, sock.recv_multipart(zmq.NOBLOCK))
+        # A flood: let the websocket and the other sockets have a turn, then go on (no edge will come).
+        self.loop.call_soon(self._drain, channel)
+
+    def _relay(self, channel, frames):
+        try:
+            text, msg_type, parent_id, state = self._relay_text(channel, frames)
+        except Exception as error:  # noqa: BLE001 - a bad frame must not stop the relay
+            log("undecodable kernel message on", channel, error)
+            return
+        if state is not None and not parent_id.startswith(RESTART_PREFIX):
+            self.kernel_busy = state == "busy"
+        if channel == "shell" and parent_id.startswith(RESTART_PREFIX):
+            self._send({"op": "restarted"})
+            return
+        self._send_text(text)
+
+    def _send_to_kernel(self, channel, msg, buffers=()):
+        import zmq
+        frames = self.session.serialize(msg) + list(buffers)
+        try:
+            self.sockets[channel].send_multipart(frames, zmq.NOBLOCK)
+        except zmq.Again:
+            # Thousands of requests queued and the kernel not reading them: this one is not delivered.
+            log("the kernel is not reading its", channel, "socket: a message was dropped")
+        self._drain(channel)
 
     def _relay_text(self, channel, frames):
         """One kernel message as the gateway relays it, built from the wire frames as they are.
@@ -324,7 +357,7 @@ class Bridge:
             buffers = [base64.b64decode(b) for b in message.get("buffers") or [] if isinstance(b, str)]
             msg = {k: message.get(k) or {} for k in ("header", "parent_header", "metadata", "content")}
             try:
-                self.session.send(sock, msg, buffers=buffers or None)
+                self._send_to_kernel(channel, msg, buffers)
             except Exception as error:  # noqa: BLE001 - a malformed message from a client
                 log("could not pass a message to the kernel:", error)
 
@@ -343,7 +376,7 @@ class Bridge:
         msg = {"header": header, "parent_header": {}, "metadata": {},
                "content": {"code": code, "silent": True, "store_history": False, "user_expressions": {},
                            "allow_stdin": False, "stop_on_error": False}}
-        self.session.send(self.sockets["shell"], msg)
+        self._send_to_kernel("shell", msg)
 
 
 def main():
@@ -355,7 +388,7 @@ def main():
     if not spark_off:
         threading.Thread(target=start_spark, args=(kernel_up,), name="spark-start", daemon=True).start()
     from ipykernel.kernelapp import IPKernelApp
-    connection_file = os.path.join(tempfile.mkdtemp(prefix="ss-kernel-"), "kernel.json")
+    connection_file = os.path.join(tempfile.mkdtemp(prefix=f"ss-kernel-{KERNEL_ID}-"), "kernel.json")
     app = IPKernelApp.instance(connection_file=connection_file, ip="127.0.0.1", transport="tcp")
     app.initialize([])
     namespace = app.kernel.shell.user_ns
@@ -365,6 +398,9 @@ def main():
     module.bind = bind_spark
     sys.modules[module.__name__] = module
     bridge = Bridge(connection_file)
+    # Read by the bridge, needed by no one else: it holds the kernel's signing key, and a launcher
+    # ended by a signal or os._exit would otherwise leave it behind in the temp directory.
+    shutil.rmtree(os.path.dirname(connection_file), ignore_errors=True)
     bridge.start()
 
     def spark_done():

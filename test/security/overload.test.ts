@@ -1,0 +1,60 @@
+// The overload guard (@fastify/under-pressure): a loop blocked for longer than the limit answers
+// 503 with Retry-After; a shorter stall does not, wherever it falls. Each stall starts just
+// after the guard has taken its sample (seen as a new heapUsed in memoryUsage()): the moment at
+// which, with the guard's default 1 s interval, a 1.5 s stall counted as an infinite delay and
+// answered 503 for a second although the limit was 2 s.
+import t from 'tap';
+import type { FastifyInstance } from 'fastify';
+import { startTestApi } from '../helpers/api.js';
+
+const LIMIT_MS = 2000;
+
+const spin = (ms: number) => { const end = Date.now() + ms; while (Date.now() < end) { /* the loop is blocked */ } };
+
+/** Resolves within a millisecond or so of the guard's next sample. */
+async function justSampled(app: FastifyInstance): Promise<void> {
+  const usage = () => (app as unknown as { memoryUsage(): { heapUsed: number } }).memoryUsage().heapUsed;
+  const before = usage();
+  const deadline = Date.now() + 4 * LIMIT_MS;
+  while (usage() === before) {
+    if (Date.now() > deadline) throw new Error('the guard took no sample');
+    await new Promise((ok) => setImmediate(ok));
+  }
+}
+
+t.test('a stall shorter than the limit is not an overload; one longer is, and passes', async (t) => {
+  const api = await startTestApi(t, { limits: { maxEventLoopDelayMs: LIMIT_MS } });
+  const statuses = async () => {
+    const seen: number[] = [];
+    const until = Date.now() + LIMIT_MS;
+    while (Date.now() < until) {
+      seen.push((await api.call('GET', '/api/apps/')).status);
+      await new Promise((ok) => setTimeout(ok, 100));
+    }
+    return seen;
+  };
+
+  // Three times: on the old interval one such stall answered 503 about every other time.
+  const seen: number[] = [];
+  for (let i = 0; i < 3; i++) {
+    await justSampled(api.app);
+    spin(LIMIT_MS * 0.75);
+    seen.push(...await statuses());
+  }
+  t.notOk(seen.includes(503), `three ${LIMIT_MS * 0.75} ms stalls just after a sample: no 503 in the ${LIMIT_MS} ms after each (${seen.length} requests)`);
+
+  await justSampled(api.app);
+  spin(LIMIT_MS * 1.25);
+  await new Promise((ok) => setTimeout(ok, 100)); // the guard looks at the loop's next turn
+  const after = await api.call('GET', '/api/apps/');
+  t.equal(after.status, 503, `a ${LIMIT_MS * 1.25} ms stall: 503`);
+  t.equal(after.headers['retry-after'], '5', 'with Retry-After');
+  t.match(after.json, { statusCode: 503 }, 'as JSON');
+  const later = Date.now() + 3 * LIMIT_MS;
+  let status = after.status;
+  while (status === 503 && Date.now() < later) {
+    await new Promise((ok) => setTimeout(ok, 100));
+    status = (await api.call('GET', '/api/apps/')).status;
+  }
+  t.equal(status, 200, 'served again once the loop is free');
+});
