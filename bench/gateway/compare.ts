@@ -5,7 +5,10 @@
 //      starts Python first, as bin/pyspark does);
 //   2. execute round-trip of `1` through the Jupyter server, p50 / p99, and against the gateway
 //      directly (what the gateway itself adds, without the Jupyter server's own relay);
-//   3. messages per second with K kernels executing at once (20 by default, as the issue asks);
+//   3. messages per second with K kernels executing at once (20 by default, as the issue asks),
+//      beside the ceiling of any gateway: the same workload on plain ipykernels driven straight
+//      over ZMQ by one asyncio jupyter_client, no Jupyter server and no gateway
+//      (kernel-ceiling.py);
 //   4. ours with Spark: kernel requested → `sc.parallelize([1]).count()` answered, against a
 //      plain `SparkSession.builder.getOrCreate()` + the same count in a fresh python;
 //   5. the same from the warm pool (`--warm-pool pooled=1`): kernel requested → count answered.
@@ -108,6 +111,7 @@ async function main() {
   const us: Side = { name: 'ours', jupyter: await startJupyter(owner, root, `${ours.url}/notebooks`, key), spec: 'plain', gatewayPid: ours.child.pid!, gatewayUrl: `${ours.url}/notebooks` };
   const rows: (string | number)[][] = [];
 
+  const latency = new Map<string, (string | number)[]>();
   for (const side of [peer, us]) {
     const starts: number[] = [];
     for (let i = 0; i < STARTS; i++) {
@@ -120,23 +124,53 @@ async function main() {
     const trips = await roundTrips(k.client, EXECS);
     await stopKernel(side, k.id);
     const direct = await directTrips(side, key);
-    const many = await Promise.all(Array.from({ length: KERNELS }, () => startKernel(side)));
-    const before = many.reduce((n, k) => n + k.client.messages.length, 0);
+    latency.set(side.name, [fmt(median(starts)), fmt(percentileSorted(trips, 50), 2), fmt(percentileSorted(trips, 99), 2),
+      `${fmt(percentileSorted(direct, 50), 2)} / ${fmt(percentileSorted(direct, 99), 2)}`]);
+  }
+
+  // Messages/s: K kernels on each side, all started first; rounds in the order ceiling, peer,
+  // ours, ours, peer, ceiling, so that a machine whose load drifts favours neither side.
+  const many = new Map<Side, Array<{ id: string; client: KernelClient }>>();
+  for (const side of [peer, us]) many.set(side, await Promise.all(Array.from({ length: KERNELS }, () => startKernel(side))));
+  const totals = new Map<Side, { messages: number; seconds: number; jupyter: number; gateway: number; relay: number }>();
+  const ceilingRuns: number[] = [];
+  const ceilingRound = () => {
+    // No Jupyter server, no gateway; the same kernels as the peer's, the same workload.
+    const run = spawnSync(join(sparkEnv().SUBMISSION_SERVICE_PYTHON_ENV!, 'bin', 'python'),
+      [join(import.meta.dirname, 'kernel-ceiling.py'), String(KERNELS), String(KERNEL_EXECS)], { env: sparkEnv(), encoding: 'utf8' });
+    if (run.status !== 0) throw new Error(`kernel-ceiling.py failed: ${run.stderr}`);
+    ceilingRuns.push((JSON.parse(run.stdout.trim().split('\n').pop()!) as { per_second: number }).per_second);
+  };
+  const round = async (side: Side) => {
+    const kernels = many.get(side)!;
+    const before = kernels.reduce((n, k) => n + k.client.messages.length, 0);
     // CPU per message, by part: the Jupyter server (the same program on both sides) and the
     // gateway with its kernels (the peer's kernels are its children; ours are the service's).
     const cpu0 = { jupyter: treeCpuMs(side.jupyter.child.pid!), gateway: treeCpuMs(side.gatewayPid), relay: cpuMs(side.gatewayPid) };
     const t0 = performance.now();
-    await Promise.all(many.map(async (k) => { for (let i = 0; i < KERNEL_EXECS; i++) await k.client.execute('1', 60_000); }));
-    const seconds = (performance.now() - t0) / 1000;
-    const received = many.reduce((n, k) => n + k.client.messages.length, 0) - before;
-    const perMessage = (now: number, then: number) => fmt(((now - then) * 1000) / received);
-    const cpuJupyter = perMessage(treeCpuMs(side.jupyter.child.pid!), cpu0.jupyter);
-    const cpuGateway = perMessage(treeCpuMs(side.gatewayPid), cpu0.gateway);
-    const cpuRelay = perMessage(cpuMs(side.gatewayPid), cpu0.relay);
-    await Promise.all(many.map((k) => stopKernel(side, k.id)));
-    rows.push([side.name, fmt(median(starts)), fmt(percentileSorted(trips, 50), 2), fmt(percentileSorted(trips, 99), 2),
-      `${fmt(percentileSorted(direct, 50), 2)} / ${fmt(percentileSorted(direct, 99), 2)}`, fmt(received / seconds), cpuJupyter, cpuGateway, cpuRelay]);
+    await Promise.all(kernels.map(async (k) => { for (let i = 0; i < KERNEL_EXECS; i++) await k.client.execute('1', 60_000); }));
+    const total = totals.get(side) ?? { messages: 0, seconds: 0, jupyter: 0, gateway: 0, relay: 0 };
+    total.seconds += (performance.now() - t0) / 1000;
+    total.messages += kernels.reduce((n, k) => n + k.client.messages.length, 0) - before;
+    total.jupyter += treeCpuMs(side.jupyter.child.pid!) - cpu0.jupyter;
+    total.gateway += treeCpuMs(side.gatewayPid) - cpu0.gateway;
+    total.relay += cpuMs(side.gatewayPid) - cpu0.relay;
+    totals.set(side, total);
+  };
+  ceilingRound();
+  for (const side of [peer, us, us, peer]) await round(side);
+  ceilingRound();
+  for (const side of [peer, us]) await Promise.all(many.get(side)!.map((k) => stopKernel(side, k.id)));
+
+  const rates = new Map<Side, number>();
+  for (const side of [peer, us]) {
+    const total = totals.get(side)!;
+    const perMessage = (cpuMs: number) => fmt((cpuMs * 1000) / total.messages);
+    rates.set(side, total.messages / total.seconds);
+    rows.push([side.name, ...latency.get(side.name)!, fmt(total.messages / total.seconds), perMessage(total.jupyter), perMessage(total.gateway), perMessage(total.relay)]);
   }
+  const ceiling = ceilingRuns.reduce((a, b) => a + b, 0) / ceilingRuns.length;
+  rows.push(['ceiling: plain kernels over ZMQ, no Jupyter server, no gateway', '', '', '', '', fmt(ceiling), '', '', '']);
 
   // Time to a usable sc: ours (kernel requested → count answered) vs a plain getOrCreate().
   const usable = async (spec: string) => {
@@ -172,7 +206,9 @@ async function main() {
   }
 
   process.stdout.write(`load average ${load()}\n`);
-  process.stdout.write(table(['gateway', `start→kernel_info ms (median of ${STARTS})`, `exec p50 ms (${EXECS})`, 'exec p99 ms', 'direct (no Jupyter server) p50 / p99 ms', `msgs/s, ${KERNELS} kernels`, 'CPU µs/msg: jupyter server', 'CPU µs/msg: gateway + kernels', 'of which the gateway process'], rows) + '\n\n');
+  process.stdout.write(table(['gateway', `start→kernel_info ms (median of ${STARTS})`, `exec p50 ms (${EXECS})`, 'exec p99 ms', 'direct (no Jupyter server) p50 / p99 ms', `msgs/s, ${KERNELS} kernels`, 'CPU µs/msg: jupyter server', 'CPU µs/msg: gateway + kernels', 'of which the gateway process'], rows) + '\n');
+  const peerRate = rates.get(peer)!;
+  process.stdout.write(`messages/s (two rounds each, ${KERNELS} kernels × ${KERNEL_EXECS} cells a round) against the kernel gateway's: ours ${(rates.get(us)! / peerRate).toFixed(2)}×, the ceiling ${(ceiling / peerRate).toFixed(2)}× (${ceilingRuns.map((r) => fmt(r)).join(', ')})\n\n`);
   process.stdout.write(table(['usable sc: kernel requested → sc.parallelize([1]).count() answered', 'ms (median)', 'vs plain getOrCreate + count'], [
     [`plain SparkSession.builder.getOrCreate() in a fresh python (${SC_RUNS})`, fmt(median(plainSc)), ''],
     [`ours, a new kernel (Python first, Spark in the background) (${SC_RUNS})`, fmt(median(oursSc)), signedMs(median(oursSc) - median(plainSc))],
