@@ -8,7 +8,8 @@
 //   3. messages per second with K kernels executing at once (20 by default, as the issue asks),
 //      beside the ceiling of any gateway: the same workload on plain ipykernels driven straight
 //      over ZMQ by one asyncio jupyter_client, no Jupyter server and no gateway
-//      (kernel-ceiling.py);
+//      (kernel-ceiling.py), and the CPU budget of the peer's round (its kernels' and its Jupyter
+//      server's CPU per message: what 2 cores carry with a gateway of no cost);
 //   4. ours with Spark: kernel requested → `sc.parallelize([1]).count()` answered, against a
 //      plain `SparkSession.builder.getOrCreate()` + the same count in a fresh python;
 //   5. the same from the warm pool (`--warm-pool pooled=1`): kernel requested → count answered.
