@@ -256,7 +256,7 @@ export interface SecretMount {
   secretType?: 'Generic' | 'CloudServiceAccount';
 }
 /**
- * One page of applications, newest first; `next` is the cursor of the following page.
+ * One page of applications, newest first (by `createdAt`, then `appName` descending); `next` is the cursor of the following page.
  *
  * This interface was referenced by `Schemas`'s JSON-Schema
  * via the `definition` "ApplicationList".
