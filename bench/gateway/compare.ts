@@ -174,8 +174,8 @@ async function main() {
   const ceiling = ceilingRuns.reduce((a, b) => a + b, 0) / ceilingRuns.length;
   rows.push(['ceiling: plain kernels over ZMQ, no Jupyter server, no gateway', '', '', '', '', fmt(ceiling), '', '', '']);
   // The CPU budget, from the peer's own round: its kernels' CPU per message (the tree less the
-  // gateway process) and the Jupyter server's, which any gateway's path also pays. With every
-  // core busy on nothing else, no gateway of cost zero moves more than cores / that CPU.
+  // gateway process) and the Jupyter server's, which any gateway's path also pays. Even a gateway
+  // that cost nothing could not move more messages per second than the cores / that CPU.
   const peerTotal = totals.get(peer)!;
   const kernelUs = ((peerTotal.gateway - peerTotal.relay) * 1000) / peerTotal.messages;
   const jupyterUs = (peerTotal.jupyter * 1000) / peerTotal.messages;

@@ -56,8 +56,8 @@ t.test('the server-side search over the informer cache', async (t) => {
   t.same(names(await bed.call('GET', '/api/apps/?q=PAYMENTS')), [c, a], 'label values, ignoring case, newest first');
   t.same(names(await bed.call('GET', '/api/apps/?q=nightly&labelSelector=team=growth')), [b], 'with a label selector');
   t.same(names(await bed.call('GET', `/api/apps/?q=${b.slice(-5)}`)), [b], 'an application name');
-  // a and b may share a creation second (the apiserver's resolution): then the newer is the one
-  // whose name sorts last, the list's tie-break. Paging must give exactly the one page's order.
+  // a and b may share a creation second (the apiserver's resolution): the list then puts first the
+  // one whose name sorts last (its tie-break). Paging must give exactly the one page's order.
   const whole = names(await bed.call('GET', '/api/apps/?q=e'));
   t.same([...whole].sort(), [a, b, c].sort(), 'all three found');
   const first = await bed.call('GET', '/api/apps/?q=e&limit=2');
