@@ -11,12 +11,14 @@ const LIMIT_MS = 2000;
 
 const spin = (ms: number) => { const end = Date.now() + ms; while (Date.now() < end) { /* the loop is blocked */ } };
 
+/** What the guard last measured (its decoration). */
+const guard = (app: FastifyInstance) => (app as unknown as { memoryUsage(): { heapUsed: number; eventLoopDelay: number } }).memoryUsage();
+
 /** Resolves within a millisecond or so of the guard's next sample. */
 async function justSampled(app: FastifyInstance): Promise<void> {
-  const usage = () => (app as unknown as { memoryUsage(): { heapUsed: number } }).memoryUsage().heapUsed;
-  const before = usage();
+  const before = guard(app).heapUsed;
   const deadline = Date.now() + 4 * LIMIT_MS;
-  while (usage() === before) {
+  while (guard(app).heapUsed === before) {
     if (Date.now() > deadline) throw new Error('the guard took no sample');
     await new Promise((ok) => setImmediate(ok));
   }
@@ -24,24 +26,31 @@ async function justSampled(app: FastifyInstance): Promise<void> {
 
 t.test('a stall shorter than the limit is not an overload; one longer is, and passes', async (t) => {
   const api = await startTestApi(t, { limits: { maxEventLoopDelayMs: LIMIT_MS } });
+  // Each answer with when it came (ms after the stall ended) and the delay the guard had measured.
   const statuses = async () => {
-    const seen: number[] = [];
-    const until = Date.now() + LIMIT_MS;
-    while (Date.now() < until) {
-      seen.push((await api.call('GET', '/api/apps/')).status);
+    const seen: Array<{ status: number; afterMs: number; guardDelayMs: number }> = [];
+    const start = Date.now();
+    while (Date.now() < start + LIMIT_MS) {
+      const { status } = await api.call('GET', '/api/apps/');
+      seen.push({ status, afterMs: Date.now() - start, guardDelayMs: Math.round(guard(api.app).eventLoopDelay) });
       await new Promise((ok) => setTimeout(ok, 100));
     }
     return seen;
   };
 
+  // The first request after start runs cold code (642 ms with three CPU hogs beside it): right
+  // after a 1.5 s stall that blocks the loop beyond the limit, a true overload. Warm it first.
+  t.equal((await api.call('GET', '/api/apps/')).status, 200, 'served before any stall');
+
   // Three times: on the old interval one such stall answered 503 about every other time.
-  const seen: number[] = [];
+  const seen: Array<{ status: number; afterMs: number; guardDelayMs: number }> = [];
   for (let i = 0; i < 3; i++) {
     await justSampled(api.app);
     spin(LIMIT_MS * 0.75);
     seen.push(...await statuses());
   }
-  t.notOk(seen.includes(503), `three ${LIMIT_MS * 0.75} ms stalls just after a sample: no 503 in the ${LIMIT_MS} ms after each (${seen.length} requests)`);
+  const refused = seen.filter((s) => s.status !== 200);
+  t.same(refused, [], `three ${LIMIT_MS * 0.75} ms stalls just after a sample: only 200 in the ${LIMIT_MS} ms after each (${seen.length} requests)`);
 
   await justSampled(api.app);
   spin(LIMIT_MS * 1.25);
