@@ -11,6 +11,9 @@ const LIMIT_MS = 2000;
 
 const spin = (ms: number) => { const end = Date.now() + ms; while (Date.now() < end) { /* the loop is blocked */ } };
 
+/** An answer, when it came (ms after the stall ended) and the delay the guard had measured. */
+interface Answer { status: number; afterMs: number; guardDelayMs: number }
+
 /** What the guard last measured (its decoration). */
 const guard = (app: FastifyInstance) => (app as unknown as { memoryUsage(): { heapUsed: number; eventLoopDelay: number } }).memoryUsage();
 
@@ -26,9 +29,8 @@ async function justSampled(app: FastifyInstance): Promise<void> {
 
 t.test('a stall shorter than the limit is not an overload; one longer is, and passes', async (t) => {
   const api = await startTestApi(t, { limits: { maxEventLoopDelayMs: LIMIT_MS } });
-  // Each answer with when it came (ms after the stall ended) and the delay the guard had measured.
   const statuses = async () => {
-    const seen: Array<{ status: number; afterMs: number; guardDelayMs: number }> = [];
+    const seen: Answer[] = [];
     const start = Date.now();
     while (Date.now() < start + LIMIT_MS) {
       const { status } = await api.call('GET', '/api/apps/');
@@ -43,7 +45,7 @@ t.test('a stall shorter than the limit is not an overload; one longer is, and pa
   t.equal((await api.call('GET', '/api/apps/')).status, 200, 'served before any stall');
 
   // Three times: on the old interval one such stall answered 503 about every other time.
-  const seen: Array<{ status: number; afterMs: number; guardDelayMs: number }> = [];
+  const seen: Answer[] = [];
   for (let i = 0; i < 3; i++) {
     await justSampled(api.app);
     spin(LIMIT_MS * 0.75);
