@@ -179,7 +179,8 @@ async function main() {
   const peerTotal = totals.get(peer)!;
   const kernelUs = ((peerTotal.gateway - peerTotal.relay) * 1000) / peerTotal.messages;
   const jupyterUs = (peerTotal.jupyter * 1000) / peerTotal.messages;
-  const budget = (cpus().length * 1e6) / (kernelUs + jupyterUs);
+  const cores = cpus().length;
+  const budget = (cores * 1e6) / (kernelUs + jupyterUs);
 
   // Time to a usable sc: ours (kernel requested → count answered) vs a plain getOrCreate().
   const usable = async (spec: string) => {
@@ -218,7 +219,7 @@ async function main() {
   process.stdout.write(table(['gateway', `start→kernel_info ms (median of ${STARTS})`, `exec p50 ms (${EXECS})`, 'exec p99 ms', 'direct (no Jupyter server) p50 / p99 ms', `msgs/s, ${KERNELS} kernels`, 'CPU µs/msg: jupyter server', 'CPU µs/msg: gateway + kernels', 'of which the gateway process'], rows) + '\n');
   const peerRate = rates.get(peer)!;
   process.stdout.write(`messages/s (two rounds each, ${KERNELS} kernels × ${KERNEL_EXECS} cells a round) against the kernel gateway's: ours ${(rates.get(us)! / peerRate).toFixed(2)}×, the ceiling ${(ceiling / peerRate).toFixed(2)}× (${ceilingRuns.map((r) => fmt(r)).join(', ')})\n`);
-  process.stdout.write(`CPU budget: the peer's kernels ${fmt(kernelUs)} µs/msg + the Jupyter server ${fmt(jupyterUs)} µs/msg: ${cpus().length} cores carry at most ${fmt(budget)} msgs/s with a gateway of no cost = ${(budget / peerRate).toFixed(2)}× the peer\n\n`);
+  process.stdout.write(`CPU budget: the peer's kernels ${fmt(kernelUs)} µs/msg + the Jupyter server ${fmt(jupyterUs)} µs/msg: ${cores} cores carry at most ${fmt(budget)} msgs/s with a gateway of no cost = ${(budget / peerRate).toFixed(2)}× the peer\n\n`);
   process.stdout.write(table(['usable sc: kernel requested → sc.parallelize([1]).count() answered', 'ms (median)', 'vs plain getOrCreate + count'], [
     [`plain SparkSession.builder.getOrCreate() in a fresh python (${SC_RUNS})`, fmt(median(plainSc)), ''],
     [`ours, a new kernel (Python first, Spark in the background) (${SC_RUNS})`, fmt(median(oursSc)), signedMs(median(oursSc) - median(plainSc))],
