@@ -1,9 +1,12 @@
 // `submission-service local`: API + in-process admission + local Spark drivers.
 import { availableParallelism } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { pino } from 'pino';
+import { RetentionSweeper, parseRetention } from '../cluster/history/retention.js';
 import { LocalCluster } from '../cluster/local/local-cluster.js';
+import { eventLogDir, LocalSparkHistory } from '../cluster/local/local-history.js';
+import { makePrivateDir } from '../lib/atomic-file.js';
 import { loggerOptions } from '../lib/logger.js';
 import { LOOPBACK_HOSTS } from '../submit-api/host-allowlist.js';
 import { logSerializers } from '../submit-api/log-redaction.js';
@@ -30,19 +33,36 @@ export async function localCommand(argv: string[]): Promise<number> {
       'trust-proxy': { type: 'boolean', default: false },
       'cull-idle-seconds': { type: 'string', default: '0' },
       'warm-pool': { type: 'string', multiple: true },
+      // How long ended runs are kept: record, log, event log (README, "History").
+      retention: { type: 'string', default: '30d' },
+      history: { type: 'string', default: 'on' },
     },
   });
   if (values.auth !== 'on' && values.auth !== 'off') throw new Error('--auth takes on or off');
   const dataDir = values['data-dir'];
   const warmPool = parseWarmPool(values['warm-pool']);
-  const rules = rulesFrom(values['node-pools'], 'local');
+  if (values.history !== 'on' && values.history !== 'off') throw new Error('--history takes on or off');
+  const retentionMs = parseRetention(values.retention);
+  const withHistory = values.history === 'on';
+  // Every driver writes an event log there (a template or submission may turn it off), so its
+  // Spark UI opens from the history once it ended.
+  if (withHistory) makePrivateDir(eventLogDir(dataDir));
+  const rules = { ...rulesFrom(values['node-pools'], 'local'), ...(withHistory ? { eventLog: { dir: `file://${eventLogDir(dataDir)}`, rollingMaxFileSize: '128m' } } : {}) };
   // One logger for requests and for local mode's background work.
   const log = pino({ ...loggerOptions('local'), serializers: logSerializers });
   // Kernels start at once beside batch applications instead of queueing for cores (gateway/README.md).
-  const cluster = new LocalCluster({ dataDir, rules, cores: Number(values.cores), log, interactiveLabel: KERNEL_LABEL, ...findSpark() });
+  const spark = findSpark();
+  const cluster = new LocalCluster({ dataDir, rules, cores: Number(values.cores), log, interactiveLabel: KERNEL_LABEL, ...spark });
+  const history = withHistory
+    ? new LocalSparkHistory({ dataDir, sparkClass: spark.sparkSubmit.includes('/') ? join(dirname(spark.sparkSubmit), 'spark-class') : 'spark-class', events: cluster.events, log, retentionMs })
+    : undefined;
+  const sweeper = retentionMs === undefined ? undefined : new RetentionSweeper({
+    cluster, history, retentionMs, onError: (error, appName) => log.warn({ err: error, appName }, 'retention: could not remove an expired application'),
+  });
   const auth = { enabled: values.auth === 'on', store: new FileKeyStore(dataDir) };
   const api = await buildService({
     cluster,
+    history,
     auth,
     loggerInstance: log,
     policy: rules.policy,
@@ -65,7 +85,8 @@ export async function localCommand(argv: string[]): Promise<number> {
   process.stdout.write(`Submission Service (local mode) at ${address}/api/  notebooks at ${address}/notebooks  data in ${join(dataDir)}\n`);
   // A signal ends the process either way; a failed close is said before it does.
   const shutdown = () => {
-    api.close().then(() => cluster.close()).then(() => process.exit(0), (error: unknown) => {
+    sweeper?.close();
+    api.close().then(() => history?.close()).then(() => cluster.close()).then(() => process.exit(0), (error: unknown) => {
       api.log.error({ err: error }, 'shutdown failed');
       process.exit(1);
     });

@@ -21,6 +21,6 @@ export async function buildService(options: ServiceOptions): Promise<FastifyInst
     ...api,
     auth: { ...options.auth, sessionVerifier: options.auth.enabled ? sessions.verify : undefined },
   });
-  await app.register(dashboardPlugin, { auth: options.auth, sessions, cluster: options.cluster });
+  await app.register(dashboardPlugin, { auth: options.auth, sessions, cluster: options.cluster, history: options.history });
   return app;
 }

@@ -8,6 +8,7 @@ import { extname, join } from 'node:path';
 import type { FastifyPluginAsync, FastifyReply } from 'fastify';
 import fp from 'fastify-plugin';
 import type { Cluster } from '../cluster/cluster.js';
+import type { SparkHistory } from '../cluster/history/spark-history.js';
 import { packageRoot } from '../lib/package-root.js';
 import { CSRF_HEADER, type KeyVerifier } from '../submit-api/auth/plugin.js';
 import type { Sessions } from './session.js';
@@ -17,6 +18,8 @@ export interface DashboardOptions {
   auth: { enabled: boolean; store: KeyVerifier };
   sessions: Sessions;
   cluster: Cluster;
+  /** Ended runs' Spark UIs (the History Server), served under the same link as the live one. */
+  history?: SparkHistory;
 }
 
 const STATIC_DIR = join(packageRoot, 'dashboard', 'static');
@@ -41,7 +44,7 @@ function loadStatic(): Map<string, { body: Buffer; type: string }> {
 const dashboard: FastifyPluginAsync<DashboardOptions> = async (app, opts) => {
   const { sessions } = opts;
   const files = loadStatic();
-  await app.register(sparkUiProxy, { cluster: opts.cluster, auth: opts.auth, sessionIdentity: sessions.verify });
+  await app.register(sparkUiProxy, { cluster: opts.cluster, history: opts.history, auth: opts.auth, sessionIdentity: sessions.verify });
 
   const page = (reply: FastifyReply) => {
     const index = files.get('index.html')!;

@@ -2,16 +2,21 @@
 // (http-proxy), behind the same authentication as the dashboard (session cookie or API key).
 // Admission sets spark.ui.proxyBase to this path (sparkUiPath in webhook/domain/spark-properties.ts), so the
 // UI's own links and redirects stay under it; the proxy strips it before forwarding.
-// Read-only: GET and HEAD (the UI's kill buttons would bypass the API's roles).
+// Read-only: GET and HEAD (the UI's kill buttons would bypass the API's roles). Once the driver
+// has ended, the same paths open the run's history (history-ui.ts).
 import type { IncomingMessage } from 'node:http';
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import httpProxy from 'http-proxy';
 import type { Cluster } from '../cluster/cluster.js';
+import type { SparkHistory } from '../cluster/history/spark-history.js';
 import type { ApiKeyIdentity } from '../submit-api/auth/key-store.js';
 import { keyFromHeaders, type KeyVerifier } from '../submit-api/auth/plugin.js';
+import { historyRequest } from './history-ui.js';
 
 export interface SparkUiProxyOptions {
   cluster: Cluster;
+  /** Where an ended run's UI is served from (history-ui.ts); absent: only live UIs. */
+  history?: SparkHistory;
   auth: { enabled: boolean; store: KeyVerifier };
   sessionIdentity: (request: FastifyRequest) => ApiKeyIdentity | undefined;
 }
@@ -69,11 +74,15 @@ export const sparkUiProxy: FastifyPluginAsync<SparkUiProxyOptions> = async (app,
       const identity = key ? opts.auth.store.verify(key) : opts.sessionIdentity(request);
       if (!identity) return fail(reply, 401, 'Sign in to the dashboard (or send an API key) to open the Spark UI.');
     }
-    const target = await opts.cluster.sparkUiTarget(appName);
-    if (!target) return fail(reply, 404, `The Spark UI of ${appName} is available while it runs; it is not running (or unknown).`);
+    const prefix = path.slice(0, path.length - rest.length);
+    const live = await opts.cluster.sparkUiTarget(appName);
+    const history = live ? undefined : await historyRequest(opts, appName, rest, prefix, request.raw);
+    if (history && 'refused' in history) return fail(reply, 404, history.refused);
+    const target = live ?? history?.target;
+    if (!target) return fail(reply, 404, `The Spark UI of ${appName} is available while it runs${opts.history ? ' and, after it ended, from its event log' : ''}; it is not running and has no history (or is unknown).`);
     // The driver serves its UI at /; the links it writes start with proxyBase (our prefix).
-    prefixes.set(request.raw, { prefix: path.slice(0, path.length - rest.length), target });
-    request.raw.url = `${rest}${query}`;
+    prefixes.set(request.raw, { prefix, target });
+    request.raw.url = `${history?.path ?? rest}${query}`;
     for (const header of PRIVATE_HEADERS) delete request.raw.headers[header];
     reply.hijack();
     proxy.web(request.raw, reply.raw, { target: target.href });

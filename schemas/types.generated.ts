@@ -297,6 +297,14 @@ export interface Application {
   endedAt?: string | null;
   runningExecutors?: number;
   /**
+   * Which Spark UI the application's one link (`url`, the dashboard's) opens now: `live`, the running driver's own; `history`, its run rendered by Spark's History Server after the driver ended (until `expiresAt`, the retention); `unavailable`, neither (not started yet, no event log, or expired).
+   */
+  sparkUi?: {
+    state: 'live' | 'history' | 'unavailable';
+    url: string | null;
+    expiresAt: string | null;
+  };
+  /**
    * Every state the application went through, oldest first, with when it entered it and why.
    */
   transitions?: {

@@ -2,6 +2,7 @@
 // handler, authentication as a plugin. Transport only: the work is in cluster/ and webhook/.
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import type { Cluster } from '../cluster/cluster.js';
+import type { SparkHistory } from '../cluster/history/spark-history.js';
 import { httpMetricsPlugin } from '../lib/http-metrics.js';
 import { auditPlugin } from './audit.js';
 import { authPlugin, type KeyVerifier, type SessionVerifier } from './auth/plugin.js';
@@ -19,6 +20,8 @@ import { defaultPolicy, type SubmissionPolicy } from '../webhook/domain/index.js
 
 export interface ApiOptions {
   cluster: Cluster;
+  /** Where ended runs' Spark UIs are kept (local mode's History Server); absent: none. */
+  history?: SparkHistory;
   auth: { enabled: boolean; store: KeyVerifier; sessionVerifier?: SessionVerifier };
   /** Honour X-Forwarded-Proto/-For (request.protocol, request.ip) only from a proxy in front: fastify's trustProxy. */
   trustProxy?: boolean | string | string[];
@@ -68,8 +71,8 @@ export async function buildApi(options: ApiOptions): Promise<FastifyInstance> {
   await app.register(authPlugin, { enabled: options.auth.enabled, store: options.auth.store, sessionVerifier: options.auth.sessionVerifier });
   await app.register(auditPlugin);
   await installOpenApi(app, options.version ?? '0.1.0', options.auth.enabled);
-  await app.register(appRoutes, { cluster: options.cluster, policy: options.policy ?? defaultPolicy });
-  await app.register(appEventRoutes, { cluster: options.cluster });
+  await app.register(appRoutes, { cluster: options.cluster, policy: options.policy ?? defaultPolicy, history: options.history });
+  await app.register(appEventRoutes, { cluster: options.cluster, history: options.history });
   await app.register(configTemplateRoutes, { templates: options.cluster.templates });
   // Followed logs must not hold a shutdown open. (fastify's forceCloseConnections option
   // would do it too, but tracks every socket and costs 40% of the throughput here.)

@@ -1,8 +1,10 @@
 // The API's view of a record: the Application schema's fields and nothing else.
 import { Transform } from 'node:stream';
 import type { AppRecord } from '../cluster/cluster.js';
+import type { SparkHistory } from '../cluster/history/spark-history.js';
 import application from '../schemas/application.json' with { type: 'json' };
 import type { Application, ApplicationState } from '../schemas/index.js';
+import { sparkUiView } from '../webhook/domain/index.js';
 
 const { config: _config, transitions: _transitions, ...summaryProperties } = application.properties;
 
@@ -16,14 +18,16 @@ export const summaryListSchema = {
   },
 } as const;
 
-export function toApplication(record: AppRecord): Application {
+/** `history`: where ended runs are kept, if anywhere (says whether the Spark UI link opens one). */
+export function toApplication(record: AppRecord, history?: SparkHistory): Application {
   const { appName, jobName, configTemplateName, labels, submittedBy, config, state, stateDetail, createdAt, startedAt, endedAt, runningExecutors, transitions } = record;
-  return { appName, jobName, configTemplateName, labels, submittedBy, config, state, stateDetail, createdAt, startedAt, endedAt, runningExecutors, ...(transitions ? { transitions } : {}) };
+  const sparkUi = sparkUiView(record, { available: history?.available(record) ?? false, retentionMs: history?.retentionMs });
+  return { appName, jobName, configTemplateName, labels, submittedBy, config, state, stateDetail, createdAt, startedAt, endedAt, runningExecutors, sparkUi, ...(transitions ? { transitions } : {}) };
 }
 
 /** A list item without what only the application's own page shows (its config, its transitions). */
-export function toSummary(record: AppRecord): Omit<Application, 'config' | 'transitions'> {
-  const { config: _config, transitions: _transitions, ...rest } = toApplication(record);
+export function toSummary(record: AppRecord, history?: SparkHistory): Omit<Application, 'config' | 'transitions'> {
+  const { config: _config, transitions: _transitions, ...rest } = toApplication(record, history);
   return rest;
 }
 

@@ -43,7 +43,13 @@ export function appPage(appName, session) {
   function renderFacts() {
     state.replaceChildren(badge(app.state), isKernel(app) ? el('span', { class: 'tag kernel' }, 'notebook kernel') : '');
     stopButton.hidden = !ACTIVE.has(app.state);
-    sparkUi.hidden = app.state !== 'RUNNING';
+    // The same link serves the running driver's UI and, after the end, the run's history.
+    const ui = app.sparkUi ?? { state: app.state === 'RUNNING' ? 'live' : 'unavailable' };
+    sparkUi.hidden = ui.state === 'unavailable';
+    sparkUi.textContent = ui.state === 'history' ? 'Spark UI (history)' : 'Spark UI (live)';
+    sparkUi.title = ui.state === 'history'
+      ? `The run's history, from its event log${ui.expiresAt ? `; kept until ${when(ui.expiresAt)}` : ''}`
+      : 'The running driver\'s own UI';
     const fact = (name, value) => [el('dt', {}, name), el('dd', {}, value)];
     const transitions = Array.isArray(app.transitions) ? app.transitions : [];
     facts.replaceChildren(
@@ -57,6 +63,7 @@ export function appPage(appName, session) {
       ...fact('Duration', duration(app)),
       ...transitions.flatMap((t) => fact(`→ ${t.state}`, when(t.at ?? t.time))),
       ...fact('Running executors', String(app.runningExecutors ?? 0)),
+      ...(app.sparkUi?.expiresAt ? fact('Spark UI and log kept until', when(app.sparkUi.expiresAt)) : []),
       ...fact('Submitted by', app.submittedBy ?? '— (authentication off)'),
       ...fact('Labels', Object.keys(app.labels ?? {}).length ? Object.entries(app.labels).map(([k, v]) => el('code', { class: 'label' }, `${k}=${v}`)) : '—'));
   }

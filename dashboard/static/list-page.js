@@ -4,6 +4,15 @@
 // (`q`): it finds applications in pages not loaded yet, and the counts follow it.
 import { ACTIVE, STATES, api, appHref, badge, duration, el, isKernel, show, when } from './dom.js';
 
+/** Which Spark UI the application's link opens: its running driver's, or its run's history. */
+function sparkUiTag(a) {
+  const ui = a.sparkUi;
+  if (!ui || ui.state === 'unavailable') return null;
+  const href = `/dashboard/apps/${encodeURIComponent(a.appName)}/spark-ui/`;
+  const title = ui.state === 'live' ? 'Spark UI of the running driver' : `Spark UI from the history${ui.expiresAt ? `, kept until ${when(ui.expiresAt)}` : ''}`;
+  return el('a', { class: `tag ui-${ui.state}`, href, target: '_blank', rel: 'noopener', title }, ui.state === 'live' ? 'UI' : 'history');
+}
+
 const PAGE = 200;
 const RUNS_SHOWN = 5;
 const STRIP = 20;
@@ -117,7 +126,7 @@ export function listPage(session) {
         el('a', { href: appHref(a.appName), class: `tick state-${a.state}`, title: `${a.appName}: ${a.state}` },
           el('span', { class: 'sr-only' }, `${a.appName}: ${a.state}`), a.state[0]))));
     const rows = apps.slice(0, RUNS_SHOWN).map((a) => el('tr', { 'data-app': a.appName },
-      el('td', { class: 'name' }, el('a', { href: appHref(a.appName) }, a.appName), isKernel(a) ? el('span', { class: 'tag kernel', title: 'a notebook kernel' }, 'kernel') : null),
+      el('td', { class: 'name' }, el('a', { href: appHref(a.appName) }, a.appName), isKernel(a) ? el('span', { class: 'tag kernel', title: 'a notebook kernel' }, 'kernel') : null, sparkUiTag(a)),
       el('td', {}, badge(a.state)),
       el('td', {}, when(a.startedAt ?? a.createdAt)),
       el('td', { class: 'num' }, duration(a, now))));

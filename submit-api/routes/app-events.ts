@@ -3,6 +3,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { Cluster } from '../../cluster/cluster.js';
 import type { FeedMessage } from '../../cluster/events.js';
+import type { SparkHistory } from '../../cluster/history/spark-history.js';
 import { matchesQuery } from '../../cluster/paging.js';
 import { ref, schemaIds } from '../../schemas/index.js';
 import { toApplication } from '../present.js';
@@ -20,7 +21,7 @@ const description = `Server-sent events (\`text/event-stream\`), one per change 
 Every event has an \`id\`. Reconnect with \`Last-Event-ID\` (browsers' EventSource does it by itself) or \`?lastEventId=\` to receive what was missed.
 A comment line (\`: keep-alive\`) is sent every ${HEARTBEAT_MS / 1000} s. \`jobName\`, \`labelSelector\` and \`q\` filter as in the list (an application's name, job and labels never change, so a filtered stream never loses one midway).`;
 
-export async function appEventRoutes(app: FastifyInstance, { cluster }: { cluster: Cluster }) {
+export async function appEventRoutes(app: FastifyInstance, { cluster, history }: { cluster: Cluster; history?: SparkHistory }) {
   app.get<{ Querystring: { jobName?: string; labelSelector?: string; q?: string; lastEventId?: string } }>('/api/apps/events', {
     schema: {
       summary: 'Follow changes of applications (server-sent events, resumable)',
@@ -56,7 +57,7 @@ export async function appEventRoutes(app: FastifyInstance, { cluster }: { cluste
       if (message.type === 'reset') {
         out.write(`id: ${message.id}\nevent: reset\ndata: {}\n\n`);
       } else if (matchesQuery(message.record, filter)) {
-        out.write(`id: ${message.id}\nevent: ${message.type}\ndata: ${JSON.stringify(toApplication(message.record))}\n\n`);
+        out.write(`id: ${message.id}\nevent: ${message.type}\ndata: ${JSON.stringify(toApplication(message.record, history))}\n\n`);
       }
     };
     // A fresh connection learns its position from `ready`; a resumed one keeps the one it sent.

@@ -2,6 +2,7 @@
 import { pipeline } from 'node:stream';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { AppRecord, Cluster } from '../../cluster/cluster.js';
+import type { SparkHistory } from '../../cluster/history/spark-history.js';
 import { encodeCursor } from '../../cluster/paging.js';
 import { newAppName } from '../../cluster/app-name.js';
 import { type Application, type Submission, ref, schemaIds } from '../../schemas/index.js';
@@ -18,11 +19,11 @@ import { labelSelectorQuery, parseLabelSelector, searchQuery } from './list-filt
  */
 export const LIST_PAGE_BYTES = 1024 * 1024;
 
-function withinBudget(records: AppRecord[], next: string | null): { items: Application[]; next: string | null } {
+function withinBudget(records: AppRecord[], next: string | null, history: SparkHistory | undefined): { items: Application[]; next: string | null } {
   const items: Application[] = [];
   let bytes = 0;
   for (const [i, record] of records.entries()) {
-    const item = toApplication(record);
+    const item = toApplication(record, history);
     bytes += JSON.stringify(item).length;
     if (i > 0 && bytes > LIST_PAGE_BYTES) return { items, next: encodeCursor(records[i - 1]) };
     items.push(item);
@@ -36,7 +37,7 @@ const appNameParams = {
   properties: { appName: { type: 'string', maxLength: 63 } },
 } as const;
 
-export async function appRoutes(app: FastifyInstance, { cluster, policy }: { cluster: Cluster; policy: SubmissionPolicy }) {
+export async function appRoutes(app: FastifyInstance, { cluster, policy, history }: { cluster: Cluster; policy: SubmissionPolicy; history?: SparkHistory }) {
   /** 404 when absent; 403 when a user key acts on an application another key submitted (policy.ts). */
   const ownApplication = async (request: FastifyRequest<{ Params: { appName: string } }>, action: string) => {
     const record = await cluster.get(request.params.appName);
@@ -72,7 +73,7 @@ export async function appRoutes(app: FastifyInstance, { cluster, policy }: { clu
       const { appName, jobName: job, configTemplateName: template, labels: own, config } = result.record;
       return reply.code(200).send({ appName, jobName: job, configTemplateName: template, labels: own, config });
     }
-    return reply.code(201).send(toApplication(result.record));
+    return reply.code(201).send(toApplication(result.record, history));
   });
 
   app.get<{ Querystring: { jobName?: string; state?: never; labelSelector?: string; q?: string; limit: number; cursor?: string; view: 'full' | 'summary' } }>('/api/apps/', {
@@ -99,9 +100,9 @@ export async function appRoutes(app: FastifyInstance, { cluster, policy }: { clu
     const { labelSelector, view, ...query } = request.query;
     const page = await cluster.list({ ...query, labels: parseLabelSelector(labelSelector) });
     if (view === 'summary') {
-      return { items: page.items.map(toSummary), next: page.next };
+      return { items: page.items.map((record) => toSummary(record, history)), next: page.next };
     }
-    return withinBudget(page.items, page.next);
+    return withinBudget(page.items, page.next, history);
   });
 
   app.get<{ Querystring: { jobName?: string; labelSelector?: string; q?: string } }>('/api/apps/counts', {
@@ -126,7 +127,7 @@ export async function appRoutes(app: FastifyInstance, { cluster, policy }: { clu
   }, async (request) => {
     const record = await cluster.get(request.params.appName);
     if (!record) throw notFound(`application ${request.params.appName}`);
-    return toApplication(record);
+    return toApplication(record, history);
   });
 
   app.get<{ Params: { appName: string }; Querystring: { follow?: boolean; offset: number } }>('/api/apps/:appName/log', {
@@ -174,7 +175,7 @@ export async function appRoutes(app: FastifyInstance, { cluster, policy }: { clu
     await ownApplication(request, 'stop');
     const record = await cluster.stop(request.params.appName);
     if (!record) throw notFound(`application ${request.params.appName}`);
-    return toApplication(record);
+    return toApplication(record, history);
   });
 
   app.delete<{ Params: { appName: string } }>('/api/apps/:appName', {

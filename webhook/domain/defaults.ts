@@ -1,5 +1,6 @@
 // Defaults a submission does not have to spell out. Values already present win.
 import type { ApplicationConfig, PodConfig, SecretMount } from '../../schemas/index.js';
+import { eventLogDefaults } from './event-log.js';
 import type { AdmissionRules } from './rules.js';
 
 /** Spark's own keys for dynamic allocation without an external shuffle service (Spark 3.x). */
@@ -34,8 +35,8 @@ const cloudSecrets = (config: ApplicationConfig): SecretMount[] =>
   [...(config.driver?.secrets ?? []), ...(config.executor?.secrets ?? [])]
     .filter((s) => s.secretType === 'CloudServiceAccount');
 
-function engineDefaults(config: ApplicationConfig, version: string): Record<string, string> {
-  const defaults: Record<string, string> = {};
+function engineDefaults(config: ApplicationConfig, version: string, rules: AdmissionRules): Record<string, string> {
+  const defaults: Record<string, string> = eventLogDefaults(rules.eventLog);
   if (version.startsWith('3.')) Object.assign(defaults, DYNAMIC_ALLOCATION_DEFAULTS);
   for (const secret of cloudSecrets(config)) Object.assign(defaults, cloudCredentialConf(secret));
   return defaults;
@@ -51,7 +52,7 @@ export function applyDefaults(config: ApplicationConfig, rules: AdmissionRules):
     engineVersion,
     mode: config.mode ?? 'cluster',
     image: config.image ?? imageFor(engineVersion, rules),
-    engineConf: Object.assign(engineDefaults(config, engineVersion), config.engineConf),
+    engineConf: Object.assign(engineDefaults(config, engineVersion, rules), config.engineConf),
     driver,
     executor,
     restartPolicy: { type: 'Never', ...config.restartPolicy },

@@ -1,6 +1,7 @@
 // Everything admission decides from besides the pod: node pools, sizing tunables,
 // images, placement. Built once from configuration; admission itself stays pure.
 import type { NodePool, SizingRules } from '../../schemas/index.js';
+import type { EventLogRules } from './event-log.js';
 import { buildPolicy, type SubmissionPolicy } from './policy.js';
 
 /** A node pool with its schedulable maxima known (given, or derived by SPEC's rule 5). */
@@ -31,6 +32,8 @@ export interface AdmissionRules {
   placement: PlacementRules;
   /** What submissions may ask for and who may act on an application (policy.ts). */
   policy: SubmissionPolicy;
+  /** Event logs for every application (event-log.ts); absent: Spark's default (none). */
+  eventLog?: EventLogRules;
 }
 
 export const defaultSizing: Required<SizingRules> = {
@@ -89,6 +92,8 @@ export interface RulesOptions {
   master?: string;
   placement?: PlacementRules | keyof typeof placementPresets;
   policy?: Partial<SubmissionPolicy>;
+  /** Event log directory for every application; the rolling file size defaults to 128m. */
+  eventLog?: { dir: string; rollingMaxFileSize?: string };
 }
 
 export function buildRules(options: RulesOptions): AdmissionRules {
@@ -112,5 +117,6 @@ export function buildRules(options: RulesOptions): AdmissionRules {
     master: options.master ?? 'k8s://https://kubernetes.default.svc',
     placement,
     policy: buildPolicy(options.policy),
+    ...(options.eventLog ? { eventLog: { rollingMaxFileSize: '128m', ...options.eventLog } } : {}),
   };
 }

@@ -1,0 +1,24 @@
+// The history of ended runs as the API and the dashboard see it, whatever keeps it (local
+// mode: event logs on disk and a History Server started on demand).
+
+export interface HistoryTarget {
+  /** The History Server's address. */
+  server: URL;
+  /** Spark's id of the run, the History Server's name for it. */
+  sparkAppId: string;
+}
+
+export interface SparkHistory {
+  /** How long ended runs are kept (records, event logs, logs); undefined: for ever. */
+  readonly retentionMs: number | undefined;
+  /** From memory, for the API's answers: whether an ended application's run opens from the history. */
+  available(app: { appName: string; endedAt: string | null; config?: { engineConf?: Record<string, string> } }): boolean;
+  /**
+   * Where an ended application's run is served: waits (bounded) for a run that just ended to be
+   * read and for the History Server to answer; undefined when there is no history of it.
+   */
+  target(appName: string, signal?: AbortSignal): Promise<HistoryTarget | undefined>;
+  /** Deletes the run's event log (its application is deleted or expired). */
+  remove(appName: string): Promise<void>;
+  close(): Promise<void>;
+}

@@ -1,0 +1,118 @@
+// Spark's own History Server for local mode, from the same Spark the drivers use: started on
+// first need (most runs of the service never open an old run's UI, and it is a JVM), bound to
+// loopback only (it shows every run; the dashboard's proxy shows each user their own), ended
+// with the service. A server left by a killed service is ended at the next start (pid file).
+import { spawn } from 'node:child_process';
+import { closeSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { freePort } from '../../lib/free-port.js';
+import { isAlive, killGroup, processStartTicks } from './process-runner.js';
+
+export interface HistoryServerOptions {
+  /** Spark's `spark-class` (beside the drivers' spark-submit). */
+  sparkClass: string;
+  /** Local directory of the event logs. */
+  logDir: string;
+  /** Where its pid file and its own log go (the data dir's run/ and logs/). */
+  runDir: string;
+  logFile: string;
+  /** How often it looks for new and updated logs, in seconds (Spark's default is 10). */
+  updateIntervalSeconds?: number;
+  /** How long to wait for it to answer after starting it. */
+  startTimeoutMs?: number;
+}
+
+interface Running { pid: number; startTicks: number; url: URL; exited: Promise<void> }
+
+const sleep = (ms: number) => new Promise((ok) => setTimeout(ok, ms));
+
+/** Whether a History Server answers its REST API at this address. */
+async function answers(url: URL): Promise<boolean> {
+  try {
+    const response = await fetch(new URL('/api/v1/version', url), { signal: AbortSignal.timeout(2000) });
+    await response.body?.cancel();
+    return response.ok;
+  } catch {
+    return false;
+  }
+}
+
+export class LocalHistoryServer {
+  private running: Promise<Running> | undefined;
+  private closed = false;
+
+  constructor(private readonly options: HistoryServerOptions) {
+    this.endLeftover();
+  }
+
+  /** The server's address, starting it (once; again if it died) and waiting until it answers. */
+  async url(): Promise<URL> {
+    if (this.closed) throw new Error('the history server is closed');
+    const current = this.running && (await this.running.catch(() => undefined));
+    if (current && isAlive(current.pid, current.startTicks)) return current.url;
+    this.running = this.start();
+    return (await this.running).url;
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    const current = this.running && (await this.running.catch(() => undefined));
+    if (current) await killGroup(current.pid, current.startTicks, 3000);
+    rmSync(this.pidFile, { force: true });
+  }
+
+  private get pidFile(): string {
+    return join(this.options.runDir, 'history-server.pid');
+  }
+
+  private async start(): Promise<Running> {
+    const port = await freePort();
+    const url = new URL(`http://127.0.0.1:${port}`);
+    const props = {
+      'spark.history.fs.logDirectory': `file://${this.options.logDir}`,
+      'spark.history.ui.port': String(port),
+      'spark.history.fs.update.interval': `${this.options.updateIntervalSeconds ?? 1}s`,
+      // A taken port is an error to retry with another, not a silent bind elsewhere.
+      'spark.port.maxRetries': '0',
+      // Retention is the service's (cluster/history/retention.ts), not the History Server's cleaner.
+      'spark.history.fs.cleaner.enabled': 'false',
+    };
+    const log = openSync(this.options.logFile, 'a', 0o600);
+    const child = spawn(this.options.sparkClass, ['org.apache.spark.deploy.history.HistoryServer'], {
+      detached: true,
+      stdio: ['ignore', log, log],
+      env: {
+        ...process.env,
+        SPARK_HISTORY_OPTS: Object.entries(props).map(([k, v]) => `-D${k}=${v}`).join(' '),
+        SPARK_LOCAL_IP: '127.0.0.1', // its UI binds loopback only
+        SPARK_LOG_DIR: this.options.runDir,
+        SPARK_NO_DAEMONIZE: '1',
+      },
+    });
+    closeSync(log);
+    if (child.pid === undefined) throw new Error(`could not start ${this.options.sparkClass}`);
+    const pid = child.pid;
+    const exited = new Promise<void>((ok) => child.once('exit', () => ok()));
+    let ended = false;
+    void exited.then(() => { ended = true; });
+    const startTicks = processStartTicks(pid) ?? 0;
+    writeFileSync(this.pidFile, `${pid} ${startTicks}\n`, { mode: 0o600 });
+    const deadline = Date.now() + (this.options.startTimeoutMs ?? 120_000);
+    while (!ended && Date.now() < deadline) {
+      if (await answers(url)) return { pid, startTicks, url, exited };
+      await sleep(200);
+    }
+    await killGroup(pid, startTicks, 1000);
+    throw new Error(ended ? 'the Spark History Server exited while starting' : 'the Spark History Server did not answer in time');
+  }
+
+  private endLeftover(): void {
+    let text: string;
+    try { text = readFileSync(this.pidFile, 'utf8'); } catch { return; }
+    const [pid, startTicks] = text.trim().split(' ').map(Number);
+    if (Number.isSafeInteger(pid) && pid > 1 && isAlive(pid, startTicks)) {
+      killGroup(pid, startTicks, 1000).catch(() => { /* gone already */ });
+    }
+    rmSync(this.pidFile, { force: true });
+  }
+}

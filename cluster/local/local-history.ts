@@ -1,0 +1,91 @@
+// Local mode's history: drivers write event logs under <data dir>/spark-events (admission sets
+// it), EventLogIndex tells whose each log is, and Spark's History Server renders them.
+import { join } from 'node:path';
+import { isTerminal } from '../cluster.js';
+import type { EventFeed } from '../events.js';
+import { EventLogIndex } from '../history/event-log-index.js';
+import type { HistoryTarget, SparkHistory } from '../history/spark-history.js';
+import { writesEventLog } from '../../webhook/domain/index.js';
+import { LocalHistoryServer } from './history-server.js';
+import type { LocalLogger } from './logger.js';
+
+export interface LocalHistoryOptions {
+  dataDir: string;
+  /** Spark's `spark-class`. */
+  sparkClass: string;
+  events: EventFeed;
+  log: LocalLogger;
+  retentionMs?: number;
+}
+
+/** A run that ended this recently and is not read yet is about to be: Spark closes its log as the driver ends. */
+const SETTLING_MS = 30_000;
+const sleep = (ms: number) => new Promise((ok) => setTimeout(ok, ms));
+
+export const eventLogDir = (dataDir: string): string => join(dataDir, 'spark-events');
+
+export class LocalSparkHistory implements SparkHistory {
+  readonly retentionMs: number | undefined;
+  private readonly index: EventLogIndex;
+  private readonly server: LocalHistoryServer;
+  private readonly unsubscribe: () => void;
+
+  constructor(options: LocalHistoryOptions) {
+    this.retentionMs = options.retentionMs;
+    const dir = eventLogDir(options.dataDir);
+    this.index = new EventLogIndex(dir, (error, entry) => options.log.warn({ err: error, entry }, 'could not read an event log'));
+    this.server = new LocalHistoryServer({
+      sparkClass: options.sparkClass, logDir: dir,
+      runDir: join(options.dataDir, 'run'), logFile: join(options.dataDir, 'logs', 'history-server.log'),
+    });
+    const background = (work: Promise<unknown>, what: string) => {
+      work.catch((error: unknown) => options.log.warn({ err: error }, what));
+    };
+    // Runs that ended are read as soon as Spark has closed their logs; a deleted application's goes.
+    this.unsubscribe = options.events.subscribe(undefined, (message) => {
+      if (message.type === 'deleted') background(this.remove(message.record.appName), 'could not remove an event log');
+      else if (message.type === 'changed' && isTerminal(message.record.state)) background(this.settle(message.record.appName), 'could not read the event logs');
+    });
+    background(this.index.refresh(), 'could not read the event logs');
+  }
+
+  available(app: { appName: string; endedAt: string | null; config?: { engineConf?: Record<string, string> } }): boolean {
+    if (this.index.lookup(app.appName)) return true;
+    return app.endedAt !== null && Date.now() - Date.parse(app.endedAt) < SETTLING_MS && writesEventLog(app.config?.engineConf);
+  }
+
+  async target(appName: string, signal?: AbortSignal): Promise<HistoryTarget | undefined> {
+    const run = this.index.lookup(appName) ?? await this.settle(appName, signal);
+    if (!run) return undefined;
+    const server = await this.server.url();
+    // The History Server finds a new log at its next scan (every second here).
+    const deadline = Date.now() + 15_000;
+    while (!signal?.aborted && Date.now() < deadline) {
+      const response = await fetch(new URL(`/api/v1/applications/${encodeURIComponent(run.sparkAppId)}`, server), { signal: AbortSignal.timeout(5000) }).catch(() => undefined);
+      await response?.body?.cancel();
+      if (response?.ok) break;
+      await sleep(250);
+    }
+    return { server, sparkAppId: run.sparkAppId };
+  }
+
+  async remove(appName: string): Promise<void> {
+    await this.index.remove(appName);
+  }
+
+  async close(): Promise<void> {
+    this.unsubscribe();
+    await this.server.close();
+  }
+
+  /** Reads the logs again until this application's run is found, for as long as a closing log may take. */
+  private async settle(appName: string, signal?: AbortSignal) {
+    const deadline = Date.now() + 10_000;
+    for (;;) {
+      await this.index.refresh();
+      const run = this.index.lookup(appName);
+      if (run?.completed || signal?.aborted || Date.now() > deadline) return run;
+      await sleep(250);
+    }
+  }
+}
