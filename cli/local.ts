@@ -54,7 +54,7 @@ export async function localCommand(argv: string[]): Promise<number> {
   const spark = findSpark();
   const cluster = new LocalCluster({ dataDir, rules, cores: Number(values.cores), log, interactiveLabel: KERNEL_LABEL, ...spark });
   const history = withHistory
-    ? new LocalSparkHistory({ dataDir, sparkClass: spark.sparkSubmit.includes('/') ? join(dirname(spark.sparkSubmit), 'spark-class') : 'spark-class', events: cluster.events, log, retentionMs })
+    ? new LocalSparkHistory({ dataDir, sparkClass: spark.sparkSubmit.includes('/') ? join(dirname(spark.sparkSubmit), 'spark-class') : 'spark-class', python: spark.python, events: cluster.events, log, retentionMs })
     : undefined;
   const sweeper = retentionMs === undefined ? undefined : new RetentionSweeper({
     cluster, history, retentionMs, onError: (error, appName) => log.warn({ err: error, appName }, 'retention: could not remove an expired application'),

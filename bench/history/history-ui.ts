@@ -49,13 +49,15 @@ async function submit(url: string, file: string, args: string[] = []): Promise<s
 
 /** Resolves with performance.now() at the `changed` event that shows the application ended. */
 function endedAt(url: string, appName: string): Promise<number> {
-  const abort = new AbortController();
   return (async () => {
-    const res = await fetch(`${url}/api/apps/events?q=${appName}`, { signal: abort.signal });
+    const res = await fetch(`${url}/api/apps/events?q=${appName}`);
+    const reader = res.body!.getReader();
     const decoder = new TextDecoder();
     let buffer = '';
-    for await (const chunk of res.body!) {
-      buffer += decoder.decode(chunk as Uint8Array, { stream: true });
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) throw new Error(`the events stream ended before ${appName} did`);
+      buffer += decoder.decode(value, { stream: true });
       for (let end = buffer.indexOf('\n\n'); end >= 0; end = buffer.indexOf('\n\n')) {
         const block = buffer.slice(0, end);
         buffer = buffer.slice(end + 2);
@@ -64,24 +66,25 @@ function endedAt(url: string, appName: string): Promise<number> {
         const app = JSON.parse(data) as { appName: string; state: string };
         if (app.appName === appName && ['COMPLETED', 'FAILED', 'KILLED', 'UNKNOWN'].includes(app.state)) {
           const at = performance.now();
-          abort.abort();
+          await reader.cancel();
           return at;
         }
       }
     }
-    throw new Error(`the events stream ended before ${appName} did`);
   })();
 }
 
 /** Polls the link until it answers the run's jobs page from the history; performance.now() then. */
 async function historyAnswers(url: string, appName: string): Promise<number> {
+  let last = '';
   for (const deadline = performance.now() + 300_000; performance.now() < deadline;) {
-    const res = await fetch(`${url}/dashboard/apps/${appName}/spark-ui/jobs/`).catch(() => undefined);
+    const res = await fetch(`${url}/dashboard/apps/${appName}/spark-ui/jobs/`).catch((error: unknown) => { last = String(error); return undefined; });
     const text = res ? await res.text() : '';
     if (res?.status === 200 && /Completed Jobs/.test(text)) return performance.now();
+    if (res) last = `${res.status} ${text.slice(0, 300)}`;
     await sleep(20);
   }
-  throw new Error(`the history of ${appName} did not answer`);
+  throw new Error(`the history of ${appName} did not answer; last: ${last}`);
 }
 
 async function main() {

@@ -11,6 +11,8 @@ import { isAlive, killGroup, processStartTicks } from './process-runner.js';
 export interface HistoryServerOptions {
   /** Spark's `spark-class` (beside the drivers' spark-submit). */
   sparkClass: string;
+  /** The Python whose pyspark holds Spark (pip's spark-class finds SPARK_HOME with it), as the drivers use. */
+  python?: string;
   /** Local directory of the event logs. */
   logDir: string;
   /** Where its pid file and its own log go (the data dir's run/ and logs/). */
@@ -87,6 +89,7 @@ export class LocalHistoryServer {
         SPARK_LOCAL_IP: '127.0.0.1', // its UI binds loopback only
         SPARK_LOG_DIR: this.options.runDir,
         SPARK_NO_DAEMONIZE: '1',
+        ...(this.options.python ? { PYSPARK_PYTHON: this.options.python, PYSPARK_DRIVER_PYTHON: this.options.python } : {}),
       },
     });
     closeSync(log);

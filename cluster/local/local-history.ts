@@ -11,8 +11,9 @@ import type { LocalLogger } from './logger.js';
 
 export interface LocalHistoryOptions {
   dataDir: string;
-  /** Spark's `spark-class`. */
+  /** Spark's `spark-class`, and the Python whose pyspark it belongs to. */
   sparkClass: string;
+  python?: string;
   events: EventFeed;
   log: LocalLogger;
   retentionMs?: number;
@@ -35,7 +36,7 @@ export class LocalSparkHistory implements SparkHistory {
     const dir = eventLogDir(options.dataDir);
     this.index = new EventLogIndex(dir, (error, entry) => options.log.warn({ err: error, entry }, 'could not read an event log'));
     this.server = new LocalHistoryServer({
-      sparkClass: options.sparkClass, logDir: dir,
+      sparkClass: options.sparkClass, python: options.python, logDir: dir,
       runDir: join(options.dataDir, 'run'), logFile: join(options.dataDir, 'logs', 'history-server.log'),
     });
     const background = (work: Promise<unknown>, what: string) => {

@@ -46,7 +46,10 @@ t.test('after the end and a restart, the link opens the run from its history', {
   t.equal(entries.filter((e) => e.startsWith('eventlog_v2_')).length, 2, `a rolling event log per run under the data dir (${entries.join(', ')})`);
 
   t.equal(await service.stop(), 0, 'the service stops');
-  service = await startService(t, { dataDir, args: ['--cores', '2'] });
+  // Restarted as a user's shell would start it: the virtualenv not on PATH (the service finds
+  // it in the cache, and the History Server must find its Spark without it).
+  const { SUBMISSION_SERVICE_PYTHON_ENV: _venv, ...plain } = process.env;
+  service = await startService(t, { dataDir, args: ['--cores', '2'], env: { ...plain, PATH: '/usr/local/bin:/usr/bin:/bin' } });
   const { url } = service;
   // The index reads the logs again at start; the answer says so once it has.
   await until(async () => (await read(url, good)).sparkUi.state === 'history', { timeoutMs: 60_000, what: 'the history state after a restart' });
