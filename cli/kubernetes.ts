@@ -3,6 +3,7 @@ import { parseArgs } from 'node:util';
 import { kubeClients } from '../cluster/kubernetes/client.js';
 import { createLogger, loggerOptions } from '../lib/logger.js';
 import { KubernetesCluster } from '../cluster/kubernetes/kubernetes-cluster.js';
+import { timingForLease } from '../cluster/kubernetes/lease-decision.js';
 import { loadSessionSecret } from '../dashboard/session-secret.js';
 import { FileKeyStore } from '../submit-api/auth/key-store.js';
 import { SecretKeyStore } from '../submit-api/auth/secret-key-store.js';
@@ -37,7 +38,7 @@ export async function apiCommand(argv: string[]): Promise<number> {
       auth: { type: 'string', default: 'on' },
       'data-dir': { type: 'string', default: defaultDataDir() },
       controller: { type: 'string', default: 'on', description: 'on: run for the Lease and, while holding it, write application status (README "Kubernetes mode"); off: read only' },
-      'lease-seconds': { type: 'string', default: '6', description: 'how long the Lease holds without renewal: a successor takes over within this' },
+      'lease-seconds': { type: 'string', default: '15', description: 'how long the Lease holds without renewal (client-go\'s 15 s); the renew deadline is 2/3 of it, the retry period 2/15 (10 s and 2 s)' },
       'trust-proxy': { type: 'boolean', default: false, description: 'honour X-Forwarded-Proto/-For from the proxy in front (an ingress): Secure cookies behind TLS' },
       'keys-secret': { type: 'string', description: 'NAMESPACE/NAME of the Secret whose keys.json holds the API keys (watched; instead of <data-dir>/keys.json)' },
       'node-pools': { type: 'string', description: 'the node-pool file; its policy section says whether users may act on applications of other keys' },
@@ -58,7 +59,7 @@ export async function apiCommand(argv: string[]): Promise<number> {
   await secretStore?.start();
   const cluster = new KubernetesCluster({
     clients, namespace: values.namespace, controller: values.controller === 'on',
-    lease: { leaseSeconds, renewMs: Math.max(200, Math.floor(leaseSeconds * 1000 / 3)), retryMs: Math.max(200, Math.floor(leaseSeconds * 1000 / 6)) },
+    lease: timingForLease(leaseSeconds * 1000),
   });
   // The cache is listed before the port opens: a replica never answers from an empty cache.
   await cluster.start();

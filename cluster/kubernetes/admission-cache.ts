@@ -7,11 +7,11 @@
 import type { KubernetesObject, V1Pod } from '@kubernetes/client-node';
 import { LRUCache } from 'lru-cache';
 import type { ApplicationConfig } from '../../schemas/index.js';
-import { LABEL_APP, LABEL_JOB, LABEL_TEMPLATE, readConfig, SPARK_ROLE } from '../../webhook/domain/index.js';
+import { LABEL_APP, LABEL_JOB, LABEL_TEMPLATE, readConfigAnnotation, SPARK_ROLE } from '../../webhook/domain/index.js';
 import { GROUP, type KubeClients, TEMPLATES, VERSION } from './client.js';
 import { statusCode } from './errors.js';
 import { type Log, type ResilientInformer, resilientInformer } from './informers.js';
-import { admissionCacheLookups } from './metrics.js';
+import { admissionCacheLookups, malformedAnnotations } from './metrics.js';
 
 type TemplateObject = KubernetesObject & { spec?: { config?: ApplicationConfig } };
 
@@ -43,8 +43,14 @@ export class AdmissionCache {
     const selector = `${LABEL_JOB},${SPARK_ROLE}=driver`;
     const drivers = resilientInformer<V1Pod>(kc, 'driver pods (admission)', `/api/v1/namespaces/${ns}/pods`,
       () => core.listNamespacedPod({ namespace: ns, labelSelector: selector }), { labelSelector: selector, log: this.log });
+    // A config annotation edited into something unreadable after admission is said, counted
+    // and skipped (the config admission cached for it, if any, stays: it is what was admitted).
     const putDriver = (pod: V1Pod) => {
-      const config = readConfig(pod);
+      const { config, problem } = readConfigAnnotation(pod);
+      if (problem) {
+        malformedAnnotations.inc({ component: 'webhook' });
+        this.log(`admission cache: driver pod ${pod.metadata?.name}: ${problem}; skipped`);
+      }
       if (pod.metadata?.name && config) this.applications.set(pod.metadata.name, config);
     };
     drivers.informer.on('add', putDriver);
@@ -80,9 +86,14 @@ export class AdmissionCache {
 
   private async fetchDriver(name: string): Promise<void> {
     const pod = await this.absentOn404(`driver pod ${name}`, () => this.clients.core.readNamespacedPod({ name, namespace: this.namespace }));
-    const config = pod && readConfig(pod);
-    if (config && pod.metadata?.labels?.[LABEL_JOB]) this.applications.set(name, config);
-    // No such driver (or not ours): the executor is not ours and passes untouched.
+    if (!pod?.metadata?.labels?.[LABEL_JOB]) return; // no such driver, or not ours: the executor is not ours and passes untouched
+    const { config, problem } = readConfigAnnotation(pod);
+    // Ours, but its config is unreadable: sizing the executor from nothing would be a wrong answer.
+    if (problem) {
+      malformedAnnotations.inc({ component: 'webhook' });
+      throw new Error(`driver pod ${name}: ${problem}`);
+    }
+    if (config) this.applications.set(name, config);
   }
 
   /** A freshly created template may not have arrived yet: one GET on a miss, then cached. */

@@ -11,8 +11,8 @@ import type { AppRecord, ListQuery, Page } from '../cluster.js';
 import { decodeCursor, encodeCursor, matchesQuery } from '../paging.js';
 import { APPLICATIONS, GROUP, type KubeClients, VERSION } from './client.js';
 import { type Log, type ResilientInformer, resilientInformer } from './informers.js';
-import { applicationsByState } from './metrics.js';
-import { type ApplicationResource, desiredStatus, type DriverView, toRecord } from './records.js';
+import { applicationsByState, malformedAnnotations } from './metrics.js';
+import { type ApplicationResource, desiredStatus, type DriverView, toRecord, unreadableConfig } from './records.js';
 
 export const DRIVER_SELECTOR = `${LABEL_JOB},${SPARK_ROLE}=driver`;
 export const EXECUTOR_SELECTOR = `${SPARK_ROLE}=executor,${LABEL_APP}`;
@@ -64,8 +64,8 @@ export class AppCache {
     apps.on('update', (r) => this.putApplication(r as unknown as Resource));
     apps.on('delete', (r) => this.dropApplication(r as unknown as Resource));
     const drivers = this.drivers.informer;
-    drivers.on('add', (p) => this.driverChanged(p));
-    drivers.on('update', (p) => this.driverChanged(p));
+    drivers.on('add', (p) => { this.checkConfig(p); this.driverChanged(p); });
+    drivers.on('update', (p) => { this.checkConfig(p); this.driverChanged(p); });
     drivers.on('delete', (p) => { this.deletedDrivers.set(p.metadata!.name!, p); this.driverChanged(p); });
     const executors = this.executors.informer;
     executors.on('add', (p) => this.executorChanged(p, false));
@@ -209,6 +209,14 @@ export class AppCache {
     // A live pod of that name again replaces the last state of a deleted one.
     if (this.drivers.informer.get(name, this.options.namespace)) this.deletedDrivers.delete(name);
     this.refresh(name);
+  }
+
+  /** A config annotation edited into something unreadable: said and counted here, shown in stateDetail (records.ts). */
+  private checkConfig(pod: V1Pod): void {
+    const problem = unreadableConfig(pod);
+    if (!problem) return;
+    malformedAnnotations.inc({ component: 'api' });
+    this.options.log?.(`driver pod ${pod.metadata?.name}: ${problem}`);
   }
 
   private executorChanged(pod: V1Pod, deleted: boolean): void {

@@ -20,6 +20,7 @@ import { APPLICATIONS, FIELD_MANAGER, GROUP, type KubeClients, VERSION } from '.
 import { kubeCall, kubeCallOrAbsent, missedAdmission, translate, webhookRefusal } from './errors.js';
 import type { Log as LogFn } from './informers.js';
 import { LeaderElection } from './leader-election.js';
+import type { LeaseTiming } from './lease-decision.js';
 import { Reconciler } from './reconciler.js';
 import { type ApplicationResource, applicationResource, desiredStatus, toRecord } from './records.js';
 import { KubernetesTemplateStore } from './template-store.js';
@@ -31,7 +32,9 @@ export interface KubernetesClusterOptions {
   /** Run the controller under the Lease (default true); false: this process only reads. */
   controller?: boolean;
   /** Name of the Lease (default submission-service-controller) and this replica's identity in it. */
-  lease?: { name?: string; identity?: string; leaseSeconds?: number; renewMs?: number; retryMs?: number };
+  lease?: { name?: string; identity?: string } & Partial<LeaseTiming>;
+  /** The controller's periodic resync (default 5 min). */
+  resyncMs?: number;
   /** Grace period for an Application without a driver pod before it is UNKNOWN (default 30 s). */
   missingPodGraceMs?: number;
   log?: LogFn;
@@ -55,14 +58,17 @@ export class KubernetesCluster implements Cluster {
       onRecord: (type, record) => this.events.publish(type, record),
       onTouch: (name) => this.reconciler.enqueue(name),
     });
-    this.reconciler = new Reconciler({ clients: options.clients, namespace: options.namespace, cache: this.cache, graceMs: options.missingPodGraceMs, log });
+    this.reconciler = new Reconciler({
+      clients: options.clients, namespace: options.namespace, cache: this.cache, graceMs: options.missingPodGraceMs, log, resyncMs: options.resyncMs,
+      mayWrite: () => this.leader?.isLeader ?? false,
+    });
     if (options.controller ?? true) {
       const lease = options.lease ?? {};
       this.leader = new LeaderElection({
         clients: options.clients, namespace: options.namespace, log,
         name: lease.name ?? 'submission-service-controller',
         identity: lease.identity ?? `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`,
-        leaseSeconds: lease.leaseSeconds, renewMs: lease.renewMs, retryMs: lease.retryMs,
+        timing: { leaseMs: lease.leaseMs, renewDeadlineMs: lease.renewDeadlineMs, retryMs: lease.retryMs },
         onStartedLeading: () => this.reconciler.activate(),
         onStoppedLeading: () => this.reconciler.deactivate(),
       });

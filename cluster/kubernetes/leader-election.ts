@@ -1,18 +1,27 @@
-// One leader among the API replicas, on a coordination.k8s.io/v1 Lease. client-node 1.x has
-// no leader election (client-go's lives in tools/leaderelection), and the controller needs
-// only the core of it, so this is that core, small: acquire the Lease when it is free or its
-// holder stopped renewing, renew it every `renewMs`, give up leadership when renewing has
-// failed for longer than the lease (another replica may hold it by then), release it on stop
-// so a successor need not wait.
+// One leader among the API replicas, on a coordination.k8s.io/v1 Lease, with client-go's
+// semantics (tools/leaderelection; client-node 1.x has no leader election): lease 15 s, renew
+// deadline 10 s, retry 2 s by default. The decisions are pure (lease-decision.ts); this is the
+// loop and the apiserver calls around them.
 //
-// Expiry is judged as client-go does, by the local clock of the observer: a Lease whose
-// resourceVersion has not changed for `leaseSeconds` since this replica first saw it is
-// expired. No clocks are compared across machines. Writes are conditional on the
-// resourceVersion read, so two candidates never both win.
+// - A candidate reads the Lease every retry period (with jitter) and takes it when it is
+//   free, or when its resourceVersion has not changed for the lease duration as measured on
+//   this process's monotonic clock (no clocks compared across machines).
+// - The leader renews every retry period. Each call has a timeout, and a leader's calls end
+//   before its renew deadline. If no renewal succeeded within the renew deadline (measured
+//   from when the last successful one STARTED), it stops leading at once: `isLeader` turns
+//   false, which the controller checks before every write, and `onStoppedLeading` runs, all
+//   before any follower may take over (lease-decision.ts says why).
+// - Writes are conditional on the resourceVersion read, so two candidates never both win.
+// - A leader that stops cleanly releases the Lease, so a successor need not wait.
 import { CoordinationV1Api, type V1Lease } from '@kubernetes/client-node';
+import { CallTimeoutError, withTimeout } from './call-timeout.js';
 import type { KubeClients } from './client.js';
 import { statusCode } from './errors.js';
 import type { Log } from './informers.js';
+import {
+  callBudget, checkTiming, CLIENT_GO_TIMING, decide, type LeaseTiming, mayLead, type Observation, retryDelay,
+} from './lease-decision.js';
+import { leaderGauge, leaseOutcomes } from './metrics.js';
 
 const RENEWED = 'submission-service/renewed-at';
 
@@ -21,9 +30,10 @@ export interface LeaderElectionOptions {
   namespace: string;
   name: string;
   identity: string;
-  leaseSeconds?: number;
-  renewMs?: number;
-  retryMs?: number;
+  /** Defaults: client-go's (15 s, 10 s, 2 s). */
+  timing?: Partial<LeaseTiming>;
+  /** A monotonic clock in ms (default performance.now). */
+  now?: () => number;
   log?: Log;
   onStartedLeading: () => void;
   onStoppedLeading: () => void;
@@ -31,23 +41,30 @@ export interface LeaderElectionOptions {
 
 export class LeaderElection {
   private readonly api: CoordinationV1Api;
+  readonly timing: LeaseTiming;
+  private readonly now: () => number;
   private running = false;
   private leader = false;
   private loop?: Promise<void>;
   private wake?: () => void;
-  private timer?: NodeJS.Timeout;
-  private observed?: { version: string; at: number };
-  private renewedAt = 0;
+  private sleepTimer?: NodeJS.Timeout;
+  private deadlineTimer?: NodeJS.Timeout;
+  private observed?: Observation;
+  /** When the last successful renewal (or the acquisition) started. */
+  private renewStartedAt?: number;
 
   constructor(private readonly options: LeaderElectionOptions) {
     this.api = options.clients.kc.makeApiClient(CoordinationV1Api);
+    const given = Object.fromEntries(Object.entries(options.timing ?? {}).filter(([, v]) => v !== undefined));
+    this.timing = { ...CLIENT_GO_TIMING, ...given };
+    checkTiming(this.timing);
+    this.now = options.now ?? (() => performance.now());
   }
 
+  /** True only while this replica holds the Lease AND is within its renew deadline: checked before every write. */
   get isLeader(): boolean {
-    return this.leader;
+    return this.leader && mayLead(this.renewStartedAt, this.now(), this.timing);
   }
-
-  private get leaseMs() { return (this.options.leaseSeconds ?? 6) * 1000; }
 
   start(): void {
     if (this.running) return;
@@ -57,30 +74,66 @@ export class LeaderElection {
 
   async stop(): Promise<void> {
     this.running = false;
-    if (this.timer) clearTimeout(this.timer);
+    if (this.sleepTimer) clearTimeout(this.sleepTimer);
     this.wake?.();
     await this.loop;
     if (this.leader) {
-      this.setLeader(false);
-      await this.release().catch((error: unknown) => this.options.log?.(`could not release lease ${this.options.name}: ${String(error)}`));
+      const could = this.isLeader;
+      this.stepDown('stopping');
+      if (could) await this.release().catch((error: unknown) => this.say(`could not release lease ${this.options.name}: ${message(error)}`));
     }
+  }
+
+  private say(text: string): void {
+    this.options.log?.(text);
   }
 
   private async run(): Promise<void> {
     while (this.running) {
-      try {
-        await this.tryAcquireOrRenew();
-      } catch (error) {
-        if (statusCode(error) !== 409) this.options.log?.(`lease ${this.options.name}: ${(error as Error).message ?? String(error)}`);
-      }
-      if (this.leader && Date.now() - this.renewedAt > this.leaseMs) {
-        this.options.log?.(`lease ${this.options.name} not renewed for ${this.leaseMs} ms: no longer the leader`);
-        this.setLeader(false);
-      }
+      const started = this.now();
+      const budget = callBudget(this.renewStartedAt, this.leader, started, this.timing);
+      if (this.leader && budget <= 0) this.stepDown(`lease ${this.options.name} not renewed within ${this.timing.renewDeadlineMs} ms`);
+      else await this.attempt(started, budget);
+      if (this.leader && !this.isLeader) this.stepDown(`lease ${this.options.name} not renewed within ${this.timing.renewDeadlineMs} ms`);
+      if (!this.running) break;
       await new Promise<void>((ok) => {
         this.wake = ok;
-        this.timer = setTimeout(ok, this.leader ? this.options.renewMs ?? 2000 : this.options.retryMs ?? 1000);
+        this.sleepTimer = setTimeout(ok, this.leader ? this.timing.retryMs : retryDelay(this.timing));
       });
+    }
+  }
+
+  /** One try to acquire or renew; every outcome is counted, failures are said. */
+  private async attempt(started: number, budget: number): Promise<void> {
+    const deadline = started + budget;
+    const left = () => Math.max(1, deadline - this.now());
+    const { namespace, name, identity } = this.options;
+    try {
+      let lease: V1Lease | undefined;
+      try {
+        lease = await withTimeout(`reading lease ${name}`, left(), (o) => this.api.readNamespacedLease({ name, namespace }, o));
+      } catch (error) {
+        if (statusCode(error) !== 404) throw error;
+      }
+      const view = lease && { version: lease.metadata?.resourceVersion ?? '', holder: lease.spec?.holderIdentity, durationSeconds: lease.spec?.leaseDurationSeconds };
+      const decision = decide(view, this.observed, identity, this.now(), this.timing);
+      this.observed = decision.observed;
+      if (decision.action === 'wait') {
+        leaseOutcomes.inc({ outcome: 'held-by-other' });
+        if (this.leader) this.stepDown(`lease ${name} is held by ${view?.holder}`);
+        return;
+      }
+      const annotations = { ...lease?.metadata?.annotations, [RENEWED]: new Date().toISOString() }; // for people; never read
+      const written = decision.action === 'create'
+        ? await withTimeout(`creating lease ${name}`, left(), (o) => this.api.createNamespacedLease({ namespace, body: { metadata: { name, namespace, annotations }, spec: this.spec() } }, o))
+        : await withTimeout(`writing lease ${name}`, left(), (o) => this.api.replaceNamespacedLease({ name, namespace, body: { ...lease, metadata: { ...lease!.metadata, annotations }, spec: this.spec(lease) } }, o));
+      this.observed = { version: written.metadata?.resourceVersion ?? '', holder: identity, at: this.now() };
+      this.renewed(started, decision.action === 'renew' && this.leader ? 'renewed' : 'acquired');
+    } catch (error) {
+      const outcome = statusCode(error) === 409 ? 'conflict' : error instanceof CallTimeoutError ? 'timeout' : 'error';
+      leaseOutcomes.inc({ outcome });
+      // A conflict is another candidate winning the same race: nothing to say.
+      if (outcome !== 'conflict') this.say(`lease ${name}: ${message(error)}`);
     }
   }
 
@@ -96,55 +149,50 @@ export class LeaderElection {
     return {
       ...previous?.spec,
       holderIdentity: this.options.identity,
-      leaseDurationSeconds: this.leaseMs / 1000,
+      leaseDurationSeconds: Math.max(1, Math.ceil(this.timing.leaseMs / 1000)),
       leaseTransitions: (previous?.spec?.leaseTransitions ?? 0) + (changed && previous ? 1 : 0),
     };
   }
 
-  private async tryAcquireOrRenew(): Promise<void> {
-    const { namespace, name, identity } = this.options;
-    let lease: V1Lease;
-    try {
-      lease = await this.api.readNamespacedLease({ name, namespace });
-    } catch (error) {
-      if (statusCode(error) !== 404) throw error;
-      await this.api.createNamespacedLease({ namespace, body: { metadata: { name, namespace, annotations: { [RENEWED]: new Date().toISOString() } }, spec: this.spec() } });
-      this.won();
-      return;
-    }
-    const version = lease.metadata?.resourceVersion ?? '';
-    if (this.observed?.version !== version) this.observed = { version, at: Date.now() };
-    const holder = lease.spec?.holderIdentity;
-    const expired = Date.now() - this.observed.at > (lease.spec?.leaseDurationSeconds ?? this.leaseMs / 1000) * 1000;
-    if (holder && holder !== identity && !expired) {
-      if (this.leader) this.setLeader(false);
-      return;
-    }
-    const metadata = { ...lease.metadata, annotations: { ...lease.metadata?.annotations, [RENEWED]: new Date().toISOString() } };
-    const written = await this.api.replaceNamespacedLease({ name, namespace, body: { ...lease, metadata, spec: this.spec(lease) } });
-    this.observed = { version: written.metadata?.resourceVersion ?? '', at: Date.now() };
-    this.won();
-  }
-
-  private won(): void {
-    this.renewedAt = Date.now();
+  private renewed(started: number, outcome: 'acquired' | 'renewed'): void {
+    this.renewStartedAt = started;
+    leaseOutcomes.inc({ outcome });
+    // Step down exactly at the deadline, even while a call is outstanding or the loop sleeps.
+    if (this.deadlineTimer) clearTimeout(this.deadlineTimer);
+    this.deadlineTimer = setTimeout(() => {
+      if (this.leader && !this.isLeader) this.stepDown(`lease ${this.options.name} not renewed within ${this.timing.renewDeadlineMs} ms`);
+    }, Math.max(0, started + this.timing.renewDeadlineMs - this.now()) + 1);
+    this.deadlineTimer.unref();
     if (!this.leader) {
-      this.options.log?.(`${this.options.identity} holds lease ${this.options.name}: this replica runs the controller`);
-      this.setLeader(true);
+      this.say(`${this.options.identity} holds lease ${this.options.name}: this replica runs the controller`);
+      this.leader = true;
+      leaderGauge.set(1);
+      this.options.onStartedLeading();
     }
   }
 
-  private setLeader(leader: boolean): void {
-    if (this.leader === leader) return;
-    this.leader = leader;
-    if (leader) this.options.onStartedLeading();
-    else this.options.onStoppedLeading();
+  private stepDown(why: string): void {
+    if (!this.leader) return;
+    this.leader = false;
+    this.renewStartedAt = undefined;
+    if (this.deadlineTimer) clearTimeout(this.deadlineTimer);
+    leaderGauge.set(0);
+    if (why !== 'stopping') {
+      leaseOutcomes.inc({ outcome: 'lost' });
+      this.say(`${why}: no longer the leader`);
+    }
+    this.options.onStoppedLeading();
   }
 
   private async release(): Promise<void> {
     const { namespace, name, identity } = this.options;
-    const lease = await this.api.readNamespacedLease({ name, namespace });
+    const ms = this.timing.retryMs;
+    const lease = await withTimeout(`reading lease ${name}`, ms, (o) => this.api.readNamespacedLease({ name, namespace }, o));
     if (lease.spec?.holderIdentity !== identity) return;
-    await this.api.replaceNamespacedLease({ name, namespace, body: { ...lease, spec: { ...lease.spec, holderIdentity: '', leaseDurationSeconds: 1 } } });
+    await withTimeout(`releasing lease ${name}`, ms, (o) => this.api.replaceNamespacedLease({ name, namespace, body: { ...lease, spec: { ...lease.spec, holderIdentity: '', leaseDurationSeconds: 1 } } }, o));
   }
+}
+
+function message(error: unknown): string {
+  return (error as Error)?.message ?? String(error);
 }

@@ -33,6 +33,45 @@ export const transitionSeconds = once('submission_service_state_transition_secon
 
 export const statusWrites = once('submission_service_controller_writes_total', () => new Counter({
   name: 'submission_service_controller_writes_total',
-  help: "The controller's writes to Applications, by kind (status, config) and outcome (ok, conflict, error).",
+  help: "The controller's writes to Applications, by kind (status, config) and outcome (ok, conflict, gone, invalid (422, logged), error, not-leader).",
   labelNames: ['kind', 'outcome'],
+}));
+
+export const informerHandlerErrors = once('submission_service_informer_handler_errors_total', () => new Counter({
+  name: 'submission_service_informer_handler_errors_total',
+  help: 'Informer event handlers that threw, by resource and event: logged, and the object skipped (the process goes on).',
+  labelNames: ['resource', 'event'],
+}));
+
+export const informerLists = once('submission_service_informer_lists_total', () => new Counter({
+  name: 'submission_service_informer_lists_total',
+  help: 'Full lists by informers, by resource: the first, and each relist after a watch answered 410 Gone.',
+  labelNames: ['resource'],
+}));
+
+export const malformedAnnotations = once('submission_service_malformed_annotations_total', () => new Counter({
+  name: 'submission_service_malformed_annotations_total',
+  help: "Driver pods seen with a config annotation that cannot be read (edited after admission), by component (api, webhook).",
+  labelNames: ['component'],
+}));
+
+export const controllerQueue = once('submission_service_controller_queue_depth', () => new Gauge({
+  name: 'submission_service_controller_queue_depth',
+  help: "Application names waiting in the controller's work queue (not counting those in flight or waiting out a backoff).",
+}));
+
+export const controllerRetries = once('submission_service_controller_retries_total', () => new Counter({
+  name: 'submission_service_controller_retries_total',
+  help: 'Reconciles that failed and were queued again after a per-application backoff.',
+}));
+
+export const leaderGauge = once('submission_service_controller_leader', () => new Gauge({
+  name: 'submission_service_controller_leader',
+  help: '1 while this replica holds the controller Lease and may write, else 0.',
+}));
+
+export const leaseOutcomes = once('submission_service_lease_attempts_total', () => new Counter({
+  name: 'submission_service_lease_attempts_total',
+  help: 'Attempts to acquire or renew the controller Lease, by outcome (acquired, renewed, held-by-other, conflict, error, timeout, lost).',
+  labelNames: ['outcome'],
 }));

@@ -5,15 +5,23 @@
 // writes the Application first, before admission has decided the config), and marks an
 // Application whose driver pod never appeared within `graceMs` UNKNOWN (a crash between
 // the two writes leaves no record that looks alive).
-// Only the leader (leader-election.ts) runs it; others keep their queue idle.
+//
+// The queue (work-queue.ts) gives client-go's guarantees: one worker per name at a time, a
+// burst of events for a name collapses into one more pass, a failed name comes back after its
+// own exponential backoff with jitter (capped), and a periodic resync queues every name again
+// so that a missed event heals. Only the leader (leader-election.ts) runs it; each write
+// first checks that this replica still leads (within its renew deadline), carries a
+// timeout, and is aborted when leadership ends.
 import { isTerminal, type Transition } from '../cluster.js';
 import type { AppCache } from './app-cache.js';
 import { APPLICATIONS, FIELD_MANAGER, GROUP, type KubeClients, VERSION } from './client.js';
+import { type CallOptions, CallTimeoutError, withTimeout } from './call-timeout.js';
 import { configCopyPatch } from './config-copy.js';
-import { statusCode } from './errors.js';
+import { apiStatus, statusCode } from './errors.js';
 import type { Log } from './informers.js';
-import { statusWrites, transitionSeconds } from './metrics.js';
+import { controllerQueue, controllerRetries, statusWrites, transitionSeconds } from './metrics.js';
 import { type ApplicationStatus, desiredStatus } from './records.js';
+import { type BackoffOptions, WorkQueue } from './work-queue.js';
 
 export interface ReconcilerOptions {
   clients: KubeClients;
@@ -23,6 +31,22 @@ export interface ReconcilerOptions {
   graceMs?: number;
   workers?: number;
   log?: Log;
+  /** Checked right before every write: false once this replica no longer leads (default: always true). */
+  mayWrite?: () => boolean;
+  /** Every name is queued again this often, so a missed event heals (default 5 min). */
+  resyncMs?: number;
+  /** Per-name retry backoff (default 100 ms doubling to 60 s, jitter 0.5). */
+  backoff?: BackoffOptions;
+  /** Timeout of each write (default 10 s). */
+  writeTimeoutMs?: number;
+}
+
+/** One leadership term: its queue, its workers, and what aborts its writes. */
+interface Term {
+  queue: WorkQueue<string>;
+  abort: AbortController;
+  workers: Promise<void>[];
+  resync?: NodeJS.Timeout;
 }
 
 /** JSON with sorted keys: the apiserver stores objects with its own key order. */
@@ -44,10 +68,9 @@ const isInitial = (status: ApplicationStatus): boolean =>
   status.state === 'PENDING' && !status.stateDetail && (status.transitions?.length ?? 0) <= 1;
 
 export class Reconciler {
-  private readonly queue = new Set<string>();
-  private readonly timers = new Map<string, NodeJS.Timeout>();
-  private active = false;
-  private busy = 0;
+  private term?: Term;
+  /** The workers of the previous term: the next term starts once they have finished. */
+  private previous: Promise<unknown> = Promise.resolve();
   private idle: (() => void)[] = [];
 
   constructor(private readonly options: ReconcilerOptions) {}
@@ -55,58 +78,73 @@ export class Reconciler {
   private get graceMs() { return this.options.graceMs ?? 30_000; }
   private get where() { return { group: GROUP, version: VERSION, plural: APPLICATIONS, namespace: this.options.namespace }; }
 
-  /** Leader: reconcile everything once, then every change. */
-  activate(): void {
-    this.active = true;
-    for (const name of this.options.cache.names()) this.queue.add(name);
-    this.pump();
+  /** The queue of the current term (tests: its lengths and retries). */
+  get queue(): WorkQueue<string> | undefined {
+    return this.term?.queue;
   }
 
-  /** No longer the leader: stop writing (a write in flight finishes). */
+  /** Leader: reconcile everything once, then every change, and everything again every resync period. */
+  activate(): void {
+    if (this.term) return;
+    const term: Term = { queue: new WorkQueue<string>(this.options.backoff), abort: new AbortController(), workers: [] };
+    this.term = term;
+    const queueAll = () => { for (const name of this.options.cache.names()) term.queue.add(name); controllerQueue.set(term.queue.length); };
+    queueAll();
+    term.resync = setInterval(queueAll, this.options.resyncMs ?? 300_000);
+    term.resync.unref();
+    // Writes of the last term were aborted when it ended; they have settled before these start.
+    void this.previous.then(() => {
+      if (term.abort.signal.aborted) return;
+      for (let i = 0; i < (this.options.workers ?? 4); i++) term.workers.push(this.work(term));
+    });
+  }
+
+  /** No longer the leader: stop writing at once (writes in flight are aborted), drop the queue. */
   deactivate(): void {
-    this.active = false;
-    this.queue.clear();
-    for (const timer of this.timers.values()) clearTimeout(timer);
-    this.timers.clear();
+    const term = this.term;
+    if (!term) return;
+    this.term = undefined;
+    clearInterval(term.resync);
+    term.abort.abort();
+    term.queue.shutDown();
+    controllerQueue.set(0);
+    this.previous = Promise.resolve().then(() => Promise.all(term.workers));
+    for (const ok of this.idle.splice(0)) ok();
   }
 
   enqueue(name: string): void {
-    if (!this.active) return;
-    this.queue.add(name);
-    this.pump();
+    this.term?.queue.add(name);
   }
 
-  /** Resolves when nothing is queued or in flight (tests, shutdown). */
+  /** Resolves when nothing is queued, in flight or waiting out a delay (tests, shutdown). */
   drained(): Promise<void> {
-    if (this.queue.size === 0 && this.busy === 0) return Promise.resolve();
+    if (!this.term?.queue.busy) return Promise.resolve();
     return new Promise((ok) => this.idle.push(ok));
   }
 
-  private pump(): void {
-    const workers = this.options.workers ?? 4;
-    while (this.active && this.busy < workers && this.queue.size > 0) {
-      const name = this.queue.values().next().value as string;
-      this.queue.delete(name);
-      this.busy += 1;
-      void this.reconcile(name)
-        .catch((error: unknown) => {
-          this.options.log?.(`reconcile ${name}: ${(error as Error).message ?? String(error)}; retrying in 1 s`);
-          this.later(name, 1000);
-        })
-        .finally(() => {
-          this.busy -= 1;
-          if (this.queue.size === 0 && this.busy === 0) for (const ok of this.idle.splice(0)) ok();
-          this.pump();
-        });
+  private async work(term: Term): Promise<void> {
+    const { queue } = term;
+    for (;;) {
+      const name = await queue.get();
+      if (name === undefined) return;
+      controllerQueue.set(queue.length);
+      try {
+        await this.reconcile(name, term);
+        queue.forget(name);
+      } catch (error) {
+        if (!queue.shuttingDown) {
+          const ms = queue.addRateLimited(name);
+          controllerRetries.inc();
+          this.options.log?.(`reconcile ${name}: ${(error as Error)?.message ?? String(error)}; retry ${queue.retries(name)} in ${ms} ms`);
+        }
+      } finally {
+        queue.done(name);
+        if (!queue.busy) for (const ok of this.idle.splice(0)) ok();
+      }
     }
   }
 
-  private later(name: string, ms: number): void {
-    if (!this.active || this.timers.has(name)) return;
-    this.timers.set(name, setTimeout(() => { this.timers.delete(name); this.enqueue(name); }, ms));
-  }
-
-  private async reconcile(name: string): Promise<void> {
+  private async reconcile(name: string, term: Term): Promise<void> {
     const { cache } = this.options;
     const resource = cache.application(name);
     if (!resource) return;
@@ -115,36 +153,55 @@ export class Reconciler {
     if (!driver && !isTerminal(resource.status?.state)) {
       const age = Date.now() - new Date(resource.metadata.creationTimestamp ?? 0).getTime();
       missing = age >= this.graceMs;
-      if (!missing) this.later(name, this.graceMs - age + 50);
+      if (!missing) term.queue.addAfter(name, this.graceMs - age + 50);
     }
     if (driver && Object.keys(resource.spec.config ?? {}).length === 0) {
       // With the submission's annotations, so that GET .../submission still answers after the
       // driver pod is deleted.
       const patch = configCopyPatch(resource, driver.pod);
-      if (patch) await this.write('config', name, () => this.options.clients.custom.patchNamespacedCustomObject({
+      if (patch) await this.write('config', name, term, (o) => this.options.clients.custom.patchNamespacedCustomObject({
         ...this.where, name, fieldManager: FIELD_MANAGER, body: patch,
-      }));
+      }, o));
     }
     const status = desiredStatus(resource, driver, cache.runningExecutors(name), { missing });
     if (canonical(status) !== canonical(resource.status ?? {}) && !(resource.status === undefined && isInitial(status))) {
-      const ok = await this.write('status', name, () => this.options.clients.custom.replaceNamespacedCustomObjectStatus({
+      const ok = await this.write('status', name, term, (o) => this.options.clients.custom.replaceNamespacedCustomObjectStatus({
         ...this.where, name, fieldManager: FIELD_MANAGER, body: { ...resource, status },
-      }));
+      }, o));
       if (ok) this.observe(resource.status?.transitions ?? [], status.transitions ?? []);
     }
     if (isTerminal(status.state) && driver?.deleted) cache.forgetDeletedDriver(name);
   }
 
-  /** A write; a conflict (409) or a vanished object (404) is not an error: the informer brings the news and the name comes back. */
-  private async write(kind: string, name: string, run: () => Promise<unknown>): Promise<boolean> {
+  /**
+   * One write, only while this replica leads, with a timeout, aborted when the term ends.
+   * A conflict (409) or a vanished object (404) is not an error: the informer brings the news
+   * and the name comes back. 422 (the apiserver refused the object, or a JSON patch's test
+   * failed) is logged and counted, not retried: the next change of the Application, or the
+   * resync, brings the name back. Anything else throws: the name is retried after its backoff.
+   */
+  private async write(kind: string, name: string, term: Term, run: (options: CallOptions) => Promise<unknown>): Promise<boolean> {
+    if (term.abort.signal.aborted || !(this.options.mayWrite?.() ?? true)) {
+      statusWrites.inc({ kind, outcome: 'not-leader' });
+      return false;
+    }
     try {
-      await run();
+      await withTimeout(`the ${kind} write of ${name}`, this.options.writeTimeoutMs ?? 10_000, run, term.abort.signal);
       statusWrites.inc({ kind, outcome: 'ok' });
       return true;
     } catch (error) {
       const code = statusCode(error);
-      if (code === 409 || code === 404 || code === 422) {
-        statusWrites.inc({ kind, outcome: 'conflict' });
+      if (code === 409 || code === 404) {
+        statusWrites.inc({ kind, outcome: code === 409 ? 'conflict' : 'gone' });
+        return false;
+      }
+      if (code === 422) {
+        statusWrites.inc({ kind, outcome: 'invalid' });
+        this.options.log?.(`reconcile ${name}: the apiserver refused the ${kind} write (422): ${apiStatus(error).status?.message ?? (error as Error).message}`);
+        return false;
+      }
+      if (term.abort.signal.aborted && error instanceof CallTimeoutError) {
+        statusWrites.inc({ kind, outcome: 'not-leader' });
         return false;
       }
       statusWrites.inc({ kind, outcome: 'error' });

@@ -6,7 +6,7 @@
 // disagrees with the write that is about to happen.
 import type { V1ContainerStatus, V1Pod } from '@kubernetes/client-node';
 import type { ApplicationConfig, ApplicationState } from '../../schemas/index.js';
-import { applicationLabels, readConfig } from '../../webhook/domain/index.js';
+import { applicationLabels, readConfig, readConfigAnnotation } from '../../webhook/domain/index.js';
 import { type AppRecord, isTerminal, type Transition } from '../cluster.js';
 
 export interface ApplicationStatus {
@@ -73,6 +73,12 @@ export function podState(view: DriverView): { state?: ApplicationState; startedA
   }
 }
 
+/** Why the driver pod's config annotation cannot be read (edited after admission), for stateDetail; undefined when it can. */
+export function unreadableConfig(pod: V1Pod): string | undefined {
+  const { problem } = readConfigAnnotation(pod);
+  return problem && `the driver pod's config cannot be read: ${problem}`;
+}
+
 /**
  * The status an application should have now. Idempotent: applied to its own result it gives
  * the same status. A terminal status is kept. `missingSince`: the driver pod has not been seen
@@ -111,7 +117,7 @@ export function desiredStatus(resource: ApplicationResource, driver: DriverView 
     runningExecutors: state === 'RUNNING' ? runningExecutors : 0,
     transitions,
   };
-  const detail = next.stateDetail ?? (next.state ? undefined : saved.stateDetail);
+  const detail = [next.stateDetail ?? (next.state ? undefined : saved.stateDetail), driver && unreadableConfig(driver.pod)].filter(Boolean).join('; ');
   if (detail) status.stateDetail = detail;
   return status;
 }

@@ -104,8 +104,25 @@ export function admitPod(pod: V1Pod, ctx: AdmissionContext): Admission {
   return admitDriver(pod, jobName, ctx);
 }
 
-/** The effective config admission wrote into a pod. */
-export function readConfig(pod: V1Pod): ApplicationConfig | undefined {
+/**
+ * The effective config admission wrote into a pod, or why it cannot be read. Total: pod
+ * annotations can be edited after admission (`kubectl annotate`), so a caller that reads them
+ * from a watch must never throw on one.
+ */
+export function readConfigAnnotation(pod: V1Pod): { config?: ApplicationConfig; problem?: string } {
   const raw = pod.metadata?.annotations?.[ANNOTATION_CONFIG];
-  return raw ? (JSON.parse(raw) as ApplicationConfig) : undefined;
+  if (!raw) return {};
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(raw);
+  } catch (error) {
+    return { problem: `the ${ANNOTATION_CONFIG} annotation is not JSON (${(error as Error).message.slice(0, 120)})` };
+  }
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) return { problem: `the ${ANNOTATION_CONFIG} annotation is not a JSON object` };
+  return { config: parsed as ApplicationConfig };
+}
+
+/** The effective config admission wrote into a pod; undefined when absent or unreadable. */
+export function readConfig(pod: V1Pod): ApplicationConfig | undefined {
+  return readConfigAnnotation(pod).config;
 }

@@ -77,18 +77,26 @@ async function prepared(text: string, options: WebhookServerOptions) {
   } catch {
     return reviewText(text, options.admit); // answers the malformed body with its uid
   }
+  const limitMs = options.prepareTimeoutMs ?? 2000;
   let timer: NodeJS.Timeout | undefined;
-  const limit = new Promise<void>((ok) => { timer = setTimeout(ok, options.prepareTimeoutMs ?? 2000); });
+  let late = false;
+  const limit = new Promise<void>((ok) => { timer = setTimeout(() => { late = true; ok(); }, limitMs); });
   // A lookup that failed for any reason but "absent" (an RBAC 403, a timeout) must not turn
-  // into "template not found": it is logged, and the review is denied with 503 (the apiserver
-  // retries later).
+  // into "template not found", and neither may one that has not answered in time (admission
+  // would go on with the miss: a template that exists reported absent, an executor let
+  // through unsized). Both are logged, and the review is denied with 503 (the apiserver's
+  // caller retries later); a late answer still fills the cache for the next review.
   let failure: unknown;
-  const fill = options.prepare!(parsed).catch((error: unknown) => {
+  const fill = options.prepare!(parsed).then(() => { late = false; }, (error: unknown) => {
     failure = error;
     options.logger?.warn({ err: error, uid: uidFromText(text) }, 'cache fill before admission failed');
   });
   await Promise.race([fill, limit]);
   clearTimeout(timer);
+  if (late && failure === undefined) {
+    failure = new Error(`the lookup did not answer within ${limitMs} ms (the apiserver is slow or unreachable)`);
+    options.logger?.warn({ uid: uidFromText(text) }, `cache fill before admission did not answer within ${limitMs} ms`);
+  }
   if (failure !== undefined) {
     const uid = uidFromText(text);
     const message = failure instanceof Error ? failure.message : String(failure);

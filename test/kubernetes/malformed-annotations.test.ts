@@ -1,0 +1,72 @@
+// A driver pod whose config annotation is edited into something unreadable after admission
+// (annotations of a pod can be changed; admission only sees the create): on the real
+// apiserver, nothing crashes, it is reported, and everything keeps serving.
+// - the API and the controller (in this process) and the webhook (in this process) see the
+//   update through their informers: no unhandled rejection (which ends a Node process);
+// - the application's stateDetail says so, in the API and in the status the controller writes;
+// - it is counted (submission_service_malformed_annotations_total);
+// - a new API replica, a new webhook cache and a new controller start with that pod in their
+//   first list (before: a failed start, so a crash loop, and with failurePolicy Fail no pod
+//   could be created in the namespace);
+// - admission goes on: a new submission is admitted.
+import t from 'tap';
+import { register } from 'prom-client';
+import { AdmissionCache } from '../../cluster/kubernetes/admission-cache.js';
+import { ANNOTATION_CONFIG, ANNOTATION_OVERRIDES } from '../../webhook/domain/index.js';
+import { eventually, startApi, startKubeBed } from '../helpers/kubernetes.js';
+
+async function counter(name: string, labels: string): Promise<number> {
+  const text = await register.getSingleMetricAsString(name);
+  const line = text.split('\n').find((l) => l.startsWith(`${name}{${labels}}`));
+  return line ? Number(line.split(' ').at(-1)) : 0;
+}
+
+t.test('a malformed config annotation is reported, never fatal', async (t) => {
+  const rejections: unknown[] = [];
+  const onRejection = (reason: unknown) => { rejections.push(reason); };
+  process.on('unhandledRejection', onRejection);
+  t.teardown(() => { process.off('unhandledRejection', onRejection); });
+
+  const bed = await startKubeBed(t);
+  const { core } = bed.clients;
+  const submitted = await bed.call('POST', '/api/apps/', { jobName: 'edited' });
+  t.equal(submitted.status, 201);
+  const appName: string = submitted.json.appName;
+  const apiBefore = await counter('submission_service_malformed_annotations_total', 'component="api"');
+  const webhookBefore = await counter('submission_service_malformed_annotations_total', 'component="webhook"');
+
+  // What `kubectl annotate --overwrite pod X submission-service/config='{"executor":'` does.
+  const broken = '{"executor":';
+  await core.patchNamespacedPod({ name: appName, namespace: bed.namespace, body: [{ op: 'add', path: `/metadata/annotations/${ANNOTATION_CONFIG.replace('/', '~1')}`, value: broken }] });
+  // And the copy the controller keeps on the Application of what was submitted, too.
+  await bed.clients.custom.patchNamespacedCustomObject({
+    group: 'submission-service.io', version: 'v1', namespace: bed.namespace, plural: 'applications', name: appName,
+    body: [{ op: 'add', path: `/metadata/annotations/${ANNOTATION_OVERRIDES.replace('/', '~1')}`, value: '[not json' }],
+  }).catch(() => undefined); // absent annotations map (not copied yet): the pod alone is enough
+
+  const shown = await eventually(() => bed.call('GET', `/api/apps/${appName}`), (r) => /config cannot be read/.test(r.json?.stateDetail ?? ''), { what: 'the API to report it' });
+  t.equal(shown.status, 200, 'the API answers');
+  t.match(shown.json.stateDetail, /the driver pod's config cannot be read: the \S+ annotation is not JSON/);
+  const status = await eventually(async () => (await bed.applications()).find((a) => a.metadata.name === appName)?.status,
+    (s) => /config cannot be read/.test(s?.stateDetail ?? ''), { what: 'the controller to write it into the status' });
+  t.match(status?.stateDetail, /config cannot be read/, "in the Application's status");
+  t.equal((await bed.call('GET', `/api/apps/${appName}/submission`)).status, 200, 'what it was submitted with still answers');
+  await eventually(() => counter('submission_service_malformed_annotations_total', 'component="api"'), (n) => n > apiBefore, { what: 'the API to count it' });
+  await eventually(() => counter('submission_service_malformed_annotations_total', 'component="webhook"'), (n) => n > webhookBefore, { what: 'the webhook to count it' });
+  t.pass('counted by the API and by the webhook');
+
+  // Restarts with that pod in the first list.
+  const cache = new AdmissionCache(bed.clients, bed.namespace, () => undefined);
+  await cache.start();
+  t.teardown(() => cache.stop());
+  t.ok(cache.ready, 'a new webhook cache starts');
+  const replica = await startApi(bed.testbed.kubeconfig, bed.namespace);
+  t.teardown(() => replica.close());
+  const read = await replica.app.inject({ method: 'GET', url: `/api/apps/${appName}` });
+  t.equal(read.statusCode, 200, 'a new API replica starts and answers');
+  t.match(read.json().stateDetail, /config cannot be read/);
+
+  const next = await bed.call('POST', '/api/apps/', { jobName: 'after' });
+  t.equal(next.status, 201, 'admission goes on');
+  t.same(rejections, [], 'no unhandled rejection in this process (the API, the controller and the webhook run in it)');
+});
