@@ -52,6 +52,8 @@ export class LeaderElection {
   private observed?: Observation;
   /** When the last successful renewal (or the acquisition) started. */
   private renewStartedAt?: number;
+  /** Aborts the call in flight on stop: shutting down never waits out a hung call. */
+  private stopping = new AbortController();
 
   constructor(private readonly options: LeaderElectionOptions) {
     this.api = options.clients.kc.makeApiClient(CoordinationV1Api);
@@ -69,6 +71,7 @@ export class LeaderElection {
   start(): void {
     if (this.running) return;
     this.running = true;
+    this.stopping = new AbortController();
     this.loop = this.run();
   }
 
@@ -76,6 +79,7 @@ export class LeaderElection {
     this.running = false;
     if (this.sleepTimer) clearTimeout(this.sleepTimer);
     this.wake?.();
+    this.stopping.abort();
     await this.loop;
     if (this.leader) {
       const could = this.isLeader;
@@ -111,7 +115,7 @@ export class LeaderElection {
     try {
       let lease: V1Lease | undefined;
       try {
-        lease = await withTimeout(`reading lease ${name}`, left(), (o) => this.api.readNamespacedLease({ name, namespace }, o));
+        lease = await withTimeout(`reading lease ${name}`, left(), (o) => this.api.readNamespacedLease({ name, namespace }, o), this.stopping.signal);
       } catch (error) {
         if (statusCode(error) !== 404) throw error;
       }
@@ -125,11 +129,12 @@ export class LeaderElection {
       }
       const annotations = { ...lease?.metadata?.annotations, [RENEWED]: new Date().toISOString() }; // for people; never read
       const written = decision.action === 'create'
-        ? await withTimeout(`creating lease ${name}`, left(), (o) => this.api.createNamespacedLease({ namespace, body: { metadata: { name, namespace, annotations }, spec: this.spec() } }, o))
-        : await withTimeout(`writing lease ${name}`, left(), (o) => this.api.replaceNamespacedLease({ name, namespace, body: { ...lease, metadata: { ...lease!.metadata, annotations }, spec: this.spec(lease) } }, o));
+        ? await withTimeout(`creating lease ${name}`, left(), (o) => this.api.createNamespacedLease({ namespace, body: { metadata: { name, namespace, annotations }, spec: this.spec() } }, o), this.stopping.signal)
+        : await withTimeout(`writing lease ${name}`, left(), (o) => this.api.replaceNamespacedLease({ name, namespace, body: { ...lease, metadata: { ...lease!.metadata, annotations }, spec: this.spec(lease) } }, o), this.stopping.signal);
       this.observed = { version: written.metadata?.resourceVersion ?? '', holder: identity, at: this.now() };
       this.renewed(started, decision.action === 'renew' && this.leader ? 'renewed' : 'acquired');
     } catch (error) {
+      if (this.stopping.signal.aborted) return;
       const outcome = statusCode(error) === 409 ? 'conflict' : error instanceof CallTimeoutError ? 'timeout' : 'error';
       leaseOutcomes.inc({ outcome });
       // A conflict is another candidate winning the same race: nothing to say.
