@@ -19,6 +19,7 @@ import { startStallProxy } from '../helpers/stall-proxy.js';
 const timing = timingForLease(6_000);
 
 async function counter(name: string, labels: string): Promise<number> {
+  if (!register.getSingleMetric(name)) return 0;
   const text = await register.getSingleMetricAsString(name);
   const line = text.split('\n').find((l) => l.startsWith(`${name}{${labels}}`));
   return line ? Number(line.split(' ').at(-1)) : 0;

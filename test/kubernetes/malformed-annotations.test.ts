@@ -16,6 +16,7 @@ import { ANNOTATION_CONFIG, ANNOTATION_OVERRIDES } from '../../webhook/domain/in
 import { eventually, startApi, startKubeBed } from '../helpers/kubernetes.js';
 
 async function counter(name: string, labels: string): Promise<number> {
+  if (!register.getSingleMetric(name)) return 0;
   const text = await register.getSingleMetricAsString(name);
   const line = text.split('\n').find((l) => l.startsWith(`${name}{${labels}}`));
   return line ? Number(line.split(' ').at(-1)) : 0;
@@ -44,6 +45,12 @@ t.test('a malformed config annotation is reported, never fatal', async (t) => {
     body: [{ op: 'add', path: `/metadata/annotations/${ANNOTATION_OVERRIDES.replace('/', '~1')}`, value: '[not json' }],
   }).catch(() => undefined); // absent annotations map (not copied yet): the pod alone is enough
 
+  // A webhook (re)started now has that pod in its first list (before: its start failed, so a crash loop).
+  const cache = new AdmissionCache(bed.clients, bed.namespace, () => undefined);
+  t.teardown(() => cache.stop());
+  await t.resolves(cache.start(), 'a new webhook cache starts with it in its first list');
+  t.ok(cache.ready, 'and is ready');
+
   const shown = await eventually(() => bed.call('GET', `/api/apps/${appName}`), (r) => /config cannot be read/.test(r.json?.stateDetail ?? ''), { what: 'the API to report it' });
   t.equal(shown.status, 200, 'the API answers');
   t.match(shown.json.stateDetail, /the driver pod's config cannot be read: the \S+ annotation is not JSON/);
@@ -55,11 +62,7 @@ t.test('a malformed config annotation is reported, never fatal', async (t) => {
   await eventually(() => counter('submission_service_malformed_annotations_total', 'component="webhook"'), (n) => n > webhookBefore, { what: 'the webhook to count it' });
   t.pass('counted by the API and by the webhook');
 
-  // Restarts with that pod in the first list.
-  const cache = new AdmissionCache(bed.clients, bed.namespace, () => undefined);
-  await cache.start();
-  t.teardown(() => cache.stop());
-  t.ok(cache.ready, 'a new webhook cache starts');
+  // A new API replica (and controller candidate) started now, with it in its first list.
   const replica = await startApi(bed.testbed.kubeconfig, bed.namespace);
   t.teardown(() => replica.close());
   const read = await replica.app.inject({ method: 'GET', url: `/api/apps/${appName}` });
