@@ -10,6 +10,8 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { ensureNamespace } from '../../cluster/kubernetes/bootstrap.js';
+import { statusCode } from '../../cluster/kubernetes/errors.js';
+import { backoff, retry } from '../../lib/retry.js';
 import { eventually, freePort, startKubeBed } from '../helpers/kubernetes.js';
 
 const rssKib = (pid: number) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? NaN);
@@ -56,10 +58,12 @@ t.test(`${COUNT} applications: a page from the cache`, async (t) => {
     while (next < COUNT) {
       const i = next++;
       const name = `scale${i % 10}-20261123-${String(100000 + Math.floor(i / 10)).slice(-6)}-${(i * 7919 % 60466176).toString(36).padStart(5, '0').slice(-5)}`;
-      await custom.createNamespacedCustomObject({
+      // An overloaded machine makes etcd time out now and then (500 "etcdserver: request timed
+      // out", seen with load 30 on 2 cores): that create is sent again; a 409 means it got in.
+      await retry(() => custom.createNamespacedCustomObject({
         group: 'submission-service.io', version: 'v1', namespace: bed.namespace, plural: 'applications',
         body: { apiVersion: 'submission-service.io/v1', kind: 'Application', metadata: { name, labels: { 'submission-service/job-name': `scale${i % 10}` } }, spec: { jobName: `scale${i % 10}`, configTemplateName: '', config } },
-      });
+      }).catch((error: unknown) => { if (statusCode(error) !== 409) throw error; }), { attempts: 8, retryOn: (error) => [429, 500, 503, 504].includes(statusCode(error) ?? 0), delayMs: backoff({ baseMs: 200 }) });
     }
   }));
   t.comment(`${COUNT} Applications created in ${((Date.now() - started) / 1000).toFixed(1)} s`);
