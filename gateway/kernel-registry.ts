@@ -35,7 +35,7 @@ export interface RegistryOptions {
   warmPool?: Record<string, number>;
   /** Kernels one key may hold at once (kernel-owners.ts); 0: no limit. */
   kernelsPerKey?: number;
-  /** The launcher's credential as the driver gets it (launcher-credential.ts): env entries; default: the token itself. */
+  /** The launcher's credential as the driver gets it (launcher-files.ts): env entries; default: the token itself. */
   launcherEnv?: (kernelId: string, token: string) => Record<string, string>;
   /** Throws away what launcherEnv wrote for a kernel that is gone. */
   forgetLauncher?: (kernelId: string) => void;
@@ -68,7 +68,7 @@ export class KernelRegistry {
   /** The first listing of running kernels, done or failed (requests may arrive before it ends). */
   private readonly found: Promise<void>;
   private foundDone: () => void = () => {};
-  /** Starts under way per key id, counted against its limit until their kernel is tracked. */
+  /** Starts under way per key id, counted against its limit until their kernel has its owner. */
   private readonly starting = new Map<string, number>();
 
   constructor(private readonly options: RegistryOptions) {
@@ -188,18 +188,24 @@ export class KernelRegistry {
     const held = caller ? [...this.kernels.values()].filter((s) => s.owner === caller.id && s.executionState !== 'dead').length + (this.starting.get(caller.id) ?? 0) : 0;
     const refusal = kernelLimitRefusal(caller, held, this.options.kernelsPerKey ?? 0);
     if (refusal) throw new GatewayError(429, 'Too Many Kernels', refusal);
-    if (caller) this.starting.set(caller.id, (this.starting.get(caller.id) ?? 0) + 1);
+    const owner = caller?.id;
+    if (owner !== undefined) this.starting.set(owner, (this.starting.get(owner) ?? 0) + 1);
+    let counted = owner !== undefined;
+    // Once the kernel has its owner it counts itself: the start stops counting then (or when it fails).
+    const release = () => {
+      if (!counted) return;
+      counted = false;
+      const left = (this.starting.get(owner!) ?? 1) - 1;
+      if (left > 0) this.starting.set(owner!, left); else this.starting.delete(owner!);
+    };
     try {
-      return await this.startCounted(specName, key, env, caller);
+      return await this.startCounted(specName, key, env, caller, release);
     } finally {
-      if (caller) {
-        const left = (this.starting.get(caller.id) ?? 1) - 1;
-        if (left > 0) this.starting.set(caller.id, left); else this.starting.delete(caller.id);
-      }
+      release();
     }
   }
 
-  private async startCounted(specName: string, key: string | undefined, env: Record<string, unknown>, caller: GatewayCaller): Promise<KernelSession> {
+  private async startCounted(specName: string, key: string | undefined, env: Record<string, unknown>, caller: GatewayCaller, owned: () => void): Promise<KernelSession> {
     if (specName !== 'default') {
       const template = await this.options.api.template(specName, key);
       if (!template || !template.config.pythonVersion) throw new GatewayError(404, 'Not Found', `No such kernel spec: ${specName}`);
@@ -214,16 +220,17 @@ export class KernelRegistry {
       this.options.log.info({ kernel: pooled.id, appName: pooled.appName, spec: specName }, 'started a kernel from the warm pool');
       return pooled;
     }
-    return this.submitKernel(specName, key, undefined, caller?.id);
+    return this.submitKernel(specName, key, undefined, caller?.id, owned);
   }
 
   /** Submits a kernel's application; a pool's (`pool` set) with the gateway's own key. */
-  private async submitKernel(specName: string, key: string | undefined, pool?: { template: string; version: string }, owner?: string): Promise<KernelSession> {
+  private async submitKernel(specName: string, key: string | undefined, pool?: { template: string; version: string }, owner?: string, owned?: () => void): Promise<KernelSession> {
     const id = randomUUID();
     const token = this.options.auth.issue(id);
     const session = this.track(new KernelSession(id, specName, this.options.log, false, pool?.template));
     session.poolVersion = pool?.version;
     session.owner = owner;
+    owned?.();
     this.keys.set(id, key);
     const poolLabels = pool ? { [KERNEL_POOL_LABEL]: pool.template, [KERNEL_POOL_CONFIG_LABEL]: pool.version } : {};
     try {

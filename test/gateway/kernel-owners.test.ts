@@ -35,6 +35,7 @@ t.test('kernels belong to their key; launchers cannot be impersonated', { skip, 
   const store = new FileKeyStore(dataDir);
   const keyA = store.create('user', 'A');
   const keyB = store.create('user', 'B');
+  const keyC = store.create('user', 'C').key;
   const admin = store.create('admin', 'admin').key;
   const service = await startService(t, { dataDir, env: sparkEnv(), args: ['--auth', 'on', '--kernels-per-key', '2'] });
   const wsBase = service.url.replace('http', 'ws');
@@ -139,6 +140,10 @@ t.test('kernels belong to their key; launchers cannot be impersonated', { skip, 
     t.equal((await gw(keyB.key, 'DELETE', `/api/kernels/${ofB.json.id}`)).status, 204, 'B deletes its own');
     t.equal((await gw(keyA.key, 'DELETE', `/api/kernels/${second.json.id}`)).status, 204);
     t.equal((await gw(keyA.key, 'POST', `/api/kernels/${NIL}/interrupt`, {})).status, 404);
+    // Starts sent at once count before any of them is submitted.
+    const burst = await Promise.all([1, 2, 3].map(() => gw(keyC, 'POST', '/api/kernels', { name: 'plain' })));
+    t.same(burst.map((r) => r.status).sort(), [201, 201, 429], 'three at once: two start, one is refused');
+    for (const started of burst.filter((r) => r.status === 201)) t.equal((await gw(keyC, 'DELETE', `/api/kernels/${started.json.id}`)).status, 204);
   });
 
   await t.test('an admin acts on every kernel', async (t) => {
