@@ -6,6 +6,8 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import type { FileKeyStore } from '../submit-api/auth/key-store.js';
 import { loadGatewaySecret } from '../gateway/launcher-auth.js';
+import { DEFAULT_KERNELS_PER_KEY } from '../gateway/kernel-owners.js';
+import { gatewayProof, processGatewayProof } from '../lib/gateway-proof.js';
 import { packageRoot } from '../lib/package-root.js';
 
 /** launcher.py on this machine, as a `local://` main file (local mode maps it to this path). */
@@ -14,6 +16,26 @@ export const localLauncherFile = () => `local://${join(packageRoot, 'gateway', '
 /** The secret from SUBMISSION_SERVICE_GATEWAY_SECRET, else `DIR/gateway-secret` (created 0600). */
 export function gatewaySecret(dataDir: string): string {
   return process.env.SUBMISSION_SERVICE_GATEWAY_SECRET || loadGatewaySecret(join(dataDir, 'gateway-secret'));
+}
+
+/**
+ * The proof an API accepts kernel labels with (lib/gateway-proof.ts): derived from
+ * SUBMISSION_SERVICE_GATEWAY_SECRET, which a standalone gateway shares with it (the chart's
+ * `gateway.secret`); without it, in local mode, a random one for this process alone (never the
+ * data dir's `gateway-secret`, which a local driver could read); elsewhere none (kernel labels refused).
+ */
+export function apiGatewayProof(local: boolean): string | undefined {
+  const shared = process.env.SUBMISSION_SERVICE_GATEWAY_SECRET;
+  if (shared) return gatewayProof(shared);
+  return local ? processGatewayProof() : undefined;
+}
+
+/** `--kernels-per-key N`: kernels one key may hold at once (0: no limit). */
+export const kernelsPerKeyFlag = { type: 'string', default: String(DEFAULT_KERNELS_PER_KEY) } as const;
+
+export function parseKernelsPerKey(value: string): number {
+  if (!/^\d{1,4}$/.test(value)) throw new Error(`--kernels-per-key takes a number of kernels (0: no limit), not ${JSON.stringify(value)}`);
+  return Number(value);
 }
 
 /** An address to dial from this machine: a wildcard listen address becomes loopback. */

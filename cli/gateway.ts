@@ -5,7 +5,8 @@ import Fastify from 'fastify';
 import { gatewayPlugin } from '../gateway/plugin.js';
 import { FileKeyStore } from '../submit-api/auth/key-store.js';
 import { defaultDataDir, parseSecretRef } from './config.js';
-import { dialable, gatewaySecret, localLauncherFile, ownKeyVerifier, parseWarmPool } from './gateway-wiring.js';
+import { dialable, gatewaySecret, kernelsPerKeyFlag, localLauncherFile, ownKeyVerifier, parseKernelsPerKey, parseWarmPool } from './gateway-wiring.js';
+import { gatewayProof } from '../lib/gateway-proof.js';
 
 /** The command's flags (the chart's gateway.yaml passes these; a test holds them together). */
 export const gatewayFlags = {
@@ -21,6 +22,7 @@ export const gatewayFlags = {
   kubeconfig: { type: 'string' },
   'kernel-image': { type: 'string' },
   'warm-pool': { type: 'string', multiple: true },
+  'kernels-per-key': kernelsPerKeyFlag,
 } as const;
 
 export async function gatewayCommand(argv: string[]): Promise<number> {
@@ -29,6 +31,7 @@ export async function gatewayCommand(argv: string[]): Promise<number> {
   if (values.auth !== 'on' && values.auth !== 'off') throw new Error('--auth takes on or off');
   const apiUrl = values['api-url'];
   const warmPool = parseWarmPool(values['warm-pool']);
+  const secret = gatewaySecret(values['data-dir']);
   const apiKey = process.env.SUBMISSION_SERVICE_API_KEY;
   // The same key store as the API's: the Secret (--keys-secret, watched) or DIR/keys.json.
   const keysSecret = values['keys-secret'] === undefined ? undefined : parseSecretRef(values['keys-secret'], '--keys-secret');
@@ -54,7 +57,10 @@ export async function gatewayCommand(argv: string[]): Promise<number> {
     launcherUrl: () => values['launcher-url'] ?? `ws://${self()}/notebooks`,
     launcherFile: values['launcher-file'] ?? localLauncherFile(),
     kernelImage: values['kernel-image'],
-    secret: gatewaySecret(values['data-dir']), cullIdleSeconds: Number(values['cull-idle-seconds']), warmPool,
+    secret, cullIdleSeconds: Number(values['cull-idle-seconds']), warmPool,
+    kernelsPerKey: parseKernelsPerKey(values['kernels-per-key']),
+    // The API accepts kernel labels with this (it has the same SUBMISSION_SERVICE_GATEWAY_SECRET).
+    apiProof: gatewayProof(secret),
   });
   app.get('/healthz', async () => ({ status: 'ok' }));
   const address = await app.listen({ port: Number(values.port), host: values.host });

@@ -11,6 +11,7 @@ import { startWebhookService } from './webhook-service.js';
 import { defaultDataDir, parseSecretRef } from './config.js';
 import { rulesFrom } from './rules.js';
 import { buildService } from './service.js';
+import { apiGatewayProof } from './gateway-wiring.js';
 
 const common = {
   kubeconfig: { type: 'string' },
@@ -71,6 +72,8 @@ export async function apiCommand(argv: string[]): Promise<number> {
   const api = await buildService({
     cluster, auth: { enabled: values.auth === 'on', store }, policy, sessionSecret: loadSessionSecret(values['data-dir']),
     trustProxy: values['trust-proxy'], logger: loggerOptions('api'),
+    // Kernel labels only from the notebook gateway: SUBMISSION_SERVICE_GATEWAY_SECRET, shared with it.
+    gatewayProof: apiGatewayProof(false),
   });
   const address = await api.listen({ port: Number(values.port ?? 8080), host: values.host });
   const keysFrom = values.auth !== 'on' ? '' : secretStore ? `, API keys from Secret ${secretStore.ref}` : `, API keys from ${fileStore!.path}`;

@@ -14,7 +14,7 @@ import { loadSessionSecret } from '../dashboard/session-secret.js';
 import { FileKeyStore } from '../submit-api/auth/key-store.js';
 import { KERNEL_LABEL } from '../gateway/kernel-registry.js';
 import { gatewayPlugin } from '../gateway/plugin.js';
-import { dialable, gatewaySecret, localGatewayKey, localLauncherFile, parseWarmPool } from './gateway-wiring.js';
+import { apiGatewayProof, dialable, gatewaySecret, kernelsPerKeyFlag, localGatewayKey, localLauncherFile, parseKernelsPerKey, parseWarmPool } from './gateway-wiring.js';
 import { defaultDataDir, findSpark, javaProblem } from './config.js';
 import { rulesFrom } from './rules.js';
 import { buildService } from './service.js';
@@ -36,6 +36,7 @@ export async function localCommand(argv: string[]): Promise<number> {
       // How long ended runs are kept: record, log, event log (README, "History").
       retention: { type: 'string', default: '30d' },
       history: { type: 'string', default: 'on' },
+      'kernels-per-key': kernelsPerKeyFlag,
     },
   });
   if (values.auth !== 'on' && values.auth !== 'off') throw new Error('--auth takes on or off');
@@ -48,6 +49,9 @@ export async function localCommand(argv: string[]): Promise<number> {
   // Spark UI opens from the history once it ended.
   if (withHistory) makePrivateDir(eventLogDir(dataDir));
   const rules = { ...rulesFrom(values['node-pools'], 'local'), ...(withHistory ? { eventLog: { dir: `file://${eventLogDir(dataDir)}`, rollingMaxFileSize: '128m' } } : {}) };
+  const kernelsPerKey = parseKernelsPerKey(values['kernels-per-key']);
+  // Kernel labels only from the gateway (lib/gateway-proof.ts): in-process, a proof of this process alone.
+  const proof = apiGatewayProof(true);
   // One logger for requests and for local mode's background work.
   const log = pino({ ...loggerOptions('local'), serializers: logSerializers });
   // Kernels start at once beside batch applications instead of queueing for cores (gateway/README.md).
@@ -71,6 +75,7 @@ export async function localCommand(argv: string[]): Promise<number> {
     // The dashboard's session cookies: signed with <data-dir>/session-secret (created 0600 once).
     sessionSecret: loadSessionSecret(dataDir),
     trustProxy: values['trust-proxy'],
+    gatewayProof: proof,
   });
   // The notebook gateway on the same server, calling the API over HTTP like any client would.
   const self = () => dialable(values.host, api.server.address());
@@ -78,6 +83,7 @@ export async function localCommand(argv: string[]): Promise<number> {
     auth, apiUrl: () => `http://${self()}`, apiKey: auth.enabled ? localGatewayKey(dataDir, auth.store) : undefined,
     launcherUrl: () => `ws://${self()}/notebooks`, launcherFile: localLauncherFile(),
     secret: gatewaySecret(dataDir), cullIdleSeconds: Number(values['cull-idle-seconds']), warmPool,
+    kernelsPerKey, launcherDir: join(dataDir, 'launchers'), apiProof: proof,
   });
   javaProblem().then((java) => { if (java) api.log.warn(java); }, (error: unknown) => api.log.warn({ err: error }, 'could not check the Java version'));
   api.log.info({ dataDir, nodePools: rules.pools.map((p) => p.instanceName), cores: Number(values.cores) }, 'local mode');

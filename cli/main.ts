@@ -7,13 +7,15 @@ const USAGE = `usage: submission-service <command> [options]
                    --port 8080 --host 127.0.0.1 --data-dir DIR --node-pools FILE --auth on|off --cores N
                    --allowed-hosts localhost,127.0.0.1,::1 (Host names served while auth is off)
                    --cull-idle-seconds N --warm-pool TEMPLATE=N (repeatable); the notebook gateway at /notebooks
+                   --kernels-per-key N (kernels a user key holds at once; default 5, 0: no limit)
   api              the API in Kubernetes mode   --kubeconfig F --namespace NS --port 8080 --auth on|off --keys-secret NS/NAME
   webhook          the admission webhook (HTTPS) --kubeconfig F --namespace NS --node-pools FILE --cert-dir DIR
                    --cert-secret NS/NAME --register NAME
   gateway          the notebook gateway alone  --api-url URL --port 8888 --host 0.0.0.0 --auth on|off
                    --keys-secret NS/NAME [--kubeconfig F] --data-dir DIR --launcher-url ws://… --launcher-file local://…
                    --cull-idle-seconds N (0: never) --warm-pool TEMPLATE=N (repeatable, kernels kept ready with Spark)
-                   its own key: SUBMISSION_SERVICE_API_KEY
+                   --kernels-per-key N (default 5); its own key: SUBMISSION_SERVICE_API_KEY; the secret it
+                   shares with the API (kernel labels, launchers): SUBMISSION_SERVICE_GATEWAY_SECRET
   keys create --role user|admin [--label L] | keys list | keys revoke ID
                    (--data-dir DIR, or --secret NAMESPACE/NAME [--kubeconfig F] for a cluster's keys)
   apps submit --job NAME [--template T] [--set executor.cores=4] [--file overrides.json] [--follow] [--dry-run]

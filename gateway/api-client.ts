@@ -1,5 +1,6 @@
 // The gateway's only way into the service: the public HTTP API, with a base URL (the same
 // server's own address in local mode, --api-url when the gateway runs alone).
+import { GATEWAY_PROOF_HEADER } from '../lib/gateway-proof.js';
 import { serverEvents } from '../lib/server-events.js';
 
 export interface ApiApplication {
@@ -8,6 +9,8 @@ export interface ApiApplication {
   state: string;
   labels?: Record<string, string>;
   stateDetail?: string;
+  /** The id of the key that submitted it (null with authentication off). */
+  submittedBy?: string | null;
 }
 
 export interface ApiTemplate {
@@ -26,7 +29,8 @@ export const TERMINAL_STATES = new Set(['COMPLETED', 'FAILED', 'KILLED', 'UNKNOW
 
 export class ApiClient {
   /** `baseUrl` may be a function: in local mode the address is known once the server listens. */
-  constructor(private readonly base: string | (() => string), private readonly ownKey: string | undefined) {}
+  /** `proof`: sent with submissions, which carry kernel labels (lib/gateway-proof.ts). */
+  constructor(private readonly base: string | (() => string), private readonly ownKey: string | undefined, private readonly proof?: string) {}
 
   private get baseUrl(): string {
     return typeof this.base === 'string' ? this.base : this.base();
@@ -34,6 +38,7 @@ export class ApiClient {
 
   private headers(key: string | undefined, json = false): Record<string, string> {
     const headers: Record<string, string> = {};
+    if (this.proof) headers[GATEWAY_PROOF_HEADER] = this.proof;
     const use = key || this.ownKey;
     if (use) headers['x-api-key'] = use;
     if (json) headers['content-type'] = 'application/json';

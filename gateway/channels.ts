@@ -40,7 +40,8 @@ export function attachChannels(server: Server, options: ChannelOptions): () => v
     if (channels) {
       const auth = authenticate(options.auth, request);
       if (!auth.ok) return refuse(socket, 401, 'Unauthorized', auth.message);
-      const session = options.registry.find(channels[1]);
+      // Another key's kernel does not exist for this one (kernel-owners.ts): checked before the upgrade.
+      const session = options.registry.find(channels[1], auth.caller);
       if (!session) return refuse(socket, 404, 'Not Found', `Kernel does not exist: ${channels[1]}`);
       const sessionId = url.searchParams.get('session_id') ?? '';
       wss.handleUpgrade(request, socket, head, (ws) => session.addClient(ws, sessionId));
@@ -50,7 +51,13 @@ export function attachChannels(server: Server, options: ChannelOptions): () => v
       if (!options.launcherAuth.verify(id, credential)) return refuse(socket, 401, 'Unauthorized', 'Not a valid launcher credential for this kernel.');
       const session = options.registry.kernels.get(id);
       if (!session) return refuse(socket, 404, 'Not Found', `Kernel does not exist: ${id}`);
-      wss.handleUpgrade(request, socket, head, (ws) => session.setLauncher(ws, options.launcherAuth.reconnectSecret(id)));
+      // A second launcher never silently takes the kernel over: the first keeps it while it is connected.
+      if (session.launcherConnected) {
+        options.log.warn({ kernel: id, remote: request.socket.remoteAddress }, 'refused a second launcher connection while the first is connected');
+        session.probeLauncher();
+        return refuse(socket, 409, 'Conflict', 'This kernel\'s launcher is connected already.');
+      }
+      wss.handleUpgrade(request, socket, head, (ws) => session.setLauncher(ws, options.launcherAuth.reconnectSecret(id, credential)));
     } else {
       refuse(socket, 404, 'Not Found', `No websocket at ${url.pathname}`);
     }

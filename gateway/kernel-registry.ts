@@ -5,6 +5,8 @@ import { createHash, randomUUID } from 'node:crypto';
 import { EventEmitter, once } from 'node:events';
 import type { FastifyBaseLogger } from 'fastify';
 import { ApiClient, type ApiApplication, ApiError, TERMINAL_STATES } from './api-client.js';
+import type { GatewayCaller } from './auth.js';
+import { kernelLimitRefusal, mayUseKernel } from './kernel-owners.js';
 import { KernelSession } from './kernel-session.js';
 import type { LauncherAuth } from './launcher-auth.js';
 import { WarmPool } from './warm-pool.js';
@@ -31,6 +33,12 @@ export interface RegistryOptions {
   cullIdleSeconds: number;
   /** Warm pool sizes per template (`--warm-pool TEMPLATE=N`); empty: no pool. */
   warmPool?: Record<string, number>;
+  /** Kernels one key may hold at once (kernel-owners.ts); 0: no limit. */
+  kernelsPerKey?: number;
+  /** The launcher's credential as the driver gets it (launcher-files.ts): env entries; default: the token itself. */
+  launcherEnv?: (kernelId: string, token: string) => Record<string, string>;
+  /** Throws away what launcherEnv wrote for a kernel that is gone. */
+  forgetLauncher?: (kernelId: string) => void;
 }
 
 /** How long the list waits, after a restart, for launchers to say whether their pool kernel was claimed. */
@@ -60,6 +68,8 @@ export class KernelRegistry {
   /** The first listing of running kernels, done or failed (requests may arrive before it ends). */
   private readonly found: Promise<void>;
   private foundDone: () => void = () => {};
+  /** Starts under way per key id, counted against its limit until their kernel has its owner. */
+  private readonly starting = new Map<string, number>();
 
   constructor(private readonly options: RegistryOptions) {
     this.found = new Promise((resolve) => { this.foundDone = resolve; });
@@ -106,13 +116,17 @@ export class KernelRegistry {
       const session = this.track(new KernelSession(id, app.labels?.[KERNEL_SPEC_LABEL] ?? 'default', this.options.log, true, app.labels?.[KERNEL_POOL_LABEL]));
       session.appName = app.appName;
       session.poolVersion = app.labels?.[KERNEL_POOL_CONFIG_LABEL];
+      // A pool's kernel says its claimer in its launcher's hello; any other is its submitter's.
+      if (session.pool === undefined) session.owner = app.submittedBy ?? undefined;
       this.options.log.info({ kernel: id, appName: app.appName }, 'found a running kernel again');
     }
   }
 
   private onApp(type: string, app: ApiApplication): void {
     const id = app.labels?.[KERNEL_ID_LABEL];
-    const session = id ? this.kernels.get(id) : undefined;
+    const found = id ? this.kernels.get(id) : undefined;
+    // Only the kernel's own application speaks for it: labels copied onto another one do not.
+    const session = found && found.appName === app.appName ? found : undefined;
     // A kernel being ended leaves the list when end() has removed its application, not when the
     // stop that removal begins with (KILLED) comes by on the feed.
     if (!session || this.ending.has(session.id)) return;
@@ -126,14 +140,17 @@ export class KernelRegistry {
     }
   }
 
-  /** A kernel the Jupyter side may use by id: a warm pool's unclaimed kernels do not exist for it. */
-  find(id: string): KernelSession | undefined {
+  /**
+   * A kernel the Jupyter side may use by id: a warm pool's unclaimed kernels do not exist for it,
+   * nor another key's kernels for a user key (kernel-owners.ts).
+   */
+  find(id: string, caller: GatewayCaller): KernelSession | undefined {
     const session = this.kernels.get(id);
-    return session && !session.unclaimed ? session : undefined;
+    return session && !session.unclaimed && mayUseKernel(caller, session.owner) ? session : undefined;
   }
 
-  get(id: string): KernelSession {
-    const session = this.find(id);
+  get(id: string, caller: GatewayCaller): KernelSession {
+    const session = this.find(id, caller);
     if (!session) throw new GatewayError(404, 'Not Found', `Kernel does not exist: ${id}`);
     return session;
   }
@@ -143,13 +160,13 @@ export class KernelRegistry {
    * reconnects: the list waits for that (a while at most), since a claimed kernel missing from it
    * would be dropped by the Jupyter server, and an unclaimed one must not show.
    */
-  async list(): Promise<KernelSession[]> {
+  async list(caller: GatewayCaller): Promise<KernelSession[]> {
     await this.found;
     const unknown = () => [...this.kernels.values()].some((s) => s.claim === 'unknown');
     while (unknown() && Date.now() < this.settleUntil) {
       await once(this.changes, 'claim', { signal: AbortSignal.timeout(Math.max(1, this.settleUntil - Date.now())) }).catch(() => undefined);
     }
-    return [...this.kernels.values()].filter((s) => !s.unclaimed);
+    return [...this.kernels.values()].filter((s) => !s.unclaimed && mayUseKernel(caller, s.owner));
   }
 
   /** Registers a session and hears what the pool needs to know of it. */
@@ -166,7 +183,29 @@ export class KernelRegistry {
    * Starts a kernel: a ready one of the template's warm pool when there is one (claimed for the
    * caller), else its own application; answers as soon as the API accepted it.
    */
-  async start(specName: string, key: string | undefined, env: Record<string, unknown>): Promise<KernelSession> {
+  async start(specName: string, key: string | undefined, env: Record<string, unknown>, caller: GatewayCaller = null): Promise<KernelSession> {
+    // Counted before anything is awaited, so that starts sent at once cannot pass the limit together.
+    const held = caller ? [...this.kernels.values()].filter((s) => s.owner === caller.id && s.executionState !== 'dead').length + (this.starting.get(caller.id) ?? 0) : 0;
+    const refusal = kernelLimitRefusal(caller, held, this.options.kernelsPerKey ?? 0);
+    if (refusal) throw new GatewayError(429, 'Too Many Kernels', refusal);
+    const owner = caller?.id;
+    if (owner !== undefined) this.starting.set(owner, (this.starting.get(owner) ?? 0) + 1);
+    let counted = owner !== undefined;
+    // Once the kernel has its owner it counts itself: the start stops counting then (or when it fails).
+    const release = () => {
+      if (!counted) return;
+      counted = false;
+      const left = (this.starting.get(owner!) ?? 1) - 1;
+      if (left > 0) this.starting.set(owner!, left); else this.starting.delete(owner!);
+    };
+    try {
+      return await this.startCounted(specName, key, env, caller, release);
+    } finally {
+      release();
+    }
+  }
+
+  private async startCounted(specName: string, key: string | undefined, env: Record<string, unknown>, caller: GatewayCaller, owned: () => void): Promise<KernelSession> {
     if (specName !== 'default') {
       const template = await this.options.api.template(specName, key);
       if (!template || !template.config.pythonVersion) throw new GatewayError(404, 'Not Found', `No such kernel spec: ${specName}`);
@@ -176,20 +215,22 @@ export class KernelRegistry {
     }
     void env; // KERNEL_WORKING_DIR is a path on the Jupyter host: meaningless in the driver.
     // The template was checked with the caller's key above: the caller may use it.
-    const pooled = await this.pool.take(specName);
+    const pooled = await this.pool.take(specName, caller?.id);
     if (pooled) {
       this.options.log.info({ kernel: pooled.id, appName: pooled.appName, spec: specName }, 'started a kernel from the warm pool');
       return pooled;
     }
-    return this.submitKernel(specName, key);
+    return this.submitKernel(specName, key, undefined, caller?.id, owned);
   }
 
   /** Submits a kernel's application; a pool's (`pool` set) with the gateway's own key. */
-  private async submitKernel(specName: string, key: string | undefined, pool?: { template: string; version: string }): Promise<KernelSession> {
+  private async submitKernel(specName: string, key: string | undefined, pool?: { template: string; version: string }, owner?: string, owned?: () => void): Promise<KernelSession> {
     const id = randomUUID();
     const token = this.options.auth.issue(id);
     const session = this.track(new KernelSession(id, specName, this.options.log, false, pool?.template));
     session.poolVersion = pool?.version;
+    session.owner = owner;
+    owned?.();
     this.keys.set(id, key);
     const poolLabels = pool ? { [KERNEL_POOL_LABEL]: pool.template, [KERNEL_POOL_CONFIG_LABEL]: pool.version } : {};
     try {
@@ -205,7 +246,7 @@ export class KernelRegistry {
             env: {
               SUBMISSION_SERVICE_GATEWAY_URL: this.options.launcherUrl(),
               SUBMISSION_SERVICE_KERNEL_ID: id,
-              SUBMISSION_SERVICE_KERNEL_TOKEN: token,
+              ...(this.options.launcherEnv ? this.options.launcherEnv(id, token) : { SUBMISSION_SERVICE_KERNEL_TOKEN: token }),
               SUBMISSION_SERVICE_KERNEL_SPEC: specName,
               ...(pool === undefined ? {} : { SUBMISSION_SERVICE_KERNEL_POOL: pool.template }),
             },
@@ -227,8 +268,9 @@ export class KernelRegistry {
    * shutting the kernel down is the one whose key started it (a gateway restarted since then
    * holds only its own key for the kernels it found again).
    */
-  async remove(id: string, callerKey?: string): Promise<void> {
-    await this.end(this.get(id).id, callerKey);
+  async remove(id: string, callerKey: string | undefined, caller: GatewayCaller): Promise<void> {
+    // The owner is checked (get) before the kernel is touched: a refused DELETE changes nothing.
+    await this.end(this.get(id, caller).id, callerKey);
   }
 
   /**
@@ -258,6 +300,7 @@ export class KernelRegistry {
     this.kernels.delete(id);
     this.keys.delete(id);
     this.options.auth.forget(id);
+    this.options.forgetLauncher?.(id);
   }
 
   private cull(): void {
@@ -266,7 +309,7 @@ export class KernelRegistry {
       // A pool's kernels wait unclaimed by design: only claimed ones are culled.
       if (session.claim === 'claimed' && session.connections === 0 && session.executionState === 'idle' && session.lastActivity.getTime() < limit) {
         this.options.log.info({ kernel: session.id }, 'culling an idle kernel');
-        this.remove(session.id).catch((error: Error) => this.options.log.error({ err: error, kernel: session.id }, 'culling failed'));
+        this.end(session.id).catch((error: Error) => this.options.log.error({ err: error, kernel: session.id }, 'culling failed'));
       }
     }
   }

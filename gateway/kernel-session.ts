@@ -52,8 +52,12 @@ export class KernelSession {
   private sparkFailed = false;
   /** A claim sent, not yet confirmed: no second request may take this kernel meanwhile. */
   private claiming = false;
+  /** A ping to the launcher is under way (probeLauncher). */
+  private probing = false;
   /** Ordinary kernels are someone's from the start; a pool's are not until claimed. */
   claim: ClaimState;
+  /** The id of the key the kernel belongs to (its starter, a pool kernel's claimer); undefined: admins only (kernel-owners.ts). */
+  owner: string | undefined;
   /** A pool's kernel: the fingerprint of the template config it was started from. */
   poolVersion: string | undefined;
   /** Called when the claim becomes known or Spark's state changes (the warm pool listens). */
@@ -86,14 +90,15 @@ export class KernelSession {
    * Hands a pool's kernel to a user: the launcher records the claim (and says it in every hello,
    * so a restarted gateway knows) before the claim counts. False when the launcher did not confirm.
    */
-  async claimIt(): Promise<boolean> {
+  async claimIt(owner?: string): Promise<boolean> {
     if (!this.claimable) return false;
     this.claiming = true;
     const confirmed = new Promise<boolean>((resolve) => {
       const timer = setTimeout(() => resolve(false), CLAIM_TIMEOUT_MS);
       this.claimWaiters.push((ok) => { clearTimeout(timer); resolve(ok); });
     });
-    this.launcher!.send(JSON.stringify({ op: 'claim' }));
+    // The launcher keeps the claimer too and says it in every hello (a restarted gateway's owner).
+    this.launcher!.send(JSON.stringify({ op: 'claim', owner }));
     const ok = await confirmed;
     this.claiming = false;
     // Unconfirmed (the launcher gone or too slow): it stays in the pool; a later claim is sent again.
@@ -101,6 +106,7 @@ export class KernelSession {
     // The user sees the kernel from now on: nothing from its time in the pool.
     this.replay.length = 0;
     this.adopted = false;
+    this.owner = owner;
     this.lastActivity = new Date();
     this.markClaimed();
     return true;
@@ -183,6 +189,24 @@ export class KernelSession {
 
   get launcherConnected(): boolean { return this.launcher !== undefined; }
 
+  /**
+   * Pings the launcher's socket and drops it when no pong comes within `ms`: a peer gone without
+   * a close (a lost network) would otherwise keep its relaunched launcher refused for good.
+   */
+  probeLauncher(ms = 10_000): void {
+    const ws = this.launcher;
+    if (!ws || this.probing) return;
+    this.probing = true;
+    const timer = setTimeout(() => {
+      this.probing = false;
+      if (this.launcher !== ws) return;
+      this.log.warn({ kernel: this.id }, 'the launcher did not answer a ping: its connection is dropped');
+      ws.terminate();
+    }, ms);
+    ws.once('pong', () => { clearTimeout(timer); this.probing = false; });
+    ws.ping();
+  }
+
   setLauncher(ws: WebSocket, secret: string): void {
     const previous = this.launcher;
     this.launcher = ws;
@@ -211,7 +235,10 @@ export class KernelSession {
     switch (message.op) {
       case 'hello': {
         if (this.claim === 'unknown' && typeof message.claimed === 'boolean') {
-          if (message.claimed) this.markClaimed();
+          if (message.claimed) {
+            if (typeof message.owner === 'string') this.owner = message.owner;
+            this.markClaimed();
+          }
           else { this.claim = 'unclaimed'; this.onChange(); }
         }
         if (typeof message.busy === 'boolean' && this.ready) this.executionState = message.busy ? 'busy' : 'idle';

@@ -4,6 +4,7 @@
 import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
+import type { LauncherFiles } from './launcher-files.js';
 
 const sha256 = (text: string) => createHash('sha256').update(text).digest();
 
@@ -29,7 +30,8 @@ export function loadGatewaySecret(file: string): string {
 export class LauncherAuth {
   private readonly oneTime = new Map<string, Buffer>();
 
-  constructor(private readonly secret: string) {}
+  /** `files`: local mode's random reconnect secrets, kept as hashes (launcher-files.ts), instead of HMACs of `secret`. */
+  constructor(private readonly secret: string, private readonly files?: LauncherFiles) {}
 
   /** A new one-time token for a kernel; only its hash is kept. */
   issue(kernelId: string): string {
@@ -38,7 +40,9 @@ export class LauncherAuth {
     return token;
   }
 
-  reconnectSecret(kernelId: string): string {
+  /** The secret to hand a launcher that just proved itself with `presented`. */
+  reconnectSecret(kernelId: string, presented?: string): string {
+    if (this.files) return this.files.reconnectSecret(kernelId, presented);
     return createHmac('sha256', this.secret).update(`kernel:${kernelId}`).digest('base64url');
   }
 
@@ -50,6 +54,7 @@ export class LauncherAuth {
       this.oneTime.delete(kernelId);
       return true;
     }
+    if (this.files) return this.files.isReconnectSecret(kernelId, credential);
     return sameBytes(Buffer.from(this.reconnectSecret(kernelId)), Buffer.from(credential));
   }
 

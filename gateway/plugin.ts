@@ -4,10 +4,12 @@
 import type { FastifyPluginAsync, FastifyReply } from 'fastify';
 import fp from 'fastify-plugin';
 import { ApiClient } from './api-client.js';
-import { authenticate, type GatewayAuthOptions } from './auth.js';
+import { authenticate, type GatewayAuthOptions, type GatewayCaller } from './auth.js';
 import { attachChannels } from './channels.js';
 import { GatewayError, KernelRegistry } from './kernel-registry.js';
 import { LauncherAuth } from './launcher-auth.js';
+import { LauncherFiles } from './launcher-files.js';
+import { DEFAULT_KERNELS_PER_KEY } from './kernel-owners.js';
 import { kernelRoutes } from './routes/kernels.js';
 import { kernelspecRoutes } from './routes/kernelspecs.js';
 
@@ -15,6 +17,8 @@ declare module 'fastify' {
   interface FastifyRequest {
     /** The API key the Jupyter server sent (forwarded to the API), undefined without one. */
     gatewayKey: string | undefined;
+    /** The key's id and role (kernels belong to keys: kernel-owners.ts); null with authentication off. */
+    gatewayCaller: GatewayCaller;
   }
 }
 
@@ -36,6 +40,16 @@ export interface GatewayOptions {
   cullIdleSeconds?: number;
   /** Warm pool sizes per template (kernels started ahead with Spark up); absent or empty: none. */
   warmPool?: Record<string, number>;
+  /** Kernels one key may hold at once (kernel-owners.ts); 0: no limit; absent: DEFAULT_KERNELS_PER_KEY. */
+  kernelsPerKey?: number;
+  /**
+   * Local mode: a directory for the launchers' token files and reconnect-secret hashes
+   * (launcher-files.ts); absent: the token goes in the driver's env (readable by its owner and
+   * admins only) and reconnect secrets are HMACs of `secret`.
+   */
+  launcherDir?: string;
+  /** The API's proof that a submission with kernel labels comes from this gateway (lib/gateway-proof.ts). */
+  apiProof?: string;
 }
 
 function sendGatewayError(reply: FastifyReply, statusCode: number, reason: string, message: string) {
@@ -43,12 +57,14 @@ function sendGatewayError(reply: FastifyReply, statusCode: number, reason: strin
 }
 
 const gateway: FastifyPluginAsync<GatewayOptions> = async (app, options) => {
-  const launcherAuth = new LauncherAuth(options.secret);
-  const api = new ApiClient(options.apiUrl, options.apiKey);
+  const files = options.launcherDir ? new LauncherFiles(options.launcherDir) : undefined;
+  const launcherAuth = new LauncherAuth(options.secret, files);
+  const api = new ApiClient(options.apiUrl, options.apiKey, options.apiProof);
   const registry = new KernelRegistry({
     api, auth: launcherAuth, log: app.log, launcherFile: options.launcherFile,
     launcherUrl: options.launcherUrl, kernelImage: options.kernelImage, cullIdleSeconds: options.cullIdleSeconds ?? 0,
-    warmPool: options.warmPool,
+    warmPool: options.warmPool, kernelsPerKey: options.kernelsPerKey ?? DEFAULT_KERNELS_PER_KEY,
+    launcherEnv: files && ((id, token) => files.env(id, token)), forgetLauncher: files && ((id) => files.forget(id)),
   });
 
   await app.register(async (scope) => {
@@ -57,10 +73,12 @@ const gateway: FastifyPluginAsync<GatewayOptions> = async (app, options) => {
     // out of /api/openapi.json and the API fuzzer.
     scope.addHook('onRoute', (route) => { route.schema = { ...route.schema, hide: true }; });
     scope.decorateRequest('gatewayKey', undefined);
+    scope.decorateRequest('gatewayCaller', null);
     scope.addHook('onRequest', async (request, reply) => {
       const result = authenticate(options.auth, request.raw);
       if (!result.ok) return sendGatewayError(reply, 401, 'Unauthorized', result.message);
       request.gatewayKey = result.key;
+      request.gatewayCaller = result.caller;
     });
     scope.setErrorHandler((error: Error & { statusCode?: number; validation?: unknown }, request, reply) => {
       if (error instanceof GatewayError) return sendGatewayError(reply, error.statusCode, error.reason, error.message);

@@ -51,12 +51,12 @@ export class WarmPool {
     await this.checking;
   }
 
-  /** A ready kernel of `template`'s pool, now claimed; undefined when none is ready. */
-  async take(template: string): Promise<KernelSession | undefined> {
+  /** A ready kernel of `template`'s pool, now claimed for `owner` (a key id); undefined when none is ready. */
+  async take(template: string, owner?: string): Promise<KernelSession | undefined> {
     if (!this.sizes.get(template)) return undefined;
     for (const session of this.members(template)) {
       if (!session.claimable) continue;
-      if (await session.claimIt()) {
+      if (await session.claimIt(owner)) {
         this.poke(); // refill
         return session;
       }

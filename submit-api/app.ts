@@ -36,6 +36,8 @@ export interface ApiOptions {
   /** Host names served while auth is off (DNS rebinding, host-allowlist.ts); undefined: any. */
   allowedHosts?: string[];
   version?: string;
+  /** The notebook gateway's proof (lib/gateway-proof.ts): submissions with kernel labels need it; undefined: refused. */
+  gatewayProof?: string;
 }
 
 export async function buildApi(options: ApiOptions): Promise<FastifyInstance> {
@@ -71,7 +73,7 @@ export async function buildApi(options: ApiOptions): Promise<FastifyInstance> {
   await app.register(authPlugin, { enabled: options.auth.enabled, store: options.auth.store, sessionVerifier: options.auth.sessionVerifier });
   await app.register(auditPlugin);
   await installOpenApi(app, options.version ?? '0.1.0', options.auth.enabled);
-  await app.register(appRoutes, { cluster: options.cluster, policy: options.policy ?? defaultPolicy, history: options.history });
+  await app.register(appRoutes, { cluster: options.cluster, policy: options.policy ?? defaultPolicy, history: options.history, gatewayProof: options.gatewayProof });
   await app.register(appEventRoutes, { cluster: options.cluster, history: options.history });
   await app.register(configTemplateRoutes, { templates: options.cluster.templates });
   // Followed logs must not hold a shutdown open. (fastify's forceCloseConnections option

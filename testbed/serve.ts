@@ -12,7 +12,8 @@ import { createFakeNodes, ensureCrds, ensureNamespace } from '../cluster/kuberne
 import { kubeClients } from '../cluster/kubernetes/client.js';
 import { KubernetesCluster } from '../cluster/kubernetes/kubernetes-cluster.js';
 import { defaultDataDir, findSpark } from '../cli/config.js';
-import { localGatewayKey } from '../cli/gateway-wiring.js';
+import { gatewaySecret, localGatewayKey } from '../cli/gateway-wiring.js';
+import { gatewayProof } from '../lib/gateway-proof.js';
 import { rulesFrom } from '../cli/rules.js';
 import { buildService } from '../cli/service.js';
 import { startWebhookService } from '../cli/webhook-service.js';
@@ -68,6 +69,8 @@ export async function serve(dir: string, values: ServeOptions): Promise<void> {
   const api = await buildService({
     cluster, auth: { enabled: values.auth === 'on', store },
     sessionSecret: loadSessionSecret(keysDir), logger: loggerOptions('api'),
+    // The gateway below derives its proof from its data dir's gateway-secret (or the env's).
+    gatewayProof: gatewayProof(gatewaySecret(keysDir)),
   });
   const baseUrl = await api.listen({ port: Number(values.port), host: '127.0.0.1' });
   // The gateway shares the API's key store (users' keys open /notebooks too) and has a key of its own in it.

@@ -10,6 +10,8 @@ Environment (set by the gateway in the application's driver env):
   SUBMISSION_SERVICE_KERNEL_ID     the kernel's UUID
   SUBMISSION_SERVICE_KERNEL_TOKEN  one-time token, consumed by the first connection; the gateway then
                                    hands over a reconnect secret that lives in this process's memory only
+  SUBMISSION_SERVICE_KERNEL_TOKEN_FILE  local mode: the path of a file holding that token instead (read
+                                   and deleted at start: the token never appears in the app's config)
   SUBMISSION_SERVICE_SPARK_WAIT    seconds a placeholder waits for Spark (default 120)
   SUBMISSION_SERVICE_KERNEL_POOL   set on a warm pool's kernels: Spark runs one tiny job before the
                                    kernel reports ready, so a claimed kernel's first cell finds warm
@@ -35,6 +37,24 @@ GATEWAY_URL = os.environ.get("SUBMISSION_SERVICE_GATEWAY_URL", "").rstrip("/")
 KERNEL_ID = os.environ.get("SUBMISSION_SERVICE_KERNEL_ID", "")
 # Taken out of the environment at once so that neither the kernel's users nor child processes see it.
 _token = os.environ.pop("SUBMISSION_SERVICE_KERNEL_TOKEN", "")
+
+
+def _read_token_file():
+    """Local mode: the token is a file only this driver is meant to read; read once, then deleted."""
+    path = os.environ.pop("SUBMISSION_SERVICE_KERNEL_TOKEN_FILE", "")
+    if not path:
+        return ""
+    try:
+        with open(path) as f:
+            token = f.read().strip()
+        os.unlink(path)
+        return token
+    except OSError as error:
+        print("[launcher] could not read the token file:", error, file=sys.__stderr__, flush=True)
+        return ""
+
+
+_token = _read_token_file() or _token
 SPARK_WAIT = float(os.environ.get("SUBMISSION_SERVICE_SPARK_WAIT", "120"))
 RESTART_PREFIX = "ss-restart-"
 POOLED = bool(os.environ.get("SUBMISSION_SERVICE_KERNEL_POOL"))
@@ -166,6 +186,8 @@ class Bridge:
         self.stopping = False
         # A warm pool's kernel handed out to a user: only the gateway's claim sets it, never undone.
         self.claimed = False
+        # The id of the key that claimed it, said in every hello: a restarted gateway's owner of the kernel.
+        self.owner = None
 
     def start(self):
         threading.Thread(target=self._run, name="gateway-bridge", daemon=True).start()
@@ -313,7 +335,7 @@ class Bridge:
                 ws.protocol.set_nodelay(True)
             except Exception as error:  # noqa: BLE001 - only slower without it
                 log("could not set TCP_NODELAY:", error)
-            hello = {"op": "hello", "busy": self.kernel_busy, "claimed": self.claimed}
+            hello = {"op": "hello", "busy": self.kernel_busy, "claimed": self.claimed, "owner": self.owner}
             if self.spark_reported is not None:
                 hello["spark"] = self.spark_reported
             await ws.write_message(json.dumps(hello))
@@ -340,6 +362,7 @@ class Bridge:
             self.secret = message["value"]
         elif op == "claim":
             self.claimed = True
+            self.owner = message.get("owner")
             self._send({"op": "claimed"})
         elif op == "interrupt":
             self._interrupt()

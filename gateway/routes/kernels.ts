@@ -7,7 +7,7 @@ const UUID = '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$';
 const idParams = { type: 'object', properties: { id: { type: 'string', pattern: UUID } }, required: ['id'] } as const;
 
 export async function kernelRoutes(app: FastifyInstance, { registry }: { registry: KernelRegistry }) {
-  app.get('/api/kernels', async () => (await registry.list()).map((k) => k.model()));
+  app.get('/api/kernels', async (request) => (await registry.list(request.gatewayCaller)).map((k) => k.model()));
 
   // Not part of Jupyter's protocol: what the warm pools hold (`--warm-pool`), for operators and the bench.
   app.get('/api/warm-pool', async () => ({ pools: registry.pool.status() }));
@@ -20,24 +20,24 @@ export async function kernelRoutes(app: FastifyInstance, { registry }: { registr
       },
     },
   }, async (request, reply) => {
-    const session = await registry.start(request.body?.name || 'default', request.gatewayKey, request.body?.env ?? {});
+    const session = await registry.start(request.body?.name || 'default', request.gatewayKey, request.body?.env ?? {}, request.gatewayCaller);
     return reply.code(201).send(session.model());
   });
 
-  app.get<{ Params: { id: string } }>('/api/kernels/:id', { schema: { params: idParams } }, async (request) => registry.get(request.params.id).model());
+  app.get<{ Params: { id: string } }>('/api/kernels/:id', { schema: { params: idParams } }, async (request) => registry.get(request.params.id, request.gatewayCaller).model());
 
   app.delete<{ Params: { id: string } }>('/api/kernels/:id', { schema: { params: idParams } }, async (request, reply) => {
-    await registry.remove(request.params.id, request.gatewayKey);
+    await registry.remove(request.params.id, request.gatewayKey, request.gatewayCaller);
     return reply.code(204).send();
   });
 
   app.post<{ Params: { id: string } }>('/api/kernels/:id/interrupt', { schema: { params: idParams } }, async (request, reply) => {
-    registry.get(request.params.id).interrupt();
+    registry.get(request.params.id, request.gatewayCaller).interrupt();
     return reply.code(204).send();
   });
 
   app.post<{ Params: { id: string } }>('/api/kernels/:id/restart', { schema: { params: idParams } }, async (request) => {
-    const session = registry.get(request.params.id);
+    const session = registry.get(request.params.id, request.gatewayCaller);
     await session.restart();
     return session.model();
   });

@@ -7,6 +7,7 @@ import type { SparkHistory } from '../../cluster/history/spark-history.js';
 import { matchesQuery } from '../../cluster/paging.js';
 import { ref, schemaIds } from '../../schemas/index.js';
 import { toApplication } from '../present.js';
+import { redactEnvFor } from '../redact-env.js';
 import { labelSelectorQuery, parseLabelSelector, searchQuery } from './list-filters.js';
 
 /** A comment line this often keeps proxies from closing a quiet stream. */
@@ -57,7 +58,7 @@ export async function appEventRoutes(app: FastifyInstance, { cluster, history }:
       if (message.type === 'reset') {
         out.write(`id: ${message.id}\nevent: reset\ndata: {}\n\n`);
       } else if (matchesQuery(message.record, filter)) {
-        out.write(`id: ${message.id}\nevent: ${message.type}\ndata: ${JSON.stringify(toApplication(message.record, history))}\n\n`);
+        out.write(`id: ${message.id}\nevent: ${message.type}\ndata: ${JSON.stringify(redactEnvFor(toApplication(message.record, history), request.apiKey))}\n\n`);
       }
     };
     // A fresh connection learns its position from `ready`; a resumed one keeps the one it sent.

@@ -11,6 +11,8 @@ import { HttpError, notFound } from '../errors.js';
 import { countSubmission } from '../metrics.js';
 import { countsSchema, countStates, skipBytes, submissionSchema, summaryListSchema, toApplication, toSummary } from '../present.js';
 import { labelSelectorQuery, parseLabelSelector, searchQuery } from './list-filters.js';
+import { redactConfig, redactEnvFor, seesEnvOf } from '../redact-env.js';
+import { refuseServiceLabels } from '../service-labels.js';
 
 /**
  * A page stops early once its items reach this many bytes of JSON (the first item always
@@ -37,7 +39,7 @@ const appNameParams = {
   properties: { appName: { type: 'string', maxLength: 63 } },
 } as const;
 
-export async function appRoutes(app: FastifyInstance, { cluster, policy, history }: { cluster: Cluster; policy: SubmissionPolicy; history?: SparkHistory }) {
+export async function appRoutes(app: FastifyInstance, { cluster, policy, history, gatewayProof }: { cluster: Cluster; policy: SubmissionPolicy; history?: SparkHistory; gatewayProof?: string }) {
   /** 404 when absent; 403 when a user key acts on an application another key submitted (policy.ts). */
   const ownApplication = async (request: FastifyRequest<{ Params: { appName: string } }>, action: string) => {
     const record = await cluster.get(request.params.appName);
@@ -60,6 +62,7 @@ export async function appRoutes(app: FastifyInstance, { cluster, policy, history
     },
   }, async (request, reply) => {
     const { jobName, configTemplateName, configOverrides, labels } = request.body;
+    refuseServiceLabels(request.body, request.headers, gatewayProof);
     const pod = bareDriverPod({ appName: newAppName(jobName), jobName, namespace: '', configTemplateName, configOverrides, labels, submittedBy: request.apiKey?.id });
     const dryRun = request.query.dryRun === true;
     const result = await cluster.createDriver(pod, { dryRun });
@@ -102,7 +105,8 @@ export async function appRoutes(app: FastifyInstance, { cluster, policy, history
     if (view === 'summary') {
       return { items: page.items.map((record) => toSummary(record, history)), next: page.next };
     }
-    return withinBudget(page.items, page.next, history);
+    const { items, next } = withinBudget(page.items, page.next, history);
+    return { items: items.map((item) => redactEnvFor(item, request.apiKey)), next };
   });
 
   app.get<{ Querystring: { jobName?: string; labelSelector?: string; q?: string } }>('/api/apps/counts', {
@@ -127,7 +131,7 @@ export async function appRoutes(app: FastifyInstance, { cluster, policy, history
   }, async (request) => {
     const record = await cluster.get(request.params.appName);
     if (!record) throw notFound(`application ${request.params.appName}`);
-    return toApplication(record, history);
+    return redactEnvFor(toApplication(record, history), request.apiKey);
   });
 
   app.get<{ Params: { appName: string }; Querystring: { follow?: boolean; offset: number } }>('/api/apps/:appName/log', {
@@ -166,6 +170,9 @@ export async function appRoutes(app: FastifyInstance, { cluster, policy, history
   }, async (request) => {
     const info = await cluster.submission(request.params.appName);
     if (!info) throw notFound(`application ${request.params.appName}`);
+    if (info.configOverrides && !seesEnvOf(request.apiKey, (await cluster.get(request.params.appName))?.submittedBy)) {
+      return { ...info, configOverrides: redactConfig(info.configOverrides) };
+    }
     return info;
   });
 
@@ -175,7 +182,7 @@ export async function appRoutes(app: FastifyInstance, { cluster, policy, history
     await ownApplication(request, 'stop');
     const record = await cluster.stop(request.params.appName);
     if (!record) throw notFound(`application ${request.params.appName}`);
-    return toApplication(record, history);
+    return redactEnvFor(toApplication(record, history), request.apiKey);
   });
 
   app.delete<{ Params: { appName: string } }>('/api/apps/:appName', {

@@ -149,7 +149,8 @@ async function launch(t: { teardown(fn: () => unknown): void }): Promise<Browser
 }
 
 t.test('in Chromium: empty, grouped by jobName, counts, filters, search, kernels, live by events', async (t) => {
-  const api = await startTestApi(t, { cores: 8 });
+  // Kernel labels come from the notebook gateway only: this test sends its proof header.
+  const api = await startTestApi(t, { cores: 8, gatewayProof: 'as-the-gateway' });
   const address = await api.app.listen({ port: 0, host: '127.0.0.1' });
   const browser = await launch(t);
   const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
@@ -166,7 +167,7 @@ t.test('in Chromium: empty, grouped by jobName, counts, filters, search, kernels
   await page.screenshot({ path: join(shots, 'dashboard-empty.png') });
 
   const submit = async (jobName: string, directives: Parameters<typeof fakeJob>[0], labels?: Record<string, string>) => {
-    const res = await api.call('POST', '/api/apps/', { jobName, configOverrides: fakeJob(directives), labels });
+    const res = await api.call('POST', '/api/apps/', { jobName, configOverrides: fakeJob(directives), labels }, { 'x-submission-service-gateway': 'as-the-gateway' });
     t.equal(res.status, 201, `submitted ${jobName}`);
     return res.json.appName as string;
   };

@@ -17,11 +17,13 @@ t.test('the gateway alone, against the API over HTTP', { skip, timeout: 300_000 
   const dataDir = join(root, 'data');
   const ownKey = new FileKeyStore(dataDir).create('user', 'notebook-service').key;
   const admin = new FileKeyStore(dataDir).create('admin', 'templates').key;
-  const api = await startService(t, { dataDir, env: sparkEnv(), args: ['--auth', 'on'] });
+  // Shared, as the chart shares gateway.secret: the API accepts kernel labels with the proof derived from it.
+  const shared = { SUBMISSION_SERVICE_GATEWAY_SECRET: 'a-secret-the-api-and-the-gateway-share' };
+  const api = await startService(t, { dataDir, env: { ...sparkEnv(), ...shared }, args: ['--auth', 'on'] });
   t.equal((await http(api.url, 'POST', '/api/config-templates/', { name: 'notebook', config: { pythonVersion: '3' } }, { 'x-api-key': admin })).status, 201);
   const port = await freePort();
   const child = spawn(process.execPath, [binPath, 'gateway', '--api-url', api.url, '--port', String(port), '--host', '127.0.0.1', '--data-dir', join(root, 'gateway'), '--warm-pool', 'notebook=1'], {
-    env: { ...sparkEnv(), SUBMISSION_SERVICE_API_KEY: ownKey, LOG_LEVEL: 'warn' }, stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...sparkEnv(), ...shared, SUBMISSION_SERVICE_API_KEY: ownKey, LOG_LEVEL: 'warn' }, stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';
   child.stdout.on('data', (c) => { output += c; });

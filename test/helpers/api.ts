@@ -66,6 +66,8 @@ export interface TestApiOptions {
   sessionSecret?: Buffer;
   /** fastify trustProxy (X-Forwarded-Proto honoured). */
   trustProxy?: boolean;
+  /** The notebook gateway's proof (lib/gateway-proof.ts): submissions with kernel labels need it. */
+  gatewayProof?: string;
 }
 
 export async function startTestApi(t: TestLike, options: TestApiOptions = {}): Promise<TestApi> {
@@ -91,6 +93,7 @@ export async function startTestApi(t: TestLike, options: TestApiOptions = {}): P
     sessionSecret: options.sessionSecret ?? randomBytes(32),
     trustProxy: options.trustProxy,
     loggerInstance: options.logger,
+    gatewayProof: options.gatewayProof,
   });
   // Registered after tempDir's teardown, so it runs first (tap runs teardowns in reverse).
   t.teardown(async () => {

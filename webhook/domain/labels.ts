@@ -23,6 +23,15 @@ export const DRIVER_CONTAINER = 'spark-kubernetes-driver';
  */
 export const isReservedLabel = (key: string): boolean => key.startsWith('submission-service/') || key.startsWith('spark-');
 
+/**
+ * Labels the notebook gateway sets on its kernels (kernel id, template, pool): reported as an
+ * application's labels, but a submission may carry them only with the gateway's proof
+ * (lib/gateway-proof.ts): they mark a driver that skips local mode's core queue and that the
+ * gateway takes for one of its kernels.
+ */
+export const KERNEL_LABEL_PREFIX = 'kernel.submission-service.io/';
+export const isKernelLabel = (key: string): boolean => key.startsWith(KERNEL_LABEL_PREFIX);
+
 /** An application's own labels among a pod's or a resource's labels. */
 export function applicationLabels(labels: Record<string, string> | undefined): Record<string, string> {
   const own: Record<string, string> = {};
