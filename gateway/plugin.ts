@@ -10,6 +10,7 @@ import { GatewayError, KernelRegistry } from './kernel-registry.js';
 import { LauncherAuth } from './launcher-auth.js';
 import { kernelRoutes } from './routes/kernels.js';
 import { kernelspecRoutes } from './routes/kernelspecs.js';
+import { versionRoutes } from './routes/version.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -72,6 +73,7 @@ const gateway: FastifyPluginAsync<GatewayOptions> = async (app, options) => {
     scope.setNotFoundHandler((request, reply) => sendGatewayError(reply, 404, 'Not Found', `No such resource: ${request.url.split('?')[0]}`));
     await scope.register(kernelspecRoutes, { api });
     await scope.register(kernelRoutes, { registry });
+    await scope.register(versionRoutes);
   }, { prefix: '/notebooks' });
 
   let detach: (() => void) | undefined;

@@ -1,0 +1,42 @@
+// After a `reset` of the API's change feed (events were lost: a restart of the API, another
+// replica) the gateway lists the kernels' applications again and makes its list match, both
+// ways: applications it does not track are found again, and kernels whose application is gone
+// or ended leave (missed `deleted` and terminal events). Pure: the registry applies the plan.
+import { type ApiApplication, TERMINAL_STATES } from './api-client.js';
+
+export interface TrackedKernel {
+  id: string;
+  /** '' while its submission is in flight: the API may not list it yet, so it is left alone. */
+  appName: string;
+  /** Being ended by the gateway (its application's removal in flight): the removal decides. */
+  ending: boolean;
+}
+
+export interface ReconcilePlan {
+  /** Running applications of kernels the gateway does not track. */
+  found: ApiApplication[];
+  /** Tracked kernels whose application is gone or ended, with the reason to show. */
+  gone: Array<{ id: string; reason: string }>;
+}
+
+/**
+ * `tracked`: the kernels known when the listing began (a kernel submitted during the listing is
+ * not in it, and must not count as gone); `apps`: the listing; `idOf`: an application's kernel id.
+ */
+export function reconcileKernels(tracked: TrackedKernel[], apps: ApiApplication[], idOf: (app: ApiApplication) => string | undefined): ReconcilePlan {
+  const byId = new Map<string, ApiApplication>();
+  for (const app of apps) {
+    const id = idOf(app);
+    if (id) byId.set(id, app);
+  }
+  const known = new Set(tracked.map((k) => k.id));
+  const found = [...byId.entries()].filter(([id, app]) => !known.has(id) && !TERMINAL_STATES.has(app.state)).map(([, app]) => app);
+  const gone: ReconcilePlan['gone'] = [];
+  for (const kernel of tracked) {
+    if (kernel.appName === '' || kernel.ending) continue;
+    const app = byId.get(kernel.id);
+    if (!app) gone.push({ id: kernel.id, reason: `application ${kernel.appName} no longer exists` });
+    else if (TERMINAL_STATES.has(app.state)) gone.push({ id: kernel.id, reason: `application ${app.appName} is ${app.state}${app.stateDetail ? ` (${app.stateDetail})` : ''}` });
+  }
+  return { found, gone };
+}
