@@ -1,18 +1,21 @@
 """Kernel Gateway's own clients against the notebook gateway at URL (…/notebooks), key TOKEN.
 
 Prints one JSON object: what tornado's HTTP client got for a kernel started with a JSON body
-and no JSON Content-Type, what `requests` got for /api and a non-UUID id, and the outputs of a
-notebook executed to completion by nbclient through jupyter_server's GatewayKernelManager
+and no JSON Content-Type, what `requests` got for /api and a non-UUID id, and the outputs of two
+cells run to completion by jupyter_server's own GatewayKernelManager and GatewayKernelClient
 (whose websocket frames carry no `channel`). Run with the test tools' Python.
+
+(nbclient on a GatewayKernelManager fails on its own: when a kernel_info_request is not answered
+within 1 s, as while Spark starts, jupyter_client asks the manager's provisioner, which a gateway
+manager has none of.)
 """
+import asyncio
 import json
 import sys
 
-import nbformat
 import requests
 from jupyter_server.gateway.gateway_client import GatewayClient
 from jupyter_server.gateway.managers import GatewayKernelManager
-from nbclient import NotebookClient
 from tornado.httpclient import HTTPClient, HTTPClientError
 
 url, token = sys.argv[1], sys.argv[2]
@@ -43,11 +46,38 @@ report["non_uuid"] = {
 gateway = GatewayClient.instance()
 gateway.url = url
 gateway.auth_token = token
-notebook = nbformat.v4.new_notebook(cells=[
-    nbformat.v4.new_code_cell("print(sum(range(10)))"),
-    nbformat.v4.new_code_cell("sc.parallelize(range(100)).count()"),
-])
-manager = GatewayKernelManager(kernel_name="default")
-NotebookClient(notebook, km=manager, kernel_name="default", timeout=300, startup_timeout=300).execute()
-report["notebook"] = [cell.outputs for cell in notebook.cells]
-print(json.dumps(report))
+# Its websocket's read timeout (40 s by default): nothing comes while Spark starts, which under load takes longer.
+gateway.KERNEL_LAUNCH_TIMEOUT = 300
+
+
+async def run_cells(cells):
+    """jupyter_server's own gateway kernel client: its frames carry no `channel`."""
+    manager = GatewayKernelManager()
+    await manager.start_kernel(kernel_name="default")
+    client = manager.client()
+    await client.start_channels()
+    outputs = []
+    try:
+        for code in cells:
+            msg_id = client.execute(code)
+            cell = []
+            while True:
+                msg = await client.iopub_channel.get_msg(timeout=300)
+                if msg["parent_header"].get("msg_id") != msg_id:
+                    continue
+                kind = msg["msg_type"]
+                if kind in ("stream", "execute_result", "error"):
+                    cell.append({"output_type": kind, **msg["content"]})
+                if kind == "status" and msg["content"]["execution_state"] == "idle":
+                    break
+            reply = await client.shell_channel.get_msg(timeout=300)
+            cell.append({"output_type": "reply", "status": reply["content"]["status"], "parent": reply["parent_header"].get("msg_id") == msg_id})
+            outputs.append(cell)
+    finally:
+        client.stop_channels()
+        await manager.shutdown_kernel()
+    return outputs
+
+
+report["notebook"] = asyncio.run(run_cells(["print(sum(range(10)))", "sc.parallelize(range(100)).count()"]))
+print(json.dumps(report, default=str))
