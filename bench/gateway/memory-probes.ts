@@ -42,9 +42,13 @@ async function service(): Promise<{ url: string; child: ChildProcess }> {
 }
 
 async function kernel(url: string): Promise<string> {
-  const created = await http(url, 'POST', '/notebooks/api/kernels', { name: 'default' });
-  if (created.status !== 201) throw new Error(created.text);
-  return created.json.id as string;
+  // A loaded machine makes the fresh service answer 503 (under pressure) for a while: retried.
+  for (let attempt = 1; ; attempt++) {
+    const created = await http(url, 'POST', '/notebooks/api/kernels', { name: 'default' });
+    if (created.status === 201) return created.json.id as string;
+    if (created.status < 500 || attempt >= 60) throw new Error(created.text);
+    await sleep(1000);
+  }
 }
 
 const channels = (url: string, id: string) => `${url.replace('http', 'ws')}/notebooks/api/kernels/${id}/channels`;
