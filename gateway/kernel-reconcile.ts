@@ -24,19 +24,21 @@ export interface ReconcilePlan {
  * not in it, and must not count as gone); `apps`: the listing; `idOf`: an application's kernel id.
  */
 export function reconcileKernels(tracked: TrackedKernel[], apps: ApiApplication[], idOf: (app: ApiApplication) => string | undefined): ReconcilePlan {
-  const byId = new Map<string, ApiApplication>();
+  const known = new Set(tracked.map((k) => k.id));
+  const found = new Map<string, ApiApplication>();
   for (const app of apps) {
     const id = idOf(app);
-    if (id) byId.set(id, app);
+    if (id && !known.has(id) && !found.has(id) && !TERMINAL_STATES.has(app.state)) found.set(id, app);
   }
-  const known = new Set(tracked.map((k) => k.id));
-  const found = [...byId.entries()].filter(([id, app]) => !known.has(id) && !TERMINAL_STATES.has(app.state)).map(([, app]) => app);
+  // A tracked kernel is judged by its own application (by name): labels copied onto another
+  // application, by anyone who may submit, must not make a kernel look gone or ended.
+  const byName = new Map(apps.map((app) => [app.appName, app]));
   const gone: ReconcilePlan['gone'] = [];
   for (const kernel of tracked) {
     if (kernel.appName === '' || kernel.ending) continue;
-    const app = byId.get(kernel.id);
+    const app = byName.get(kernel.appName);
     if (!app) gone.push({ id: kernel.id, reason: `application ${kernel.appName} no longer exists` });
     else if (TERMINAL_STATES.has(app.state)) gone.push({ id: kernel.id, reason: `application ${app.appName} is ${app.state}${app.stateDetail ? ` (${app.stateDetail})` : ''}` });
   }
-  return { found, gone };
+  return { found: [...found.values()], gone };
 }

@@ -71,6 +71,11 @@ t.test('re-sync reconciles both ways', async (t) => {
     { id: 'failed', reason: 'application app-failed is FAILED (OOMKilled)' },
   ], 'gone and ended applications leave; one in submission or being ended is left alone');
   t.same(reconcileKernels([], [], idOf), { found: [], gone: [] });
+  const copied = { ...app('running', 'FAILED'), appName: 'someone-elses' };
+  t.same(reconcileKernels(tracked.slice(0, 1), [copied, app('running', 'RUNNING')], idOf), { found: [], gone: [] },
+    "another application with a kernel's id label copied onto it (ended) does not end the kernel");
+  t.same(reconcileKernels(tracked.slice(0, 1), [{ ...app('running', 'RUNNING'), appName: 'someone-elses' }], idOf).gone,
+    [{ id: 'running', reason: 'application app-running no longer exists' }], 'nor does a copy keep a gone one listed');
   t.same(reconcileKernels(tracked.slice(0, 1), [app('running', 'RUNNING')], idOf), { found: [], gone: [] }, 'a list that matches changes nothing');
 });
 
