@@ -7,6 +7,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import { ApiClient, type ApiApplication, ApiError, TERMINAL_STATES } from './api-client.js';
 import type { GatewayCaller } from './auth.js';
 import { kernelLimitRefusal, mayUseKernel } from './kernel-owners.js';
+import { reconcileKernels } from './kernel-reconcile.js';
 import { KernelSession } from './kernel-session.js';
 import type { LauncherAuth } from './launcher-auth.js';
 import { WarmPool } from './warm-pool.js';
@@ -107,18 +108,32 @@ export class KernelRegistry {
     await this.following;
   }
 
-  /** Running kernels the API knows by label (a restarted gateway finds its kernels here). */
+  /**
+   * Makes the list match the API's (after a restart, and after each `reset` of the change feed):
+   * running kernels found again by label, kernels whose application is gone or ended dead and dropped.
+   */
   async resync(): Promise<void> {
-    const apps = await this.options.api.list(SELECTOR);
-    for (const app of apps) {
-      const id = app.labels?.[KERNEL_ID_LABEL];
-      if (!id || this.kernels.has(id) || TERMINAL_STATES.has(app.state)) continue;
+    const tracked = [...this.kernels.values()].map((s) => ({ id: s.id, appName: s.appName, ending: this.ending.has(s.id) }));
+    const sessions = new Map([...this.kernels].map(([id, s]) => [id, s]));
+    const plan = reconcileKernels(tracked, await this.options.api.list(SELECTOR), (app) => app.labels?.[KERNEL_ID_LABEL]);
+    for (const app of plan.found) {
+      const id = app.labels![KERNEL_ID_LABEL];
+      if (this.kernels.has(id)) continue;
       const session = this.track(new KernelSession(id, app.labels?.[KERNEL_SPEC_LABEL] ?? 'default', this.options.log, true, app.labels?.[KERNEL_POOL_LABEL]));
       session.appName = app.appName;
       session.poolVersion = app.labels?.[KERNEL_POOL_CONFIG_LABEL];
       // A pool's kernel says its claimer in its launcher's hello; any other is its submitter's.
       if (session.pool === undefined) session.owner = app.submittedBy ?? undefined;
       this.options.log.info({ kernel: id, appName: app.appName }, 'found a running kernel again');
+    }
+    for (const { id, reason } of plan.gone) {
+      const session = sessions.get(id)!;
+      // Still the same kernel, and not being ended since the listing began.
+      if (this.kernels.get(id) !== session || this.ending.has(id)) continue;
+      this.options.log.info({ kernel: id, reason }, 'a kernel left the list on re-sync');
+      session.markDead(reason);
+      this.drop(id);
+      if (session.unclaimed) this.pool.poke();
     }
   }
 

@@ -4,7 +4,10 @@
 // whose socket closed before they came (jupyter_server's own kernels buffer both).
 import type { FastifyBaseLogger } from 'fastify';
 import type { WebSocket } from 'ws';
-import { countsAsActivity, type JupyterMessage, parseClientFrame, type Routing, splitKernelFrame, statusMessage, stderrMessage } from './messages.js';
+import { ByteQueue } from './byte-queue.js';
+import { IopubRateLimiter, rateNotice } from './iopub-rate-limit.js';
+import { countsAsActivity, type JupyterMessage, parseClientFrame, refusedReply, type Routing, splitKernelFrame, statusMessage, stderrMessage } from './messages.js';
+import { DEFAULT_LIMITS, type SessionLimits, SLOW_CONSUMER_CLOSE } from './session-limits.js';
 
 export type ExecutionState = 'starting' | 'idle' | 'busy' | 'restarting' | 'dead';
 /**
@@ -15,7 +18,6 @@ export type ClaimState = 'unclaimed' | 'claimed' | 'unknown';
 
 interface Client { ws: WebSocket; sessionId: string }
 
-const REPLAY_LIMIT = 2000;
 const ROUTE_LIMIT = 5000;
 const RESTART_TIMEOUT_MS = 30_000;
 const CLAIM_TIMEOUT_MS = 3000;
@@ -37,10 +39,16 @@ export class KernelSession {
   private readonly clients = new Set<Client>();
   private launcher: WebSocket | undefined;
   private ready = false;
-  /** Client requests (their text as received) held until Spark is ready. */
-  private readonly held: string[] = [];
-  /** iopub for everyone; `session`: a reply kept for that session alone. */
-  private readonly replay: { seq: number; text: string; session?: string }[] = [];
+  /** Client requests (their text as received) held until Spark is ready, up to a byte cap. */
+  private readonly held: ByteQueue<{ text: string }>;
+  /**
+   * iopub kept while no client is attached (jupyter_server's buffering), for the sessions that
+   * come back; `session`: a reply kept for that session alone. Byte-capped, oldest dropped first.
+   */
+  private readonly replay: ByteQueue<{ seq: number; text: string; session?: string }>;
+  private readonly rate: IopubRateLimiter;
+  /** iopub messages the rate limit dropped (a debug counter for tests and logs). */
+  droppedIopub = 0;
   private seq = 0;
   /** Last iopub sequence number each disconnected session received. */
   private readonly sessionSeen = new Map<string, number>();
@@ -71,9 +79,18 @@ export class KernelSession {
     private adopted = false,
     /** The template whose warm pool started this kernel; undefined for a kernel started on request. */
     readonly pool?: string,
+    private readonly limits: SessionLimits = DEFAULT_LIMITS,
   ) {
     this.claim = pool === undefined ? 'claimed' : adopted ? 'unknown' : 'unclaimed';
+    this.held = new ByteQueue(limits.heldBytes);
+    this.replay = new ByteQueue(limits.replayBytes);
+    this.rate = new IopubRateLimiter(limits);
   }
+
+  /** Bytes of client requests held until Spark is ready (≤ `heldBytes`). */
+  get heldBytes(): number { return this.held.bytes; }
+  /** Bytes kept for sessions to come back to (≤ `replayBytes`). */
+  get replayBytes(): number { return this.replay.bytes; }
 
   /** A pool's kernel nobody has: not listed, not culled, not reachable by id. */
   get unclaimed(): boolean { return this.claim === 'unclaimed'; }
@@ -104,7 +121,7 @@ export class KernelSession {
     // Unconfirmed (the launcher gone or too slow): it stays in the pool; a later claim is sent again.
     if (!ok || this.claim !== 'unclaimed') return false;
     // The user sees the kernel from now on: nothing from its time in the pool.
-    this.replay.length = 0;
+    this.replay.clear();
     this.adopted = false;
     this.owner = owner;
     this.lastActivity = new Date();
@@ -139,6 +156,8 @@ export class KernelSession {
         if (entry.seq > (seen ?? 0) && (entry.session === undefined || entry.session === sessionId)) this.sendText(client, entry.text);
       }
     }
+    // Nobody else is away: what was kept has been delivered (or was for no one), and nothing is kept while a client listens.
+    if (this.sessionSeen.size === 0) this.replay.clear();
     // Until the driver and its SparkContext are ready the kernel shows busy (SPEC), never silence.
     if (!this.ready) this.sendText(client, JSON.stringify(statusMessage('busy')));
     ws.on('message', (data: Buffer) => this.fromClient(client, data));
@@ -152,22 +171,45 @@ export class KernelSession {
   }
 
   private fromClient(client: Client, data: Buffer): void {
-    const text = data.toString('utf8');
-    const message = parseClientFrame(text);
-    if (!message) {
+    const frame = parseClientFrame(data.toString('utf8'));
+    if (!frame) {
       this.log.warn({ kernel: this.id, bytes: data.length }, 'ignored a websocket frame that is not a Jupyter message');
       return;
     }
+    const { message, text } = frame;
     if (countsAsActivity(message.header.msg_type)) this.lastActivity = new Date();
     this.askers.set(message.header.msg_id, client);
     if (this.askers.size > ROUTE_LIMIT) this.askers.delete(this.askers.keys().next().value!);
-    // Passed on as received: checked above, never re-serialized.
+    // Passed on as received: checked above, never re-serialized (but for a channel written in).
     if (this.ready && this.launcher) this.launcher.send(text);
-    else this.held.push(text);
+    else if (!this.held.hold({ text })) this.refuseHeld(client, message);
+  }
+
+  /** The hold is full while the driver starts: the request fails at once, with a reason, instead of growing memory. */
+  private refuseHeld(client: Client, message: JupyterMessage): void {
+    const why = `The kernel is still starting and ${Math.round(this.held.bytes / 1048576)} MiB of requests already wait for it `
+      + `(at most ${Math.round(this.limits.heldBytes / 1048576)} MiB): this request was not taken. Send it again once the kernel is idle.`;
+    this.log.warn({ kernel: this.id, heldBytes: this.held.bytes, msgType: message.header.msg_type }, 'refused a request: the hold while the kernel starts is full');
+    this.sendText(client, JSON.stringify(stderrMessage(`${why}\n`, message.header)));
+    const reply = typeof message.header.msg_type === 'string' ? refusedReply(message, why) : undefined;
+    if (reply) this.sendText(client, JSON.stringify(reply));
   }
 
   private sendText(client: Client, text: string): void {
-    if (client.ws.readyState === client.ws.OPEN) client.ws.send(text); // a string: always a text frame
+    const ws = client.ws;
+    if (ws.readyState !== ws.OPEN) return;
+    // A client that reads slower than its kernel writes: closed before its queue passes the cap
+    // (it reconnects and gets what was kept for its session), never buffered without bound.
+    if (ws.bufferedAmount + text.length > this.limits.sendBufferBytes) return this.closeSlow(client);
+    ws.send(text); // a string: always a text frame
+  }
+
+  private closeSlow(client: Client): void {
+    const ws = client.ws;
+    this.log.warn({ kernel: this.id, session: client.sessionId, bufferedBytes: ws.bufferedAmount }, 'closed a client websocket that reads too slowly');
+    // Nothing more is queued for it (sendText sends only while OPEN); the close frame waits behind
+    // what it did not read, and ws destroys the socket if no answer comes (its closeTimeout).
+    ws.close(SLOW_CONSUMER_CLOSE, `slow consumer: over ${Math.round(this.limits.sendBufferBytes / 1048576)} MiB unsent`);
   }
 
   /** A message the gateway writes itself (status, notices). */
@@ -180,9 +222,11 @@ export class KernelSession {
     for (const client of this.clients) this.sendText(client, text);
   }
 
+  /** iopub is kept only while nobody listens (a reply for a session, whenever its socket is away). */
   private remember(text: string, session?: string): void {
-    this.replay.push({ seq: ++this.seq, text, session });
-    if (this.replay.length > REPLAY_LIMIT) this.replay.shift();
+    ++this.seq;
+    if (session === undefined && this.clients.size > 0) return;
+    this.replay.keep({ seq: this.seq, text, session });
   }
 
   // ---- the launcher ----------------------------------------------------------------------
@@ -273,7 +317,7 @@ export class KernelSession {
   }
 
   private flushHeld(): void {
-    while (this.launcher && this.held.length) this.launcher.send(this.held.shift()!);
+    while (this.launcher && this.held.length) this.launcher.send(this.held.shift()!.text);
   }
 
   /** A kernel message: routed by what the launcher said of it, passed on as the text it sent. */
@@ -293,7 +337,10 @@ export class KernelSession {
     if (routing.state !== null) {
       if (routing.state === 'busy' || routing.state === 'idle') this.executionState = routing.state;
     } else if (countsAsActivity(routing.msg_type)) this.lastActivity = new Date();
-    if (routing.channel === 'iopub') return this.broadcastText(text, true);
+    if (routing.channel === 'iopub') {
+      if (!this.admitIopub(routing, text)) return;
+      return this.broadcastText(text, true);
+    }
     const asker = this.askers.get(routing.parent);
     // Asked before a gateway restart (no route known): whoever is connected.
     if (!asker) return this.broadcastText(text, false);
@@ -306,14 +353,29 @@ export class KernelSession {
   }
 
 
+  /** jupyter_server's iopub rate limit: false when the message is dropped; the user is told once, in the cell. */
+  private admitIopub(routing: Routing, text: string): boolean {
+    const verdict = this.rate.admit(routing.msg_type, routing.state, text.length, Date.now());
+    if (verdict.send) return true;
+    this.droppedIopub++;
+    if (verdict.notices.length === 0) return false;
+    let parent: Record<string, unknown> = {};
+    try { parent = (JSON.parse(text) as JupyterMessage).parent_header ?? {}; } catch { /* unparented notice */ }
+    for (const which of verdict.notices) {
+      this.log.warn({ kernel: this.id, limit: which }, 'iopub rate limit reached: output dropped');
+      this.broadcast(stderrMessage(rateNotice(which, this.limits), parent));
+    }
+    return false;
+  }
+
   // ---- lifecycle -------------------------------------------------------------------------
 
   interrupt(): void {
     this.launcher?.send(JSON.stringify({ op: 'interrupt' }));
   }
 
-  /** Same kernel id, same sockets: `restarting`, a fresh namespace (Spark kept), then `idle`. */
-  async restart(): Promise<void> {
+  /** Same kernel id, same sockets: `restarting`, a fresh namespace (Spark kept), then `idle`. False: it died meanwhile. */
+  async restart(): Promise<boolean> {
     this.executionState = 'restarting';
     this.broadcast(statusMessage('restarting'));
     if (this.launcher && this.ready) {
@@ -324,8 +386,11 @@ export class KernelSession {
       this.launcher.send(JSON.stringify({ op: 'restart' }));
       await done;
     }
+    // Ended while restarting (its application gone): dead stays dead.
+    if ((this.executionState as ExecutionState) === 'dead') return false;
     this.executionState = this.ready ? 'idle' : 'starting';
     if (this.ready) this.broadcast(statusMessage('idle'));
+    return true;
   }
 
   /** Tells the launcher to stop; the application is removed by the caller. */
@@ -356,5 +421,6 @@ export class KernelSession {
     for (const done of this.restartWaiters) done();
     this.restartWaiters = [];
     for (const done of this.claimWaiters.splice(0)) done(false);
+    this.held.clear();
   }
 }

@@ -17,34 +17,61 @@ export interface JupyterMessage {
 const QUIET = new Set(['status', 'kernel_info_request', 'kernel_info_reply', 'comm_info_request', 'comm_info_reply']);
 export const countsAsActivity = (msgType: string) => !QUIET.has(msgType);
 
-export function iopub(msgType: string, content: Record<string, unknown>, parent: Record<string, unknown> = {}): JupyterMessage {
-  const msgId = randomUUID();
-  return {
-    header: { msg_id: msgId, msg_type: msgType, session: 'gateway', username: 'gateway', date: new Date().toISOString(), version: '5.3' },
-    parent_header: parent, metadata: {}, content, buffers: [], channel: 'iopub', msg_id: msgId, msg_type: msgType,
-  };
+function header(msgType: string): JupyterMessage['header'] {
+  return { msg_id: randomUUID(), msg_type: msgType, session: 'gateway', username: 'gateway', date: new Date().toISOString(), version: '5.3' };
 }
 
-export const statusMessage = (state: string) => iopub('status', { execution_state: state });
-export const stderrMessage = (text: string) => iopub('stream', { name: 'stderr', text });
+export function iopub(msgType: string, content: Record<string, unknown>, parent: Record<string, unknown> = {}): JupyterMessage {
+  const own = header(msgType);
+  return { header: own, parent_header: parent, metadata: {}, content, buffers: [], channel: 'iopub', msg_id: own.msg_id, msg_type: msgType };
+}
+
+/**
+ * The gateway's own statuses (busy while the driver starts, idle when it is ready, restarting,
+ * dead) are parented as Kernel Gateway's are when it shows a kernel's state: to the
+ * `kernel_info_request` its server sends a kernel on connect and after a restart. A complete
+ * header, never `{}`: jupyter_server's activity tracking does not count statuses of
+ * kernel_info as work, and clients that match statuses to requests find a request to match.
+ */
+export const statusMessage = (state: string) => iopub('status', { execution_state: state }, header('kernel_info_request'));
+export const stderrMessage = (text: string, parent: Record<string, unknown> = {}) => iopub('stream', { name: 'stderr', text }, parent);
+
+/** The reply to a request the gateway could not take (a full hold, say): `status: error`, on the request's channel. */
+export function refusedReply(request: JupyterMessage, evalue: string): JupyterMessage | undefined {
+  const type = request.header.msg_type;
+  if (!type.endsWith('_request')) return undefined;
+  const msgType = `${type.slice(0, -'_request'.length)}_reply`;
+  const own = header(msgType);
+  return {
+    header: own, parent_header: request.header, metadata: {},
+    content: { status: 'error', ename: 'GatewayLimit', evalue, traceback: [] },
+    buffers: [], channel: request.channel, msg_id: own.msg_id, msg_type: msgType,
+  };
+}
 
 /**
  * A client's frame (decoded text: browsers' binary frames reach us as text that is not UTF-8,
  * and decoding replaced the bad bytes), or undefined when it is not a Jupyter message (garbage
- * is ignored, not fatal).
+ * is ignored, not fatal). A frame without `channel` is a `shell` request, as jupyter_server and
+ * Kernel Gateway take it (jupyter_client's websocket clients leave it out); `text` is then the
+ * message with the channel written in (the launcher routes by it), else the frame as received.
  */
-export function parseClientFrame(text: string): JupyterMessage | undefined {
+export function parseClientFrame(frame: string): { message: JupyterMessage; text: string } | undefined {
   let value: unknown;
   try {
-    value = JSON.parse(text);
+    value = JSON.parse(frame);
   } catch {
     return undefined;
   }
   const message = value as Partial<JupyterMessage>;
-  if (!message || typeof message !== 'object' || typeof message.channel !== 'string'
+  if (!message || typeof message !== 'object' || Array.isArray(message)
     || !message.header || typeof message.header !== 'object' || typeof message.header.msg_id !== 'string') return undefined;
-  if (!['shell', 'control', 'stdin'].includes(message.channel)) return undefined;
-  return message as JupyterMessage;
+  if (message.channel === undefined || message.channel === null) {
+    message.channel = 'shell';
+    return { message: message as JupyterMessage, text: JSON.stringify(message) };
+  }
+  if (typeof message.channel !== 'string' || !['shell', 'control', 'stdin'].includes(message.channel)) return undefined;
+  return { message: message as JupyterMessage, text: frame };
 }
 
 /** What the launcher says about each kernel message, so the message itself is passed on unparsed. */

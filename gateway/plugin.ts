@@ -12,6 +12,7 @@ import { LauncherFiles } from './launcher-files.js';
 import { DEFAULT_KERNELS_PER_KEY } from './kernel-owners.js';
 import { kernelRoutes } from './routes/kernels.js';
 import { kernelspecRoutes } from './routes/kernelspecs.js';
+import { versionRoutes } from './routes/version.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -90,6 +91,7 @@ const gateway: FastifyPluginAsync<GatewayOptions> = async (app, options) => {
     scope.setNotFoundHandler((request, reply) => sendGatewayError(reply, 404, 'Not Found', `No such resource: ${request.url.split('?')[0]}`));
     await scope.register(kernelspecRoutes, { api });
     await scope.register(kernelRoutes, { registry });
+    await scope.register(versionRoutes);
   }, { prefix: '/notebooks' });
 
   let detach: (() => void) | undefined;

@@ -1,12 +1,14 @@
 // /notebooks/api/kernels: start (answers as soon as the API accepted the application), list
 // (with the exact fields jupyter_server parses), get, delete, interrupt, restart.
 import type { FastifyInstance } from 'fastify';
-import type { KernelRegistry } from '../kernel-registry.js';
+import { GatewayError, type KernelRegistry } from '../kernel-registry.js';
+import { parseAnyBodyAsJson } from './any-content-type.js';
 
-const UUID = '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$';
-const idParams = { type: 'object', properties: { id: { type: 'string', pattern: UUID } }, required: ['id'] } as const;
+// Any id is looked up: one that is not a kernel's (a UUID or not) is 404, as Kernel Gateway answers.
+const idParams = { type: 'object', properties: { id: { type: 'string' } }, required: ['id'] } as const;
 
 export async function kernelRoutes(app: FastifyInstance, { registry }: { registry: KernelRegistry }) {
+  parseAnyBodyAsJson(app);
   app.get('/api/kernels', async (request) => (await registry.list(request.gatewayCaller)).map((k) => k.model()));
 
   // Not part of Jupyter's protocol: what the warm pools hold (`--warm-pool`), for operators and the bench.
@@ -38,7 +40,7 @@ export async function kernelRoutes(app: FastifyInstance, { registry }: { registr
 
   app.post<{ Params: { id: string } }>('/api/kernels/:id/restart', { schema: { params: idParams } }, async (request) => {
     const session = registry.get(request.params.id, request.gatewayCaller);
-    await session.restart();
+    if (!await session.restart()) throw new GatewayError(404, 'Not Found', `Kernel ended while restarting: ${request.params.id}`);
     return session.model();
   });
 }

@@ -63,8 +63,8 @@ export async function startJupyter(t: TestLike, root: string, gatewayUrl: string
 
 export interface Message {
   channel: string;
-  header: { msg_id: string; msg_type: string };
-  parent_header: { msg_id?: string };
+  header: { msg_id: string; msg_type: string; session?: string };
+  parent_header: { msg_id?: string; msg_type?: string };
   content: any;
 }
 

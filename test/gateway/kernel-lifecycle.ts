@@ -2,7 +2,7 @@
 // real `jupyter server`: interrupt cancels a long Spark job, restart keeps the kernel's id and
 // websocket. The caller says how to reach the Jupyter server's REST API.
 import type { Test } from 'tap';
-import type { KernelClient } from './jupyter.js';
+import type { KernelClient, Message } from './jupyter.js';
 
 type Asserts = Pick<Test, 'equal' | 'same'>;
 
@@ -33,8 +33,10 @@ export async function restartKeepsKernel(t: Asserts, client: KernelClient, jp: C
   const restart = await jp('POST', `/api/kernels/${id}/restart`, {});
   t.equal(restart.status, 200, restart.text);
   t.equal(restart.json.id, id, 'the kernel keeps its id');
-  const states = () => client.messages.slice(before).filter((m) => m.header.msg_type === 'status' && !m.parent_header.msg_id).map((m) => m.content.execution_state);
-  await client.waitFor((m) => m.header.msg_type === 'status' && m.content.execution_state === 'idle' && !m.parent_header.msg_id, 30_000, before);
+  // The gateway's own statuses (its session), not the kernel's.
+  const own = (m: Message) => m.header.msg_type === 'status' && m.header.session === 'gateway';
+  const states = () => client.messages.slice(before).filter(own).map((m) => m.content.execution_state);
+  await client.waitFor((m) => own(m) && m.content.execution_state === 'idle', 30_000, before);
   t.same(states().slice(0, 2), ['restarting', 'idle'], 'restarting, then idle, on the same websocket');
   const gone = await client.execute('x');
   t.equal(gone.error?.ename, 'NameError', 'the namespace is fresh');
