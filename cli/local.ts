@@ -18,6 +18,7 @@ import { apiGatewayProof, dialable, gatewaySecret, kernelsPerKeyFlag, localGatew
 import { defaultDataDir, findSpark, javaProblem } from './config.js';
 import { rulesFrom } from './rules.js';
 import { buildService } from './service.js';
+import { adminOnlyStore, chooseSandbox, type SandboxMode } from './local-sandbox.js';
 
 export async function localCommand(argv: string[]): Promise<number> {
   const { values } = parseArgs({
@@ -37,16 +38,24 @@ export async function localCommand(argv: string[]): Promise<number> {
       retention: { type: 'string', default: '30d' },
       history: { type: 'string', default: 'on' },
       'kernels-per-key': kernelsPerKeyFlag,
+      sandbox: { type: 'string', default: 'auto' },
+      'driver-user': { type: 'string', default: 'nobody' },
     },
   });
   if (values.auth !== 'on' && values.auth !== 'off') throw new Error('--auth takes on or off');
+  if (!['auto', 'on', 'off'].includes(values.sandbox)) throw new Error('--sandbox takes auto, on or off');
   const dataDir = values['data-dir'];
   const warmPool = parseWarmPool(values['warm-pool']);
   if (values.history !== 'on' && values.history !== 'off') throw new Error('--history takes on or off');
   const retentionMs = parseRetention(values.retention);
-  const withHistory = values.history === 'on';
+  const spark = findSpark();
+  const store = new FileKeyStore(dataDir);
+  // User code never runs as this service: a sandbox for the drivers, else admin keys only (docs/security.md).
+  const { sandbox, problem } = chooseSandbox(values.sandbox as SandboxMode, values.auth === 'on', { dataDir, ...spark, driverUser: values['driver-user'] });
   // Every driver writes an event log there (a template or submission may turn it off), so its
-  // Spark UI opens from the history once it ended.
+  // Spark UI opens from the history once it ended. Not from the sandbox yet: the shared
+  // directory would show every run's log to every driver (docs/security.md).
+  const withHistory = values.history === 'on' && !sandbox;
   if (withHistory) makePrivateDir(eventLogDir(dataDir));
   const rules = { ...rulesFrom(values['node-pools'], 'local'), ...(withHistory ? { eventLog: { dir: `file://${eventLogDir(dataDir)}`, rollingMaxFileSize: '128m' } } : {}) };
   const kernelsPerKey = parseKernelsPerKey(values['kernels-per-key']);
@@ -54,16 +63,19 @@ export async function localCommand(argv: string[]): Promise<number> {
   const proof = apiGatewayProof(true);
   // One logger for requests and for local mode's background work.
   const log = pino({ ...loggerOptions('local'), serializers: logSerializers });
+  const gatewayKey = values.auth === 'on' ? localGatewayKey(dataDir, store) : undefined;
+  const auth = {
+    enabled: values.auth === 'on',
+    store: values.auth === 'on' && !sandbox ? adminOnlyStore(store, gatewayKey && store.verify(gatewayKey)?.id, problem ?? 'none found') : store,
+  };
   // Kernels start at once beside batch applications instead of queueing for cores (gateway/README.md).
-  const spark = findSpark();
-  const cluster = new LocalCluster({ dataDir, rules, cores: Number(values.cores), log, interactiveLabel: KERNEL_LABEL, ...spark });
+  const cluster = new LocalCluster({ dataDir, rules, cores: Number(values.cores), log, interactiveLabel: KERNEL_LABEL, sandbox, ...spark });
   const history = withHistory
     ? new LocalSparkHistory({ dataDir, sparkClass: spark.sparkSubmit.includes('/') ? join(dirname(spark.sparkSubmit), 'spark-class') : 'spark-class', python: spark.python, events: cluster.events, log, retentionMs })
     : undefined;
   const sweeper = retentionMs === undefined ? undefined : new RetentionSweeper({
     cluster, history, retentionMs, onError: (error, appName) => log.warn({ err: error, appName }, 'retention: could not remove an expired application'),
   });
-  const auth = { enabled: values.auth === 'on', store: new FileKeyStore(dataDir) };
   const api = await buildService({
     cluster,
     history,
@@ -80,13 +92,13 @@ export async function localCommand(argv: string[]): Promise<number> {
   // The notebook gateway on the same server, calling the API over HTTP like any client would.
   const self = () => dialable(values.host, api.server.address());
   await api.register(gatewayPlugin, {
-    auth, apiUrl: () => `http://${self()}`, apiKey: auth.enabled ? localGatewayKey(dataDir, auth.store) : undefined,
+    auth, apiUrl: () => `http://${self()}`, apiKey: gatewayKey,
     launcherUrl: () => `ws://${self()}/notebooks`, launcherFile: localLauncherFile(),
     secret: gatewaySecret(dataDir), cullIdleSeconds: Number(values['cull-idle-seconds']), warmPool,
     kernelsPerKey, launcherDir: join(dataDir, 'launchers'), apiProof: proof,
   });
   javaProblem().then((java) => { if (java) api.log.warn(java); }, (error: unknown) => api.log.warn({ err: error }, 'could not check the Java version'));
-  api.log.info({ dataDir, nodePools: rules.pools.map((p) => p.instanceName), cores: Number(values.cores) }, 'local mode');
+  api.log.info({ dataDir, nodePools: rules.pools.map((p) => p.instanceName), cores: Number(values.cores), driverSandbox: sandbox ? (sandbox.user ? `bwrap as uid ${sandbox.user.uid}` : 'bwrap') : `none (${problem})` }, 'local mode');
   const address = await api.listen({ port: Number(values.port), host: values.host });
   process.stdout.write(`Submission Service (local mode) at ${address}/api/  notebooks at ${address}/notebooks  data in ${join(dataDir)}\n`);
   // A signal ends the process either way; a failed close is said before it does.

@@ -20,6 +20,8 @@ import { newAppName } from '../app-name.js';
 import { makePrivateDir, removeTempFiles, type WriteFileAtomic } from '../../lib/atomic-file.js';
 import { defaultLocalLogger, type LocalLogger } from './logger.js';
 import { type SubmissionInfo, submissionInfo } from '../submission-info.js';
+import { serviceFileRefusal } from './service-files.js';
+import type { DriverSandbox } from './sandbox.js';
 
 export interface LocalClusterOptions {
   dataDir: string;
@@ -40,6 +42,8 @@ export interface LocalClusterOptions {
    * batch queue is worse than sharing the CPU. Undefined: every application queues.
    */
   interactiveLabel?: string;
+  /** Drivers start inside this sandbox (sandbox.ts): no driver reads the data dir or runs as the service. */
+  sandbox?: DriverSandbox;
 }
 
 
@@ -78,6 +82,8 @@ export class LocalCluster implements Cluster {
     });
     if (admission.outcome === 'refused') return { ok: false, status: admission.status, body: admission.body };
     if (admission.outcome === 'ignored') throw new Error(`admission ignored the driver pod: ${admission.reason}`);
+    const touchesServiceFiles = serviceFileRefusal(admission.pod, { dataDir: this.options.dataDir, workDir: this.workDir(admission.appName), sandboxed: Boolean(this.options.sandbox) });
+    if (touchesServiceFiles) return { ok: false, status: 400, body: touchesServiceFiles };
     const createdAt = new Date().toISOString();
     const record: AppRecord = {
       appName: admission.appName,
@@ -220,7 +226,7 @@ export class LocalCluster implements Cluster {
       // Interactive drivers start Python first (pyspark starts the JVM): a kernel answers before its JVM exists.
       const machine = {
         sparkSubmit: this.options.sparkSubmit, python: this.options.python, workDir: this.workDir(appName), uiPort,
-        pythonFirst: this.isInteractive(stored),
+        pythonFirst: this.isInteractive(stored), sandbox: this.options.sandbox,
       };
       const started = startDriverPod(stored.pod, machine, cores, { logFile, exitFile });
       const run = { pid: started.pid, startTicks: started.startTicks, cores, logFile, exitFile, uiPort };

@@ -2,10 +2,11 @@
 // the whole tree: spark-submit, the JVM, Python workers) under a tiny shell wrapper
 // that writes the exit code to a file; the service can die and find it again.
 import { spawn } from 'node:child_process';
-import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync } from 'node:fs';
+import { chownSync, closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { V1Pod } from '@kubernetes/client-node';
 import type { LocalCommand } from './local-command.js';
+import { moveLauncherToken, sandboxedCommand } from './sandbox.js';
 import { type LocalMachine, localDriverCommand } from './spark-command.js';
 
 export interface Started {
@@ -71,7 +72,13 @@ export function startProcess(command: LocalCommand, logFile: string, exitFile: s
 /** Runs an admitted driver pod on this machine: local mode's drivers and FakeKubelet's alike. */
 export function startDriverPod(pod: V1Pod, machine: LocalMachine, cores: number, files: { logFile: string; exitFile: string }): Started {
   mkdirSync(machine.workDir, { recursive: true, mode: 0o700 });
-  return startProcess(localDriverCommand(pod, machine, cores), files.logFile, files.exitFile);
+  const command = localDriverCommand(pod, machine, cores);
+  const { sandbox } = machine;
+  if (!sandbox) return startProcess(command, files.logFile, files.exitFile);
+  // The work dir is the driver user's; the log and exit files stay the service's (the driver
+  // writes its log through the descriptor it is given, the wrapper outside writes the exit code).
+  if (sandbox.user) chownSync(machine.workDir, sandbox.user.uid, sandbox.user.gid);
+  return startProcess(sandboxedCommand(moveLauncherToken(command, sandbox, machine.workDir), sandbox, machine.workDir), files.logFile, files.exitFile);
 }
 
 /** The exit code the wrapper recorded, if the process ended by itself. */

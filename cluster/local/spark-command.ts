@@ -6,6 +6,7 @@ import type { ApplicationConfig } from '../../schemas/index.js';
 import { DRIVER_CONTAINER } from '../../webhook/domain/index.js';
 import type { LocalCommand, SubmitParts } from './local-command.js';
 import { pythonFirstCommand } from './python-first.js';
+import { type DriverSandbox, SANDBOX_WORK_DIR } from './sandbox.js';
 
 export interface LocalMachine {
   sparkSubmit: string;
@@ -19,6 +20,8 @@ export interface LocalMachine {
    * the JVM is up (cluster/local/python-first.ts). Needs `python`; other main files are unaffected.
    */
   pythonFirst?: boolean;
+  /** Start the driver inside this sandbox (cluster/local/sandbox.ts); undefined: as the service's own user. */
+  sandbox?: DriverSandbox;
 }
 
 const LOOPBACK = '127.0.0.1';
@@ -42,7 +45,7 @@ function podEnv(pod: V1Pod, machine: LocalMachine): Record<string, string> {
   for (const variable of container?.env ?? []) {
     env[variable.name] = variable.value ?? fieldValue(variable.valueFrom?.fieldRef?.fieldPath ?? '');
   }
-  env.SPARK_LOCAL_DIRS = machine.workDir;
+  env.SPARK_LOCAL_DIRS = machine.sandbox ? SANDBOX_WORK_DIR : machine.workDir;
   return env;
 }
 
