@@ -29,6 +29,7 @@ const dnsLabel = { type: 'string', pattern: '^[a-z0-9]([-a-z0-9]*[a-z0-9])?$', m
 const object = (properties: Record<string, unknown>, required: string[] = []) =>
   ({ type: 'object', additionalProperties: false, properties, ...(required.length ? { required } : {}) });
 const resources = { type: 'object' };
+const podSecurityLevel = { enum: ['privileged', 'baseline', 'restricted'] } as const;
 
 /** Helm refuses values that break this schema, at install, upgrade, template and lint. */
 export function valuesSchema(): Record<string, unknown> {
@@ -49,6 +50,8 @@ export function valuesSchema(): Record<string, unknown> {
       imagePattern: { type: 'string', pattern: '\\{version\\}' },
       applicationsNamespace: dnsLabel,
       createApplicationsNamespace: { type: 'boolean' },
+      // Pod Security Standard labels of the applications namespace (enforce, and warn/audit to see what a stricter one would refuse).
+      applicationsPodSecurity: object({ enforce: podSecurityLevel, warn: podSecurityLevel, audit: podSecurityLevel }, ['enforce']),
       driverServiceAccount: dnsLabel,
       // The node-pool file's own policy section: the ConfigMap hands it to the api and the webhook as it is.
       policy: nodePoolsFile.properties.policy,

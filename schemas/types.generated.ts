@@ -411,6 +411,12 @@ export interface NodePoolsFile {
      * Whether a user key may stop, delete and read the log of applications other keys submitted (default false).
      */
     usersActOnAllApplications?: boolean;
+    /**
+     * spark.kubernetes.* keys a submission's engineConf may set besides the built-in allowlist (docs/security.md); an entry ending in .* allows a family.
+     *
+     * @maxItems 256
+     */
+    kubernetesProperties?: string[];
   };
 }
 /**

@@ -73,6 +73,30 @@ t.test('admission through the real apiserver', async (t) => {
     t.notOk(executor.spec!.affinity, 'executors are not pinned to the stable pool');
   });
 
+  t.test('an executor pod with a hostPath, a foreign Secret or service account is denied by the apiserver (issue #17)', async (t) => {
+    const res = await bed.call('POST', '/api/apps/', { jobName: 'guarded', configOverrides: {} });
+    t.equal(res.status, 201);
+    const appName = res.json.appName;
+    const driver = await core.readNamespacedPod({ name: appName, namespace });
+    await eventually(async () => bed.webhook.cache.applications.has(appName), Boolean, { what: 'the webhook to know the driver' });
+    const variants: [string, (pod: V1Pod) => void, RegExp][] = [
+      ['hostpath', (pod) => { pod.spec!.volumes = [{ name: 'root', hostPath: { path: '/' } }]; }, /hostPath/],
+      // (the reason arrives as JSON inside the apiserver's message: its quotes are escaped)
+      ['secret', (pod) => { pod.spec!.volumes = [{ name: 's', secret: { secretName: 'db-root-password' } }]; }, /secret \\"db-root-password\\"/],
+      ['account', (pod) => { pod.spec!.serviceAccountName = 'cluster-admin'; }, /service account \\"cluster-admin\\"/],
+    ];
+    for (const [suffix, change, reason] of variants) {
+      const body = sparkExecutorPod(driver, 1, namespace);
+      body.metadata!.name = `${appName}-exec-${suffix}`;
+      change(body);
+      const error = await create(body).then(() => undefined, (e: unknown) => e);
+      t.ok(error, `${suffix}: refused`);
+      t.match(apiStatus(error).status?.message, /admission webhook "executors\.submission-service\.webhook" denied the request/);
+      t.match(apiStatus(error).status?.message, reason);
+      await t.rejects(core.readNamespacedPod({ name: body.metadata!.name!, namespace }), `${suffix}: no pod was created`);
+    }
+  });
+
   t.test('a pod without our labels is untouched', async (t) => {
     const body: V1Pod = {
       metadata: { name: 'someone-else', labels: { app: 'other' } },

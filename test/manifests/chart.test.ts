@@ -282,12 +282,24 @@ t.test('the policy (allowlists of service accounts and secrets) reaches the api 
   const file = join(dir, 'node-pools.json');
   writeFileSync(file, config.data!['node-pools.json']);
   t.same(rulesFrom(file, 'spark-apps').policy, {
-    serviceAccounts: ['spark-team-a', 'spark-team-b'], secrets: ['s3-credentials'], usersActOnAllApplications: true, refuseLauncherEnvironment: false,
+    serviceAccounts: ['spark-team-a', 'spark-team-b'], secrets: ['s3-credentials'], usersActOnAllApplications: true, refuseLauncherEnvironment: false, kubernetesProperties: [],
   }, 'the allowlists and the acting rule, as set');
   writeFileSync(file, named<V1ConfigMap>(defaults, 'ConfigMap', 'submission-service-config')!.data!['node-pools.json']);
-  t.same(rulesFrom(file, 'spark-apps').policy, { serviceAccounts: [], secrets: [], usersActOnAllApplications: false, refuseLauncherEnvironment: false },
+  t.same(rulesFrom(file, 'spark-apps').policy, { serviceAccounts: [], secrets: [], usersActOnAllApplications: false, refuseLauncherEnvironment: false, kubernetesProperties: [] },
     'by default: no other service account, no secret, users act on their own applications');
   const bad = helm(['template', 'ss', chartDir, '--set', 'policy.secret={x}']);
   t.not(bad.status, 0, 'a misspelt policy key is refused by values.schema.json');
   t.match(bad.output, /secret/);
+});
+
+t.test('the applications namespace enforces Pod Security baseline and reports restricted', async (t) => {
+  const labels = (objects: typeof defaults) => named(objects, 'Namespace', 'spark-apps')?.metadata?.labels ?? {};
+  t.match(labels(defaults), {
+    'pod-security.kubernetes.io/enforce': 'baseline', 'pod-security.kubernetes.io/enforce-version': 'latest',
+    'pod-security.kubernetes.io/warn': 'restricted', 'pod-security.kubernetes.io/audit': 'restricted',
+  });
+  t.match(labels(renderChart({ 'applicationsPodSecurity.enforce': 'restricted' })), { 'pod-security.kubernetes.io/enforce': 'restricted' });
+  const bad = helm(['template', 'ss', chartDir, '--set', 'applicationsPodSecurity.enforce=lenient']);
+  t.not(bad.status, 0, 'a level Pod Security does not know is refused by values.schema.json');
+  t.match(bad.output, /applicationsPodSecurity/);
 });

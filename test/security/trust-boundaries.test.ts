@@ -117,6 +117,26 @@ t.test('service accounts and secrets in overrides come from the allowlist; templ
   t.equal(viaTemplate.json.config.driver.serviceAccount, 'etl-writer');
 });
 
+t.test('engineConf may set only the spark.kubernetes.* keys of the allowlist (issue #17)', async (t) => {
+  const api = await startTestApi(t, { policy: { secrets: ['gcs'], serviceAccounts: ['spark-analytics'] } });
+  for (const key of [
+    'spark.kubernetes.executor.secrets.gcs',
+    'spark.kubernetes.authenticate.executor.serviceAccountName',
+    'spark.kubernetes.executor.volumes.hostPath.root.options.path',
+    'spark.kubernetes.executor.podTemplateFile',
+    'spark.kubernetes.namespace',
+    'spark.kubernetes.container.image',
+  ]) {
+    for (const dryRun of [false, true]) {
+      const res = await api.call('POST', `/api/apps/${dryRun ? '?dryRun=true' : ''}`, { jobName: 'k8s', configOverrides: { ...fakeJob(), engineConf: { [key]: 'x' } } });
+      t.equal(res.status, 400, `${key}${dryRun ? ' (dry run)' : ''}`);
+      t.equal(res.json?.field, `configOverrides.engineConf.${key}`);
+    }
+  }
+  const tuning = await api.call('POST', '/api/apps/?dryRun=true', { jobName: 'k8s', configOverrides: { ...fakeJob(), engineConf: { 'spark.kubernetes.allocation.batch.size': '10', 'spark.sql.shuffle.partitions': '8' } } });
+  t.equal(tuning.status, 200, 'allocation tuning and other Spark keys pass');
+});
+
 t.test('the webhook applies the API schema and the policy to the overrides annotation: 400, never 500', async (t) => {
   const rules = buildRules({ nodePools: exampleCluster().nodePools, namespace: 'spark-apps' });
   const admit = (pod: Parameters<typeof admitPod>[0]) => admitPod(pod, { rules, templates: () => undefined, applications: () => undefined, newAppName: (j) => `${j}-x` });
@@ -134,6 +154,7 @@ t.test('the webhook applies the API schema and the policy to the overrides annot
     [JSON.stringify({ driver: { secrets: [{ name: 'db-root-password', path: '/mnt/x' }] } }), /secret "db-root-password" is not allowed/],
     [JSON.stringify({ driver: { serviceAccount: 'cluster-admin' } }), /service account "cluster-admin" is not allowed/],
     [JSON.stringify({ nonsense: true }), /configOverrides\.nonsense" is not allowed/],
+    [JSON.stringify({ engineConf: { 'spark.kubernetes.executor.volumes.hostPath.root.options.path': '/' } }), /spark\.kubernetes\.executor\.volumes\.hostPath\.root\.options\.path is not allowed/],
   ];
   for (const [overrides, message] of cases) {
     const result = review(overrides);

@@ -4,6 +4,7 @@ import type { V1Pod } from '@kubernetes/client-node';
 import type { ApplicationConfig } from '../../schemas/index.js';
 import { renderDriverPod } from './driver-pod.js';
 import { type ConfigResult, effectiveConfig, type TemplateLookup } from './effective-config.js';
+import { executorPodRefusal } from './executor-guard.js';
 import { renderExecutorPod } from './executor-pod.js';
 import { ANNOTATION_CONFIG, ANNOTATION_OVERRIDES, LABEL_APP, LABEL_JOB, LABEL_TEMPLATE, SPARK_ROLE } from './labels.js';
 import type { AdmissionRules } from './rules.js';
@@ -92,6 +93,9 @@ function executorApp(pod: V1Pod): string | undefined {
 function admitExecutor(pod: V1Pod, ctx: AdmissionContext): Admission {
   const appName = executorApp(pod);
   const config = appName ? ctx.applications(appName) : undefined;
+  // Service account, Secrets and volumes are checked on every executor, ours or not (executor-guard.ts).
+  const refusal = executorPodRefusal(pod, config, ctx.rules);
+  if (refusal) return { outcome: 'refused', status: 403, body: { message: refusal } };
   if (!appName || !config) return { outcome: 'ignored', reason: 'executor of a driver the service does not know' };
   return { outcome: 'admitted', pod: renderExecutorPod(pod, config, ctx.rules), appName, config };
 }

@@ -4,6 +4,8 @@ export * from './defaults.js';
 export * from './driver-pod.js';
 export * from './effective-config.js';
 export * from './event-log.js';
+export * from './executor-guard.js';
+export * from './kubernetes-properties.js';
 export * from './labels.js';
 export * from './merge.js';
 export * from './overrides-schema.js';

@@ -2,6 +2,7 @@
 // functions shared by the API, the webhook and local mode, so all three refuse the same
 // things with the same words. Templates are written by admins and are not checked here.
 import type { ApplicationConfig } from '../../schemas/index.js';
+import { kubernetesPropertyAllowed } from './kubernetes-properties.js';
 
 export interface SubmissionPolicy {
   /** Service accounts configOverrides may name (driver/executor.serviceAccount). The default one is always allowed. */
@@ -16,6 +17,8 @@ export interface SubmissionPolicy {
    * behave are refused (see FORBIDDEN_ENV).
    */
   refuseLauncherEnvironment: boolean;
+  /** `spark.kubernetes.*` keys engineConf may set besides the built-in allowlist (kubernetes-properties.ts); `x.*` allows a family. */
+  kubernetesProperties: string[];
 }
 
 export const defaultPolicy: SubmissionPolicy = {
@@ -23,6 +26,7 @@ export const defaultPolicy: SubmissionPolicy = {
   secrets: [],
   usersActOnAllApplications: false,
   refuseLauncherEnvironment: false,
+  kubernetesProperties: [],
 };
 
 /** The policy section of the node-pool file (or chart values), with defaults filled in. */
@@ -88,6 +92,13 @@ export function checkOverrides(overrides: ApplicationConfig | undefined, policy:
         if (isForbiddenEnvName(name)) return envRefusal(`configOverrides.${role}.env.${name}`, name);
       }
     }
+  }
+  const closed = Object.keys(overrides.engineConf ?? {}).find((key) => !kubernetesPropertyAllowed(key, policy.kubernetesProperties));
+  if (closed !== undefined) {
+    return {
+      field: `configOverrides.engineConf.${closed}`,
+      message: `field "configOverrides.engineConf.${closed}": Spark property ${closed} is not allowed for submissions (service accounts, secrets, volumes, images, placement and sizing come from the config and its template; the spark.kubernetes.* keys a submission may set are listed in docs/security.md)`,
+    };
   }
   if (policy.refuseLauncherEnvironment) {
     for (const key of Object.keys(overrides.engineConf ?? {})) {

@@ -1,0 +1,92 @@
+// The spark.kubernetes.* allowlist of a submission's engineConf and the executor pod guard:
+// pure functions of webhook/domain, so the API, local mode and the webhook refuse alike.
+import t from 'tap';
+import type { V1Pod } from '@kubernetes/client-node';
+import type { ApplicationConfig } from '../../schemas/index.js';
+import {
+  ALLOWED_KUBERNETES_PROPERTIES, buildPolicy, buildRules, checkOverrides, executorPodRefusal, kubernetesPropertyAllowed, podSecretNames,
+} from '../../webhook/domain/index.js';
+import { exampleCluster } from '../helpers/api.js';
+
+t.test('keys that change a pod\'s identity, mounts, image, placement or size are closed to submissions', async (t) => {
+  for (const key of [
+    'spark.kubernetes.executor.secrets.db-root-password',
+    'spark.kubernetes.driver.secrets.db',
+    'spark.kubernetes.executor.secretKeyRef.PASSWORD',
+    'spark.kubernetes.authenticate.executor.serviceAccountName',
+    'spark.kubernetes.authenticate.driver.serviceAccountName',
+    'spark.kubernetes.authenticate.submission.oauthToken',
+    'spark.kubernetes.executor.volumes.hostPath.root.mount.path',
+    'spark.kubernetes.executor.volumes.hostPath.root.options.path',
+    'spark.kubernetes.executor.volumes.persistentVolumeClaim.data.options.claimName',
+    'spark.kubernetes.executor.podTemplateFile',
+    'spark.kubernetes.driver.podTemplateFile',
+    'spark.kubernetes.namespace',
+    'spark.kubernetes.container.image',
+    'spark.kubernetes.executor.container.image',
+    'spark.kubernetes.container.image.pullSecrets',
+    'spark.kubernetes.executor.podNamePrefix',
+    'spark.kubernetes.executor.label.submission-service/app-name',
+    'spark.kubernetes.executor.annotation.x',
+    'spark.kubernetes.node.selector.pool',
+    'spark.kubernetes.executor.node.selector.pool',
+    'spark.kubernetes.executor.request.cores',
+    'spark.kubernetes.executor.limit.cores',
+    'spark.kubernetes.memoryOverheadFactor',
+    'spark.kubernetes.executor.scheduler.name',
+    'spark.kubernetes.executor.pod.featureSteps',
+    'spark.kubernetes.allocation.pods.allocator',
+    'spark.kubernetes.local.dirs.tmpfs',
+    'spark.kubernetes.file.upload.path',
+    'spark.kubernetes.trust.certificates',
+  ]) t.notOk(kubernetesPropertyAllowed(key), key);
+});
+
+t.test('tuning keys, the driver environment and keys outside spark.kubernetes.* stay open', async (t) => {
+  for (const key of [...ALLOWED_KUBERNETES_PROPERTIES, 'spark.kubernetes.driverEnv.MY_SETTING', 'spark.sql.shuffle.partitions', 'spark.executor.memory']) {
+    t.ok(kubernetesPropertyAllowed(key), key);
+  }
+});
+
+t.test('the policy may open more keys, one by one or a family with .*', async (t) => {
+  const extra = ['spark.kubernetes.executor.podNamePrefix', 'spark.kubernetes.executor.annotation.*'];
+  t.ok(kubernetesPropertyAllowed('spark.kubernetes.executor.podNamePrefix', extra));
+  t.ok(kubernetesPropertyAllowed('spark.kubernetes.executor.annotation.team', extra));
+  t.notOk(kubernetesPropertyAllowed('spark.kubernetes.executor.annotationx', extra), 'a family is below its dot only');
+  t.notOk(kubernetesPropertyAllowed('spark.kubernetes.executor.secrets.x', extra));
+});
+
+t.test('checkOverrides names the engineConf key it refuses', async (t) => {
+  const refusal = checkOverrides({ engineConf: { 'spark.sql.shuffle.partitions': '8', 'spark.kubernetes.executor.secrets.db': '/mnt/db' } }, buildPolicy({}), 'spark-driver');
+  t.equal(refusal?.field, 'configOverrides.engineConf.spark.kubernetes.executor.secrets.db');
+  t.match(refusal?.message, /Spark property spark\.kubernetes\.executor\.secrets\.db is not allowed/);
+  t.equal(checkOverrides({ engineConf: { 'spark.kubernetes.executor.podNamePrefix': 'x' } }, buildPolicy({ kubernetesProperties: ['spark.kubernetes.executor.podNamePrefix'] }), 'spark-driver'), undefined);
+});
+
+const rules = buildRules({ nodePools: exampleCluster().nodePools, namespace: 'spark-apps', policy: { serviceAccounts: ['spark-analytics'], secrets: ['gcs'] } });
+const executor = (spec: Partial<V1Pod['spec']>): V1Pod => ({
+  metadata: { name: 'app-exec-1' },
+  spec: { containers: [{ name: 'spark-kubernetes-executor', image: 'apache/spark:3.5.7' }], serviceAccountName: 'spark-driver', ...spec },
+});
+
+t.test('executor pods: hostPath, a foreign service account or Secret are refused; the application\'s own pass', async (t) => {
+  const config: ApplicationConfig = { driver: { serviceAccount: 'etl-writer' }, executor: { secrets: [{ name: 'db', path: '/mnt/db' }] } };
+  t.equal(executorPodRefusal(executor({ serviceAccountName: 'etl-writer', volumes: [{ name: 'db', secret: { secretName: 'db' } }, { name: 'spark-local-dir-1', emptyDir: {} }] }), config, rules), undefined);
+  t.match(executorPodRefusal(executor({ serviceAccountName: 'etl-writer', volumes: [{ name: 'root', hostPath: { path: '/' } }] }), config, rules), /volume "root" is a hostPath/);
+  t.match(executorPodRefusal(executor({ serviceAccountName: 'cluster-admin' }), config, rules), /service account "cluster-admin" is not its application's/);
+  t.match(executorPodRefusal(executor({ serviceAccountName: 'etl-writer', volumes: [{ name: 's', secret: { secretName: 'db-root-password' } }] }), config, rules), /secret "db-root-password"/);
+  const viaEnv = executor({
+    serviceAccountName: 'etl-writer',
+    containers: [{ name: 'c', env: [{ name: 'P', valueFrom: { secretKeyRef: { name: 'db-root-password', key: 'p' } } }], envFrom: [{ secretRef: { name: 'api-token' } }] }],
+    volumes: [{ name: 'p', projected: { sources: [{ secret: { name: 'tls' } }, { serviceAccountToken: { path: 'token' } }] } }],
+  });
+  t.same(podSecretNames(viaEnv).sort(), ['api-token', 'db-root-password', 'tls']);
+  t.match(executorPodRefusal(viaEnv, config, rules), /secret "(db-root-password|api-token|tls)"/);
+  t.equal(executorPodRefusal(executor({ serviceAccountName: undefined }), {}, rules), undefined, 'no account named: the namespace default');
+});
+
+t.test('an executor of a driver the service does not know gets the policy\'s allowances only', async (t) => {
+  t.equal(executorPodRefusal(executor({ serviceAccountName: 'spark-analytics', volumes: [{ name: 'g', secret: { secretName: 'gcs' } }] }), undefined, rules), undefined);
+  t.match(executorPodRefusal(executor({ serviceAccountName: 'etl-writer' }), undefined, rules), /service account "etl-writer"/);
+  t.match(executorPodRefusal(executor({ volumes: [{ name: 'd', hostPath: { path: '/var/run/docker.sock' } }] }), undefined, rules), /hostPath/);
+});
