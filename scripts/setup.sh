@@ -62,7 +62,19 @@ browser() {
     || { say "could not install chromium; the dashboard's browser test will fail"; return 0; }
 }
 
+# Debian's bubblewrap: local mode's driver sandbox with --auth on (docs/security.md), and the
+# tests that prove it (SETUP_TEST_TOOLS=1). Without it, --auth on serves admin keys only.
+sandbox() {
+  command -v bwrap >/dev/null && return 0
+  command -v apt-get >/dev/null || { say "bubblewrap is missing (local mode with --auth on and user keys needs it)"; return 0; }
+  say "installing Debian's bubblewrap (the driver sandbox of local mode)"
+  local sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo apt-get update -qq >&2 && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq bubblewrap >&2 \
+    || { say "could not install bubblewrap; the sandbox tests will fail"; return 0; }
+}
+
 need_node; need_java; npm_install
+[ "${SETUP_TEST_TOOLS:-}" = 1 ] && sandbox
 [ "${SETUP_BROWSER:-}" = 1 ] && browser
 [ "${SKIP_BUILD:-}" = 1 ] || build
 venv=$(python_env "$root/requirements.txt" venv)

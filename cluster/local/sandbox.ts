@@ -69,7 +69,7 @@ export function sandboxArgs(sandbox: DriverSandbox, workDir: string): string[] {
   // A /tmp of its own, writable by the driver's user as a /tmp is (sticky, 1777).
   const args = ['--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', '--perms', '1777', '--tmpfs', '/tmp'];
   for (const path of sandbox.hidden) args.push('--tmpfs', path);
-  for (const path of sandbox.readable) args.push(...openWay(path, sandbox.hidden), '--ro-bind', path, path);
+  for (const path of sandbox.readable) args.push(...openWay(path, ['/tmp', ...sandbox.hidden]), '--ro-bind', path, path);
   args.push('--tmpfs', sandbox.dataDir);
   args.push('--bind', workDir, SANDBOX_WORK_DIR, '--chdir', SANDBOX_WORK_DIR);
   // No cgroup namespace: the JVM reads its memory limits from /proc/self/cgroup and fails inside one.

@@ -18,7 +18,8 @@ const FILE_PROPERTIES: Record<string, RegExp> = {
 /** Spark properties holding JVM options. */
 const JVM_OPTION_PROPERTIES = ['spark.driver.extraJavaOptions', 'spark.executor.extraJavaOptions', 'spark.driver.defaultJavaOptions', 'spark.executor.defaultJavaOptions'];
 /** JVM options that run a command, load native code or an agent, or read more options from a file. */
-const COMMAND_JVM_OPTION = /(^|\s)(-XX:\+?(OnOutOfMemoryError|OnError|Flags|VMOptionsFile)|-agentpath|-agentlib|-javaagent|-Xrun|-Xbootclasspath|@)/i;
+/** Anywhere in the text: Spark splits the options as a shell would, so quotes may come first. */
+const COMMAND_JVM_OPTION = /-XX:\+?(OnOutOfMemoryError|OnError|Flags|VMOptionsFile)|-agentpath|-agentlib|-javaagent|-Xrun|-Xbootclasspath|(^|[\s'"])@/i;
 
 export interface ServiceFileContext {
   dataDir: string;
