@@ -12,6 +12,8 @@ import t from 'tap';
 import { FileKeyStore } from '../../submit-api/auth/key-store.js';
 import { repoRoot } from '../helpers/api.js';
 import { waitForState } from '../helpers/poll.js';
+import { groupAlive, storedApp } from '../helpers/drivers.js';
+import { until } from '../helpers/poll.js';
 import { http, realSpark, runCli, sparkEnv, startService } from '../helpers/service.js';
 
 const spark = realSpark();
@@ -89,6 +91,22 @@ t.test('-XX:OnOutOfMemoryError=<cmd> runs inside the sandbox: it reads no secret
   const firstBytes = [...secret.subarray(0, 8)].map((b) => b.toString(16).padStart(2, '0')).join(' ');
   t.notOk(log.includes(firstBytes), 'the session secret is not in the log');
   t.notMatch(log, /"hash"/, 'keys.json is not in the log');
+});
+
+t.test('a sandboxed driver is stopped by its owner only, and its whole process tree ends', { skip, timeout: 240_000 }, async (t) => {
+  const { dataDir, alice, bob, admin } = await service(t);
+  const created = await alice('POST', '/api/apps/', {
+    jobName: 'sleeper', configOverrides: { type: 'Python', mainApplicationFile: `local://${timeitFile()}`, arguments: ['-n', '1', '-r', '1', '-s', 'import time; time.sleep(600)', 'pass'] },
+  });
+  t.equal(created.status, 201, created.text);
+  const name = created.json.appName as string;
+  await waitForState(async () => (await admin('GET', `/api/apps/${name}`)).json as { state: string }, 'RUNNING', { timeoutMs: 120_000 });
+  const pid = storedApp(dataDir, name)!.run!.pid;
+  t.equal((await bob('POST', `/api/apps/${name}/stop`)).status, 403, 'another user key may not stop it');
+  t.ok(groupAlive(pid), 'still running after the refused stop');
+  t.equal((await alice('POST', `/api/apps/${name}/stop`)).json?.state, 'KILLED');
+  await until(() => !groupAlive(pid), { what: 'the sandbox and everything in it to end', timeoutMs: 30_000 });
+  t.notOk(groupAlive(pid), 'bwrap, spark-submit, the JVM and Python are gone');
 });
 
 t.test('a main file or Spark file list inside the data dir is refused at submission', { skip, timeout: 120_000 }, async (t) => {
