@@ -101,6 +101,8 @@ t.test('a sandboxed driver is stopped by its owner only, and its whole process t
   t.equal(created.status, 201, created.text);
   const name = created.json.appName as string;
   await waitForState(async () => (await admin('GET', `/api/apps/${name}`)).json as { state: string }, 'RUNNING', { timeoutMs: 120_000 });
+  // (the record on disk gets the driver's pid in the background, just after RUNNING is shown)
+  await until(() => storedApp(dataDir, name)?.run !== undefined, { what: 'the run to be recorded' });
   const pid = storedApp(dataDir, name)!.run!.pid;
   t.equal((await bob('POST', `/api/apps/${name}/stop`)).status, 403, 'another user key may not stop it');
   t.ok(groupAlive(pid), 'still running after the refused stop');
