@@ -33,7 +33,7 @@ t.test('after the end and a restart, the link opens the run from its history', {
   const dataDir = tempDir(t);
   let service = await startService(t, { dataDir, args: ['--cores', '2'] });
   const good = await submit(service.url, 'pi', pi, ['4']);
-  const failing = join(dataDir, 'fails.py');
+  const failing = join(tempDir(t), 'fails.py'); // not in the data dir: local mode refuses main files there
   writeFileSync(failing, [
     'from pyspark.sql import SparkSession',
     'spark = SparkSession.builder.getOrCreate()',
