@@ -89,9 +89,11 @@ async function historyAnswers(url: string, appName: string): Promise<number> {
 
 async function main() {
   const dataDir = mkdtempSync(join(tmpdir(), 'bench-history-'));
-  const quick = join(dataDir, 'quick.py');
+  // The jobs lie outside the data dir: local mode refuses main files inside it.
+  const jobs = mkdtempSync(join(tmpdir(), 'bench-history-jobs-'));
+  const quick = join(jobs, 'quick.py');
   writeFileSync(quick, 'from pyspark.sql import SparkSession\nSparkSession.builder.getOrCreate().sparkContext.parallelize(range(100), 2).sum()\n');
-  const wide = join(dataDir, 'wide.py');
+  const wide = join(jobs, 'wide.py');
   writeFileSync(wide, `from pyspark.sql import SparkSession\nSparkSession.builder.getOrCreate().sparkContext.parallelize(range(${TASKS}), ${TASKS}).count()\n`);
   const { child, url } = await startLocal(dataDir);
   const startLoad = load();
@@ -142,6 +144,7 @@ async function main() {
   } finally {
     await stopChild(child, 10_000);
     rmSync(dataDir, { recursive: true, force: true });
+    rmSync(jobs, { recursive: true, force: true });
   }
 }
 
