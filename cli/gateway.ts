@@ -7,6 +7,7 @@ import { FileKeyStore } from '../submit-api/auth/key-store.js';
 import { defaultDataDir, parseSecretRef } from './config.js';
 import { dialable, gatewaySecret, kernelsPerKeyFlag, localLauncherFile, ownKeyVerifier, parseKernelsPerKey, parseWarmPool } from './gateway-wiring.js';
 import { gatewayProof } from '../lib/gateway-proof.js';
+import { fairShareFrom } from './fair-share-flags.js';
 
 /** The command's flags (the chart's gateway.yaml passes these; a test holds them together). */
 export const gatewayFlags = {
@@ -23,6 +24,7 @@ export const gatewayFlags = {
   'kernel-image': { type: 'string' },
   'warm-pool': { type: 'string', multiple: true },
   'kernels-per-key': kernelsPerKeyFlag,
+  'websockets-per-key': { type: 'string' },
 } as const;
 
 export async function gatewayCommand(argv: string[]): Promise<number> {
@@ -35,7 +37,7 @@ export async function gatewayCommand(argv: string[]): Promise<number> {
   const apiKey = process.env.SUBMISSION_SERVICE_API_KEY;
   // The same key store as the API's: the Secret (--keys-secret, watched) or DIR/keys.json.
   const keysSecret = values['keys-secret'] === undefined ? undefined : parseSecretRef(values['keys-secret'], '--keys-secret');
-  let secretStore: { start(): Promise<void>; stop(): Promise<void>; verify: FileKeyStore['verify'] } | undefined;
+  let secretStore: { start(): Promise<void>; stop(): Promise<void>; verify: FileKeyStore['verify']; onRevoked: FileKeyStore['onRevoked'] } | undefined;
   if (keysSecret && values.auth === 'on') {
     const { kubeClients } = await import('../cluster/kubernetes/client.js');
     const { SecretKeyStore } = await import('../submit-api/auth/secret-key-store.js');
@@ -47,7 +49,7 @@ export async function gatewayCommand(argv: string[]): Promise<number> {
   // its own key, which the notebook server is given as auth_token, and the keys of DIR/keys.json.
   const files = new FileKeyStore(values['data-dir']);
   const own = apiKey ? ownKeyVerifier(apiKey) : undefined;
-  const store = secretStore ?? { verify: (key: string) => own?.(key) ?? files.verify(key) };
+  const store = secretStore ?? { verify: (key: string) => own?.(key) ?? files.verify(key), onRevoked: files.onRevoked.bind(files) };
   const auth = { enabled: values.auth === 'on', store };
   const app = Fastify({ logger: { level: process.env.LOG_LEVEL ?? 'info' }, routerOptions: { ignoreTrailingSlash: true } });
   app.addHook('preClose', async () => { app.server.closeAllConnections(); });
@@ -61,6 +63,7 @@ export async function gatewayCommand(argv: string[]): Promise<number> {
     kernelsPerKey: parseKernelsPerKey(values['kernels-per-key']),
     // The API accepts kernel labels with this (it has the same SUBMISSION_SERVICE_GATEWAY_SECRET).
     apiProof: gatewayProof(secret),
+    websocketsPerKey: fairShareFrom({ 'websockets-per-key': values['websockets-per-key'] }).websocketsPerKey,
   });
   app.get('/healthz', async () => ({ status: 'ok' }));
   const address = await app.listen({ port: Number(values.port), host: values.host });

@@ -10,6 +10,7 @@ import { SecretKeyStore } from '../submit-api/auth/secret-key-store.js';
 import { startWebhookService } from './webhook-service.js';
 import { defaultDataDir, parseSecretRef } from './config.js';
 import { rulesFrom } from './rules.js';
+import { fairShareFlags, fairShareFrom } from './fair-share-flags.js';
 import { buildService } from './service.js';
 import { apiGatewayProof } from './gateway-wiring.js';
 
@@ -43,6 +44,7 @@ export async function apiCommand(argv: string[]): Promise<number> {
       'trust-proxy': { type: 'boolean', default: false, description: 'honour X-Forwarded-Proto/-For from the proxy in front (an ingress): Secure cookies behind TLS' },
       'keys-secret': { type: 'string', description: 'NAMESPACE/NAME of the Secret whose keys.json holds the API keys (watched; instead of <data-dir>/keys.json)' },
       'node-pools': { type: 'string', description: 'the node-pool file; its policy section says whether users may act on applications of other keys' },
+      ...fairShareFlags,
     },
   });
   if (values.auth !== 'on' && values.auth !== 'off') throw new Error('--auth takes on or off');
@@ -74,6 +76,7 @@ export async function apiCommand(argv: string[]): Promise<number> {
     trustProxy: values['trust-proxy'], logger: loggerOptions('api'),
     // Kernel labels only from the notebook gateway: SUBMISSION_SERVICE_GATEWAY_SECRET, shared with it.
     gatewayProof: apiGatewayProof(false),
+    fairShare: fairShareFrom(values, values['node-pools']),
   });
   const address = await api.listen({ port: Number(values.port ?? 8080), host: values.host });
   const keysFrom = values.auth !== 'on' ? '' : secretStore ? `, API keys from Secret ${secretStore.ref}` : `, API keys from ${fileStore!.path}`;

@@ -17,6 +17,7 @@ import { gatewayPlugin } from '../gateway/plugin.js';
 import { apiGatewayProof, dialable, gatewaySecret, kernelsPerKeyFlag, localGatewayKey, localLauncherFile, parseKernelsPerKey, parseWarmPool } from './gateway-wiring.js';
 import { defaultDataDir, findSpark, javaProblem } from './config.js';
 import { rulesFrom } from './rules.js';
+import { fairShareFlags, fairShareFrom } from './fair-share-flags.js';
 import { buildService } from './service.js';
 import { adminOnlyStore, chooseSandbox, type SandboxMode } from './local-sandbox.js';
 
@@ -40,6 +41,7 @@ export async function localCommand(argv: string[]): Promise<number> {
       'kernels-per-key': kernelsPerKeyFlag,
       sandbox: { type: 'string', default: 'auto' },
       'driver-user': { type: 'string', default: 'nobody' },
+      ...fairShareFlags,
     },
   });
   if (values.auth !== 'on' && values.auth !== 'off') throw new Error('--auth takes on or off');
@@ -61,6 +63,7 @@ export async function localCommand(argv: string[]): Promise<number> {
   const kernelsPerKey = parseKernelsPerKey(values['kernels-per-key']);
   // Kernel labels only from the gateway (lib/gateway-proof.ts): in-process, a proof of this process alone.
   const proof = apiGatewayProof(true);
+  const fairShare = fairShareFrom(values, values['node-pools']);
   // One logger for requests and for local mode's background work.
   const log = pino({ ...loggerOptions('local'), serializers: logSerializers });
   const gatewayKey = values.auth === 'on' ? localGatewayKey(dataDir, store) : undefined;
@@ -88,6 +91,7 @@ export async function localCommand(argv: string[]): Promise<number> {
     sessionSecret: loadSessionSecret(dataDir),
     trustProxy: values['trust-proxy'],
     gatewayProof: proof,
+    fairShare,
   });
   // The notebook gateway on the same server, calling the API over HTTP like any client would.
   const self = () => dialable(values.host, api.server.address());
@@ -96,6 +100,7 @@ export async function localCommand(argv: string[]): Promise<number> {
     launcherUrl: () => `ws://${self()}/notebooks`, launcherFile: localLauncherFile(),
     secret: gatewaySecret(dataDir), cullIdleSeconds: Number(values['cull-idle-seconds']), warmPool,
     kernelsPerKey, launcherDir: join(dataDir, 'launchers'), apiProof: proof,
+    websocketsPerKey: fairShare.websocketsPerKey,
   });
   javaProblem().then((java) => { if (java) api.log.warn(java); }, (error: unknown) => api.log.warn({ err: error }, 'could not check the Java version'));
   api.log.info({ dataDir, nodePools: rules.pools.map((p) => p.instanceName), cores: Number(values.cores), driverSandbox: sandbox ? (sandbox.user ? `bwrap as uid ${sandbox.user.uid}` : 'bwrap') : `none (${problem})` }, 'local mode');

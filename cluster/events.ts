@@ -55,14 +55,14 @@ export class EventFeed {
   }
 
   /**
-   * Delivers the events after `lastEventId` (or a reset when they are no longer held or the id
-   * is from elsewhere), then every new event, until the returned function is called.
-   * Without `lastEventId`, only new events.
+   * Delivers the events after `lastEventId` (or a reset when they are no longer held, the id
+   * is from elsewhere, or more than `maxReplay` were missed), then every new event, until the
+   * returned function is called. Without `lastEventId`, only new events.
    */
-  subscribe(lastEventId: string | undefined, subscriber: (message: FeedMessage) => void): () => void {
+  subscribe(lastEventId: string | undefined, subscriber: (message: FeedMessage) => void, { maxReplay = Infinity } = {}): () => void {
     if (lastEventId !== undefined) {
       const missed = this.after(lastEventId);
-      if (missed === undefined) subscriber({ type: 'reset', id: this.lastId });
+      if (missed === undefined || missed.length > maxReplay) subscriber({ type: 'reset', id: this.lastId });
       else for (const event of missed) subscriber(event);
     }
     this.subscribers.add(subscriber);

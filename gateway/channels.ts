@@ -10,6 +10,7 @@ import { WebSocketServer } from 'ws';
 import { authenticate, type GatewayAuthOptions } from './auth.js';
 import type { KernelRegistry } from './kernel-registry.js';
 import type { LauncherAuth } from './launcher-auth.js';
+import type { SocketSlots } from './socket-slots.js';
 
 /** Jupyter's own limit: bigger frames kill its side anyway (FIELD-NOTES). */
 const MAX_FRAME = 10 * 1024 * 1024;
@@ -26,6 +27,8 @@ export interface ChannelOptions {
   auth: GatewayAuthOptions;
   launcherAuth: LauncherAuth;
   log: FastifyBaseLogger;
+  /** Websockets per key, closed when the key is revoked (socket-slots.ts). */
+  sockets: SocketSlots;
 }
 
 /** Handles upgrades under /notebooks/ on `server`; returns the function that detaches and closes. */
@@ -44,7 +47,9 @@ export function attachChannels(server: Server, options: ChannelOptions): () => v
       const session = options.registry.find(channels[1], auth.caller);
       if (!session) return refuse(socket, 404, 'Not Found', `Kernel does not exist: ${channels[1]}`);
       const sessionId = url.searchParams.get('session_id') ?? '';
-      wss.handleUpgrade(request, socket, head, (ws) => session.addClient(ws, sessionId));
+      const slot = options.sockets.take(request, socket);
+      if (!slot) return refuse(socket, 429, 'Too Many Requests', `This key (or address) holds ${options.sockets.perKey} websockets, the most at once: close one first.`);
+      wss.handleUpgrade(request, socket, head, (ws) => { slot.upgraded(ws); session.addClient(ws, sessionId); });
     } else if (launcher) {
       const id = launcher[1];
       const credential = /^token\s+(\S+)$/i.exec(request.headers.authorization ?? '')?.[1];

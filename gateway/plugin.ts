@@ -13,6 +13,8 @@ import { DEFAULT_KERNELS_PER_KEY } from './kernel-owners.js';
 import { kernelRoutes } from './routes/kernels.js';
 import { kernelspecRoutes } from './routes/kernelspecs.js';
 import { versionRoutes } from './routes/version.js';
+import { SocketSlots } from './socket-slots.js';
+import { defaultFairShare } from '../submit-api/fair-share-limits.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -51,6 +53,8 @@ export interface GatewayOptions {
   launcherDir?: string;
   /** The API's proof that a submission with kernel labels comes from this gateway (lib/gateway-proof.ts). */
   apiProof?: string;
+  /** Jupyter clients' websockets one key (or address, without a key) may hold at once; 0: no cap (default: submit-api/fair-share-limits.ts). */
+  websocketsPerKey?: number;
 }
 
 function sendGatewayError(reply: FastifyReply, statusCode: number, reason: string, message: string) {
@@ -94,13 +98,15 @@ const gateway: FastifyPluginAsync<GatewayOptions> = async (app, options) => {
     await scope.register(versionRoutes);
   }, { prefix: '/notebooks' });
 
+  const sockets = new SocketSlots(options.websocketsPerKey ?? defaultFairShare.websocketsPerKey, options.auth);
   let detach: (() => void) | undefined;
   app.addHook('onListen', async () => {
-    detach = attachChannels(app.server, { registry, auth: options.auth, launcherAuth, log: app.log });
+    detach = attachChannels(app.server, { registry, auth: options.auth, launcherAuth, log: app.log, sockets });
     await registry.open();
   });
   app.addHook('preClose', async () => {
     detach?.();
+    sockets.close();
     await registry.close();
   });
 };

@@ -418,6 +418,27 @@ export interface NodePoolsFile {
      */
     kubernetesProperties?: string[];
   };
+  /**
+   * Per-key limits (README "Limits"); 0 turns one off. The command line's flags win over these.
+   */
+  limits?: {
+    /**
+     * Submissions one user key may make per minute (default 60).
+     */
+    submissionsPerMinute?: number;
+    /**
+     * Unfinished applications (PENDING or RUNNING) one user key may have at once (default 50).
+     */
+    applicationsPerKey?: number;
+    /**
+     * Event streams and followed logs one key, or one address without a key, may hold open (default 16).
+     */
+    streamsPerKey?: number;
+    /**
+     * Notebook websockets one key, or one address without a key, may hold open (default 32).
+     */
+    websocketsPerKey?: number;
+  };
 }
 /**
  * Tunable sizing rules (all optional).

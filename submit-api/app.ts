@@ -17,6 +17,7 @@ import { logSerializers } from './log-redaction.js';
 import { trackMethods } from './method-not-allowed.js';
 import { type ApiLimits, defaultLimits, installLimits, serverLimitOptions } from './limits.js';
 import { defaultPolicy, type SubmissionPolicy } from '../webhook/domain/index.js';
+import { defaultFairShare, type FairShareLimits, installFairShare } from './fair-share.js';
 
 export interface ApiOptions {
   cluster: Cluster;
@@ -35,6 +36,8 @@ export interface ApiOptions {
   limits?: Partial<ApiLimits>;
   /** Host names served while auth is off (DNS rebinding, host-allowlist.ts); undefined: any. */
   allowedHosts?: string[];
+  /** Per-key limits: submissions per minute, applications and streams at once (fair-share.ts). */
+  fairShare?: Partial<FairShareLimits>;
   version?: string;
   /** The notebook gateway's proof (lib/gateway-proof.ts): submissions with kernel labels need it; undefined: refused. */
   gatewayProof?: string;
@@ -73,8 +76,9 @@ export async function buildApi(options: ApiOptions): Promise<FastifyInstance> {
   await app.register(authPlugin, { enabled: options.auth.enabled, store: options.auth.store, sessionVerifier: options.auth.sessionVerifier });
   await app.register(auditPlugin);
   await installOpenApi(app, options.version ?? '0.1.0', options.auth.enabled);
-  await app.register(appRoutes, { cluster: options.cluster, policy: options.policy ?? defaultPolicy, history: options.history, gatewayProof: options.gatewayProof });
-  await app.register(appEventRoutes, { cluster: options.cluster, history: options.history });
+  const fairShare = await installFairShare(app, { cluster: options.cluster, auth: options.auth, limits: { ...defaultFairShare, ...options.fairShare } });
+  await app.register(appRoutes, { cluster: options.cluster, policy: options.policy ?? defaultPolicy, history: options.history, gatewayProof: options.gatewayProof, fairShare });
+  await app.register(appEventRoutes, { cluster: options.cluster, history: options.history, fairShare });
   await app.register(configTemplateRoutes, { templates: options.cluster.templates });
   // Followed logs must not hold a shutdown open. (fastify's forceCloseConnections option
   // would do it too, but tracks every socket and costs 40% of the throughput here.)

@@ -15,6 +15,7 @@ import { logStream } from './log-stream.js';
 import { isAlive, killGroup, readExitCode, staleExitTemp, startDriverPod } from './process-runner.js';
 import { RecordStore, type StoredApp } from './record-store.js';
 import { localCores } from './spark-command.js';
+import { FairQueue } from './fair-queue.js';
 import { FileTemplateStore } from './template-store.js';
 import { newAppName } from '../app-name.js';
 import { makePrivateDir, removeTempFiles, type WriteFileAtomic } from '../../lib/atomic-file.js';
@@ -52,7 +53,8 @@ export class LocalCluster implements Cluster {
   readonly templates: FileTemplateStore;
   private readonly records: RecordStore;
   readonly events = new EventFeed();
-  private readonly queue: string[] = [];
+  /** Applications waiting for cores, fair between submitters (fair-queue.ts). */
+  private readonly queue = new FairQueue();
   private readonly running = new Map<string, number>(); // appName -> cores in use
   private readonly interactive = new Set<string>(); // running apps that hold no batch cores
   private readonly timers = new Set<NodeJS.Timeout>();
@@ -104,7 +106,7 @@ export class LocalCluster implements Cluster {
     if (this.records.get(record.appName)) throw new ConflictError(`application ${record.appName} exists`);
     await this.records.create({ record, pod: admission.pod });
     this.emit('changed', record);
-    this.queue.push(record.appName);
+    this.queue.push(record.appName, record.submittedBy, record.createdAt);
     this.schedule();
     return { ok: true, record, pod: admission.pod };
   }
@@ -127,10 +129,10 @@ export class LocalCluster implements Cluster {
       try {
         await this.update(stored, { state: 'KILLED', stateDetail: 'stopped before it started', endedAt: new Date().toISOString() });
       } catch (error) {
-        if (this.records.get(appName)?.record.state === 'PENDING' && !this.queue.includes(appName)) this.requeue(appName);
+        if (this.records.get(appName)?.record.state === 'PENDING' && !this.queue.has(appName)) this.requeue(appName);
         throw error;
       }
-      this.unqueue(appName);
+      this.queue.remove(appName);
     } else if (record.state === 'RUNNING' && run) {
       await this.records.save({ ...stored, run: { ...run, stopRequested: true } });
       await killGroup(run.pid, run.startTicks);
@@ -177,26 +179,34 @@ export class LocalCluster implements Cluster {
   }
 
   private schedule(): void {
-    for (const appName of [...this.queue]) {
+    for (const appName of this.queue.all()) {
       const stored = this.records.get(appName);
       if (this.closed || !stored || stored.record.state !== 'PENDING' || !this.isInteractive(stored)) continue;
-      this.queue.splice(this.queue.indexOf(appName), 1);
+      this.queue.remove(appName, true);
       this.start(stored, this.demand(stored));
     }
-    while (!this.closed && this.queue.length > 0) {
-      const appName = this.queue[0];
+    for (let appName = this.queue.head(this.coresHeldBy); !this.closed && appName !== undefined; appName = this.queue.head(this.coresHeldBy)) {
       const stored = this.records.get(appName);
       if (!stored || stored.record.state !== 'PENDING') {
-        this.queue.shift();
+        this.queue.remove(appName);
         continue;
       }
       const cores = this.demand(stored);
       const used = [...this.running].reduce((sum, [name, held]) => sum + (this.interactive.has(name) ? 0 : held), 0);
       if (used > 0 && used + cores > this.options.cores) return;
-      this.queue.shift();
+      this.queue.remove(appName, true);
       this.start(stored, cores);
     }
   }
+
+  /** Batch cores the applications of `submitter` hold now: whose turn it is in the fair queue. */
+  private readonly coresHeldBy = (submitter: string | null): number => {
+    let held = 0;
+    for (const [name, cores] of this.running) {
+      if (!this.interactive.has(name) && (this.records.get(name)?.record.submittedBy ?? null) === submitter) held += cores;
+    }
+    return held;
+  };
 
   private demand({ record }: StoredApp): number {
     return localCores(record.config, this.options.cores);
@@ -302,16 +312,10 @@ export class LocalCluster implements Cluster {
     work.catch((error: unknown) => this.logger.error({ err: error, appName }, `${what} (application ${appName})`));
   }
 
-  private unqueue(appName: string): void {
-    const index = this.queue.indexOf(appName);
-    if (index >= 0) this.queue.splice(index, 1);
-  }
-
-  /** Back in the queue in order of creation, so a failed stop does not cost the app its turn. */
+  /** Back in the queue in order of creation (among its submitter's), so a failed stop does not cost the app its turn. */
   private requeue(appName: string): void {
-    const createdAt = (name: string) => this.records.get(name)?.record.createdAt ?? '';
-    const at = this.queue.findIndex((name) => createdAt(name) > createdAt(appName));
-    this.queue.splice(at < 0 ? this.queue.length : at, 0, appName);
+    const record = this.records.get(appName)?.record;
+    if (record) this.queue.push(appName, record.submittedBy, record.createdAt);
     this.schedule();
   }
 
@@ -325,7 +329,7 @@ export class LocalCluster implements Cluster {
     if (stale.length > 0) this.logger.warn({ dir: runDir, files: stale }, 'removed exit-code temp files left by drivers that ended while writing them');
     for (const app of stored) {
       const { record, run } = app;
-      if (record.state === 'PENDING') this.queue.push(record.appName);
+      if (record.state === 'PENDING') this.queue.push(record.appName, record.submittedBy, record.createdAt);
       if (record.state !== 'RUNNING') continue;
       if (run && isAlive(run.pid, run.startTicks)) {
         this.running.set(record.appName, run.cores);

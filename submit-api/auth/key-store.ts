@@ -1,7 +1,7 @@
 // API keys kept in <dataDir>/keys.json. Only a SHA-256 hash of each key is stored: whoever reads
 // the file (a backup, a debug dump) can't use it to call the API.
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
-import { readFileSync, statSync } from 'node:fs';
+import { type FSWatcher, readFileSync, statSync, unwatchFile, watch, watchFile } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { makePrivateDir, writeFileAtomicSync } from '../../lib/atomic-file.js';
 
@@ -117,8 +117,54 @@ export function indexByHash(keys: StoredKey[]): Map<string, StoredKey> {
   return new Map(keys.map((k) => [k.hash, k]));
 }
 
-export class FileKeyStore {
+/**
+ * A key store that says when keys stop being valid (revoked, or gone from the store), so that
+ * whoever holds long-lived connections of a key (event streams, websockets) closes them at once
+ * instead of at their next request. Both stores implement it.
+ */
+export interface KeyRevocations {
+  /** Calls `listener` with the id of each key that was valid and no longer is; returns an unsubscribe. */
+  onRevoked(listener: (keyId: string) => void): () => void;
+}
+
+/**
+ * The ids of the valid keys, compared with the last set seen: each id that left is told to the
+ * listeners. `watching(true)` when the first listener comes, `watching(false)` when the last goes.
+ */
+export class RevocationNotifier implements KeyRevocations {
+  private valid: Set<string> | undefined;
+  private readonly listeners = new Set<(keyId: string) => void>();
+
+  constructor(private readonly watching: (on: boolean) => void = () => {}) {}
+
+  onRevoked(listener: (keyId: string) => void): () => void {
+    this.listeners.add(listener);
+    if (this.listeners.size === 1) this.watching(true);
+    return () => {
+      if (this.listeners.delete(listener) && this.listeners.size === 0) this.watching(false);
+    };
+  }
+
+  /** The keys as they are now; the first call only sets the baseline. */
+  update(keys: Iterable<StoredKey>): void {
+    const next = new Set<string>();
+    for (const key of keys) if (!key.revokedAt) next.add(key.id);
+    const before = this.valid;
+    this.valid = next;
+    if (!before) return;
+    for (const id of before) {
+      if (next.has(id)) continue;
+      for (const listener of [...this.listeners]) listener(id);
+    }
+  }
+}
+
+export class FileKeyStore implements KeyRevocations {
   readonly path: string;
+  // Another process (`keys revoke`) rewrites the file: a watch on the directory (the file is
+  // replaced by a rename) reloads it at once while anyone listens for revocations.
+  private readonly revocations = new RevocationNotifier((on) => (on ? this.watchFile() : this.unwatch()));
+  private watcher: FSWatcher | 'polling' | undefined;
   // Parsed file plus what statSync said about it when read; a different stat means another
   // process (the `keys` CLI) rewrote it and the cache is stale.
   private cache: { stamp: string; byHash: Map<string, StoredKey>; keys: StoredKey[] } | undefined;
@@ -141,7 +187,13 @@ export class FileKeyStore {
   revoke(id: string): boolean {
     let revoked = false;
     this.update((keys) => { revoked = revokeIn(keys, id); });
+    this.load(); // tells the revocation listeners now, not at the next request
     return revoked;
+  }
+
+  onRevoked(listener: (keyId: string) => void): () => void {
+    this.load(); // the baseline: keys valid now
+    return this.revocations.onRevoked(listener);
   }
 
   /** The key's identity when it is known and not revoked (verifyIn: constant-time compare). */
@@ -168,7 +220,32 @@ export class FileKeyStore {
     if (this.cache?.stamp === stamp) return this.cache;
     const keys = stamp === 'missing' ? [] : parseKeys(readFileSync(this.path, 'utf8'), this.path);
     this.cache = { stamp, keys, byHash: indexByHash(keys) };
+    this.revocations.update(keys);
     return this.cache;
+  }
+
+  private watchFile(): void {
+    const reload = () => {
+      try {
+        this.load();
+      } catch {
+        // An unreadable file fails every verify() loudly; the watch just waits for the next change.
+      }
+    };
+    try {
+      this.watcher = watch(this.dataDir, { persistent: false }, (_event, name) => { if (name === FILE_NAME) reload(); });
+      this.watcher.on('error', () => this.unwatch());
+    } catch {
+      // No directory yet (or no inotify): look once a second instead.
+      watchFile(this.path, { persistent: false, interval: 1000 }, reload);
+      this.watcher = 'polling';
+    }
+  }
+
+  private unwatch(): void {
+    if (this.watcher === 'polling') unwatchFile(this.path);
+    else this.watcher?.close();
+    this.watcher = undefined;
   }
 
   // Read-modify-write from the file as it is now, so changes by another process aren't lost.

@@ -2,7 +2,7 @@
 import { redactUrl } from '../log-redaction.js';
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
-import type { ApiKeyIdentity, Role } from './key-store.js';
+import type { ApiKeyIdentity, KeyRevocations, Role } from './key-store.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -17,6 +17,8 @@ declare module 'fastify' {
 
 export interface KeyVerifier {
   verify(key: string): ApiKeyIdentity | undefined;
+  /** Stores that tell revocations (both key stores) let a revoked key's streams and websockets end at once. */
+  onRevoked?: KeyRevocations['onRevoked'];
 }
 
 /**

@@ -21,8 +21,8 @@ import { statusCode } from '../../cluster/kubernetes/errors.js';
 import { type ResilientInformer, resilientInformer } from '../../cluster/kubernetes/informers.js';
 import { backoff, retry } from '../../lib/retry.js';
 import {
-  type ApiKeyIdentity, type CreatedKey, identityById, indexByHash, type KeyInfo, keyInfos, newKey, parseKeys,
-  revokeIn, type Role, serializeKeys, type StoredKey, verifyIn,
+  type ApiKeyIdentity, type CreatedKey, identityById, indexByHash, type KeyInfo, keyInfos, type KeyRevocations, newKey, parseKeys,
+  RevocationNotifier, revokeIn, type Role, serializeKeys, type StoredKey, verifyIn,
 } from './key-store.js';
 
 export const SECRET_DATA_KEY = 'keys.json';
@@ -47,7 +47,7 @@ type State =
   | { kind: 'invalid'; reason: string }
   | { kind: 'ready'; byHash: Map<string, StoredKey>; resourceVersion?: string };
 
-export class SecretKeyStore {
+export class SecretKeyStore implements KeyRevocations {
   readonly namespace: string;
   readonly name: string;
   private state: State = { kind: 'unknown' };
@@ -55,6 +55,8 @@ export class SecretKeyStore {
   private running = false;
   private informer: ResilientInformer<V1Secret> | undefined;
   private readonly listeners = new Set<() => void>();
+  /** Keys valid in one copy and not in the next (revoked, removed, or the Secret gone) are told at once. */
+  private readonly revocations = new RevocationNotifier();
 
   constructor(private readonly options: SecretKeyStoreOptions) {
     this.namespace = options.namespace;
@@ -109,6 +111,11 @@ export class SecretKeyStore {
   onChange(listener: () => void): () => void {
     this.listeners.add(listener);
     return () => this.listeners.delete(listener);
+  }
+
+  /** Told the id of every key that stops being valid in the watched copy (the watch's latency, milliseconds). */
+  onRevoked(listener: (keyId: string) => void): () => void {
+    return this.revocations.onRevoked(listener);
   }
 
   /** The key's identity when the watched copy knows it and it isn't revoked; never waits on the apiserver. */
@@ -210,6 +217,8 @@ export class SecretKeyStore {
         this.setState({ kind: 'invalid', reason: (error as Error).message });
       }
     }
+    // Absent or unusable: every key is refused now, so every key's connections end too (fail closed).
+    this.revocations.update(this.state.kind === 'ready' ? this.state.byHash.values() : []);
     for (const listener of this.listeners) listener();
   }
 

@@ -6,6 +6,8 @@ import type { FeedMessage } from '../../cluster/events.js';
 import type { SparkHistory } from '../../cluster/history/spark-history.js';
 import { matchesQuery } from '../../cluster/paging.js';
 import { ref, schemaIds } from '../../schemas/index.js';
+import { defaultStreamBudget, EventStreamWriter, type StreamBudget } from '../event-stream-writer.js';
+import type { FairShare } from '../fair-share.js';
 import { toApplication } from '../present.js';
 import { redactEnvFor } from '../redact-env.js';
 import { labelSelectorQuery, parseLabelSelector, searchQuery } from './list-filters.js';
@@ -20,9 +22,18 @@ const description = `Server-sent events (\`text/event-stream\`), one per change 
 - \`event: reset\`: the position asked for is no longer held (or belongs to another replica or a restarted service): re-read the list, then carry on.
 
 Every event has an \`id\`. Reconnect with \`Last-Event-ID\` (browsers' EventSource does it by itself) or \`?lastEventId=\` to receive what was missed.
-A comment line (\`: keep-alive\`) is sent every ${HEARTBEAT_MS / 1000} s. \`jobName\`, \`labelSelector\` and \`q\` filter as in the list (an application's name, job and labels never change, so a filtered stream never loses one midway).`;
+A comment line (\`: keep-alive\`) is sent every ${HEARTBEAT_MS / 1000} s. A resume that missed more than ${defaultStreamBudget.maxReplayEvents} events (or ${defaultStreamBudget.maxReplayBytes / 1024 / 1024} MiB of them) is answered with \`reset\`; a client that falls ${defaultStreamBudget.maxBufferedBytes / 1024 / 1024} MiB behind is disconnected. Streams and followed logs are capped per key (429). \`jobName\`, \`labelSelector\` and \`q\` filter as in the list (an application's name, job and labels never change, so a filtered stream never loses one midway).`;
 
-export async function appEventRoutes(app: FastifyInstance, { cluster, history }: { cluster: Cluster; history?: SparkHistory }) {
+export interface AppEventOptions {
+  cluster: Cluster;
+  history?: SparkHistory;
+  fairShare: FairShare;
+  budget?: StreamBudget;
+}
+
+export async function appEventRoutes(app: FastifyInstance, { cluster, history, fairShare, budget = defaultStreamBudget }: AppEventOptions) {
+  const resetText = (id: string) => `id: ${id}\nevent: reset\ndata: {}\n\n`;
+
   app.get<{ Querystring: { jobName?: string; labelSelector?: string; q?: string; lastEventId?: string } }>('/api/apps/events', {
     schema: {
       summary: 'Follow changes of applications (server-sent events, resumable)',
@@ -40,33 +51,52 @@ export async function appEventRoutes(app: FastifyInstance, { cluster, history }:
       headers: { type: 'object', properties: { 'last-event-id': { type: 'string', maxLength: 64 } } },
       response: {
         200: { description: 'text/event-stream', content: { 'text/event-stream': { schema: { type: 'string' } } } },
-        400: ref(schemaIds.error), 401: ref(schemaIds.error), 403: ref(schemaIds.error),
+        400: ref(schemaIds.error), 401: ref(schemaIds.error), 403: ref(schemaIds.error), 429: ref(schemaIds.error),
       },
     },
   }, (request, reply) => {
     const { jobName, labelSelector, q } = request.query;
     const filter = { jobName, labels: parseLabelSelector(labelSelector), q };
     const lastEventId = (request.headers['last-event-id'] as string | undefined) ?? request.query.lastEventId;
-    reply.hijack();
     const out = reply.raw;
+    // Counted per key (per address without one), and closed at once when the key is revoked.
+    const release = fairShare.holdStream(request, () => out.destroy());
+    reply.hijack();
     out.writeHead(200, {
       'content-type': 'text/event-stream; charset=utf-8',
       'cache-control': 'no-cache',
       'x-accel-buffering': 'no', // nginx ingresses: deliver each event at once
     });
-    const send = (message: FeedMessage) => {
-      if (message.type === 'reset') {
-        out.write(`id: ${message.id}\nevent: reset\ndata: {}\n\n`);
-      } else if (matchesQuery(message.record, filter)) {
-        out.write(`id: ${message.id}\nevent: ${message.type}\ndata: ${JSON.stringify(redactEnvFor(toApplication(message.record, history), request.apiKey))}\n\n`);
-      }
-    };
+    const writer = new EventStreamWriter(out, budget.maxBufferedBytes, (bytes) =>
+      request.log.info({ bufferedBytes: bytes }, 'closed an event stream whose client fell behind'));
+    const text = (message: FeedMessage) =>
+      message.type === 'reset' ? resetText(message.id)
+      : matchesQuery(message.record, filter)
+        // Redacted for this caller (redact-env.ts): the text is this stream's own.
+        ? `id: ${message.id}\nevent: ${message.type}\ndata: ${JSON.stringify(redactEnvFor(toApplication(message.record, history), request.apiKey))}\n\n`
+        : undefined;
     // A fresh connection learns its position from `ready`; a resumed one keeps the one it sent.
-    out.write(`retry: 2000\n${lastEventId === undefined ? `id: ${cluster.events.lastId}\n` : ''}event: ready\ndata: {}\n\n`);
-    const unsubscribe = cluster.events.subscribe(lastEventId, send);
-    const heartbeat = setInterval(() => out.write(': keep-alive\n\n'), HEARTBEAT_MS);
-    const end = () => { clearInterval(heartbeat); unsubscribe(); };
+    writer.send(`retry: 2000\n${lastEventId === undefined ? `id: ${cluster.events.lastId}\n` : ''}event: ready\ndata: {}\n\n`);
+    // What was missed arrives synchronously, before any new event: made into text here, and
+    // replaced by a `reset` when it is more than a stream may be sent to catch up.
+    const replay: string[] = [];
+    let replayBytes = 0;
+    let replaying = true;
+    const unsubscribe = cluster.events.subscribe(lastEventId, (message) => {
+      const block = text(message);
+      if (block === undefined) return;
+      if (!replaying) return writer.send(block);
+      replay.push(block);
+      replayBytes += block.length;
+    }, { maxReplay: budget.maxReplayEvents });
+    replaying = false;
+    if (replayBytes > budget.maxReplayBytes) writer.send(resetText(cluster.events.lastId));
+    else for (const block of replay) writer.send(block);
+    replay.length = 0;
+    const heartbeat = setInterval(() => writer.send(': keep-alive\n\n'), HEARTBEAT_MS);
+    const end = () => { clearInterval(heartbeat); unsubscribe(); release(); };
     request.raw.once('close', end);
+    out.once('close', end);
     out.once('error', end);
   });
 }

@@ -8,6 +8,7 @@ import { newAppName } from '../../cluster/app-name.js';
 import { type Application, type Submission, ref, schemaIds } from '../../schemas/index.js';
 import { bareDriverPod, mayActOn, type SubmissionPolicy } from '../../webhook/domain/index.js';
 import { HttpError, notFound } from '../errors.js';
+import type { FairShare } from '../fair-share.js';
 import { countSubmission } from '../metrics.js';
 import { countsSchema, countStates, skipBytes, submissionSchema, summaryListSchema, toApplication, toSummary } from '../present.js';
 import { labelSelectorQuery, parseLabelSelector, searchQuery } from './list-filters.js';
@@ -39,7 +40,7 @@ const appNameParams = {
   properties: { appName: { type: 'string', maxLength: 63 } },
 } as const;
 
-export async function appRoutes(app: FastifyInstance, { cluster, policy, history, gatewayProof }: { cluster: Cluster; policy: SubmissionPolicy; history?: SparkHistory; gatewayProof?: string }) {
+export async function appRoutes(app: FastifyInstance, { cluster, policy, history, gatewayProof, fairShare }: { cluster: Cluster; policy: SubmissionPolicy; history?: SparkHistory; gatewayProof?: string; fairShare: FairShare }) {
   /** 404 when absent; 403 when a user key acts on an application another key submitted (policy.ts). */
   const ownApplication = async (request: FastifyRequest<{ Params: { appName: string } }>, action: string) => {
     const record = await cluster.get(request.params.appName);
@@ -52,20 +53,24 @@ export async function appRoutes(app: FastifyInstance, { cluster, policy, history
 
   app.post<{ Body: Submission; Querystring: { dryRun?: boolean } }>('/api/apps/', {
     onResponse: countSubmission,
+    config: { ...fairShare.submissionRate },
     schema: {
       summary: 'Submit an application',
       description: 'Merges the template with configOverrides, fills in defaults, sizes the pods to fit the node pools and writes the driver pod. With dryRun=true, the same path runs and nothing is created (answer 200).',
       tags: ['apps'],
       body: ref(schemaIds.submission),
       querystring: { type: 'object', additionalProperties: false, properties: { dryRun: { type: 'boolean', default: false } } },
-      response: { 200: ref(schemaIds.application), 201: ref(schemaIds.application), ...errorResponses, 409: ref(schemaIds.error), 422: ref(schemaIds.unschedulableError) },
+      response: { 200: ref(schemaIds.application), 201: ref(schemaIds.application), ...errorResponses, 409: ref(schemaIds.error), 422: ref(schemaIds.unschedulableError), 429: ref(schemaIds.error) },
     },
   }, async (request, reply) => {
     const { jobName, configTemplateName, configOverrides, labels } = request.body;
     refuseServiceLabels(request.body, request.headers, gatewayProof);
     const pod = bareDriverPod({ appName: newAppName(jobName), jobName, namespace: '', configTemplateName, configOverrides, labels, submittedBy: request.apiKey?.id });
     const dryRun = request.query.dryRun === true;
-    const result = await cluster.createDriver(pod, { dryRun });
+    // Counted toward the key's unfinished applications from now on (429 when it holds its cap).
+    const counted = dryRun ? undefined : fairShare.reserveApplication(request);
+    const result = await cluster.createDriver(pod, { dryRun }).catch((error: unknown) => { counted?.(); throw error; });
+    counted?.(result.ok ? result.record : undefined);
     if (!result.ok) {
       // A refusal at 5xx (admission threw, a cluster fault passed back) is never answered unlogged.
       if (result.status >= 500) request.log.error({ statusCode: result.status, body: result.body }, 'submission refused by the cluster');
@@ -144,12 +149,14 @@ export async function appRoutes(app: FastifyInstance, { cluster, policy, history
         type: 'object', additionalProperties: false,
         properties: { follow: { type: 'boolean', default: false }, offset: { type: 'integer', minimum: 0, default: 0 } },
       },
-      response: { 200: { type: 'string', description: 'text/plain' }, ...errorResponses },
+      response: { 200: { type: 'string', description: 'text/plain' }, ...errorResponses, 429: ref(schemaIds.error) },
     },
   }, async (request, reply) => {
     await ownApplication(request, 'read the log of');
     const abort = new AbortController();
-    request.raw.once('close', () => abort.abort());
+    // A followed log is a long-lived stream: counted per key, and ended when the key is revoked.
+    const release = request.query.follow === true ? fairShare.holdStream(request, () => request.raw.socket.destroy()) : undefined;
+    request.raw.once('close', () => { abort.abort(); release?.(); });
     const stream = await cluster.log(request.params.appName, { follow: request.query.follow === true, signal: abort.signal });
     if (!stream) throw notFound(`application ${request.params.appName}`);
     reply.header('cache-control', 'no-cache').header('x-content-type-options', 'nosniff').header('x-log-offset', String(request.query.offset));

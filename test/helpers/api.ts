@@ -68,6 +68,8 @@ export interface TestApiOptions {
   trustProxy?: boolean;
   /** The notebook gateway's proof (lib/gateway-proof.ts): submissions with kernel labels need it. */
   gatewayProof?: string;
+  /** Per-key limits (submit-api/fair-share.ts); default: the service's defaults. */
+  fairShare?: ApiOptions['fairShare'];
 }
 
 export async function startTestApi(t: TestLike, options: TestApiOptions = {}): Promise<TestApi> {
@@ -94,6 +96,7 @@ export async function startTestApi(t: TestLike, options: TestApiOptions = {}): P
     trustProxy: options.trustProxy,
     loggerInstance: options.logger,
     gatewayProof: options.gatewayProof,
+    fairShare: options.fairShare,
   });
   // Registered after tempDir's teardown, so it runs first (tap runs teardowns in reverse).
   t.teardown(async () => {
