@@ -10,6 +10,7 @@ import { GatewayError, KernelRegistry } from './kernel-registry.js';
 import { LauncherAuth } from './launcher-auth.js';
 import { LauncherFiles } from './launcher-files.js';
 import { DEFAULT_KERNELS_PER_KEY } from './kernel-owners.js';
+import type { UpgradeGuardOptions } from './upgrade-guard.js';
 import { kernelRoutes } from './routes/kernels.js';
 import { kernelspecRoutes } from './routes/kernelspecs.js';
 import { versionRoutes } from './routes/version.js';
@@ -51,6 +52,8 @@ export interface GatewayOptions {
   launcherDir?: string;
   /** The API's proof that a submission with kernel labels comes from this gateway (lib/gateway-proof.ts). */
   apiProof?: string;
+  /** Host names and browser origins websockets are accepted from (upgrade-guard.ts). */
+  upgrades?: Omit<UpgradeGuardOptions, 'log'>;
 }
 
 function sendGatewayError(reply: FastifyReply, statusCode: number, reason: string, message: string) {
@@ -96,7 +99,7 @@ const gateway: FastifyPluginAsync<GatewayOptions> = async (app, options) => {
 
   let detach: (() => void) | undefined;
   app.addHook('onListen', async () => {
-    detach = attachChannels(app.server, { registry, auth: options.auth, launcherAuth, log: app.log });
+    detach = attachChannels(app.server, { registry, auth: options.auth, launcherAuth, log: app.log, upgrades: options.upgrades });
     await registry.open();
   });
   app.addHook('preClose', async () => {

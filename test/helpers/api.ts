@@ -68,6 +68,8 @@ export interface TestApiOptions {
   trustProxy?: boolean;
   /** The notebook gateway's proof (lib/gateway-proof.ts): submissions with kernel labels need it. */
   gatewayProof?: string;
+  /** Proxied Spark UIs on a host of their own (dashboard/spark-ui-access.ts). */
+  sparkUiHost?: string;
 }
 
 export async function startTestApi(t: TestLike, options: TestApiOptions = {}): Promise<TestApi> {
@@ -94,6 +96,7 @@ export async function startTestApi(t: TestLike, options: TestApiOptions = {}): P
     trustProxy: options.trustProxy,
     loggerInstance: options.logger,
     gatewayProof: options.gatewayProof,
+    sparkUiHost: options.sparkUiHost,
   });
   // Registered after tempDir's teardown, so it runs first (tap runs teardowns in reverse).
   t.teardown(async () => {
