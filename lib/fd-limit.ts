@@ -42,6 +42,6 @@ export function holdConnectionsBelowFdLimit(server: import('node:net').Server, l
     // One line a second at most: a flood of refused accepts must not flood the log too.
     if (Date.now() - lastWarning < 1000) return;
     lastWarning = Date.now();
-    log.warn({ err: error, maxConnections: server.maxConnections }, 'the server could not accept a connection');
+    log.warn({ err: error, maxConnections: server.maxConnections }, error.syscall === 'accept' ? 'the server could not accept a connection' : 'server error');
   });
 }
