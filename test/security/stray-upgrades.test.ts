@@ -4,13 +4,17 @@
 // after them, and upgrades meet the Host allowlist and the Origin check. For `local` and for
 // the gateway alone, each under the usual 1,024 open-files limit (where they once took every
 // descriptor and the service refused all connections until restarted).
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
+import { pino } from 'pino';
 import t, { type Test } from 'tap';
 import { http, startGatewayAlone, startService } from '../helpers/service.js';
 import { writeFakeSparkEnv } from '../helpers/fake-spark-submit.js';
 import { closeWaitCount, eventually, rawUpgrade, type UpgradeAttempt } from '../helpers/sockets.js';
 import { tempDir } from '../helpers/temp.js';
 import { freePort } from '../gateway/jupyter.js';
+import { guardUpgrades } from '../../gateway/upgrade-guard.js';
 
 const KERNEL = '0f0e0d0c-0b0a-4908-8706-050403020100';
 const STRAY: UpgradeAttempt[] = [
@@ -68,4 +72,16 @@ t.test('gateway alone: stray upgrades are answered and closed', { timeout: 240_0
   });
   await checksOfUpgrades(t, gateway.url, false);
   await strayUpgrades(t, gateway.url, gateway.child.pid!);
+});
+
+t.test('an upgrade its handler leaves pending is closed when the handshake times out', async (t) => {
+  const server = createServer();
+  // A handler that never answers: what an upgrade waiting on a check that never returns looks like.
+  guardUpgrades(server, { handshakeTimeoutMs: 300, log: pino({ level: 'silent' }) }, () => {});
+  await new Promise<void>((ok) => server.listen(0, '127.0.0.1', ok));
+  t.teardown(() => new Promise((ok) => server.close(ok)));
+  const { port } = server.address() as AddressInfo;
+  const outcome = await rawUpgrade(port, { path: '/notebooks/api/kernels/x/channels' });
+  t.same(outcome, { closedByServer: true, hung: false }, 'the server closed it');
+  t.equal(await eventually(() => closeWaitCount(port), (n) => n === 0), 0, 'nothing left in CLOSE_WAIT');
 });
