@@ -75,3 +75,6 @@ export function parseSecretRef(ref: string, option = '--secret'): { namespace: s
   if (!match) throw new Error(`${option} takes NAMESPACE/NAME, not ${JSON.stringify(ref)}`);
   return { namespace: match[1]!, name: match[3]! };
 }
+
+/** A comma-separated flag (`--allowed-origins a,b`) as its entries, blanks dropped. */
+export const listFlag = (value: string | undefined): string[] => (value ?? '').split(',').map((v) => v.trim()).filter(Boolean);

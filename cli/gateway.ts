@@ -3,8 +3,10 @@
 import { parseArgs } from 'node:util';
 import Fastify from 'fastify';
 import { gatewayPlugin } from '../gateway/plugin.js';
+import { holdConnectionsBelowFdLimit } from '../lib/fd-limit.js';
+import { installJsonBodyParser } from '../lib/json-body.js';
 import { FileKeyStore } from '../submit-api/auth/key-store.js';
-import { defaultDataDir, parseSecretRef } from './config.js';
+import { defaultDataDir, listFlag, parseSecretRef } from './config.js';
 import { dialable, gatewaySecret, kernelsPerKeyFlag, localLauncherFile, ownKeyVerifier, parseKernelsPerKey, parseWarmPool } from './gateway-wiring.js';
 import { gatewayProof } from '../lib/gateway-proof.js';
 import { fairShareFrom } from './fair-share-flags.js';
@@ -25,6 +27,7 @@ export const gatewayFlags = {
   'warm-pool': { type: 'string', multiple: true },
   'kernels-per-key': kernelsPerKeyFlag,
   'websockets-per-key': { type: 'string' },
+  'allowed-origins': { type: 'string', default: '' },
 } as const;
 
 export async function gatewayCommand(argv: string[]): Promise<number> {
@@ -53,6 +56,8 @@ export async function gatewayCommand(argv: string[]): Promise<number> {
   const auth = { enabled: values.auth === 'on', store };
   const app = Fastify({ logger: { level: process.env.LOG_LEVEL ?? 'info' }, routerOptions: { ignoreTrailingSlash: true } });
   app.addHook('preClose', async () => { app.server.closeAllConnections(); });
+  installJsonBodyParser(app);
+  holdConnectionsBelowFdLimit(app.server, app.log);
   const self = () => dialable(values.host, app.server.address());
   await app.register(gatewayPlugin, {
     auth, apiUrl, apiKey,
@@ -64,6 +69,7 @@ export async function gatewayCommand(argv: string[]): Promise<number> {
     // The API accepts kernel labels with this (it has the same SUBMISSION_SERVICE_GATEWAY_SECRET).
     apiProof: gatewayProof(secret),
     websocketsPerKey: fairShareFrom({ 'websockets-per-key': values['websockets-per-key'] }).websocketsPerKey,
+    upgrades: { allowedOrigins: listFlag(values['allowed-origins']) },
   });
   app.get('/healthz', async () => ({ status: 'ok' }));
   const address = await app.listen({ port: Number(values.port), host: values.host });

@@ -42,6 +42,7 @@ export async function apiCommand(argv: string[]): Promise<number> {
       controller: { type: 'string', default: 'on', description: 'on: run for the Lease and, while holding it, write application status (README "Kubernetes mode"); off: read only' },
       'lease-seconds': { type: 'string', default: '15', description: 'how long the Lease holds without renewal (client-go\'s 15 s); the renew deadline is 2/3 of it, the retry period 2/15 (10 s and 2 s)' },
       'trust-proxy': { type: 'boolean', default: false, description: 'honour X-Forwarded-Proto/-For from the proxy in front (an ingress): Secure cookies behind TLS' },
+      'spark-ui-host': { type: 'string', description: 'serve proxied Spark UIs on this host only (its own origin); absent: on the service\'s host, sandboxed' },
       'keys-secret': { type: 'string', description: 'NAMESPACE/NAME of the Secret whose keys.json holds the API keys (watched; instead of <data-dir>/keys.json)' },
       'node-pools': { type: 'string', description: 'the node-pool file; its policy section says whether users may act on applications of other keys' },
       ...fairShareFlags,
@@ -73,7 +74,7 @@ export async function apiCommand(argv: string[]): Promise<number> {
   // (SUBMISSION_SERVICE_SESSION_SECRET from the auth Secret); without it, <data-dir>/session-secret.
   const api = await buildService({
     cluster, auth: { enabled: values.auth === 'on', store }, policy, sessionSecret: loadSessionSecret(values['data-dir']),
-    trustProxy: values['trust-proxy'], logger: loggerOptions('api'),
+    trustProxy: values['trust-proxy'], logger: loggerOptions('api'), sparkUiHost: values['spark-ui-host'],
     // Kernel labels only from the notebook gateway: SUBMISSION_SERVICE_GATEWAY_SECRET, shared with it.
     gatewayProof: apiGatewayProof(false),
     fairShare: fairShareFrom(values, values['node-pools']),

@@ -15,7 +15,7 @@ import { FileKeyStore } from '../submit-api/auth/key-store.js';
 import { KERNEL_LABEL } from '../gateway/kernel-registry.js';
 import { gatewayPlugin } from '../gateway/plugin.js';
 import { apiGatewayProof, dialable, gatewaySecret, kernelsPerKeyFlag, localGatewayKey, localLauncherFile, parseKernelsPerKey, parseWarmPool } from './gateway-wiring.js';
-import { defaultDataDir, findSpark, javaProblem } from './config.js';
+import { defaultDataDir, findSpark, javaProblem, listFlag } from './config.js';
 import { rulesFrom } from './rules.js';
 import { fairShareFlags, fairShareFrom } from './fair-share-flags.js';
 import { buildService } from './service.js';
@@ -33,6 +33,8 @@ export async function localCommand(argv: string[]): Promise<number> {
       cores: { type: 'string', default: String(availableParallelism()) },
       'allowed-hosts': { type: 'string', default: LOOPBACK_HOSTS.join(',') },
       'trust-proxy': { type: 'boolean', default: false },
+      'allowed-origins': { type: 'string', default: '' },
+      'spark-ui-host': { type: 'string' },
       'cull-idle-seconds': { type: 'string', default: '0' },
       'warm-pool': { type: 'string', multiple: true },
       // How long ended runs are kept: record, log, event log (README, "History").
@@ -79,6 +81,9 @@ export async function localCommand(argv: string[]): Promise<number> {
   const sweeper = retentionMs === undefined ? undefined : new RetentionSweeper({
     cluster, history, retentionMs, onError: (error, appName) => log.warn({ err: error, appName }, 'retention: could not remove an expired application'),
   });
+  const sparkUiHost = values['spark-ui-host'];
+  // The Spark UI host is one of this service's names (dashboard/spark-ui-access.ts).
+  const allowedHosts = [...listFlag(values['allowed-hosts']), ...(sparkUiHost ? [sparkUiHost] : [])];
   const api = await buildService({
     cluster,
     history,
@@ -86,12 +91,13 @@ export async function localCommand(argv: string[]): Promise<number> {
     loggerInstance: log,
     policy: rules.policy,
     // With auth off, only these Host names are served (DNS rebinding); `*` for any.
-    allowedHosts: values['allowed-hosts'].split(',').map((h) => h.trim()).filter(Boolean),
+    allowedHosts,
     // The dashboard's session cookies: signed with <data-dir>/session-secret (created 0600 once).
     sessionSecret: loadSessionSecret(dataDir),
     trustProxy: values['trust-proxy'],
     gatewayProof: proof,
     fairShare,
+    sparkUiHost,
   });
   // The notebook gateway on the same server, calling the API over HTTP like any client would.
   const self = () => dialable(values.host, api.server.address());
@@ -101,6 +107,8 @@ export async function localCommand(argv: string[]): Promise<number> {
     secret: gatewaySecret(dataDir), cullIdleSeconds: Number(values['cull-idle-seconds']), warmPool,
     kernelsPerKey, launcherDir: join(dataDir, 'launchers'), apiProof: proof,
     websocketsPerKey: fairShare.websocketsPerKey,
+    // Websockets: the HTTP Host allowlist (while auth is off) and browser pages of these origins only.
+    upgrades: { allowedHosts: auth.enabled ? undefined : allowedHosts, allowedOrigins: listFlag(values['allowed-origins']) },
   });
   javaProblem().then((java) => { if (java) api.log.warn(java); }, (error: unknown) => api.log.warn({ err: error }, 'could not check the Java version'));
   api.log.info({ dataDir, nodePools: rules.pools.map((p) => p.instanceName), cores: Number(values.cores), driverSandbox: sandbox ? (sandbox.user ? `bwrap as uid ${sandbox.user.uid}` : 'bwrap') : `none (${problem})` }, 'local mode');

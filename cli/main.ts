@@ -1,5 +1,6 @@
 // submission-service: one command, a subcommand per process or task.
 // Each command is imported when used: the Kubernetes client alone costs a second to load.
+import { installProcessGuards } from '../lib/process-guards.js';
 
 const USAGE = `usage: submission-service <command> [options]
 
@@ -8,12 +9,16 @@ const USAGE = `usage: submission-service <command> [options]
                    --allowed-hosts localhost,127.0.0.1,::1 (Host names served while auth is off)
                    --cull-idle-seconds N --warm-pool TEMPLATE=N (repeatable); the notebook gateway at /notebooks
                    --kernels-per-key N (kernels a user key holds at once; default 5, 0: no limit)
+                   --allowed-origins URL,… (browser pages whose websockets are accepted besides this service's own)
+                   --spark-ui-host NAME[:PORT] (proxied Spark UIs on a host of their own; default: this host, sandboxed)
   api              the API in Kubernetes mode   --kubeconfig F --namespace NS --port 8080 --auth on|off --keys-secret NS/NAME
+                   --spark-ui-host NAME[:PORT]
   webhook          the admission webhook (HTTPS) --kubeconfig F --namespace NS --node-pools FILE --cert-dir DIR
                    --cert-secret NS/NAME --register NAME
   gateway          the notebook gateway alone  --api-url URL --port 8888 --host 0.0.0.0 --auth on|off
                    --keys-secret NS/NAME [--kubeconfig F] --data-dir DIR --launcher-url ws://… --launcher-file local://…
                    --cull-idle-seconds N (0: never) --warm-pool TEMPLATE=N (repeatable, kernels kept ready with Spark)
+                   --allowed-origins URL,… (browser pages whose websockets are accepted besides the gateway's own origin)
                    --kernels-per-key N (default 5); its own key: SUBMISSION_SERVICE_API_KEY; the secret it
                    shares with the API (kernel labels, launchers): SUBMISSION_SERVICE_GATEWAY_SECRET
   keys create --role user|admin [--label L] | keys list | keys revoke ID
@@ -25,6 +30,7 @@ const USAGE = `usage: submission-service <command> [options]
 `;
 
 async function main(argv: string[]): Promise<number> {
+  installProcessGuards();
   const [command, ...rest] = argv;
   switch (command) {
     case 'local': return (await import('./local.js')).localCommand(rest);

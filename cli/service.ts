@@ -12,15 +12,17 @@ export interface ServiceOptions extends Omit<ApiOptions, 'auth'> {
   /** HMAC secret of the dashboard's session cookies (dashboard/session-secret.ts); shared by all replicas. */
   sessionSecret: Buffer;
   sessionTtlMs?: number;
+  /** Proxied Spark UIs on a host of their own (dashboard/spark-ui-access.ts); absent: sandboxed on this one. */
+  sparkUiHost?: string;
 }
 
 export async function buildService(options: ServiceOptions): Promise<FastifyInstance> {
-  const { sessionSecret, sessionTtlMs, ...api } = options;
+  const { sessionSecret, sessionTtlMs, sparkUiHost, ...api } = options;
   const sessions = new Sessions({ secret: sessionSecret, store: options.auth.store, ttlMs: sessionTtlMs });
   const app = await buildApi({
     ...api,
     auth: { ...options.auth, sessionVerifier: options.auth.enabled ? sessions.verify : undefined },
   });
-  await app.register(dashboardPlugin, { auth: options.auth, sessions, cluster: options.cluster, history: options.history });
+  await app.register(dashboardPlugin, { auth: options.auth, sessions, cluster: options.cluster, history: options.history, policy: options.policy, sparkUiHost });
   return app;
 }

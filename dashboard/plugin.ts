@@ -11,7 +11,10 @@ import type { Cluster } from '../cluster/cluster.js';
 import type { SparkHistory } from '../cluster/history/spark-history.js';
 import { packageRoot } from '../lib/package-root.js';
 import { CSRF_HEADER, type KeyVerifier } from '../submit-api/auth/plugin.js';
+import { hostName } from '../submit-api/host-allowlist.js';
+import { defaultPolicy, type SubmissionPolicy } from '../webhook/domain/index.js';
 import type { Sessions } from './session.js';
+import { isUiPath } from './spark-ui-access.js';
 import { sparkUiProxy } from './spark-ui-proxy.js';
 
 export interface DashboardOptions {
@@ -20,6 +23,10 @@ export interface DashboardOptions {
   cluster: Cluster;
   /** Ended runs' Spark UIs (the History Server), served under the same link as the live one. */
   history?: SparkHistory;
+  /** Who may open which application's Spark UI: the API's policy (webhook/domain/policy.ts). */
+  policy?: SubmissionPolicy;
+  /** A host of its own for proxied Spark UIs (`name` or `name:port`); absent: the service's host, sandboxed. */
+  sparkUiHost?: string;
 }
 
 const STATIC_DIR = join(packageRoot, 'dashboard', 'static');
@@ -44,7 +51,16 @@ function loadStatic(): Map<string, { body: Buffer; type: string }> {
 const dashboard: FastifyPluginAsync<DashboardOptions> = async (app, opts) => {
   const { sessions } = opts;
   const files = loadStatic();
-  await app.register(sparkUiProxy, { cluster: opts.cluster, history: opts.history, auth: opts.auth, sessionIdentity: sessions.verify });
+  await app.register(sparkUiProxy, { cluster: opts.cluster, history: opts.history, auth: opts.auth, sessions, policy: opts.policy ?? defaultPolicy, uiHost: opts.sparkUiHost });
+  if (opts.sparkUiHost !== undefined) {
+    // The Spark UI host serves Spark UIs and nothing else: its pages are the drivers', so the API
+    // and the dashboard must not be on their origin.
+    const uiHostName = hostName(opts.sparkUiHost);
+    app.addHook('onRequest', async (request, reply) => {
+      if (hostName(request.headers.host ?? '') !== uiHostName || isUiPath(request.url.split('?', 1)[0]!)) return;
+      return reply.code(404).type('application/json').send({ message: 'This host serves Spark UIs only.', statusCode: 404, error: 'Not Found' });
+    });
+  }
 
   const page = (reply: FastifyReply) => {
     const index = files.get('index.html')!;

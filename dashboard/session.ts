@@ -54,7 +54,8 @@ export class Sessions {
     try {
       // The algorithm is pinned: a token can't pick "none" or another key type.
       const claims = jwt.verify(token, this.options.secret, { algorithms: ['HS256'], issuer: ISSUER });
-      subject = typeof claims === 'object' ? claims.sub : undefined;
+      // A grant (below) is for one audience only and never a session.
+      subject = typeof claims === 'object' && claims.aud === undefined ? claims.sub : undefined;
     } catch {
       return undefined; // bad signature, expired, malformed: simply no session
     }
@@ -64,6 +65,28 @@ export class Sessions {
   /** The identity behind the request's session cookie: the auth plugin's sessionVerifier. */
   readonly verify = (request: FastifyRequest): ApiKeyIdentity | undefined =>
     this.identityOf(cookieValue(request.headers.cookie, SESSION_COOKIE));
+
+  /**
+   * A narrower token signed with the same secret: for key `keyId`, accepted only by `audience`
+   * for `scope` (e.g. one application's Spark UI), for ttlMs. Never accepted as a session.
+   */
+  grant(keyId: string, audience: string, scope: string, ttlMs: number): string {
+    return jwt.sign({ scope }, this.options.secret, {
+      algorithm: 'HS256', subject: keyId, issuer: ISSUER, audience, expiresIn: Math.max(1, Math.floor(ttlMs / 1000)),
+    });
+  }
+
+  /** The identity behind a grant of exactly this audience and scope whose key is still active. */
+  identityOfGrant(token: string | undefined, audience: string, scope: string): ApiKeyIdentity | undefined {
+    if (!token) return undefined;
+    try {
+      const claims = jwt.verify(token, this.options.secret, { algorithms: ['HS256'], issuer: ISSUER, audience });
+      if (typeof claims !== 'object' || claims.scope !== scope || !claims.sub) return undefined;
+      return this.options.store.byId(claims.sub);
+    } catch {
+      return undefined;
+    }
+  }
 
   /** Set-Cookie for a new session; Secure when the request came over TLS (see trustProxy). */
   cookie(token: string, secure: boolean): string {

@@ -1,9 +1,9 @@
 // /dashboard/apps/{appName}/spark-ui/…: the running driver's Spark UI, through the service
-// (http-proxy), behind the same authentication as the dashboard (session cookie or API key).
-// Admission sets spark.ui.proxyBase to this path (sparkUiPath in webhook/domain/spark-properties.ts), so the
-// UI's own links and redirects stay under it; the proxy strips it before forwarding.
-// Read-only: GET and HEAD (the UI's kill buttons would bypass the API's roles). Once the driver
-// has ended, the same paths open the run's history (history-ui.ts).
+// (http-proxy). Admission sets spark.ui.proxyBase to this path (sparkUiPath in
+// webhook/domain/spark-properties.ts), so the UI's own links and redirects stay under it; the
+// proxy strips it before forwarding. GET and HEAD only. Who may open it and what its pages may
+// do: spark-ui-access.ts. Once the driver has
+// ended, the same paths open the run's history (history-ui.ts).
 import type { IncomingMessage } from 'node:http';
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import httpProxy from 'http-proxy';
@@ -12,17 +12,24 @@ import type { SparkHistory } from '../cluster/history/spark-history.js';
 import type { ApiKeyIdentity } from '../submit-api/auth/key-store.js';
 import { keyFromHeaders, type KeyVerifier } from '../submit-api/auth/plugin.js';
 import { historyRequest } from './history-ui.js';
+import { hostName } from '../submit-api/host-allowlist.js';
+import { mayActOn, type SubmissionPolicy } from '../webhook/domain/index.js';
+import { cookieValue, type Sessions } from './session.js';
+import {
+  DRIVER_HEADERS_DROPPED, GRANT_PARAM, HANDOVER_AUDIENCE, HANDOVER_TTL_MS, SANDBOX_CSP, UI_AUDIENCE, UI_COOKIE, UI_TTL_MS,
+  VIEWER_HEADERS_DROPPED, fromThisUi, isKillPath, isStaticAsset, uiCookie,
+} from './spark-ui-access.js';
 
 export interface SparkUiProxyOptions {
   cluster: Cluster;
   /** Where an ended run's UI is served from (history-ui.ts); absent: only live UIs. */
   history?: SparkHistory;
   auth: { enabled: boolean; store: KeyVerifier };
-  sessionIdentity: (request: FastifyRequest) => ApiKeyIdentity | undefined;
+  sessions: Sessions;
+  policy: SubmissionPolicy;
+  /** The Spark UI's own host (`name` or `name:port`); absent: served on the service's host, sandboxed. */
+  uiHost?: string;
 }
-
-// What the browser sent us for us alone: the driver gets none of it.
-const PRIVATE_HEADERS = ['cookie', 'authorization', 'x-api-key', 'x-requested-with'];
 
 /** The raw (still encoded) path after `/dashboard/apps/{appName}/spark-ui`: what the driver serves. */
 function rawRest(path: string): string {
@@ -31,16 +38,29 @@ function rawRest(path: string): string {
 }
 
 function fail(reply: FastifyReply, statusCode: number, message: string) {
-  const error = { 401: 'Unauthorized', 404: 'Not Found', 502: 'Bad Gateway' }[statusCode] ?? 'Error';
+  const error = { 400: 'Bad Request', 401: 'Unauthorized', 403: 'Forbidden', 404: 'Not Found', 502: 'Bad Gateway' }[statusCode] ?? 'Error';
   return reply.code(statusCode).type('application/json').send({ message, statusCode, error });
 }
 
+/** The query string without the hand-over grant ('' or `?…`). */
+function withoutGrant(query: string): string {
+  const params = new URLSearchParams(query);
+  params.delete(GRANT_PARAM);
+  const rest = params.toString();
+  return rest ? `?${rest}` : '';
+}
+
 export const sparkUiProxy: FastifyPluginAsync<SparkUiProxyOptions> = async (app, opts) => {
+  const { sessions } = opts;
+  const uiHostName = opts.uiHost === undefined ? undefined : hostName(opts.uiHost);
   const proxy = httpProxy.createProxyServer({ xfwd: false, proxyTimeout: 30_000 });
   // Spark writes its links with proxyBase but not its redirects (`/` → http://driver:port/jobs/):
   // a redirect to the driver itself is turned into one under this request's prefix.
   const prefixes = new WeakMap<IncomingMessage, { prefix: string; target: URL }>();
   proxy.on('proxyRes', (proxyRes, req) => {
+    for (const header of DRIVER_HEADERS_DROPPED) delete proxyRes.headers[header];
+    if (uiHostName === undefined) proxyRes.headers['content-security-policy'] = SANDBOX_CSP;
+    proxyRes.headers['x-content-type-options'] = 'nosniff';
     const location = proxyRes.headers.location;
     const at = prefixes.get(req);
     if (!location || !at) return;
@@ -61,29 +81,87 @@ export const sparkUiProxy: FastifyPluginAsync<SparkUiProxyOptions> = async (app,
   });
   app.addHook('onClose', async () => { proxy.close(); });
 
+  /** The caller and how they proved it; `null` identity: authentication is off. */
+  const caller = (request: FastifyRequest, appName: string, onUiHost: boolean): { identity: ApiKeyIdentity | null; via: 'key' | 'session' | 'cookie' | 'none' } | undefined => {
+    if (!opts.auth.enabled) return { identity: null, via: 'none' };
+    const key = keyFromHeaders(request.headers);
+    if (key) {
+      const identity = opts.auth.store.verify(key);
+      return identity && { identity, via: 'key' };
+    }
+    const fromCookie = sessions.identityOfGrant(cookieValue(request.headers.cookie, UI_COOKIE), UI_AUDIENCE, appName);
+    if (fromCookie) return { identity: fromCookie, via: 'cookie' };
+    // The dashboard's session (SameSite=Strict) arrives with navigations from the dashboard itself.
+    const session = onUiHost ? undefined : sessions.verify(request);
+    return session && { identity: session, via: 'session' };
+  };
+
   const handler = async (request: FastifyRequest<{ Params: { appName: string } }>, reply: FastifyReply) => {
     const { appName } = request.params;
     const raw = request.raw.url ?? '';
-    const [path, query] = [raw.split('?', 1)[0], raw.includes('?') ? raw.slice(raw.indexOf('?')) : ''];
+    const [path, query] = [raw.split('?', 1)[0]!, raw.includes('?') ? raw.slice(raw.indexOf('?')) : ''];
     // From the raw URL, not the route's wildcard: the router drops trailing slashes, the UI needs them.
     const rest = rawRest(path);
     // The bare path: to the UI's root, so that relative links resolve under it.
     if (rest === '') return reply.redirect(`${path}/${query}`);
-    if (opts.auth.enabled) {
-      const key = keyFromHeaders(request.headers);
-      const identity = key ? opts.auth.store.verify(key) : opts.sessionIdentity(request);
-      if (!identity) return fail(reply, 401, 'Sign in to the dashboard (or send an API key) to open the Spark UI.');
-    }
     const prefix = path.slice(0, path.length - rest.length);
+    const onUiHost = uiHostName !== undefined && hostName(request.headers.host ?? '') === uiHostName;
+    const secure = request.protocol === 'https';
+    if (request.headers['service-worker'] !== undefined) return fail(reply, 403, 'A Spark UI cannot install a service worker.');
+    const kill = isKillPath(rest);
+    if (kill === undefined) return fail(reply, 400, 'The path cannot be decoded.');
+
+    // The Spark UI host: a grant from the service's host becomes this host's cookie.
+    const grant = onUiHost ? new URLSearchParams(query).get(GRANT_PARAM) : null;
+    if (grant !== null && opts.auth.enabled) {
+      const identity = sessions.identityOfGrant(grant, HANDOVER_AUDIENCE, appName);
+      if (!identity) return fail(reply, 401, 'The link to the Spark UI has expired: open it again from the dashboard.');
+      reply.header('set-cookie', uiCookie(prefix, sessions.grant(identity.id, UI_AUDIENCE, appName, UI_TTL_MS), secure));
+      return reply.header('referrer-policy', 'no-referrer').redirect(`${path}${withoutGrant(query)}`);
+    }
+
+    const who = caller(request, appName, onUiHost);
+    if (!who) {
+      // A sandboxed page fetches Spark's styles and scripts without any cookie.
+      const anonymousAsset = uiHostName === undefined && isStaticAsset(request.method, rest, query);
+      if (!anonymousAsset) return fail(reply, 401, 'Sign in to the dashboard (or send an API key) to open the Spark UI.');
+    }
+    const record = await opts.cluster.get(appName);
+    if (!record) return fail(reply, 404, `The Spark UI of ${appName} is available while it runs; it is not running (or unknown).`);
+    if (who && !mayActOn(who.identity, record.submittedBy, opts.policy)) {
+      return fail(reply, 403, `Only the key that submitted ${appName}, or an admin, may open its Spark UI.`);
+    }
+    // A cookie alone would let any page navigate the viewer to a kill link: a kill must come from
+    // this application's own UI page on the same origin (the Spark UI host), or with an API key.
+    if (kill && who?.via !== 'key' && !fromThisUi(request.headers, prefix)) {
+      return fail(reply, 403, 'Spark\'s kill links work through the proxy only from the Spark UI\'s own host (--spark-ui-host) or with an API key; stop the application instead (POST /api/apps/{app}/stop).');
+    }
+    if (onUiHost && request.headers['sec-fetch-site'] === 'same-origin' && !fromThisUi(request.headers, prefix)) {
+      return fail(reply, 403, 'A page of another application\'s Spark UI cannot open this one.');
+    }
+    if (uiHostName !== undefined && !onUiHost) {
+      // To the Spark UI host, with a grant that host turns into its cookie.
+      const explicitPort = /:\d+$/.test(opts.uiHost!) || opts.uiHost!.endsWith(']');
+      const port = /:(\d+)$/.exec(request.headers.host ?? '')?.[1];
+      const host = explicitPort || !port ? opts.uiHost! : `${opts.uiHost!}:${port}`;
+      const params = new URLSearchParams(query);
+      if (who?.identity) params.set(GRANT_PARAM, sessions.grant(who.identity.id, HANDOVER_AUDIENCE, appName, HANDOVER_TTL_MS));
+      const search = params.toString();
+      return reply.redirect(`${request.protocol}://${host}${path}${search ? `?${search}` : ''}`);
+    }
     const live = await opts.cluster.sparkUiTarget(appName);
     const history = live ? undefined : await historyRequest(opts, appName, rest, prefix, request.raw);
     if (history && 'refused' in history) return fail(reply, 404, history.refused);
     const target = live ?? history?.target;
     if (!target) return fail(reply, 404, `The Spark UI of ${appName} is available while it runs${opts.history ? ' and, after it ended, from its event log' : ''}; it is not running and has no history (or is unknown).`);
+    // Each page opened with the dashboard's session or the cookie renews the cookie.
+    if (who?.identity && who.via !== 'key' && request.headers['sec-fetch-mode'] === 'navigate') {
+      reply.raw.setHeader('set-cookie', uiCookie(prefix, sessions.grant(who.identity.id, UI_AUDIENCE, appName, UI_TTL_MS), secure));
+    }
     // The driver serves its UI at /; the links it writes start with proxyBase (our prefix).
     prefixes.set(request.raw, { prefix, target });
     request.raw.url = `${history?.path ?? rest}${query}`;
-    for (const header of PRIVATE_HEADERS) delete request.raw.headers[header];
+    for (const header of VIEWER_HEADERS_DROPPED) delete request.raw.headers[header];
     reply.hijack();
     proxy.web(request.raw, reply.raw, { target: target.href });
     return reply;

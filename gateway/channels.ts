@@ -11,16 +11,15 @@ import { authenticate, type GatewayAuthOptions } from './auth.js';
 import type { KernelRegistry } from './kernel-registry.js';
 import type { LauncherAuth } from './launcher-auth.js';
 import type { SocketSlots } from './socket-slots.js';
+import { guardUpgrades, refuseUpgrade, type UpgradeGuardOptions } from './upgrade-guard.js';
 
 /** Jupyter's own limit: bigger frames kill its side anyway (FIELD-NOTES). */
 const MAX_FRAME = 10 * 1024 * 1024;
 const CHANNELS = /^\/notebooks\/api\/kernels\/([0-9a-f-]{36})\/channels$/;
 const LAUNCHER = /^\/notebooks\/launcher\/([0-9a-f-]{36})$/;
 
-function refuse(socket: Duplex, status: number, reason: string, message: string): void {
-  const body = JSON.stringify({ reason, message });
-  socket.end(`HTTP/1.1 ${status} ${reason}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`);
-}
+// Every upgrade is answered (upgrade-guard.ts): a refusal is written and the socket closed.
+const refuse = (socket: Duplex, status: number, _reason: string, message: string) => refuseUpgrade(socket, status, message);
 
 export interface ChannelOptions {
   registry: KernelRegistry;
@@ -29,6 +28,8 @@ export interface ChannelOptions {
   log: FastifyBaseLogger;
   /** Websockets per key, closed when the key is revoked (socket-slots.ts). */
   sockets: SocketSlots;
+  /** Host and Origin checks, the handshake's timeout (upgrade-guard.ts). */
+  upgrades?: Omit<UpgradeGuardOptions, 'log'>;
 }
 
 /** Handles upgrades under /notebooks/ on `server`; returns the function that detaches and closes. */
@@ -36,8 +37,6 @@ export function attachChannels(server: Server, options: ChannelOptions): () => v
   const wss = new WebSocketServer({ noServer: true, skipUTF8Validation: true, maxPayload: MAX_FRAME, perMessageDeflate: false });
   const onUpgrade = (request: IncomingMessage, socket: Duplex, head: Buffer) => {
     const url = new URL(request.url ?? '/', 'http://gateway');
-    if (!url.pathname.startsWith('/notebooks/')) return;
-    socket.on('error', (error) => options.log.info({ err: error }, 'upgrade socket error'));
     const channels = CHANNELS.exec(url.pathname);
     const launcher = LAUNCHER.exec(url.pathname);
     if (channels) {
@@ -67,9 +66,9 @@ export function attachChannels(server: Server, options: ChannelOptions): () => v
       refuse(socket, 404, 'Not Found', `No websocket at ${url.pathname}`);
     }
   };
-  server.on('upgrade', onUpgrade);
+  const detach = guardUpgrades(server, { ...options.upgrades, log: options.log }, onUpgrade);
   return () => {
-    server.off('upgrade', onUpgrade);
+    detach();
     for (const ws of wss.clients) ws.terminate();
     wss.close();
   };

@@ -10,6 +10,7 @@ import { GatewayError, KernelRegistry } from './kernel-registry.js';
 import { LauncherAuth } from './launcher-auth.js';
 import { LauncherFiles } from './launcher-files.js';
 import { DEFAULT_KERNELS_PER_KEY } from './kernel-owners.js';
+import type { UpgradeGuardOptions } from './upgrade-guard.js';
 import { kernelRoutes } from './routes/kernels.js';
 import { kernelspecRoutes } from './routes/kernelspecs.js';
 import { versionRoutes } from './routes/version.js';
@@ -55,6 +56,8 @@ export interface GatewayOptions {
   apiProof?: string;
   /** Jupyter clients' websockets one key (or address, without a key) may hold at once; 0: no cap (default: submit-api/fair-share-limits.ts). */
   websocketsPerKey?: number;
+  /** Host names and browser origins websockets are accepted from (upgrade-guard.ts). */
+  upgrades?: Omit<UpgradeGuardOptions, 'log'>;
 }
 
 function sendGatewayError(reply: FastifyReply, statusCode: number, reason: string, message: string) {
@@ -101,7 +104,7 @@ const gateway: FastifyPluginAsync<GatewayOptions> = async (app, options) => {
   const sockets = new SocketSlots(options.websocketsPerKey ?? defaultFairShare.websocketsPerKey, options.auth);
   let detach: (() => void) | undefined;
   app.addHook('onListen', async () => {
-    detach = attachChannels(app.server, { registry, auth: options.auth, launcherAuth, log: app.log, sockets });
+    detach = attachChannels(app.server, { registry, auth: options.auth, launcherAuth, log: app.log, sockets, upgrades: options.upgrades });
     await registry.open();
   });
   app.addHook('preClose', async () => {

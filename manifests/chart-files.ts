@@ -65,6 +65,8 @@ export function valuesSchema(): Record<string, unknown> {
           propertyNames: { pattern: '^[a-z0-9]([-a-z0-9]*[a-z0-9])?$', maxLength: 63 },
           additionalProperties: { type: 'integer', minimum: 0, maximum: 999 },
         },
+        // browser origins whose pages may open kernel websockets (--allowed-origins)
+        allowedOrigins: { type: 'array', items: { type: 'string', pattern: '^(\\*|https?://[^/\\s]+)$' } },
       }),
       ingress: object({
         enabled: { type: 'boolean' },
@@ -74,7 +76,7 @@ export function valuesSchema(): Record<string, unknown> {
         tls: { type: 'array', items: object({ secretName: string, hosts: { type: 'array', items: string } }) },
       }),
       // trustProxy: X-Forwarded-Proto honoured from the ingress, so session cookies are Secure behind TLS.
-      api: component({ replicas: { type: 'integer', minimum: 0 }, port, trustProxy: { type: 'boolean' } }),
+      api: component({ replicas: { type: 'integer', minimum: 0 }, port, trustProxy: { type: 'boolean' }, sparkUiHost: string }),
       webhook: component({
         // Any number: the replicas share their certificates through a Secret (certs/secret-store.ts).
         replicas: { type: 'integer', minimum: 0 },

@@ -4,6 +4,7 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyServ
 import type { Cluster } from '../cluster/cluster.js';
 import type { SparkHistory } from '../cluster/history/spark-history.js';
 import { httpMetricsPlugin } from '../lib/http-metrics.js';
+import { installJsonBodyParser } from '../lib/json-body.js';
 import { auditPlugin } from './audit.js';
 import { authPlugin, type KeyVerifier, type SessionVerifier } from './auth/plugin.js';
 import { HttpError, installErrorHandler } from './errors.js';
@@ -60,6 +61,8 @@ export async function buildApi(options: ApiOptions): Promise<FastifyInstance> {
     onConstructorPoisoning: 'ignore',
     trustProxy: options.trustProxy ?? false,
   });
+  // Deep nesting is refused (400) before unsafeField or Ajv walk the body (lib/json-body.ts).
+  installJsonBodyParser(app);
   app.addHook('preValidation', async (request) => {
     const unsafe = request.body === undefined ? undefined : unsafeField(request.body);
     if (unsafe) throw new HttpError(400, unsafe.message, { field: unsafe.field });

@@ -72,6 +72,11 @@ export function installErrorHandler(app: FastifyInstance, methodNotAllowed?: (re
       request.log.error({ err: error }, 'a write failed: no space left');
       return sendError(reply, 507, 'the service could not store this change: its disk is full (nothing was changed)');
     }
+    // Out of file descriptors (too many connections at once): a passing state, not the client's fault.
+    if (code === 'EMFILE' || code === 'ENFILE') {
+      request.log.warn({ err: error }, 'answered 503: no file descriptor free');
+      return sendError(reply.header('retry-after', '5'), 503, 'the service is busy (too many open connections); retry in a few seconds');
+    }
     if (typeof code === 'string' && typeof (error as NodeJS.ErrnoException).syscall === 'string') {
       request.log.error({ err: error }, 'a file operation failed');
       return sendError(reply, 500, `the service could not store this change (${code}); nothing was changed`);

@@ -5,6 +5,7 @@
 // the event feed) are not limited: the timeouts count only until the request has arrived.
 import underPressure from '@fastify/under-pressure';
 import type { FastifyInstance, FastifyServerOptions } from 'fastify';
+import { connectionBudget, holdConnectionsBelowFdLimit } from '../lib/fd-limit.js';
 
 export interface ApiLimits {
   /** The whole request (headers and body) must arrive within this. */
@@ -15,7 +16,7 @@ export interface ApiLimits {
   keepAliveTimeoutMs: number;
   /** How often Node checks the two timeouts above: the precision of the cut. */
   checkIntervalMs: number;
-  /** Open connections at most; more are closed at once. */
+  /** Open connections at most; more are closed at once. Never above the open-files budget (lib/fd-limit.ts). */
   maxConnections: number;
   /** Event-loop delay above which requests are answered 503 (0: never). */
   maxEventLoopDelayMs: number;
@@ -26,7 +27,7 @@ export const defaultLimits: ApiLimits = {
   headersTimeoutMs: 15_000,
   keepAliveTimeoutMs: 5_000,
   checkIntervalMs: 1_000,
-  maxConnections: 1024,
+  maxConnections: connectionBudget(),
   maxEventLoopDelayMs: 3_000,
 };
 
@@ -46,7 +47,7 @@ export function serverLimitOptions(limits: ApiLimits): Partial<FastifyServerOpti
 }
 
 export async function installLimits(app: FastifyInstance, limits: ApiLimits): Promise<void> {
-  app.server.maxConnections = limits.maxConnections;
+  holdConnectionsBelowFdLimit(app.server, app.log, limits.maxConnections);
   app.server.headersTimeout = Math.min(limits.headersTimeoutMs, limits.requestTimeoutMs);
   if (limits.maxEventLoopDelayMs > 0) {
     await app.register(underPressure, {

@@ -70,6 +70,8 @@ export interface TestApiOptions {
   gatewayProof?: string;
   /** Per-key limits (submit-api/fair-share.ts); default: the service's defaults. */
   fairShare?: ApiOptions['fairShare'];
+  /** Proxied Spark UIs on a host of their own (dashboard/spark-ui-access.ts). */
+  sparkUiHost?: string;
 }
 
 export async function startTestApi(t: TestLike, options: TestApiOptions = {}): Promise<TestApi> {
@@ -97,6 +99,7 @@ export async function startTestApi(t: TestLike, options: TestApiOptions = {}): P
     loggerInstance: options.logger,
     gatewayProof: options.gatewayProof,
     fairShare: options.fairShare,
+    sparkUiHost: options.sparkUiHost,
   });
   // Registered after tempDir's teardown, so it runs first (tap runs teardowns in reverse).
   t.teardown(async () => {

@@ -49,13 +49,16 @@ export interface ServiceOptions {
   /** Extra flags, e.g. ['--auth', 'on', '--cores', '2']. */
   args?: string[];
   timeoutMs?: number;
+  /** A command the service runs under, e.g. ['prlimit', '--nofile=256'] (it must exec the rest in place). */
+  wrapper?: string[];
 }
 
 /** Starts `submission-service local` on a free port (port 0: the kernel picks) and waits for its URL. */
 export async function startService(t: TestLike, options: ServiceOptions): Promise<Service> {
   if (!existsSync(join(repoRoot, 'dist', 'cli', 'main.js'))) throw new Error('dist/ is missing: run npx tsc -p . first');
-  const child = spawn(process.execPath, [
-    binPath, 'local', '--port', '0', '--data-dir', options.dataDir, '--node-pools', exampleClusterFile, ...(options.args ?? []),
+  const [command, ...prefix] = [...(options.wrapper ?? []), process.execPath];
+  const child = spawn(command!, [
+    ...prefix, binPath, 'local', '--port', '0', '--data-dir', options.dataDir, '--node-pools', exampleClusterFile, ...(options.args ?? []),
   ], { env: { LOG_LEVEL: 'warn', ...(options.env ?? sparkEnv()) }, stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   child.stdout!.on('data', (chunk) => { output += chunk; });
@@ -114,4 +117,32 @@ export async function http(base: string, method: string, path: string, body?: un
   let json: any;
   try { json = JSON.parse(text); } catch { json = undefined; }
   return { status: res.status, json, text, headers: res.headers };
+}
+
+/**
+ * `submission-service gateway` on a free port with `args` (e.g. --api-url), under `wrapper` when
+ * given; resolves once it prints that it listens.
+ */
+export async function startGatewayAlone(t: TestLike, options: { args: string[]; port: number; env?: NodeJS.ProcessEnv; wrapper?: string[] }): Promise<Service> {
+  const [command, ...prefix] = [...(options.wrapper ?? []), process.execPath];
+  const child = spawn(command!, [...prefix, binPath, 'gateway', '--port', String(options.port), '--host', '127.0.0.1', ...options.args], {
+    env: { LOG_LEVEL: 'warn', ...(options.env ?? process.env) }, stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  child.stdout.on('data', (c) => { output += c; });
+  child.stderr.on('data', (c) => { output += c; });
+  const exited = new Promise<number | string>((ok) => child.once('exit', (code, signal) => ok(code ?? signal ?? -1)));
+  t.teardown(async () => { if (child.exitCode === null && child.signalCode === null) { child.kill('SIGKILL'); await exited; } });
+  await new Promise<void>((ok, fail) => {
+    const timer = setTimeout(() => fail(new Error(`the gateway did not start in time:\n${output}`)), 60_000);
+    child.stdout.on('data', () => { if (output.includes('Notebook gateway at')) { clearTimeout(timer); ok(); } });
+    void exited.then((code) => { clearTimeout(timer); fail(new Error(`the gateway exited (${code}) before listening:\n${output}`)); });
+  });
+  return {
+    url: `http://127.0.0.1:${options.port}`, child, output: () => output,
+    stop: async (signal = 'SIGTERM') => {
+      if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+      return exited;
+    },
+  };
 }
