@@ -55,6 +55,8 @@ export function valuesSchema(): Record<string, unknown> {
       driverServiceAccount: dnsLabel,
       // The node-pool file's own policy section: the ConfigMap hands it to the api and the webhook as it is.
       policy: nodePoolsFile.properties.policy,
+      // Per-key limits, the node-pool file's own section (README "Limits").
+      limits: nodePoolsFile.properties.limits,
       auth: object({ enabled: { type: 'boolean' }, existingSecret: string }),
       notebookService: object({
         enabled: { type: 'boolean' }, replicas: { type: 'integer', minimum: 0, maximum: 1 }, port, resources,
@@ -65,6 +67,8 @@ export function valuesSchema(): Record<string, unknown> {
           propertyNames: { pattern: '^[a-z0-9]([-a-z0-9]*[a-z0-9])?$', maxLength: 63 },
           additionalProperties: { type: 'integer', minimum: 0, maximum: 999 },
         },
+        // kernels one user key may hold at once (--kernels-per-key; 0: no limit)
+        kernelsPerKey: { type: 'integer', minimum: 0, maximum: 9999 },
         // browser origins whose pages may open kernel websockets (--allowed-origins)
         allowedOrigins: { type: 'array', items: { type: 'string', pattern: '^(\\*|https?://[^/\\s]+)$' } },
       }),
