@@ -305,7 +305,7 @@ t.test('in Chromium: an application page with config and a live log', async (t) 
   const res = await api.call('POST', '/api/apps/', { jobName: 'streaming', configOverrides: fakeJob({ lines: 60, tick: 0.25 }) });
   const live = res.json.appName as string;
   await page.goto(`${address}/dashboard/`);
-  await page.locator(`tr[data-app="${live}"] a`).click();
+  await page.locator(`tr[data-app="${live}"] a[href="/dashboard/apps/${live}"]`).click();
   await page.waitForURL(`**/dashboard/apps/${live}`);
   await page.locator('#config').waitFor();
   const config = JSON.parse((await page.locator('#config').getAttribute('data-json'))!);
