@@ -6,9 +6,12 @@
 # dependencies from the lockfile beside its contents. Stage 2 is the runtime: that tree
 # and Node only, owned by root, run as an unprivileged user (uid 10001, the chart's
 # runAsUser), so the read-only root filesystem the chart sets costs nothing.
+# NODE_IMAGE is the runtime's base; NODE_BUILD_IMAGE the build stage's, which needs npm too
+# (images/build.sh passes Debian-made bases for both: Node alone, and Node with npm).
 ARG NODE_IMAGE=node:20-bookworm-slim
+ARG NODE_BUILD_IMAGE=${NODE_IMAGE}
 
-FROM ${NODE_IMAGE} AS build
+FROM ${NODE_BUILD_IMAGE} AS build
 WORKDIR /src
 COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund

@@ -73,8 +73,19 @@ sandbox() {
     || { say "could not install bubblewrap; the sandbox tests will fail"; return 0; }
 }
 
+# Debian's mmdebstrap, buildah and runc, for the images' build and test (SETUP_IMAGE_TOOLS=1:
+# the test command; images/build.sh needs root, so only as root).
+image_tools() {
+  [ "$(id -u)" -eq 0 ] || return 0
+  command -v mmdebstrap >/dev/null && command -v buildah >/dev/null && command -v runc >/dev/null && return 0
+  say "installing Debian's mmdebstrap, buildah and runc for the image tests"
+  apt-get update -qq >&2 && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq mmdebstrap buildah runc >&2 \
+    || { say "could not install mmdebstrap, buildah and runc; the image test will be skipped"; return 0; }
+}
+
 need_node; need_java; npm_install
 [ "${SETUP_TEST_TOOLS:-}" = 1 ] && sandbox
+[ "${SETUP_IMAGE_TOOLS:-}" = 1 ] && image_tools
 [ "${SETUP_BROWSER:-}" = 1 ] && browser
 [ "${SKIP_BUILD:-}" = 1 ] || build
 venv=$(python_env "$root/requirements.txt" venv)
