@@ -127,7 +127,7 @@ export const sparkUiProxy: FastifyPluginAsync<SparkUiProxyOptions> = async (app,
       if (!anonymousAsset) return fail(reply, 401, 'Sign in to the dashboard (or send an API key) to open the Spark UI.');
     }
     const record = await opts.cluster.get(appName);
-    if (!record) return fail(reply, 404, `The Spark UI of ${appName} is available while it runs; it is not running (or unknown).`);
+    if (!record) return fail(reply, 404, `There is no application ${appName}: it is not running and has no history (never submitted, deleted, or past its retention).`);
     if (who && !mayActOn(who.identity, record.submittedBy, opts.policy)) {
       return fail(reply, 403, `Only the key that submitted ${appName}, or an admin, may open its Spark UI.`);
     }
