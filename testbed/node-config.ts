@@ -20,6 +20,8 @@ export function nodePaths(dir: string) {
     podLogs: join(dir, 'pod-logs'),
     containerdLog: join(dir, 'containerd.log'),
     kubeletLog: join(dir, 'kubelet.log'),
+    corefile: join(dir, 'Corefile'),
+    dnsLog: join(dir, 'coredns.log'),
   };
 }
 export type NodePaths = ReturnType<typeof nodePaths>;
@@ -27,6 +29,8 @@ export type NodePaths = ReturnType<typeof nodePaths>;
 /** The pod network: one bridge on this machine, pods get addresses from `POD_SUBNET`. */
 export const BRIDGE = 'testbed0';
 export const POD_SUBNET = '10.244.0.0/24';
+/** The bridge's own address: the pods' gateway, and where cluster DNS answers them. */
+export const GATEWAY = '10.244.0.1';
 export const SANDBOX_IMAGE = 'localhost/testbed/pause:1';
 export const TEST_IMAGE = 'localhost/testbed/testbox:1';
 
@@ -95,7 +99,7 @@ export function cniConfig(p: NodePaths): string {
 }
 
 /** The kubelet's config (KubeletConfiguration v1beta1, as JSON, which its YAML reader takes). */
-export function kubeletConfig(p: NodePaths, options: { nodeIp: string; caFile: string }): string {
+export function kubeletConfig(p: NodePaths, options: { nodeIp: string; caFile: string; clusterDns: string }): string {
   return JSON.stringify({
     apiVersion: 'kubelet.config.k8s.io/v1beta1',
     kind: 'KubeletConfiguration',
@@ -114,6 +118,7 @@ export function kubeletConfig(p: NodePaths, options: { nodeIp: string; caFile: s
     authorization: { mode: 'Webhook' },
     podLogsDir: p.podLogs,
     clusterDomain: 'cluster.local',
+    clusterDNS: [options.clusterDns],
     failSwapOn: false,
     // A shared build machine's disk is fuller than a node's would be: evict only when it is truly short.
     evictionHard: { 'memory.available': '100Mi', 'nodefs.available': '1%', 'imagefs.available': '1%', 'nodefs.inodesFree': '1%' },
@@ -126,4 +131,24 @@ export function kubeletConfig(p: NodePaths, options: { nodeIp: string; caFile: s
     fileCheckFrequency: '20s',
     staticPodPath: '',
   }, null, 2);
+}
+
+/**
+ * Cluster DNS: CoreDNS on the host, on the bridge's address (so pods reach it without
+ * kube-proxy), answering for cluster.local from Services and EndpointSlices; nothing else
+ * (no upstream is reachable). `ready` answers 200 once the kubernetes plugin has synced.
+ */
+export function corefile(options: { kubeconfig: string; readyPort: number }): string {
+  return `cluster.local:53 in-addr.arpa:53 ip6.arpa:53 {
+  bind ${GATEWAY}
+  errors
+  ready 127.0.0.1:${options.readyPort}
+  kubernetes cluster.local in-addr.arpa ip6.arpa {
+    kubeconfig ${options.kubeconfig}
+    pods insecure
+    ttl 5
+  }
+  cache 5
+}
+`;
 }

@@ -1,6 +1,7 @@
 // A real node beside the test bed's control plane (`testbed up --real-node`, and the tests
-// that need one): containerd 2.x with Debian's runc and the bridge CNI plugin, and the kubelet
-// of the control plane's own Kubernetes version, all built by test/node/build.sh. Pods run
+// that need one): containerd 2.x with Debian's runc and the bridge CNI plugin, the kubelet
+// of the control plane's own Kubernetes version and cluster DNS (CoreDNS on the bridge's
+// address), all built by test/node/build.sh. Pods run
 // in containers with their own network; `down` (or the next start) undoes every change to
 // the machine (node-cleanup.ts). One node per machine: port 10250 and the paths the kubelet
 // hard-codes are the machine's, so a lock file says who has it.
@@ -12,7 +13,8 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { CoreV1Api, KubeConfig, type V1Node } from '@kubernetes/client-node';
 import { cleanUpNode, hostBefore, readNodeState, writeNodeState, type NodeState } from './node-cleanup.js';
-import { BRIDGE, cniConfig, containerdConfig, kubeletConfig, nodePaths, type NodePaths } from './node-config.js';
+import { BRIDGE, cniConfig, containerdConfig, corefile, GATEWAY, kubeletConfig, nodePaths, type NodePaths, POD_SUBNET } from './node-config.js';
+import { freePort } from '../lib/free-port.js';
 
 const run = promisify(execFile);
 const buildScript = fileURLToPath(new URL('../test/node/build.sh', import.meta.url));
@@ -110,7 +112,7 @@ export async function startRealNode(options: RealNodeOptions): Promise<RealNode>
   const state: NodeState = { owner: process.pid, binDir, pids: {}, ...hostBefore() };
   writeNodeState(p, state);
   const ip = nodeIp();
-  const children: ChildProcess[] = [];
+  const children: Daemons = {};
   const stop = async () => {
     await stopNode(p, binDir, children);
     const held = readLock();
@@ -120,10 +122,23 @@ export async function startRealNode(options: RealNodeOptions): Promise<RealNode>
     for (const d of [p.cniConfDir, p.cniDataDir, p.kubeletRoot, p.podLogs, p.containerdRoot, p.containerdState]) mkdirSync(d, { recursive: true });
     writeFileSync(p.containerdConfig, containerdConfig(p, binDir, onPath('runc')!));
     writeFileSync(join(p.cniConfDir, '10-testbed.conflist'), cniConfig(p));
-    writeFileSync(p.kubeletConfig, kubeletConfig(p, { nodeIp: ip, caFile: options.caFile }));
+    writeFileSync(p.kubeletConfig, kubeletConfig(p, { nodeIp: ip, caFile: options.caFile, clusterDns: GATEWAY }));
+
+    // The bridge with its address before any pod, so cluster DNS can listen on it (the
+    // bridge plugin takes the bridge as it finds it).
+    const prefix = POD_SUBNET.split('/')[1];
+    await run('ip', ['link', 'add', BRIDGE, 'type', 'bridge']);
+    await run('ip', ['addr', 'add', `${GATEWAY}/${prefix}`, 'dev', BRIDGE]);
+    await run('ip', ['link', 'set', BRIDGE, 'up']);
+    const readyPort = await freePort();
+    writeFileSync(p.corefile, corefile({ kubeconfig: options.kubeconfig, readyPort }));
+    const dns = daemon(binDir, p.dnsLog, ['run', join(binDir, 'coredns'), '-conf', p.corefile]);
+    children.dns = dns;
+    state.pids.coredns = dns.pid!;
+    writeNodeState(p, state);
 
     const containerd = daemon(binDir, p.containerdLog, ['run', join(binDir, 'containerd'), '--config', p.containerdConfig]);
-    children.push(containerd);
+    children.containerd = containerd;
     state.pids.containerd = containerd.pid!;
     writeNodeState(p, state);
     await waitFor(async () => { await run(join(binDir, 'ctr'), ['--address', p.socket, 'version']); return true; }, containerd, 60_000, `containerd (${p.containerdLog})`);
@@ -131,13 +146,14 @@ export async function startRealNode(options: RealNodeOptions): Promise<RealNode>
 
     const kubelet = daemon(binDir, p.kubeletLog, ['kubelet', '--config', p.kubeletConfig, '--kubeconfig', options.kubeconfig,
       '--root-dir', p.kubeletRoot, '--hostname-override', NODE_NAME, '--node-ip', ip, '--v=1']);
-    children.push(kubelet);
+    children.kubelet = kubelet;
     state.pids.kubelet = kubelet.pid!;
     writeNodeState(p, state);
     const kc = new KubeConfig();
     kc.loadFromFile(options.kubeconfig);
     const core = kc.makeApiClient(CoreV1Api);
     await waitFor(async () => ready(await core.readNode({ name: NODE_NAME })), kubelet, options.readyTimeoutMs ?? 120_000, `node ${NODE_NAME} Ready (${p.kubeletLog})`);
+    await waitFor(async () => (await fetch(`http://127.0.0.1:${readyPort}/ready`, { signal: AbortSignal.timeout(5_000) })).ok, dns, 60_000, `cluster DNS (${p.dnsLog})`);
   } catch (error) {
     await stop().catch(() => undefined);
     throw error;
@@ -187,9 +203,11 @@ async function terminate(child: ChildProcess | undefined, graceMs: number): Prom
  * The kubelet first (a running kubelet starts pods again), then every pod through CRI (so
  * CNI removes its veth and address), then containerd; then whatever is left is undone.
  */
-async function stopNode(p: NodePaths, binDir: string, children: ChildProcess[]): Promise<void> {
-  const [containerd, kubelet] = children;
+type Daemons = Partial<Record<'containerd' | 'dns' | 'kubelet', ChildProcess>>;
+
+async function stopNode(p: NodePaths, binDir: string, { containerd, dns, kubelet }: Daemons): Promise<void> {
   await terminate(kubelet, 10_000);
+  await terminate(dns, 5_000);
   if (containerd && !exited(containerd)) {
     await run(join(binDir, 'testnode'), ['stop-pods', p.socket], { timeout: 120_000 })
       .catch((error: Error) => process.stderr.write(`testbed: stopping pods: ${error.message}\n`));

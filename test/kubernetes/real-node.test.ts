@@ -4,19 +4,20 @@
 // The test bed with a real node (testbed/real-node.ts): containerd with Debian's runc, the
 // bridge CNI plugin and the kubelet of the control plane's version. Pods run in containers
 // from an image imported without a registry; their logs, exec and port-forward come through
-// the apiserver; a pod reaches another over the pod network; the endpointslice and
-// service-account controllers do their part. Then the node is stopped and nothing of it is
+// the apiserver; a pod reaches another over the pod network and by its Service's name
+// (cluster DNS); the endpointslice and service-account controllers do their part. Then the node is stopped and nothing of it is
 // left on the machine: no process, mount, network device, iptables chain, cgroup or file,
 // and the sysctls the kubelet changed are back.
 import t from 'tap';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { createServer, type AddressInfo, type Socket } from 'node:net';
+import { Resolver } from 'node:dns/promises';
 import { PassThrough } from 'node:stream';
 import { DiscoveryV1Api, Exec, PortForward, type V1Pod } from '@kubernetes/client-node';
 import { eventually } from '../helpers/kubernetes.js';
 import { type RealNodeBed, realNodeUnavailable, startRealNodeBed } from '../helpers/real-node.js';
 import { hostBefore, kubeletCgroups, mountsUnder, nodeChains, nodeProcesses, podNetworkDevices, readNodeState, SYSCTLS, readSysctl } from '../../testbed/node-cleanup.js';
-import { BRIDGE, nodePaths, TEST_IMAGE } from '../../testbed/node-config.js';
+import { BRIDGE, GATEWAY, nodePaths, TEST_IMAGE } from '../../testbed/node-config.js';
 import { NODE_NAME, ready } from '../../testbed/real-node.js';
 
 const unavailable = realNodeUnavailable();
@@ -68,7 +69,7 @@ t.test('a real node runs pods in containers on their own network', { skip: unava
     t.equal(await core.readNamespacedPodLog({ name: 'hello', namespace: NS }), 'hello from a container\n', 'the log');
   });
 
-  t.test('a second pod reaches the first over the pod network; exec and port-forward work', async (t) => {
+  t.test('a second pod reaches the first over the pod network and by its DNS name; exec and port-forward work', async (t) => {
     const serverPod = pod('server', ['serve', '8080'], 'Always');
     // Ready once the kubelet's probe (from the host, over the bridge) got an answer.
     serverPod.spec!.containers[0].readinessProbe = { httpGet: { path: '/', port: 8080 }, periodSeconds: 1 };
@@ -79,11 +80,16 @@ t.test('a real node runs pods in containers on their own network', { skip: unava
     t.match(ip, /^10\.244\.0\.\d+$/, 'an address of the pod network');
     t.not(ip, node.ip, 'not the host\'s');
 
-    // The endpointslice controller lists the pod behind a Service.
-    await core.createNamespacedService({ namespace: NS, body: { metadata: { name: 'server' }, spec: { selector: { app: 'server' }, ports: [{ port: 8080 }] } } });
+    // The endpointslice controller lists the pod behind a headless Service (as Spark's
+    // driver Service is), and cluster DNS answers its name with the pod's address.
+    await core.createNamespacedService({ namespace: NS, body: { metadata: { name: 'server' }, spec: { clusterIP: 'None', selector: { app: 'server' }, ports: [{ port: 8080 }] } } });
     const discovery = kc.makeApiClient(DiscoveryV1Api);
     await eventually(() => discovery.listNamespacedEndpointSlice({ namespace: NS, labelSelector: 'kubernetes.io/service-name=server' }),
       (l) => l.items.some((s) => s.endpoints?.some((e) => e.addresses.includes(ip))), { what: 'an EndpointSlice with the server pod', timeoutMs: 60_000 });
+
+    const resolver = new Resolver({ timeout: 2_000, tries: 1 });
+    resolver.setServers([GATEWAY]);
+    await eventually(() => resolver.resolve4(`server.${NS}.svc.cluster.local`), (ips) => ips.includes(ip), { what: 'cluster DNS to answer for the Service', timeoutMs: 60_000 });
 
     // exec: a command in the running container, its output back over the apiserver's stream.
     const out = new PassThrough();
@@ -102,6 +108,14 @@ t.test('a real node runs pods in containers on their own network', { skip: unava
     const log = await core.readNamespacedPodLog({ name: 'client', namespace: NS });
     t.equal(fetched.status?.phase, 'Succeeded', `the client pod got an answer (${log.trim()})`);
     t.equal(log, 'server\n', 'from the server pod');
+
+    // And by the Service's name, through cluster DNS (the pod's resolv.conf names it).
+    await core.createNamespacedPod({ namespace: NS, body: pod('client-dns', ['get', `http://server.${NS}.svc.cluster.local:8080/`]) });
+    const byName = await eventually(() => core.readNamespacedPod({ name: 'client-dns', namespace: NS }),
+      (p) => p.status?.phase === 'Succeeded' || p.status?.phase === 'Failed', { what: 'pod client-dns to end', timeoutMs: 120_000 });
+    const byNameLog = await core.readNamespacedPodLog({ name: 'client-dns', namespace: NS });
+    t.equal(byName.status?.phase, 'Succeeded', `a pod reached it by its Service's DNS name (${byNameLog.trim()})`);
+    t.equal(byNameLog, 'server\n', 'the same server');
 
     // port-forward: a local port whose connections go to the pod's port 8080.
     const forward = new PortForward(kc);

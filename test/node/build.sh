@@ -7,6 +7,7 @@
 #   tools-<hash>                testnode (kubelet, kube-proxy, CRI and image helpers; this
 #                               module, same k8s.io/kubernetes as test/cluster), the pause and
 #                               testbox binaries and their one-layer OCI archives
+#   coredns-<hash>              CoreDNS with the plugins cluster DNS uses (dns/, its own module)
 # and node-<hash>/ links them all into one directory (the one printed).
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -84,11 +85,17 @@ build_tools() {
 tools="$cache/tools-$(key "$(for f in go.mod go.sum build.sh ./*.go pause/*.go testbox/*.go; do echo "== $f"; cat "$f"; done)")"
 built "$tools" "testnode (kubelet, kube-proxy), pause and testbox" build_tools
 
-out="$cache/node-$(key "$containerd" "$cni" "$tools")"
+build_dns() {
+  (cd dns && GOFLAGS=-mod=mod "$GO" build -trimpath -ldflags="-s -w" -o "$tmp/coredns" .)
+}
+dns="$cache/coredns-$(key "$(for f in dns/go.mod dns/go.sum dns/*.go; do echo "== $f"; cat "$f"; done)")"
+built "$dns" "CoreDNS (cluster DNS)" build_dns
+
+out="$cache/node-$(key "$containerd" "$cni" "$tools" "$dns")"
 if [[ ! -f "$out/.complete" ]]; then
   tmp="$out.tmp.$$"
   rm -rf "$tmp" && mkdir -p "$tmp"
-  for part in "$containerd" "$cni" "$tools"; do
+  for part in "$containerd" "$cni" "$tools" "$dns"; do
     for f in "$part"/*; do ln -s "$f" "$tmp/$(basename "$f")"; done
   done
   touch "$tmp/.complete"
