@@ -83,8 +83,7 @@ export async function importImage(binDir: string, socket: string, file: string):
 }
 
 function takeLock(dir: string): void {
-  let held: { dir: string; owner: number } | undefined;
-  try { held = JSON.parse(readFileSync(NODE_LOCK, 'utf8')) as typeof held; } catch { /* free */ }
+  const held = readLock();
   if (held && held.owner !== process.pid && alive(held.owner)) {
     throw new Error(`a real node already runs on this machine (${held.dir}, process ${held.owner}): one node per machine`);
   }
@@ -93,8 +92,10 @@ function takeLock(dir: string): void {
 
 /** Undoes what a node left in `dir`, and what the lock's earlier owner left, if that one died. */
 export async function cleanUpRealNode(dir: string): Promise<void> {
-  let held: { dir: string; owner: number } | undefined;
-  try { held = JSON.parse(readFileSync(NODE_LOCK, 'utf8')) as typeof held; } catch { /* free */ }
+  const held = readLock();
+  if (held?.dir === dir && held.owner !== process.pid && alive(held.owner)) {
+    throw new Error(`the real node in ${dir} is still run by process ${held.owner}: stop that first`);
+  }
   if (held && held.dir !== dir && !alive(held.owner)) await cleanUpNode(nodePaths(held.dir));
   await cleanUpNode(nodePaths(dir));
   if (held && (held.dir === dir || !alive(held.owner))) rmSync(NODE_LOCK, { force: true });
