@@ -52,7 +52,7 @@ async function down(dir: string): Promise<number> {
   const state = readState(dir);
   if (state && alive(state.pid)) {
     process.kill(state.pid, 'SIGTERM');
-    for (let i = 0; i < 300 && alive(state.pid); i++) await sleep(200);
+    for (let i = 0; i < 150 && alive(state.pid); i++) await sleep(200);
     if (alive(state.pid)) process.kill(state.pid, 'SIGKILL');
     process.stderr.write('stopped\n');
   } else process.stderr.write('not running\n');
