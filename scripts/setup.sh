@@ -83,10 +83,20 @@ image_tools() {
     || { say "could not install mmdebstrap, buildah and runc; the image test will be skipped"; return 0; }
 }
 
+# Debian's runc and iptables, for the test bed's real node (testbed/real-node.ts; SETUP_TEST_TOOLS=1).
+node_packages() {
+  command -v runc >/dev/null && command -v iptables >/dev/null && return 0
+  say "installing Debian's runc and iptables for the test bed's real node"
+  local sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo apt-get update -qq >&2 && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq runc iptables >&2 \
+    || { say "could not install runc and iptables; the real-node test will be skipped"; return 0; }
+}
+
 need_node; need_java; npm_install
 [ "${SETUP_TEST_TOOLS:-}" = 1 ] && sandbox
 [ "${SETUP_IMAGE_TOOLS:-}" = 1 ] && image_tools
 [ "${SETUP_BROWSER:-}" = 1 ] && browser
+[ "${SETUP_TEST_TOOLS:-}" = 1 ] && node_packages
 [ "${SKIP_BUILD:-}" = 1 ] || build
 venv=$(python_env "$root/requirements.txt" venv)
 # SETUP_TEST_TOOLS=1 (the test command): Jupyter Server, Notebook 7, Kernel Gateway and

@@ -11,6 +11,9 @@ source "$env_file"
 if [ -x test/cluster/build.sh ] && [ "${SKIP_CLUSTER_TESTS:-}" != 1 ]; then
   echo "test: building the Kubernetes test bed (cached after the first time)" >&2
   if bin=$(bash test/cluster/build.sh | tail -n 1); then export SUBMISSION_SERVICE_TESTBED="$bin"; else echo "test: the test bed did not build; its tests will fail" >&2; fi
+  # The real node's parts (containerd, CNI plugins, kubelet, images), cached per version like the bed.
+  echo "test: building the test bed's real node (cached after the first time)" >&2
+  if bin=$(bash test/node/build.sh | tail -n 1); then export SUBMISSION_SERVICE_NODE="$bin"; else echo "test: the real node did not build; its test will fail" >&2; fi
 fi
 # The whole tree type-checks (tests and benches too): one check of its own in the count.
 typecheck_failed=0

@@ -2,15 +2,18 @@
 // a real control plane on this machine with the webhook, the API in Kubernetes mode and the
 // notebook gateway against it. Run from a checkout: `npm run testbed -- up [...]`, or
 // `node --import tsx testbed/cli.ts up [...]`. `up` starts `serve` detached and returns once
-// it answers; `down` stops it.
+// it answers; `down` stops it. `import-image FILE` imports an OCI archive into the real node's
+// containerd (`up --real-node`), where pods find it with imagePullPolicy IfNotPresent.
 import { spawn } from 'node:child_process';
 import { mkdirSync, openSync, readFileSync, rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { testbedArgs } from './entry.js';
+import { cleanUpRealNode, importImage } from './real-node.js';
 import { serve, serveFlags, type ServeState } from './serve.js';
 
-const USAGE = 'usage: testbed up|down [--node-pools FILE] [--nodes] [--run-pods] [--dir DIR] [--port N] [--gateway-port N] [--namespace NS] [--auth on|off]\n';
+const USAGE = 'usage: testbed up|down [--node-pools FILE] [--nodes] [--run-pods] [--real-node] [--dir DIR] [--port N] [--gateway-port N] [--namespace NS] [--auth on|off]\n'
+  + '       testbed import-image FILE.tar [--dir DIR]\n';
 
 function readState(dir: string): ServeState | undefined {
   try { return JSON.parse(readFileSync(join(dir, 'state.json'), 'utf8')) as ServeState; } catch { return undefined; }
@@ -21,7 +24,7 @@ const sleep = (ms: number) => new Promise((ok) => setTimeout(ok, ms));
 
 const printState = (state: ServeState) => process.stdout.write(`NOTEBOOKS_URL=${state.notebooksUrl}\nBASE_URL=${state.baseUrl}\nKUBECONFIG=${state.kubeconfig}\n`);
 
-async function up(dir: string, rest: string[], nodes: boolean): Promise<number> {
+async function up(dir: string, rest: string[], what: string): Promise<number> {
   const running = readState(dir);
   if (running && alive(running.pid)) {
     process.stdout.write(`already up (pid ${running.pid})\n`);
@@ -34,7 +37,7 @@ async function up(dir: string, rest: string[], nodes: boolean): Promise<number> 
   const log = openSync(logFile, 'a');
   const child = spawn(process.execPath, testbedArgs(['serve', ...rest]), { detached: true, stdio: ['ignore', log, log] });
   child.unref();
-  process.stderr.write(`starting etcd, kube-apiserver${nodes ? ', kube-scheduler' : ''}, the webhook, the API and the notebook gateway (log: ${logFile})\n`);
+  process.stderr.write(`starting etcd, kube-apiserver${what}, the webhook, the API and the notebook gateway (log: ${logFile})\n`);
   for (let waited = 0; waited < 600_000; waited += 200) {
     const state = readState(dir);
     if (state && state.pid === child.pid) { printState(state); return 0; }
@@ -47,23 +50,37 @@ async function up(dir: string, rest: string[], nodes: boolean): Promise<number> 
 
 async function down(dir: string): Promise<number> {
   const state = readState(dir);
-  if (!state || !alive(state.pid)) { process.stderr.write('not running\n'); return 0; }
-  process.kill(state.pid, 'SIGTERM');
-  for (let i = 0; i < 150 && alive(state.pid); i++) await sleep(200);
-  if (alive(state.pid)) process.kill(state.pid, 'SIGKILL');
-  process.stderr.write('stopped\n');
+  if (state && alive(state.pid)) {
+    process.kill(state.pid, 'SIGTERM');
+    for (let i = 0; i < 150 && alive(state.pid); i++) await sleep(200);
+    if (alive(state.pid)) process.kill(state.pid, 'SIGKILL');
+    process.stderr.write('stopped\n');
+  } else process.stderr.write('not running\n');
+  // A real node undone by its own stop leaves nothing to do here; after a crash this removes
+  // its mounts, pod network, iptables chains and files and restores the sysctls.
+  await cleanUpRealNode(join(dir, 'node'));
+  return 0;
+}
+
+async function importInto(dir: string, file: string | undefined): Promise<number> {
+  const node = readState(dir)?.node;
+  if (!file) { process.stderr.write(USAGE); return 2; }
+  if (!node) { process.stderr.write('no real node is up here (testbed up --real-node)\n'); return 1; }
+  await importImage(node.binDir, node.socket, resolve(file));
+  process.stdout.write(`imported ${file} into ${node.name}\n`);
   return 0;
 }
 
 async function main(argv: string[]): Promise<number> {
   const [verb, ...rest] = argv;
-  const { values } = parseArgs({ args: rest, options: serveFlags });
+  const { values, positionals } = parseArgs({ args: rest, options: serveFlags, allowPositionals: verb === 'import-image' });
   const dir = resolve(values.dir);
   if (values.auth !== 'on' && values.auth !== 'off') throw new Error('--auth takes on or off');
   switch (verb) {
     case 'serve': await serve(dir, values); return -1;
-    case 'up': return up(dir, rest, values.nodes);
+    case 'up': return up(dir, rest, `${values.nodes || values['real-node'] ? ', kube-scheduler' : ''}${values['real-node'] ? ', the controllers, containerd and the kubelet' : ''}`);
     case 'down': return down(dir);
+    case 'import-image': return importInto(dir, positionals[0]);
     default: process.stderr.write(USAGE); return 2;
   }
 }

@@ -41,6 +41,8 @@ export interface TestbedOptions {
   port?: number;
   /** Start the cluster an earlier run left in the directory again (its PKI and etcd data). */
   keep?: boolean;
+  /** For a real kubelet: ServiceAccount admission and the controllers it needs (test/cluster/README.md). */
+  nodeControllers?: boolean;
   readyTimeoutMs?: number;
 }
 
@@ -56,7 +58,7 @@ export async function startTestbed(dir: string, options: TestbedOptions = {}): P
   const port = options.port ?? await freePort();
   const logFile = join(dir, 'testbed.log');
   const log = openSync(logFile, 'a');
-  const args = ['--dir', dir, '--port', String(port), ...(options.scheduler ? ['--scheduler'] : []), ...(options.keep ? ['--keep'] : [])];
+  const args = ['--dir', dir, '--port', String(port), ...(options.scheduler ? ['--scheduler'] : []), ...(options.keep ? ['--keep'] : []), ...(options.nodeControllers ? ['--node-controllers'] : [])];
   const child = spawn(testbedBinary(), args, { stdio: ['ignore', 'pipe', log] });
   closeSync(log);
   running.add(child);

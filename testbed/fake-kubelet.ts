@@ -1,5 +1,6 @@
-// FakeKubelet — a TEST DOUBLE for a kubelet, for the test bed and `testbed up --run-pods`.
-// No container runtime exists here, so it plays one node agent for our driver pods: it
+// FakeKubelet — a TEST DOUBLE for a kubelet, for the test bed's fake Nodes and `testbed up
+// --run-pods`, where many pods are wanted and no containers (`--real-node` runs a real
+// kubelet: real-node.ts). It plays one node agent for our driver pods: it
 // runs each admitted driver pod the way local mode does (the pod's own spark-submit
 // arguments, master local[N]), reports pod status to the apiserver, honours deletion,
 // and serves /containerLogs so that `kubectl logs` (and our API's log) work through the

@@ -1,6 +1,7 @@
 // `testbed serve`: everything of `testbed up` in this one (detached) process, stopped together
-// on SIGTERM: the control plane, namespace and CRDs (fake Nodes with --nodes), the webhook
-// registered with its CA, FakeKubelet with --run-pods, the API in Kubernetes mode, and the
+// on SIGTERM: the control plane, namespace and CRDs (fake Nodes with --nodes), a real node
+// with --real-node (real-node.ts), the webhook registered with its CA, FakeKubelet (a test
+// double of a kubelet) with --run-pods, the API in Kubernetes mode, and the
 // notebook gateway as its own process (`submission-service gateway --api-url`, as the chart's
 // notebook-service runs it, with its own API key).
 import { type ChildProcess, spawn } from 'node:child_process';
@@ -24,11 +25,13 @@ import { FileKeyStore } from '../submit-api/auth/key-store.js';
 import { startTestbed } from './control-plane.js';
 import { productArgs } from './entry.js';
 import { FakeKubelet } from './fake-kubelet.js';
+import { startRealNode } from './real-node.js';
 
 export const serveFlags = {
   'node-pools': { type: 'string' },
   nodes: { type: 'boolean', default: false },
   'run-pods': { type: 'boolean', default: false },
+  'real-node': { type: 'boolean', default: false },
   dir: { type: 'string', default: join(defaultDataDir(), 'cluster') },
   port: { type: 'string', default: '0' },
   'gateway-port': { type: 'string', default: '0' },
@@ -36,15 +39,23 @@ export const serveFlags = {
   auth: { type: 'string', default: 'off' },
 } as const;
 
-export interface ServeOptions { 'node-pools'?: string; nodes: boolean; 'run-pods': boolean; dir: string; port: string; 'gateway-port': string; namespace: string; auth: string }
+export interface ServeOptions { 'node-pools'?: string; nodes: boolean; 'run-pods': boolean; 'real-node': boolean; dir: string; port: string; 'gateway-port': string; namespace: string; auth: string }
 
 /** What `serve` writes to DIR/state.json once everything answers (and removes when it stops). */
-export interface ServeState { pid: number; baseUrl: string; notebooksUrl: string; kubeconfig: string; webhook: string }
+export interface ServeState {
+  pid: number; baseUrl: string; notebooksUrl: string; kubeconfig: string; webhook: string;
+  /** With --real-node: where its containerd listens and its binaries are (`testbed import-image`). */
+  node?: { name: string; socket: string; binDir: string };
+}
 
 export async function serve(dir: string, values: ServeOptions): Promise<void> {
   rmSync(join(dir, 'state.json'), { force: true });
-  const testbed = await startTestbed(join(dir, 'testbed'), { scheduler: values.nodes });
+  if (values['real-node'] && values['run-pods']) throw new Error('--real-node runs pods itself; --run-pods (FakeKubelet) is for fake nodes');
+  const realNode = values['real-node'];
+  const testbed = await startTestbed(join(dir, 'testbed'), { scheduler: values.nodes || realNode, nodeControllers: realNode });
   const { kubeconfig } = testbed;
+  // Stopped (and its changes to the machine undone) by close(), or by `testbed down` after a crash.
+  const node = realNode ? await startRealNode({ dir: join(dir, 'node'), kubeconfig, caFile: join(dir, 'testbed', 'pki', 'ca.crt') }) : undefined;
   const clients = kubeClients(kubeconfig);
   const rules = rulesFrom(values['node-pools'], values.namespace);
   await ensureNamespace(clients, values.namespace);
@@ -84,6 +95,7 @@ export async function serve(dir: string, values: ServeOptions): Promise<void> {
     await cluster.close();
     await kubelet?.stop();
     await webhook.close().catch(() => undefined);
+    await node?.stop().catch((error: Error) => process.stderr.write(`testbed: stopping the node: ${error.message}\n`));
     await testbed.stop();
     rmSync(join(dir, 'state.json'), { force: true });
     process.exit(0);
@@ -96,7 +108,10 @@ export async function serve(dir: string, values: ServeOptions): Promise<void> {
     process.stderr.write(`testbed: the notebook gateway exited (${code ?? signal}); stopping\n`);
     void close();
   });
-  const state: ServeState = { pid: process.pid, baseUrl, notebooksUrl: gateway.notebooksUrl, kubeconfig, webhook: webhook.url };
+  const state: ServeState = {
+    pid: process.pid, baseUrl, notebooksUrl: gateway.notebooksUrl, kubeconfig, webhook: webhook.url,
+    node: node && { name: node.name, socket: node.socket, binDir: node.binDir },
+  };
   writeFileSync(join(dir, 'state.json'), JSON.stringify(state));
   process.stdout.write(`NOTEBOOKS_URL=${state.notebooksUrl}\nBASE_URL=${baseUrl}\nKUBECONFIG=${kubeconfig}\n`);
 }

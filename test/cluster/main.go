@@ -2,7 +2,7 @@
 // and optionally kube-scheduler) in one process for integration tests, in the
 // spirit of envtest but built from Kubernetes' own Go modules.
 //
-//	testbed --dir DIR [--scheduler] [--gc=false] [--port N] [--keep]
+//	testbed --dir DIR [--scheduler] [--gc=false] [--node-controllers] [--port N] [--keep]
 //
 // With --keep, a DIR left by an earlier run is started again as the same cluster
 // (same PKI, same etcd data) instead of a new one. Prints "READY <kubeconfig> <apiserver-url>" on stdout once usable; logs go
@@ -43,18 +43,19 @@ func main() {
 	port := fs.Int("port", 0, "apiserver secure port on 127.0.0.1 (0 = pick a free one)")
 	keep := fs.Bool("keep", false, "restart the cluster DIR holds (its PKI and etcd data) instead of making a new one")
 	withGC := fs.Bool("gc", true, "also run kube-controller-manager's garbage collector (ownerReferences)")
+	nodeControllers := fs.Bool("node-controllers", false, "for a real kubelet: ServiceAccount admission and the endpointslice, serviceaccount, serviceaccount-token and root-ca-cert-publisher controllers")
 	fs.Parse(os.Args[1:])
 	if *dir == "" {
 		fmt.Fprintln(os.Stderr, "testbed: --dir is required")
 		os.Exit(2)
 	}
-	if err := run(*dir, *withScheduler, *withGC, *port, *keep); err != nil {
+	if err := run(*dir, *withScheduler, *withGC, *nodeControllers, *port, *keep); err != nil {
 		fmt.Fprintln(os.Stderr, "testbed:", err)
 		os.Exit(1)
 	}
 }
 
-func run(dir string, withScheduler, withGC bool, port int, keep bool) error {
+func run(dir string, withScheduler, withGC, nodeControllers bool, port int, keep bool) error {
 	dir, err := filepath.Abs(dir)
 	if err != nil {
 		return err
@@ -115,6 +116,15 @@ func run(dir string, withScheduler, withGC bool, port int, keep bool) error {
 
 	// NewAPIServerCommand installs the process' SIGTERM/SIGINT handler itself and
 	// cancels its context on the first signal, which makes Run return.
+	// No controller-manager runs by default, so nothing creates "default" ServiceAccounts (the
+	// ServiceAccount plugin would reject every pod) and nothing lifts the not-ready taint
+	// TaintNodesByCondition puts on new Nodes (test Nodes would never get pods). With
+	// --node-controllers the serviceaccount controllers run, so the plugin can stay on.
+	disabled := "--disable-admission-plugins=ServiceAccount,TaintNodesByCondition"
+	if nodeControllers {
+		disabled = "--disable-admission-plugins=TaintNodesByCondition"
+	}
+	const issuer = "https://kubernetes.default.svc.cluster.local"
 	cmd := apiserver.NewAPIServerCommand()
 	cmd.SetArgs([]string{
 		"--etcd-servers=" + etcdURL,
@@ -127,12 +137,8 @@ func run(dir string, withScheduler, withGC bool, port int, keep bool) error {
 		"--client-ca-file=" + p.path("ca.crt"),
 		"--token-auth-file=" + p.path("tokens.csv"),
 		"--authorization-mode=Node,RBAC",
-		// No controller-manager runs, so nothing creates "default" ServiceAccounts (the
-		// ServiceAccount plugin would reject every pod) and nothing lifts the not-ready
-		// taint TaintNodesByCondition puts on new Nodes (test Nodes would never get pods).
-		// MutatingAdmissionWebhook and the other default plugins stay on.
-		"--disable-admission-plugins=ServiceAccount,TaintNodesByCondition",
-		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+		disabled, // MutatingAdmissionWebhook and the other default plugins stay on
+		"--service-account-issuer=" + issuer,
 		"--service-account-key-file=" + p.path("sa.pub"),
 		"--service-account-signing-key-file=" + p.path("sa.key"),
 		"--service-cluster-ip-range=10.0.0.0/24",
@@ -140,6 +146,12 @@ func run(dir string, withScheduler, withGC bool, port int, keep bool) error {
 		// rejects (logged every 10s); nothing in-cluster needs it, so don't reconcile it.
 		"--endpoint-reconciler-type=none",
 		"--allow-privileged=true",
+		// A real kubelet (testbed up --real-node) serves logs, exec and port-forward on the
+		// node's InternalIP; its hostname need not resolve. The apiserver calls it with the
+		// admin client certificate, which the kubelet checks against the CA.
+		"--kubelet-preferred-address-types=InternalIP,Hostname",
+		"--kubelet-client-certificate=" + p.path("admin.crt"),
+		"--kubelet-client-key=" + p.path("admin.key"),
 		// Ends open watches when shutting down. Without it a SIGTERM waits for them until
 		// --request-timeout (60s): informers keep a watch open all the time.
 		"--shutdown-watch-termination-grace-period=2s",
@@ -188,6 +200,14 @@ func run(dir string, withScheduler, withGC bool, port int, keep bool) error {
 		go func() {
 			if err := runGarbageCollector(schedCtx, kubeconfig); err != nil {
 				fmt.Fprintln(os.Stderr, "testbed: garbage collector:", err)
+			}
+		}()
+	}
+
+	if nodeControllers {
+		go func() {
+			if err := runNodeControllers(schedCtx, kubeconfig, p, issuer); err != nil {
+				fmt.Fprintln(os.Stderr, "testbed: node controllers:", err)
 			}
 		}()
 	}

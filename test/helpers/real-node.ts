@@ -1,0 +1,36 @@
+// A control plane with a real node for a test (testbed/real-node.ts): the test bed with the
+// scheduler and the node controllers in a temp dir, then containerd and the kubelet. The
+// node is stopped, and what it did to the machine undone, in the test's teardown (or
+// earlier by the test, to check that nothing is left).
+import { join } from 'node:path';
+import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
+import { type RealNode, startRealNode } from '../../testbed/real-node.js';
+import { startTestbed, type Testbed } from '../../testbed/control-plane.js';
+import { tempDir } from './temp.js';
+
+export { realNodeUnavailable } from '../../testbed/real-node.js';
+
+interface TestLike { teardown(fn: () => unknown): void }
+
+export interface RealNodeBed {
+  dir: string;
+  testbed: Testbed;
+  node: RealNode;
+  kc: KubeConfig;
+  core: CoreV1Api;
+}
+
+export async function startRealNodeBed(t: TestLike): Promise<RealNodeBed> {
+  const dir = tempDir(t, 'subsvc-node-');
+  const testbed = await startTestbed(join(dir, 'testbed'), { scheduler: true, nodeControllers: true });
+  let node: RealNode | undefined;
+  // Registered after tempDir's teardown, so both run before the directory goes.
+  t.teardown(async () => {
+    await node?.stop().catch((error: Error) => process.stderr.write(`real node: ${error.message}\n`));
+    await testbed.stop();
+  });
+  node = await startRealNode({ dir: join(dir, 'node'), kubeconfig: testbed.kubeconfig, caFile: join(dir, 'testbed', 'pki', 'ca.crt') });
+  const kc = new KubeConfig();
+  kc.loadFromFile(testbed.kubeconfig);
+  return { dir, testbed, node, kc, core: kc.makeApiClient(CoreV1Api) };
+}
