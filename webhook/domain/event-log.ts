@@ -14,7 +14,7 @@ export interface EventLogRules {
  * The Spark property that names the application a run belongs to. Set after the submission's
  * own engineConf (spark-properties.ts), so a submission cannot claim another application's name.
  */
-export const APP_NAME_PROPERTY = 'spark.submissionService.appName';
+export const APP_NAME_PROPERTY = 'spark.kubernetes.driver.pod.name';
 
 export function eventLogDefaults(rules: EventLogRules | undefined): Record<string, string> {
   if (!rules) return {};

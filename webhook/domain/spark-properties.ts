@@ -1,7 +1,6 @@
 // The Spark properties of an application: its engineConf plus what the effective
 // config implies, with the keys Spark's own cluster-mode submission writes.
 import type { ApplicationConfig, PodConfig } from '../../schemas/index.js';
-import { APP_NAME_PROPERTY } from './event-log.js';
 import { LABEL_APP, LABEL_JOB } from './labels.js';
 import { parseMillicores } from './quantities.js';
 import type { AdmissionRules } from './rules.js';
@@ -61,10 +60,7 @@ export function sparkProperties(config: ApplicationConfig, id: AppIdentity, rule
   for (const secret of executor.secrets ?? []) props[`spark.kubernetes.executor.secrets.${secret.name}`] = secret.path;
   for (const key in executor.env) props[`spark.executorEnv.${key}`] = executor.env[key];
   if (config.type === 'Python' && config.pythonVersion) props['spark.kubernetes.pyspark.pythonVersion'] = config.pythonVersion;
-  Object.assign(props, config.engineConf);
-  // Names the run in its event log for the history (event-log.ts); the submission's conf cannot change it.
-  props[APP_NAME_PROPERTY] = id.appName;
-  return props;
+  return Object.assign(props, config.engineConf);
 }
 
 /** Pod memory request: Spark's memory plus its overhead (at least 384 MiB, as Spark does). */
