@@ -4,7 +4,7 @@ import t from 'tap';
 import { expired, parseRetention } from '../../cluster/history/retention.js';
 import { identityFromLines, sparkAppIdOfEntry } from '../../cluster/history/event-log-head.js';
 import { historyPath } from '../../dashboard/history-paths.js';
-import { APP_NAME_PROPERTY, applyDefaults, buildRules, sparkProperties, sparkUiView } from '../../webhook/domain/index.js';
+import { APP_NAME_PROPERTY, applyDefaults, kubernetesPropertyAllowed, buildRules, sparkProperties, sparkUiView } from '../../webhook/domain/index.js';
 
 const pools = [{ cloudProvider: 'gce' as const, instanceName: 'n1-standard-2', cpu: 2, memoryMib: 7680, preemptible: false }];
 
@@ -20,11 +20,12 @@ t.test('admission turns rolling event logs on, and a submission may override eac
   t.notOk(applyDefaults({}, buildRules({ nodePools: pools })).engineConf?.['spark.eventLog.enabled'], 'no event logs without a directory');
 });
 
-t.test("the run's mark names its application whatever engineConf says", async (t) => {
+t.test("the run's mark names its application, and a submission may not set it", async (t) => {
   const rules = buildRules({ nodePools: pools });
   const config = applyDefaults({}, rules);
   const props = sparkProperties(config, { appName: 'mine-1', jobName: 'mine', namespace: 'ns' }, rules);
   t.equal(props[APP_NAME_PROPERTY], 'mine-1');
+  t.notOk(kubernetesPropertyAllowed(APP_NAME_PROPERTY), 'the policy refuses it in engineConf');
 });
 
 t.test('which Spark UI the link opens', async (t) => {

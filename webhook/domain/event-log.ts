@@ -11,8 +11,9 @@ export interface EventLogRules {
 }
 
 /**
- * The Spark property that names the application a run belongs to. Set after the submission's
- * own engineConf (spark-properties.ts), so a submission cannot claim another application's name.
+ * The Spark property that names the application a run belongs to: the driver pod's name, which
+ * is the appName (spark-properties.ts). A submission cannot set it: `spark.kubernetes.*` keys
+ * outside the allowlist are refused (kubernetes-properties.ts).
  */
 export const APP_NAME_PROPERTY = 'spark.kubernetes.driver.pod.name';
 
