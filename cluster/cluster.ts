@@ -43,12 +43,23 @@ export interface TemplateStore {
   delete(name: string): Promise<boolean>;
 }
 
+export interface CreateOptions { dryRun: boolean; launcherToken?: string }
+
 export interface Cluster {
   readonly kind: 'local' | 'kubernetes';
   readonly templates: TemplateStore;
-  /** Creates a bare driver pod through admission. dryRun: admission only, nothing is kept. */
-  createDriver(pod: V1Pod, options: { dryRun: boolean }): Promise<CreateResult>;
+  /**
+   * Creates a bare driver pod through admission. dryRun: admission only, nothing is kept.
+   * launcherToken: a notebook kernel's one-time token, kept where only that driver reads it and
+   * named (as a file) in its env, never in its config (webhook/domain/launcher-credential.ts).
+   */
+  createDriver(pod: V1Pod, options: CreateOptions): Promise<CreateResult>;
   get(appName: string): Promise<AppRecord | undefined>;
+  /**
+   * Records `claimer` (a key id) as the claimer of a warm pool's kernel (KERNEL_CLAIMER_LABEL),
+   * once: ConflictError when another key claimed it; undefined when unknown.
+   */
+  claim(appName: string, claimer: string): Promise<AppRecord | undefined>;
   list(query: ListQuery): Promise<Page<AppRecord>>;
   /** Ends the application (KILLED) and keeps its record; undefined when unknown. */
   stop(appName: string): Promise<AppRecord | undefined>;

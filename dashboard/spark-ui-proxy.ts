@@ -13,7 +13,7 @@ import type { ApiKeyIdentity } from '../submit-api/auth/key-store.js';
 import { keyFromHeaders, type KeyVerifier } from '../submit-api/auth/plugin.js';
 import { historyRequest } from './history-ui.js';
 import { hostName } from '../submit-api/host-allowlist.js';
-import { mayActOn, type SubmissionPolicy } from '../webhook/domain/index.js';
+import { mayActOnApplication, type SubmissionPolicy } from '../webhook/domain/index.js';
 import { cookieValue, type Sessions } from './session.js';
 import {
   DRIVER_HEADERS_DROPPED, GRANT_PARAM, HANDOVER_AUDIENCE, HANDOVER_TTL_MS, SANDBOX_CSP, UI_AUDIENCE, UI_COOKIE, UI_TTL_MS,
@@ -128,8 +128,8 @@ export const sparkUiProxy: FastifyPluginAsync<SparkUiProxyOptions> = async (app,
     }
     const record = await opts.cluster.get(appName);
     if (!record) return fail(reply, 404, `There is no application ${appName}: it is not running and has no history (never submitted, deleted, or past its retention).`);
-    if (who && !mayActOn(who.identity, record.submittedBy, opts.policy)) {
-      return fail(reply, 403, `Only the key that submitted ${appName}, or an admin, may open its Spark UI.`);
+    if (who && !mayActOnApplication(who.identity, record, opts.policy)) {
+      return fail(reply, 403, `Only the key that submitted ${appName} (or claimed it, a warm pool's kernel), or an admin, may open its Spark UI.`);
     }
     // A cookie alone would let any page navigate the viewer to a kill link: a kill must come from
     // this application's own UI page on the same origin (the Spark UI host), or with an API key.

@@ -1,6 +1,6 @@
 // The gateway's only way into the service: the public HTTP API, with a base URL (the same
 // server's own address in local mode, --api-url when the gateway runs alone).
-import { GATEWAY_PROOF_HEADER } from '../lib/gateway-proof.js';
+import { GATEWAY_PROOF_HEADER, LAUNCHER_TOKEN_HEADER } from '../lib/gateway-proof.js';
 import { serverEvents } from '../lib/server-events.js';
 
 export interface ApiApplication {
@@ -45,10 +45,10 @@ export class ApiClient {
     return headers;
   }
 
-  private async call<T>(method: string, path: string, key?: string, body?: unknown): Promise<T | undefined> {
+  private async call<T>(method: string, path: string, key?: string, body?: unknown, extra: Record<string, string> = {}): Promise<T | undefined> {
     const response = await fetch(new URL(path, this.baseUrl), {
       method,
-      headers: this.headers(key, body !== undefined),
+      headers: { ...this.headers(key, body !== undefined), ...extra },
       body: body === undefined ? undefined : JSON.stringify(body),
       signal: AbortSignal.timeout(30_000),
     });
@@ -75,8 +75,15 @@ export class ApiClient {
     }
   }
 
-  async submit(submission: Record<string, unknown>, key?: string): Promise<ApiApplication> {
-    return (await this.call<ApiApplication>('POST', '/api/apps/', key, submission))!;
+  /** `launcherToken`: a kernel's, sent beside the submission: the API keeps it out of the config (lib/gateway-proof.ts). */
+  async submit(submission: Record<string, unknown>, key?: string, launcherToken?: string): Promise<ApiApplication> {
+    const extra: Record<string, string> = launcherToken === undefined ? {} : { [LAUNCHER_TOKEN_HEADER]: launcherToken };
+    return (await this.call<ApiApplication>('POST', '/api/apps/', key, submission, extra))!;
+  }
+
+  /** Records the key (`key`, the claimer's own) as the claimer of a warm pool's kernel (POST /api/apps/{app}/claim, with the proof). */
+  async claim(appName: string, key: string): Promise<void> {
+    await this.call('POST', `/api/apps/${encodeURIComponent(appName)}/claim`, key);
   }
 
   /** Every application matching the selector, all pages. */

@@ -36,7 +36,11 @@ export interface RegistryOptions {
   warmPool?: Record<string, number>;
   /** Kernels one key may hold at once (kernel-owners.ts); 0: no limit. */
   kernelsPerKey?: number;
-  /** The launcher's credential as the driver gets it (launcher-files.ts): env entries; default: the token itself. */
+  /**
+   * The launcher's credential as the driver gets it (launcher-files.ts): env entries; absent: the
+   * token goes to the API in a header, and the cluster keeps it beside the driver (a Secret on
+   * Kubernetes), never in its config (webhook/domain/launcher-credential.ts).
+   */
   launcherEnv?: (kernelId: string, token: string) => Record<string, string>;
   /** Throws away what launcherEnv wrote for a kernel that is gone. */
   forgetLauncher?: (kernelId: string) => void;
@@ -233,6 +237,12 @@ export class KernelRegistry {
     const pooled = await this.pool.take(specName, caller?.id);
     if (pooled) {
       this.options.log.info({ kernel: pooled.id, appName: pooled.appName, spec: specName }, 'started a kernel from the warm pool');
+      // The application is the gateway's; recorded as the claimer's too, so that the API's owner
+      // checks and the Spark UI let the claimer in (KERNEL_CLAIMER_LABEL). With auth off: no owners.
+      if (key && caller && pooled.appName) {
+        await this.options.api.claim(pooled.appName, key).catch((error: Error) =>
+          this.options.log.warn({ err: error, kernel: pooled.id, appName: pooled.appName }, 'could not record the claim in the API: only an admin opens its Spark UI'));
+      }
       return pooled;
     }
     return this.submitKernel(specName, key, undefined, caller?.id, owned);
@@ -261,13 +271,14 @@ export class KernelRegistry {
             env: {
               SUBMISSION_SERVICE_GATEWAY_URL: this.options.launcherUrl(),
               SUBMISSION_SERVICE_KERNEL_ID: id,
-              ...(this.options.launcherEnv ? this.options.launcherEnv(id, token) : { SUBMISSION_SERVICE_KERNEL_TOKEN: token }),
+              // Local mode: a file of the gateway's; else the API keeps the token beside the driver (header below).
+              ...(this.options.launcherEnv ? this.options.launcherEnv(id, token) : {}),
               SUBMISSION_SERVICE_KERNEL_SPEC: specName,
               ...(pool === undefined ? {} : { SUBMISSION_SERVICE_KERNEL_POOL: pool.template }),
             },
           },
         },
-      }, key);
+      }, key, this.options.launcherEnv ? undefined : token);
       session.appName = app.appName;
       if (TERMINAL_STATES.has(app.state)) throw new GatewayError(500, 'Internal Server Error', `the kernel's application ended at once: ${app.state}`);
       return session;

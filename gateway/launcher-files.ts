@@ -10,9 +10,10 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { LAUNCHER_TOKEN_FILE_ENV } from '../webhook/domain/index.js';
 
 /** The env variable that tells the launcher where its token is. */
-export const TOKEN_FILE_ENV = 'SUBMISSION_SERVICE_KERNEL_TOKEN_FILE';
+export const TOKEN_FILE_ENV = LAUNCHER_TOKEN_FILE_ENV;
 
 const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
 const KERNEL_ID = /^[0-9a-f-]{36}$/;

@@ -6,6 +6,12 @@
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 
 export const GATEWAY_PROOF_HEADER = 'x-submission-service-gateway';
+/**
+ * A kernel's one-time launcher token, sent by the gateway with the kernel's submission (and
+ * accepted only with the proof): the cluster keeps it beside the driver, never in its config
+ * (webhook/domain/launcher-credential.ts).
+ */
+export const LAUNCHER_TOKEN_HEADER = 'x-submission-service-launcher-token';
 
 /** The header's value for a shared secret. */
 export function gatewayProof(secret: string): string {

@@ -7,6 +7,7 @@ export type { Logger };
 
 export const REDACTED_PATHS = [
   'req.headers.authorization', 'req.headers["x-api-key"]', 'req.headers.cookie', 'headers.authorization', 'headers["x-api-key"]',
+  'req.headers["x-submission-service-launcher-token"]', 'headers["x-submission-service-launcher-token"]',
   '*.key', '*.apiKey', '*.token',
 ];
 

@@ -5,8 +5,8 @@
 // checked. Without this a user app labelled as a kernel skipped the core queue in local mode
 // and ended that kernel when it ended.
 import type { Submission } from '../schemas/index.js';
-import { isKernelLabel, isReservedLabel } from '../webhook/domain/index.js';
-import { GATEWAY_PROOF_HEADER, isGatewayProof } from '../lib/gateway-proof.js';
+import { isKernelLabel, isLauncherToken, isReservedLabel } from '../webhook/domain/index.js';
+import { GATEWAY_PROOF_HEADER, isGatewayProof, LAUNCHER_TOKEN_HEADER } from '../lib/gateway-proof.js';
 import { HttpError } from './errors.js';
 
 /** Throws 400 when the submission sets a label only the service may set. */
@@ -21,4 +21,19 @@ export function refuseServiceLabels(body: Submission, headers: Record<string, un
       throw new HttpError(400, `field "configOverrides.${role}.labels": the label "${own}" is the service's own (keys beginning with submission-service/, spark- or kernel.submission-service.io/ are set by the service only)`);
     }
   }
+}
+
+/**
+ * A kernel's launcher token sent with its submission (LAUNCHER_TOKEN_HEADER), accepted only from
+ * the notebook gateway (its proof header): the cluster keeps it beside the driver, never in its
+ * config. Undefined without the header; 400 without the proof or for a malformed token.
+ */
+export function launcherTokenOf(headers: Record<string, unknown>, expectedProof: string | undefined): string | undefined {
+  const sent = headers[LAUNCHER_TOKEN_HEADER];
+  if (sent === undefined) return undefined;
+  if (!isGatewayProof(expectedProof, headers[GATEWAY_PROOF_HEADER])) {
+    throw new HttpError(400, `header "${LAUNCHER_TOKEN_HEADER}": a launcher token is sent by the notebook gateway only (start kernels through /notebooks/)`);
+  }
+  if (!isLauncherToken(sent)) throw new HttpError(400, `header "${LAUNCHER_TOKEN_HEADER}": not a launcher token (16 to 256 characters of A-Z, a-z, 0-9, - and _)`);
+  return sent;
 }

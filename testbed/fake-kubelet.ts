@@ -5,6 +5,9 @@
 // arguments, master local[N]), reports pod status to the apiserver, honours deletion,
 // and serves /containerLogs so that `kubectl logs` (and our API's log) work through the
 // real apiserver. Executors are not created: master local[N] runs tasks in the driver.
+// Secret volumes (secret-volumes.ts): the Secret is read from the apiserver as a kubelet reads
+// it and written into a per-pod directory; the process, which shares this machine's file
+// system, is told that directory wherever its env names a path under the mount.
 import { createServer, type Server } from 'node:https';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
@@ -17,6 +20,7 @@ import { unlessExists } from '../cluster/kubernetes/errors.js';
 import { logStream } from '../cluster/local/log-stream.js';
 import { isAlive, killGroup, readExitCode, startDriverPod } from '../cluster/local/process-runner.js';
 import { localCores } from '../cluster/local/spark-command.js';
+import { materializeSecretVolumes, removeSecretVolumes } from './secret-volumes.js';
 
 export interface FakeKubeletOptions {
   clients: KubeClients;
@@ -41,6 +45,8 @@ export class FakeKubelet {
   private server?: Server;
   private informer?: ResilientInformer<V1Pod>;
   private readonly running = new Map<string, Running>();
+  /** Pods whose volumes are being prepared: an update event meanwhile must not start them twice. */
+  private readonly preparing = new Set<string>();
   port = 0;
 
   constructor(private readonly options: FakeKubeletOptions) {
@@ -101,10 +107,11 @@ export class FakeKubelet {
     const run = this.running.get(name);
     if (pod.metadata?.deletionTimestamp) {
       if (run && !run.done) await killGroup(run.pid, run.startTicks, 2000);
+      removeSecretVolumes(this.volumesDir(name));
       await this.options.clients.core.deleteNamespacedPod({ name, namespace: this.options.namespace, gracePeriodSeconds: 0 }).catch(() => undefined);
       return;
     }
-    if (run || pod.status?.phase !== 'Pending') return;
+    if (run || this.preparing.has(name) || pod.status?.phase !== 'Pending') return;
     if (!pod.spec?.nodeName) {
       await this.options.clients.core.createNamespacedPodBinding({
         name, namespace: this.options.namespace,
@@ -117,7 +124,19 @@ export class FakeKubelet {
       await this.cannotPull(pod, image);
       return;
     }
-    this.launch(pod);
+    this.preparing.add(name);
+    try {
+      // As a kubelet: a Secret that does not exist (yet) keeps the pod from starting; tried again.
+      const prepared = await materializeSecretVolumes(pod, this.volumesDir(name), (secret) =>
+        this.options.clients.core.readNamespacedSecret({ name: secret, namespace: this.options.namespace }));
+      this.launch(prepared);
+    } finally {
+      this.preparing.delete(name);
+    }
+  }
+
+  private volumesDir(pod: string): string {
+    return join(this.options.dataDir, 'volumes', pod);
   }
 
   /** Test-double behaviour: the kubelet's report for an image it cannot pull (first ErrImagePull, then the back-off). */

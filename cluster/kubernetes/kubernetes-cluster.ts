@@ -9,10 +9,11 @@ import { PassThrough, type Readable } from 'node:stream';
 import { Log, type V1Pod } from '@kubernetes/client-node';
 import type { ApplicationState } from '../../schemas/index.js';
 import {
-  ANNOTATION_ADMITTED, ANNOTATION_SUBMITTED_BY, applicationLabels, DRIVER_CONTAINER, DRIVER_PORTS, LABEL_JOB, LABEL_TEMPLATE, readConfig,
+  ANNOTATION_ADMITTED, ANNOTATION_SUBMITTED_BY, applicationLabels, DRIVER_CONTAINER, DRIVER_PORTS, LABEL_APP, LABEL_JOB, LABEL_TEMPLATE,
+  KERNEL_CLAIMER_LABEL, LAUNCHER_SECRET_KEY, launcherSecretName, readConfig, withLauncherSecret,
 } from '../../webhook/domain/index.js';
-import type { AppRecord, Cluster, CreateResult, ListQuery, Page } from '../cluster.js';
-import { isTerminal, UnavailableError } from '../cluster.js';
+import type { AppRecord, Cluster, CreateOptions, CreateResult, ListQuery, Page } from '../cluster.js';
+import { ConflictError, isTerminal, UnavailableError } from '../cluster.js';
 import { EventFeed } from '../events.js';
 import { type SubmissionInfo, submissionInfo } from '../submission-info.js';
 import { AppCache } from './app-cache.js';
@@ -94,7 +95,7 @@ export class KubernetesCluster implements Cluster {
     return kubeCallOrAbsent(this.options.clients.server, what, run);
   }
 
-  async createDriver(bare: V1Pod, { dryRun }: { dryRun: boolean }): Promise<CreateResult> {
+  async createDriver(bare: V1Pod, { dryRun, launcherToken }: CreateOptions): Promise<CreateResult> {
     await this.start();
     const labels = bare.metadata?.labels ?? {};
     const appName = bare.metadata!.name!;
@@ -112,7 +113,19 @@ export class KubernetesCluster implements Cluster {
     const ownerReferences = owner
       ? [{ apiVersion: owner.apiVersion, kind: 'Application', name: appName, uid: owner.metadata.uid!, controller: true }]
       : undefined;
-    const body: V1Pod = { ...bare, metadata: { ...bare.metadata, namespace: this.ns, ...(ownerReferences ? { ownerReferences } : {}) } };
+    let withCredential = bare;
+    if (launcherToken !== undefined && ownerReferences) {
+      // The kernel's token: a Secret owned by the Application (it goes with it), mounted into the
+      // driver; only the file's path is in the pod's env (webhook/domain/launcher-credential.ts).
+      try {
+        await this.createLauncherSecret(appName, launcherToken, ownerReferences[0]);
+      } catch (error) {
+        await this.dropApplication(appName);
+        throw error;
+      }
+      withCredential = withLauncherSecret(bare, launcherSecretName(appName));
+    }
+    const body: V1Pod = { ...withCredential, metadata: { ...withCredential.metadata, namespace: this.ns, ...(ownerReferences ? { ownerReferences } : {}) } };
     let pod: Awaited<ReturnType<KubernetesCluster['createPod']>>;
     try {
       pod = await this.createPod(body, dryRun);
@@ -138,6 +151,20 @@ export class KubernetesCluster implements Cluster {
     const cached = await this.cache.until(appName, (r) => r !== undefined && Object.keys(r.config).length > 0);
     const record = cached ?? toRecord(owner, desiredStatus(owner, { pod, deleted: false }, 0), { pod, deleted: false });
     return { ok: true, record: { ...record, config }, pod };
+  }
+
+  /** The launcher's Secret, owned by its Application (not its controller: the Application's controller is ours, its pod's). */
+  private async createLauncherSecret(appName: string, token: string, owner: { apiVersion: string; kind: string; name: string; uid: string }): Promise<void> {
+    await this.call(`create the launcher Secret of ${appName}`, () => this.core.createNamespacedSecret({
+      namespace: this.ns,
+      fieldManager: FIELD_MANAGER,
+      body: {
+        metadata: { name: launcherSecretName(appName), labels: { [LABEL_APP]: appName }, ownerReferences: [{ ...owner, controller: false }] },
+        type: 'Opaque',
+        immutable: true,
+        stringData: { [LAUNCHER_SECRET_KEY]: token },
+      },
+    }));
   }
 
   /** The admitted pod, or our refusal (CreateResult with ok false). */
@@ -171,6 +198,24 @@ export class KubernetesCluster implements Cluster {
   async list(query: ListQuery): Promise<Page<AppRecord>> {
     await this.start();
     return this.cache.list(query);
+  }
+
+  async claim(appName: string, claimer: string): Promise<AppRecord | undefined> {
+    await this.start();
+    const resource = await this.orUndefined(`read application ${appName}`, () =>
+      this.custom.getNamespacedCustomObject({ ...this.records, name: appName })) as ApplicationResource | undefined;
+    if (!resource) return undefined;
+    const current = resource.metadata.labels?.[KERNEL_CLAIMER_LABEL];
+    if (current !== undefined && current !== claimer) throw new ConflictError(`application ${appName} was claimed by another key`);
+    if (current === undefined) {
+      // Only on the Application as read (its labels are never empty: the job's label is there).
+      const body = [
+        { op: 'test', path: '/metadata/resourceVersion', value: resource.metadata.resourceVersion },
+        { op: 'add', path: `/metadata/labels/${KERNEL_CLAIMER_LABEL.replace(/~/g, '~0').replace(/\//g, '~1')}`, value: claimer },
+      ];
+      await this.call(`claim application ${appName}`, () => this.custom.patchNamespacedCustomObject({ ...this.records, name: appName, fieldManager: FIELD_MANAGER, body }));
+    }
+    return this.cache.until(appName, (r) => r === undefined || r.labels?.[KERNEL_CLAIMER_LABEL] === claimer);
   }
 
   async stop(appName: string): Promise<AppRecord | undefined> {

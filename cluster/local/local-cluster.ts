@@ -1,12 +1,13 @@
 // Local mode: the same admission runs in-process on each bare pod, and the admitted
 // driver pod runs as a local spark-submit process (master local[N]). Apps wait
 // PENDING while their cores are not free on this machine.
+import { writeFileSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { freePort } from '../../lib/free-port.js';
 import { join } from 'node:path';
 import type { V1Pod } from '@kubernetes/client-node';
-import { type AdmissionRules, admitPod, ANNOTATION_SUBMITTED_BY, applicationLabels, LABEL_JOB, LABEL_TEMPLATE } from '../../webhook/domain/index.js';
-import type { AppRecord, Cluster, CreateResult, ListQuery, Page } from '../cluster.js';
+import { type AdmissionRules, admitPod, ANNOTATION_SUBMITTED_BY, applicationLabels, KERNEL_CLAIMER_LABEL, LABEL_JOB, LABEL_TEMPLATE, withLauncherTokenFile } from '../../webhook/domain/index.js';
+import type { AppRecord, Cluster, CreateOptions, CreateResult, ListQuery, Page } from '../cluster.js';
 import { ConflictError, isTerminal } from '../cluster.js';
 import { applyChange } from '../app-record.js';
 import { type AppEventType, EventFeed } from '../events.js';
@@ -75,7 +76,18 @@ export class LocalCluster implements Cluster {
     this.recover();
   }
 
-  async createDriver(pod: V1Pod, { dryRun }: { dryRun: boolean }): Promise<CreateResult> {
+  async createDriver(bare: V1Pod, { dryRun, launcherToken }: CreateOptions): Promise<CreateResult> {
+    // A kernel's token (a standalone gateway's): a file in the data dir (0600) named in the pod's
+    // env, never in its config; a sandbox moves it into the driver's work dir (sandbox.ts).
+    const tokenFile = launcherToken !== undefined && !dryRun && bare.metadata?.name ? this.launcherTokenFile(bare.metadata.name) : undefined;
+    const pod = tokenFile ? withLauncherTokenFile(bare, tokenFile) : bare;
+    const dropToken = async () => { if (tokenFile) await rm(tokenFile, { force: true }); };
+    const created = await this.admitAndCreate(pod, dryRun, tokenFile && launcherToken).catch(async (error: unknown) => { await dropToken(); throw error; });
+    if (!created.ok) await dropToken();
+    return created;
+  }
+
+  private async admitAndCreate(pod: V1Pod, dryRun: boolean, launcher?: string): Promise<CreateResult> {
     const admission = admitPod(pod, {
       rules: this.rules,
       templates: this.templates.lookup,
@@ -104,6 +116,7 @@ export class LocalCluster implements Cluster {
     };
     if (dryRun) return { ok: true, record, get pod() { return admission.pod; } };
     if (this.records.get(record.appName)) throw new ConflictError(`application ${record.appName} exists`);
+    if (launcher) writeFileSync(this.launcherTokenFile(record.appName), launcher, { mode: 0o600 });
     await this.records.create({ record, pod: admission.pod });
     this.emit('changed', record);
     this.queue.push(record.appName, record.submittedBy, record.createdAt);
@@ -118,6 +131,15 @@ export class LocalCluster implements Cluster {
   async list(query: ListQuery): Promise<Page<AppRecord>> {
     const matching = this.records.all().map((s) => s.record).filter((r) => matchesQuery(r, query));
     return pageOf(matching, query);
+  }
+
+  async claim(appName: string, claimer: string): Promise<AppRecord | undefined> {
+    const stored = this.records.get(appName);
+    if (!stored) return undefined;
+    const current = stored.record.labels?.[KERNEL_CLAIMER_LABEL];
+    if (current !== undefined && current !== claimer) throw new ConflictError(`application ${appName} was claimed by another key`);
+    if (current === undefined) await this.update(stored, { labels: { ...stored.record.labels, [KERNEL_CLAIMER_LABEL]: claimer } });
+    return this.records.get(appName)?.record;
   }
 
   async stop(appName: string): Promise<AppRecord | undefined> {
@@ -146,7 +168,7 @@ export class LocalCluster implements Cluster {
     if (!stored) return false;
     await this.stop(appName);
     await this.records.remove(appName);
-    await Promise.all([stored.run?.logFile, stored.run?.exitFile, this.workDir(appName)]
+    await Promise.all([stored.run?.logFile, stored.run?.exitFile, this.workDir(appName), this.launcherTokenFile(appName)]
       .filter((p): p is string => Boolean(p))
       .map((p) => rm(p, { recursive: true, force: true })));
     this.emit('deleted', stored.record);
@@ -359,6 +381,10 @@ export class LocalCluster implements Cluster {
 
   private logFile(appName: string): string {
     return join(this.options.dataDir, 'logs', `${appName}.log`);
+  }
+
+  private launcherTokenFile(appName: string): string {
+    return join(this.options.dataDir, 'run', `${appName}.launcher-token`);
   }
 
   private workDir(appName: string): string {

@@ -10,6 +10,7 @@ import { spawnSync } from 'node:child_process';
 import { accessSync, chownSync, constants, existsSync, mkdirSync, readFileSync, renameSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { delimiter, dirname, isAbsolute, join, resolve } from 'node:path';
+import { LAUNCHER_TOKEN_FILE_ENV } from '../../webhook/domain/index.js';
 import type { LocalCommand } from './local-command.js';
 
 export interface DriverSandbox {
@@ -46,8 +47,8 @@ function openWay(path: string, hidden: string[]): string[] {
   return dirs.flatMap((dir) => ['--perms', '0755', '--dir', dir]);
 }
 
-/** The env variable naming a kernel's launcher token file (gateway/launcher-files.ts, which sits above this layer). */
-export const LAUNCHER_TOKEN_ENV = 'SUBMISSION_SERVICE_KERNEL_TOKEN_FILE';
+/** The env variable naming a kernel's launcher token file (webhook/domain/launcher-credential.ts). */
+export const LAUNCHER_TOKEN_ENV = LAUNCHER_TOKEN_FILE_ENV;
 
 /**
  * A kernel's one-time launcher token lies in the data dir, which the sandbox hides: it moves into

@@ -8,10 +8,12 @@ SparkSession, started in a background thread, is ready; then they are the real o
 Environment (set by the gateway in the application's driver env):
   SUBMISSION_SERVICE_GATEWAY_URL   ws://host:port/notebooks
   SUBMISSION_SERVICE_KERNEL_ID     the kernel's UUID
-  SUBMISSION_SERVICE_KERNEL_TOKEN  one-time token, consumed by the first connection; the gateway then
-                                   hands over a reconnect secret that lives in this process's memory only
-  SUBMISSION_SERVICE_KERNEL_TOKEN_FILE  local mode: the path of a file holding that token instead (read
-                                   and deleted at start: the token never appears in the app's config)
+  SUBMISSION_SERVICE_KERNEL_TOKEN_FILE  the path of a file holding the one-time token, consumed by the
+                                   first connection (local mode: a file deleted at start; Kubernetes: the
+                                   kernel's Secret, mounted read-only): the token never appears in the
+                                   app's config. The gateway then hands over a reconnect secret that
+                                   lives in this process's memory only
+  SUBMISSION_SERVICE_KERNEL_TOKEN  the token itself (older gateways), taken out of the environment at once
   SUBMISSION_SERVICE_SPARK_WAIT    seconds a placeholder waits for Spark (default 120)
   SUBMISSION_SERVICE_KERNEL_POOL   set on a warm pool's kernels: Spark runs one tiny job before the
                                    kernel reports ready, so a claimed kernel's first cell finds warm
@@ -40,18 +42,23 @@ _token = os.environ.pop("SUBMISSION_SERVICE_KERNEL_TOKEN", "")
 
 
 def _read_token_file():
-    """Local mode: the token is a file only this driver is meant to read; read once, then deleted."""
+    """The token is a file only this driver is meant to read; read once, then deleted where it can
+    be (local mode). On Kubernetes it is a read-only Secret volume, gone with the Application; the
+    token is spent by the first connection anyway."""
     path = os.environ.pop("SUBMISSION_SERVICE_KERNEL_TOKEN_FILE", "")
     if not path:
         return ""
     try:
         with open(path) as f:
             token = f.read().strip()
-        os.unlink(path)
-        return token
     except OSError as error:
         print("[launcher] could not read the token file:", error, file=sys.__stderr__, flush=True)
         return ""
+    try:
+        os.unlink(path)
+    except OSError:
+        pass  # a read-only mount (Kubernetes Secret)
+    return token
 
 
 _token = _read_token_file() or _token

@@ -6,14 +6,15 @@ import type { SparkHistory } from '../../cluster/history/spark-history.js';
 import { encodeCursor } from '../../cluster/paging.js';
 import { newAppName } from '../../cluster/app-name.js';
 import { type Application, type Submission, ref, schemaIds } from '../../schemas/index.js';
-import { bareDriverPod, mayActOn, type SubmissionPolicy } from '../../webhook/domain/index.js';
+import { bareDriverPod, KERNEL_POOL_LABEL_KEY, mayActOnApplication, type SubmissionPolicy } from '../../webhook/domain/index.js';
+import { GATEWAY_PROOF_HEADER, isGatewayProof } from '../../lib/gateway-proof.js';
 import { HttpError, notFound } from '../errors.js';
 import type { FairShare } from '../fair-share.js';
 import { countSubmission } from '../metrics.js';
 import { countsSchema, countStates, skipBytes, submissionSchema, summaryListSchema, toApplication, toSummary } from '../present.js';
 import { labelSelectorQuery, parseLabelSelector, searchQuery } from './list-filters.js';
 import { redactConfig, redactEnvFor, seesEnvOf } from '../redact-env.js';
-import { refuseServiceLabels } from '../service-labels.js';
+import { launcherTokenOf, refuseServiceLabels } from '../service-labels.js';
 
 /**
  * A page stops early once its items reach this many bytes of JSON (the first item always
@@ -45,7 +46,7 @@ export async function appRoutes(app: FastifyInstance, { cluster, policy, history
   const ownApplication = async (request: FastifyRequest<{ Params: { appName: string } }>, action: string) => {
     const record = await cluster.get(request.params.appName);
     if (!record) throw notFound(`application ${request.params.appName}`);
-    if (!mayActOn(request.apiKey, record.submittedBy, policy)) {
+    if (!mayActOnApplication(request.apiKey, record, policy)) {
       throw new HttpError(403, `a user key may ${action} only the applications it submitted; ${record.appName} was submitted by another key (an admin key may act on every application)`);
     }
     return record;
@@ -65,11 +66,12 @@ export async function appRoutes(app: FastifyInstance, { cluster, policy, history
   }, async (request, reply) => {
     const { jobName, configTemplateName, configOverrides, labels } = request.body;
     refuseServiceLabels(request.body, request.headers, gatewayProof);
+    const launcherToken = launcherTokenOf(request.headers, gatewayProof);
     const pod = bareDriverPod({ appName: newAppName(jobName), jobName, namespace: '', configTemplateName, configOverrides, labels, submittedBy: request.apiKey?.id });
     const dryRun = request.query.dryRun === true;
     // Counted toward the key's unfinished applications from now on (429 when it holds its cap).
     const counted = dryRun ? undefined : fairShare.reserveApplication(request);
-    const result = await cluster.createDriver(pod, { dryRun }).catch((error: unknown) => { counted?.(); throw error; });
+    const result = await cluster.createDriver(pod, { dryRun, launcherToken }).catch((error: unknown) => { counted?.(); throw error; });
     counted?.(result.ok ? result.record : undefined);
     if (!result.ok) {
       // A refusal at 5xx (admission threw, a cluster fault passed back) is never answered unlogged.
@@ -190,6 +192,24 @@ export async function appRoutes(app: FastifyInstance, { cluster, policy, history
     const record = await cluster.stop(request.params.appName);
     if (!record) throw notFound(`application ${request.params.appName}`);
     return redactEnvFor(toApplication(record, history), request.apiKey);
+  });
+
+  // The notebook gateway's, not the public API's (hidden from the OpenAPI document): a warm pool's
+  // kernel handed to a key is recorded as that key's (KERNEL_CLAIMER_LABEL), so its owner checks
+  // and its Spark UI let the claimer in. Needs the gateway's proof and the claimer's own key.
+  app.post<{ Params: { appName: string } }>('/api/apps/:appName/claim', {
+    schema: { hide: true, params: appNameParams },
+  }, async (request) => {
+    if (!isGatewayProof(gatewayProof, request.headers[GATEWAY_PROOF_HEADER])) {
+      throw new HttpError(403, 'only the notebook gateway claims a warm pool\'s kernel (POST /notebooks/api/kernels starts or claims one)');
+    }
+    if (!request.apiKey) throw new HttpError(400, 'a claim is recorded for the claiming key; with authentication off kernels have no owners');
+    const record = await cluster.get(request.params.appName);
+    if (!record) throw notFound(`application ${request.params.appName}`);
+    if (record.labels?.[KERNEL_POOL_LABEL_KEY] === undefined) throw new HttpError(400, `application ${record.appName} is not a warm pool's kernel`);
+    const claimed = await cluster.claim(record.appName, request.apiKey.id);
+    if (!claimed) throw notFound(`application ${request.params.appName}`);
+    return redactEnvFor(toApplication(claimed, history), request.apiKey);
   });
 
   app.delete<{ Params: { appName: string } }>('/api/apps/:appName', {

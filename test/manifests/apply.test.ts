@@ -156,6 +156,8 @@ if (skip) {
       [api, { namespace: 'kube-system', verb: 'create', resource: 'pods' }, false],
       [api, { namespace: RELEASE_NAMESPACE, verb: 'create', resource: 'pods' }, false],
       [api, { namespace: APPS, verb: 'get', resource: 'secrets' }, false],
+      [api, { namespace: APPS, verb: 'create', resource: 'secrets' }, true], // kernels' launcher Secrets
+      [api, { namespace: APPS, verb: 'list', resource: 'secrets' }, false],
       [api, { namespace: RELEASE_NAMESPACE, verb: 'get', resource: 'secrets' }, false],
       // The keys Secret, by name: a list or watch with fieldSelector metadata.name=<it> is judged
       // as a request for that name (the real requests are made below, as the ServiceAccount).

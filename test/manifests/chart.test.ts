@@ -142,9 +142,10 @@ t.test('RBAC: least privilege', async (t) => {
   t.same(clusterRoles[0].rules, [{ apiGroups: ['admissionregistration.k8s.io'], resources: ['mutatingwebhookconfigurations'], resourceNames: [`submission-service-${RELEASE_NAMESPACE}`], verbs: ['get', 'patch'] }]);
   const secretRules = all.filter((r) => r.resources?.includes('secrets'));
   t.same(secretRules, [
+    { apiGroups: [''], resources: ['secrets'], verbs: ['create'] },
     { apiGroups: [''], resources: ['secrets'], resourceNames: ['submission-service-auth'], verbs: ['get', 'list', 'watch'] },
     { apiGroups: [''], resources: ['secrets'], resourceNames: ['submission-service-webhook-cert'], verbs: ['get', 'watch', 'update', 'patch'] },
-  ], 'secrets: each by name only; the api reads the keys Secret, the webhook its own certificate Secret');
+  ], 'secrets: read each by name only; the api reads the keys Secret (and creates kernels\' launcher Secrets), the webhook its own certificate Secret');
   t.same(ofKind<V1Role>(renderChart({ 'auth.enabled': 'false' }), 'Role').filter((r) => r.metadata?.name === 'submission-service-api-keys'), [],
     'no keys Secret access without auth');
 
@@ -156,6 +157,7 @@ t.test('RBAC: least privilege', async (t) => {
     { apiGroups: [''], resources: ['pods'], verbs: ['create', 'get', 'list', 'watch', 'delete', 'deletecollection'] },
     { apiGroups: [''], resources: ['pods/log'], verbs: ['get'] },
     { apiGroups: ['submission-service.io'], resources: ['applications', 'applications/status', 'configtemplates'], verbs: ['create', 'get', 'list', 'watch', 'update', 'patch', 'delete'] },
+    { apiGroups: [''], resources: ['secrets'], verbs: ['create'] },
     { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['create'] },
     { apiGroups: ['coordination.k8s.io'], resources: ['leases'], resourceNames: ['submission-service-controller'], verbs: ['get', 'update'] },
   ]);

@@ -17,3 +17,4 @@ export * from './spark-properties.js';
 export * from './spark-ui.js';
 export * from './sizing-explanation.js';
 export * from './sizing-annotation.js';
+export * from './launcher-credential.js';

@@ -31,6 +31,14 @@ export const isReservedLabel = (key: string): boolean => key.startsWith('submiss
  */
 export const KERNEL_LABEL_PREFIX = 'kernel.submission-service.io/';
 export const isKernelLabel = (key: string): boolean => key.startsWith(KERNEL_LABEL_PREFIX);
+/**
+ * On a warm pool's kernel once claimed: the claiming key's id. Set by the API on the gateway's
+ * claim (POST /api/apps/{app}/claim, with the gateway's proof and the claimer's key), never by a
+ * submission (the kernel prefix is the gateway's); the owner checks honour it beside `submittedBy`.
+ */
+export const KERNEL_CLAIMER_LABEL = `${KERNEL_LABEL_PREFIX}claimed-by`;
+/** On a warm pool's kernels: the template whose pool started it (gateway/kernel-registry.ts sets it). */
+export const KERNEL_POOL_LABEL_KEY = `${KERNEL_LABEL_PREFIX}pool`;
 
 /** An application's own labels among a pod's or a resource's labels. */
 export function applicationLabels(labels: Record<string, string> | undefined): Record<string, string> {

@@ -3,6 +3,7 @@
 // things with the same words. Templates are written by admins and are not checked here.
 import type { ApplicationConfig } from '../../schemas/index.js';
 import { kubernetesPropertyAllowed } from './kubernetes-properties.js';
+import { KERNEL_CLAIMER_LABEL } from './labels.js';
 
 export interface SubmissionPolicy {
   /** Service accounts configOverrides may name (driver/executor.serviceAccount). The default one is always allowed. */
@@ -122,4 +123,14 @@ const envRefusal = (field: string, name: string): PolicyRefusal => ({
 export function mayActOn(caller: { id: string; role: 'user' | 'admin' } | null | undefined, submittedBy: string | null | undefined, policy: SubmissionPolicy): boolean {
   if (!caller || caller.role === 'admin' || policy.usersActOnAllApplications) return true;
   return submittedBy === caller.id;
+}
+
+/**
+ * mayActOn for an application record: its submitter, or the key that claimed it from a warm pool
+ * (KERNEL_CLAIMER_LABEL: the pool's gateway submitted it, the kernel is the claimer's).
+ */
+export function mayActOnApplication(caller: { id: string; role: 'user' | 'admin' } | null | undefined,
+  app: { submittedBy?: string | null; labels?: Record<string, string> | null }, policy: SubmissionPolicy): boolean {
+  const claimer = app.labels?.[KERNEL_CLAIMER_LABEL];
+  return mayActOn(caller, app.submittedBy, policy) || (claimer !== undefined && mayActOn(caller, claimer, policy));
 }
