@@ -59,7 +59,7 @@ t.test('Spark cluster mode on a real node', { skip: unavailable }, async (t) => 
     const res = await bed.call('POST', '/api/apps/', {
       jobName: 'pi',
       configOverrides: {
-        type: 'Python', mainApplicationFile: PI_PY, arguments: ['60'],
+        type: 'Python', mainApplicationFile: PI_PY, arguments: ['150'],
         driver: { secrets: [cloudKey] }, executor: { cores: 1, instances: 1, secrets: [cloudKey] },
       },
     });
