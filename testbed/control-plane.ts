@@ -43,6 +43,8 @@ export interface TestbedOptions {
   keep?: boolean;
   /** For a real kubelet: ServiceAccount admission and the controllers it needs (test/cluster/README.md). */
   nodeControllers?: boolean;
+  /** For a real node's pods: the machine's address the "kubernetes" Service points at (the apiserver then listens on all addresses). */
+  advertiseAddress?: string;
   readyTimeoutMs?: number;
 }
 
@@ -58,7 +60,8 @@ export async function startTestbed(dir: string, options: TestbedOptions = {}): P
   const port = options.port ?? await freePort();
   const logFile = join(dir, 'testbed.log');
   const log = openSync(logFile, 'a');
-  const args = ['--dir', dir, '--port', String(port), ...(options.scheduler ? ['--scheduler'] : []), ...(options.keep ? ['--keep'] : []), ...(options.nodeControllers ? ['--node-controllers'] : [])];
+  const args = ['--dir', dir, '--port', String(port), ...(options.scheduler ? ['--scheduler'] : []), ...(options.keep ? ['--keep'] : []), ...(options.nodeControllers ? ['--node-controllers'] : []),
+    ...(options.advertiseAddress ? ['--advertise-address', options.advertiseAddress] : [])];
   const child = spawn(testbedBinary(), args, { stdio: ['ignore', 'pipe', log] });
   closeSync(log);
   running.add(child);

@@ -22,6 +22,8 @@ export function nodePaths(dir: string) {
     kubeletLog: join(dir, 'kubelet.log'),
     corefile: join(dir, 'Corefile'),
     dnsLog: join(dir, 'coredns.log'),
+    kubeProxyConfig: join(dir, 'kube-proxy.yaml'),
+    kubeProxyLog: join(dir, 'kube-proxy.log'),
   };
 }
 export type NodePaths = ReturnType<typeof nodePaths>;
@@ -33,6 +35,8 @@ export const POD_SUBNET = '10.244.0.0/24';
 export const GATEWAY = '10.244.0.1';
 export const SANDBOX_IMAGE = 'localhost/testbed/pause:1';
 export const TEST_IMAGE = 'localhost/testbed/testbox:1';
+/** The apiserver's ClusterIP (first of --service-cluster-ip-range in test/cluster/main.go). */
+export const KUBERNETES_SERVICE_IP = '10.0.0.1';
 
 const q = (s: string) => `'${s}'`; // TOML literal string: no escapes inside
 
@@ -130,6 +134,33 @@ export function kubeletConfig(p: NodePaths, options: { nodeIp: string; caFile: s
     syncFrequency: '10s',
     fileCheckFrequency: '20s',
     staticPodPath: '',
+  }, null, 2);
+}
+
+/**
+ * kube-proxy in iptables mode, so ClusterIP Services (the apiserver's "kubernetes" first of
+ * all: Spark's driver talks to it from its pod) work from pods. It changes no sysctl here:
+ * conntrack limits and timeouts stay the machine's (0 = leave), and no NodePort on
+ * localhost (that needs route_localnet). Every Service connection is masqueraded: pods share
+ * one bridge without br_netfilter, so a reply from a pod behind a Service would otherwise go
+ * straight back over the bridge, past the host's conntrack that undoes the DNAT.
+ */
+export function kubeProxyConfig(options: { kubeconfig: string; healthzPort: number; metricsPort: number }): string {
+  return JSON.stringify({
+    apiVersion: 'kubeproxy.config.k8s.io/v1alpha1',
+    kind: 'KubeProxyConfiguration',
+    clientConnection: { kubeconfig: options.kubeconfig },
+    hostnameOverride: 'testbed-node',
+    mode: 'iptables',
+    clusterCIDR: POD_SUBNET,
+    detectLocalMode: 'ClusterCIDR',
+    healthzBindAddress: `127.0.0.1:${options.healthzPort}`,
+    metricsBindAddress: `127.0.0.1:${options.metricsPort}`,
+    // This machine refuses a negative oom_score_adj (see restrict_oom_score_adj).
+    oomScoreAdj: 0,
+    iptables: { masqueradeAll: true, localhostNodePorts: false, syncPeriod: '30s' },
+    conntrack: { maxPerCore: 0, min: 0, tcpEstablishedTimeout: '0s', tcpCloseWaitTimeout: '0s' },
+    nodePortAddresses: ['primary'],
   }, null, 2);
 }
 

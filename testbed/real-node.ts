@@ -1,7 +1,7 @@
 // A real node beside the test bed's control plane (`testbed up --real-node`, and the tests
 // that need one): containerd 2.x with Debian's runc and the bridge CNI plugin, the kubelet
 // of the control plane's own Kubernetes version and cluster DNS (CoreDNS on the bridge's
-// address), all built by test/node/build.sh. Pods run
+// address) and kube-proxy (ClusterIP Services), all built by test/node/build.sh. Pods run
 // in containers with their own network; `down` (or the next start) undoes every change to
 // the machine (node-cleanup.ts). One node per machine: port 10250 and the paths the kubelet
 // hard-codes are the machine's, so a lock file says who has it.
@@ -13,7 +13,7 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { CoreV1Api, KubeConfig, type V1Node } from '@kubernetes/client-node';
 import { cleanUpNode, hostBefore, readNodeState, writeNodeState, type NodeState } from './node-cleanup.js';
-import { BRIDGE, cniConfig, containerdConfig, corefile, GATEWAY, kubeletConfig, nodePaths, type NodePaths, POD_SUBNET } from './node-config.js';
+import { BRIDGE, cniConfig, containerdConfig, corefile, GATEWAY, kubeletConfig, kubeProxyConfig, nodePaths, type NodePaths, POD_SUBNET } from './node-config.js';
 import { freePort } from '../lib/free-port.js';
 
 const run = promisify(execFile);
@@ -72,6 +72,8 @@ export interface RealNodeOptions {
   /** The node's directory (the test bed's DIR/node). */
   dir: string;
   kubeconfig: string;
+  /** The kubelet's own (system:node:testbed-node); the admin kubeconfig when absent. */
+  nodeKubeconfig?: string;
   /** The CA whose certificates the kubelet accepts (the apiserver's admin client certificate). */
   caFile: string;
   readyTimeoutMs?: number;
@@ -145,7 +147,8 @@ export async function startRealNode(options: RealNodeOptions): Promise<RealNode>
     await waitFor(async () => { await run(join(binDir, 'ctr'), ['--address', p.socket, 'version']); return true; }, containerd, 60_000, `containerd (${p.containerdLog})`);
     for (const image of ['pause.tar', 'testbox.tar']) await importImage(binDir, p.socket, join(binDir, image));
 
-    const kubelet = daemon(binDir, p.kubeletLog, ['kubelet', '--config', p.kubeletConfig, '--kubeconfig', options.kubeconfig,
+    const kubeletKubeconfig = options.nodeKubeconfig && existsSync(options.nodeKubeconfig) ? options.nodeKubeconfig : options.kubeconfig;
+    const kubelet = daemon(binDir, p.kubeletLog, ['kubelet', '--config', p.kubeletConfig, '--kubeconfig', kubeletKubeconfig,
       '--root-dir', p.kubeletRoot, '--hostname-override', NODE_NAME, '--node-ip', ip, '--v=1']);
     children.kubelet = kubelet;
     state.pids.kubelet = kubelet.pid!;
@@ -155,6 +158,15 @@ export async function startRealNode(options: RealNodeOptions): Promise<RealNode>
     const core = kc.makeApiClient(CoreV1Api);
     await waitFor(async () => ready(await core.readNode({ name: NODE_NAME })), kubelet, options.readyTimeoutMs ?? 120_000, `node ${NODE_NAME} Ready (${p.kubeletLog})`);
     await waitFor(async () => (await fetch(`http://127.0.0.1:${readyPort}/ready`, { signal: AbortSignal.timeout(5_000) })).ok, dns, 60_000, `cluster DNS (${p.dnsLog})`);
+
+    // Healthy once it has written the Services' rules (the "kubernetes" Service among them).
+    const healthzPort = await freePort();
+    writeFileSync(p.kubeProxyConfig, kubeProxyConfig({ kubeconfig: options.kubeconfig, healthzPort, metricsPort: await freePort() }));
+    const proxy = daemon(binDir, p.kubeProxyLog, ['kube-proxy', '--config', p.kubeProxyConfig, '--v=1']);
+    children.proxy = proxy;
+    state.pids.kubeProxy = proxy.pid!;
+    writeNodeState(p, state);
+    await waitFor(async () => (await fetch(`http://127.0.0.1:${healthzPort}/healthz`, { signal: AbortSignal.timeout(5_000) })).ok, proxy, 60_000, `kube-proxy (${p.kubeProxyLog})`);
   } catch (error) {
     await stop().catch(() => undefined);
     throw error;
@@ -204,10 +216,11 @@ async function terminate(child: ChildProcess | undefined, graceMs: number): Prom
  * The kubelet first (a running kubelet starts pods again), then every pod through CRI (so
  * CNI removes its veth and address), then containerd; then whatever is left is undone.
  */
-type Daemons = Partial<Record<'containerd' | 'dns' | 'kubelet', ChildProcess>>;
+type Daemons = Partial<Record<'containerd' | 'dns' | 'kubelet' | 'proxy', ChildProcess>>;
 
-async function stopNode(p: NodePaths, binDir: string, { containerd, dns, kubelet }: Daemons): Promise<void> {
+async function stopNode(p: NodePaths, binDir: string, { containerd, dns, kubelet, proxy }: Daemons): Promise<void> {
   await terminate(kubelet, 10_000);
+  await terminate(proxy, 5_000);
   await terminate(dns, 5_000);
   if (containerd && !exited(containerd)) {
     await run(join(binDir, 'testnode'), ['stop-pods', p.socket], { timeout: 120_000 })

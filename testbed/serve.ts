@@ -9,7 +9,7 @@ import { rmSync, writeFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
-import { createFakeNodes, ensureCrds, ensureNamespace } from '../cluster/kubernetes/bootstrap.js';
+import { createFakeNodes, ensureCrds, ensureDriverAccount, ensureNamespace } from '../cluster/kubernetes/bootstrap.js';
 import { kubeClients } from '../cluster/kubernetes/client.js';
 import { KubernetesCluster } from '../cluster/kubernetes/kubernetes-cluster.js';
 import { defaultDataDir, findSpark } from '../cli/config.js';
@@ -25,7 +25,7 @@ import { FileKeyStore } from '../submit-api/auth/key-store.js';
 import { startTestbed } from './control-plane.js';
 import { productArgs } from './entry.js';
 import { FakeKubelet } from './fake-kubelet.js';
-import { startRealNode } from './real-node.js';
+import { nodeIp, startRealNode } from './real-node.js';
 
 export const serveFlags = {
   'node-pools': { type: 'string' },
@@ -52,15 +52,17 @@ export async function serve(dir: string, values: ServeOptions): Promise<void> {
   rmSync(join(dir, 'state.json'), { force: true });
   if (values['real-node'] && values['run-pods']) throw new Error('--real-node runs pods itself; --run-pods (FakeKubelet) is for fake nodes');
   const realNode = values['real-node'];
-  const testbed = await startTestbed(join(dir, 'testbed'), { scheduler: values.nodes || realNode, nodeControllers: realNode });
+  const testbed = await startTestbed(join(dir, 'testbed'), { scheduler: values.nodes || realNode, nodeControllers: realNode, advertiseAddress: realNode ? nodeIp() : undefined });
   const { kubeconfig } = testbed;
   // Stopped (and its changes to the machine undone) by close(), or by `testbed down` after a crash.
-  const node = realNode ? await startRealNode({ dir: join(dir, 'node'), kubeconfig, caFile: join(dir, 'testbed', 'pki', 'ca.crt') }) : undefined;
+  const node = realNode ? await startRealNode({ dir: join(dir, 'node'), kubeconfig, nodeKubeconfig: join(dir, 'testbed', 'node.kubeconfig'), caFile: join(dir, 'testbed', 'pki', 'ca.crt') }) : undefined;
   const clients = kubeClients(kubeconfig);
   const rules = rulesFrom(values['node-pools'], values.namespace);
   await ensureNamespace(clients, values.namespace);
   await ensureCrds(clients);
   if (values.nodes) await createFakeNodes(clients, rules);
+  // Spark's own driver creates its executors on a real node: it needs its service account.
+  if (realNode) await ensureDriverAccount(clients, values.namespace, rules.serviceAccount);
   const webhookPort = await freePort();
   const webhook = await startWebhookService({
     clients, rules, certDir: join(dir, 'certs'), port: webhookPort, host: '127.0.0.1',

@@ -1,6 +1,6 @@
 // Puts what the service needs into a cluster that has none of it: the namespace, the
 // CRDs (generated from schemas/), and for the test bed, Node objects for each pool.
-import { ApiextensionsV1Api, loadYaml, type V1CustomResourceDefinition, type V1Node } from '@kubernetes/client-node';
+import { ApiextensionsV1Api, loadYaml, RbacAuthorizationV1Api, type V1CustomResourceDefinition, type V1Node } from '@kubernetes/client-node';
 import { allCrds } from '../../schemas/crd.js';
 import { type AdmissionRules, podMemoryMib, type ResolvedPool } from '../../webhook/domain/index.js';
 import type { KubeClients } from './client.js';
@@ -77,4 +77,24 @@ export async function createFakeNodes(clients: KubeClients, rules: AdmissionRule
     }
   }
   return names;
+}
+
+/**
+ * The service account Spark drivers run as, and what a driver does with it (the chart's
+ * spark-driver Role, manifests/chart/templates/rbac.yaml): its executor pods, their config
+ * maps and on-demand PVCs, a driver service, and Spark's cleanup by label selector. For a
+ * cluster with real kubelets where the chart is not installed (`testbed up --real-node`).
+ */
+export async function ensureDriverAccount(clients: KubeClients, namespace: string, name: string): Promise<void> {
+  const rbac = clients.kc.makeApiClient(RbacAuthorizationV1Api);
+  await clients.core.createNamespacedServiceAccount({ namespace, body: { metadata: { name } } }).catch(unlessExists);
+  await rbac.createNamespacedRole({ namespace, body: {
+    metadata: { name },
+    rules: [{ apiGroups: [''], resources: ['pods', 'services', 'configmaps', 'persistentvolumeclaims'], verbs: ['create', 'get', 'list', 'watch', 'delete', 'deletecollection'] }],
+  } }).catch(unlessExists);
+  await rbac.createNamespacedRoleBinding({ namespace, body: {
+    metadata: { name },
+    roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name },
+    subjects: [{ kind: 'ServiceAccount', name, namespace }],
+  } }).catch(unlessExists);
 }

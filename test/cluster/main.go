@@ -2,7 +2,7 @@
 // and optionally kube-scheduler) in one process for integration tests, in the
 // spirit of envtest but built from Kubernetes' own Go modules.
 //
-//	testbed --dir DIR [--scheduler] [--gc=false] [--node-controllers] [--port N] [--keep]
+//	testbed --dir DIR [--scheduler] [--gc=false] [--node-controllers] [--advertise-address IP] [--port N] [--keep]
 //
 // With --keep, a DIR left by an earlier run is started again as the same cluster
 // (same PKI, same etcd data) instead of a new one. Prints "READY <kubeconfig> <apiserver-url>" on stdout once usable; logs go
@@ -44,18 +44,19 @@ func main() {
 	keep := fs.Bool("keep", false, "restart the cluster DIR holds (its PKI and etcd data) instead of making a new one")
 	withGC := fs.Bool("gc", true, "also run kube-controller-manager's garbage collector (ownerReferences)")
 	nodeControllers := fs.Bool("node-controllers", false, "for a real kubelet: ServiceAccount admission and the endpointslice, serviceaccount, serviceaccount-token and root-ca-cert-publisher controllers")
+	advertise := fs.String("advertise-address", "", "for pods of a real node: the machine's address the \"kubernetes\" Service points at (the apiserver then listens on every address, not only 127.0.0.1)")
 	fs.Parse(os.Args[1:])
 	if *dir == "" {
 		fmt.Fprintln(os.Stderr, "testbed: --dir is required")
 		os.Exit(2)
 	}
-	if err := run(*dir, *withScheduler, *withGC, *nodeControllers, *port, *keep); err != nil {
+	if err := run(*dir, *withScheduler, *withGC, *nodeControllers, *advertise, *port, *keep); err != nil {
 		fmt.Fprintln(os.Stderr, "testbed:", err)
 		os.Exit(1)
 	}
 }
 
-func run(dir string, withScheduler, withGC, nodeControllers bool, port int, keep bool) error {
+func run(dir string, withScheduler, withGC, nodeControllers bool, advertise string, port int, keep bool) error {
 	dir, err := filepath.Abs(dir)
 	if err != nil {
 		return err
@@ -104,8 +105,14 @@ func run(dir string, withScheduler, withGC, nodeControllers bool, port int, keep
 	}
 	serverURL := fmt.Sprintf("https://127.0.0.1:%d", port)
 	kubeconfig := filepath.Join(dir, "kubeconfig")
-	if err := writeKubeconfig(kubeconfig, serverURL, p); err != nil {
+	if err := writeKubeconfig(kubeconfig, serverURL, "testbed-admin", p.adminCert, p.adminKey, p); err != nil {
 		return err
+	}
+	// DIR/node.kubeconfig: the real node's kubelet signs in with its own certificate.
+	if p.nodeCert != nil {
+		if err := writeKubeconfig(filepath.Join(dir, "node.kubeconfig"), serverURL, "system:node:"+nodeName, p.nodeCert, p.nodeKey, p); err != nil {
+			return err
+		}
 	}
 
 	etcd, etcdURL, err := startEtcd(filepath.Join(dir, "etcd"))
@@ -126,10 +133,8 @@ func run(dir string, withScheduler, withGC, nodeControllers bool, port int, keep
 	}
 	const issuer = "https://kubernetes.default.svc.cluster.local"
 	cmd := apiserver.NewAPIServerCommand()
-	cmd.SetArgs([]string{
+	args := []string{
 		"--etcd-servers=" + etcdURL,
-		"--bind-address=127.0.0.1",
-		"--advertise-address=127.0.0.1",
 		"--secure-port=" + strconv.Itoa(port),
 		"--cert-dir=" + filepath.Join(dir, "pki", "serving"), // unused: tls-* files below win
 		"--tls-cert-file=" + p.path("apiserver.crt"),
@@ -142,9 +147,6 @@ func run(dir string, withScheduler, withGC, nodeControllers bool, port int, keep
 		"--service-account-key-file=" + p.path("sa.pub"),
 		"--service-account-signing-key-file=" + p.path("sa.key"),
 		"--service-cluster-ip-range=10.0.0.0/24",
-		// The "kubernetes" Service endpoint would be 127.0.0.1, which Endpoints validation
-		// rejects (logged every 10s); nothing in-cluster needs it, so don't reconcile it.
-		"--endpoint-reconciler-type=none",
 		"--allow-privileged=true",
 		// A real kubelet (testbed up --real-node) serves logs, exec and port-forward on the
 		// node's InternalIP; its hostname need not resolve. The apiserver calls it with the
@@ -157,7 +159,8 @@ func run(dir string, withScheduler, withGC, nodeControllers bool, port int, keep
 		"--shutdown-watch-termination-grace-period=2s",
 		"--profiling=false",
 		"--v=0",
-	})
+	}
+	cmd.SetArgs(append(args, addressArgs(advertise)...))
 	apiDone := make(chan error, 1)
 	go func() { apiDone <- cmd.Execute() }()
 
@@ -227,6 +230,19 @@ func run(dir string, withScheduler, withGC, nodeControllers bool, port int, keep
 		return errors.New("apiserver did not stop within 60s")
 	}
 	return nil // deferred etcd.Close runs after the apiserver is gone
+}
+
+// addressArgs: where the apiserver listens and what the "kubernetes" Service points at.
+// Without a real node, loopback only, and the Service is not reconciled (its endpoint would
+// be 127.0.0.1, which Endpoints validation rejects, logged every 10s; nothing in-cluster
+// needs it). With one, pods reach the apiserver through the Service (kube-proxy DNATs
+// 10.0.0.1:443 to advertise:port), as Spark's driver does with its in-cluster config, so it
+// listens on every address (client certificates or tokens are still required).
+func addressArgs(advertise string) []string {
+	if advertise == "" {
+		return []string{"--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", "--endpoint-reconciler-type=none"}
+	}
+	return []string{"--bind-address=0.0.0.0", "--advertise-address=" + advertise, "--endpoint-reconciler-type=lease"}
 }
 
 // runScheduler is what NewSchedulerCommand's RunE does, minus the signal handler it
@@ -365,7 +381,7 @@ func waitFor(check func(context.Context) error, done <-chan error, sigs <-chan o
 	}
 }
 
-func writeKubeconfig(path, server string, p *pki) error {
+func writeKubeconfig(path, server, user string, cert, key []byte, p *pki) error {
 	b64 := base64.StdEncoding.EncodeToString
 	cfg := fmt.Sprintf(`apiVersion: v1
 kind: Config
@@ -375,16 +391,16 @@ clusters:
     server: %s
     certificate-authority-data: %s
 users:
-- name: testbed-admin
+- name: %[3]s
   user:
-    client-certificate-data: %s
-    client-key-data: %s
+    client-certificate-data: %[4]s
+    client-key-data: %[5]s
 contexts:
 - name: testbed
   context:
     cluster: testbed
-    user: testbed-admin
+    user: %[3]s
 current-context: testbed
-`, server, b64(p.caCert), b64(p.adminCert), b64(p.adminKey))
+`, server, b64(p.caCert), user, b64(cert), b64(key))
 	return os.WriteFile(path, []byte(cfg), 0o600)
 }

@@ -28,7 +28,11 @@ type pki struct {
 	dir                         string
 	caCert, adminCert, adminKey []byte // PEM, also embedded in the kubeconfig
 	token                       string
+	nodeCert, nodeKey           []byte // the real node's kubelet; absent in a PKI from before it existed
 }
+
+// nodeName is the real node's name (NODE_NAME in testbed/real-node.ts).
+const nodeName = "testbed-node"
 
 func (p *pki) path(name string) string { return filepath.Join(p.dir, name) }
 
@@ -114,6 +118,17 @@ func newPKI(dir string) (*pki, error) {
 		return nil, err
 	}
 
+	// The real node's kubelet (testbed/real-node.ts): in system:nodes as system:node:<its
+	// name>, so the Node authorizer gives it what a kubelet gets, not cluster-admin.
+	nodeCert, nodeKey, err := issue("node", &x509.Certificate{
+		Subject:     pkix.Name{CommonName: "system:node:" + nodeName, Organization: []string{"system:nodes"}},
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	})
+	if err != nil {
+		return nil, err
+	}
+	p.nodeCert, p.nodeKey = nodeCert, nodeKey
+
 	// Service-account token signing key (ES256) and its public half.
 	saKey, saDER, err := newKey()
 	if err != nil {
@@ -166,6 +181,8 @@ func loadPKI(dir string) (*pki, error) {
 		files[name] = b
 	}
 	p.caCert, p.adminCert, p.adminKey = files["ca.crt"], files["admin.crt"], files["admin.key"]
+	p.nodeCert, _ = os.ReadFile(p.path("node.crt"))
+	p.nodeKey, _ = os.ReadFile(p.path("node.key"))
 
 	caBlock, _ := pem.Decode(p.caCert)
 	if caBlock == nil {

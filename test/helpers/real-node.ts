@@ -4,7 +4,7 @@
 // earlier by the test, to check that nothing is left).
 import { join } from 'node:path';
 import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
-import { type RealNode, startRealNode } from '../../testbed/real-node.js';
+import { nodeIp, type RealNode, startRealNode } from '../../testbed/real-node.js';
 import { startTestbed, type Testbed } from '../../testbed/control-plane.js';
 import { tempDir } from './temp.js';
 
@@ -22,14 +22,14 @@ export interface RealNodeBed {
 
 export async function startRealNodeBed(t: TestLike): Promise<RealNodeBed> {
   const dir = tempDir(t, 'subsvc-node-');
-  const testbed = await startTestbed(join(dir, 'testbed'), { scheduler: true, nodeControllers: true });
+  const testbed = await startTestbed(join(dir, 'testbed'), { scheduler: true, nodeControllers: true, advertiseAddress: nodeIp() });
   let node: RealNode | undefined;
   // Registered after tempDir's teardown, so both run before the directory goes.
   t.teardown(async () => {
     await node?.stop().catch((error: Error) => process.stderr.write(`real node: ${error.message}\n`));
     await testbed.stop();
   });
-  node = await startRealNode({ dir: join(dir, 'node'), kubeconfig: testbed.kubeconfig, caFile: join(dir, 'testbed', 'pki', 'ca.crt') });
+  node = await startRealNode({ dir: join(dir, 'node'), kubeconfig: testbed.kubeconfig, nodeKubeconfig: join(dir, 'testbed', 'node.kubeconfig'), caFile: join(dir, 'testbed', 'pki', 'ca.crt') });
   const kc = new KubeConfig();
   kc.loadFromFile(testbed.kubeconfig);
   return { dir, testbed, node, kc, core: kc.makeApiClient(CoreV1Api) };

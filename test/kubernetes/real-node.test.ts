@@ -5,11 +5,13 @@
 // bridge CNI plugin and the kubelet of the control plane's version. Pods run in containers
 // from an image imported without a registry; their logs, exec and port-forward come through
 // the apiserver; a pod reaches another over the pod network and by its Service's name
-// (cluster DNS); the endpointslice and service-account controllers do their part. Then the node is stopped and nothing of it is
+// (cluster DNS), and through a ClusterIP Service (kube-proxy), the apiserver's own among them;
+// the endpointslice and service-account controllers do their part. Then the node is stopped and nothing of it is
 // left on the machine: no process, mount, network device, iptables chain, cgroup or file,
 // and the sysctls the kubelet changed are back.
 import t from 'tap';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { createServer, type AddressInfo, type Socket } from 'node:net';
 import { Resolver } from 'node:dns/promises';
 import { PassThrough } from 'node:stream';
@@ -17,7 +19,7 @@ import { DiscoveryV1Api, Exec, PortForward, type V1Pod } from '@kubernetes/clien
 import { eventually } from '../helpers/kubernetes.js';
 import { type RealNodeBed, realNodeUnavailable, startRealNodeBed } from '../helpers/real-node.js';
 import { hostBefore, kubeletCgroups, mountsUnder, nodeChains, nodeProcesses, podNetworkDevices, readNodeState, SYSCTLS, readSysctl } from '../../testbed/node-cleanup.js';
-import { BRIDGE, GATEWAY, nodePaths, TEST_IMAGE } from '../../testbed/node-config.js';
+import { BRIDGE, GATEWAY, KUBERNETES_SERVICE_IP, nodePaths, TEST_IMAGE } from '../../testbed/node-config.js';
 import { NODE_NAME, ready } from '../../testbed/real-node.js';
 
 const unavailable = realNodeUnavailable();
@@ -129,6 +131,36 @@ t.test('a real node runs pods in containers on their own network', { skip: unava
     const { port } = listener.address() as AddressInfo;
     const res = await fetch(`http://127.0.0.1:${port}/`, { headers: { connection: 'close' }, signal: AbortSignal.timeout(30_000) });
     t.equal(await res.text(), 'server\n', 'port-forward reached the pod');
+  });
+
+  t.test('a pod reaches a ClusterIP Service and the apiserver through the "kubernetes" Service (kube-proxy)', async (t) => {
+    // The kubelet signed in as itself (the Node authorizer let it register and run pods), not as the admin.
+    t.ok(readFileSync(`/proc/${state.pids.kubelet}/cmdline`, 'utf8').split('\0').includes(join(bed.dir, 'testbed', 'node.kubeconfig')), 'the kubelet runs with its own kubeconfig');
+    t.match(readFileSync(join(bed.dir, 'testbed', 'node.kubeconfig'), 'utf8'), /user: system:node:testbed-node/, 'whose user is system:node:testbed-node');
+
+    // The "server" pod of the test above, now behind a ClusterIP on port 80.
+    const svc = await core.createNamespacedService({ namespace: NS, body: { metadata: { name: 'server-ip' }, spec: { selector: { app: 'server' }, ports: [{ port: 80, targetPort: 8080 }] } } });
+    t.match(svc.spec?.clusterIP, /^10\.0\.0\.\d+$/, 'a ClusterIP of the service range');
+    const viaService = async (name: string, args: string[]) => {
+      await core.createNamespacedPod({ namespace: NS, body: pod(name, args) });
+      const done = await eventually(() => core.readNamespacedPod({ name, namespace: NS }),
+        (p) => p.status?.phase === 'Succeeded' || p.status?.phase === 'Failed', { what: `pod ${name} to end`, timeoutMs: 120_000 });
+      return { phase: done.status?.phase, log: await core.readNamespacedPodLog({ name, namespace: NS }) };
+    };
+    const byIp = await viaService('client-cluster-ip', ['get', `http://${svc.spec!.clusterIP}/`]);
+    t.same(byIp, { phase: 'Succeeded', log: 'server\n' }, 'a pod reached the server pod through the ClusterIP');
+    const byName = await viaService('client-svc-name', ['get', `http://server-ip.${NS}.svc.cluster.local/`]);
+    t.same(byName, { phase: 'Succeeded', log: 'server\n' }, 'and through the Service\'s name');
+
+    // The apiserver's own Service points at this machine's address (advertised), and a pod
+    // reaches it at kubernetes.default.svc with its service account, as Spark's driver does.
+    const kubernetes = await core.readNamespacedService({ name: 'kubernetes', namespace: 'default' });
+    t.equal(kubernetes.spec?.clusterIP, KUBERNETES_SERVICE_IP, 'the kubernetes Service');
+    await eventually(() => kc.makeApiClient(DiscoveryV1Api).listNamespacedEndpointSlice({ namespace: 'default', labelSelector: 'kubernetes.io/service-name=kubernetes' }),
+      (l) => l.items.some((s) => s.endpoints?.some((e) => e.addresses.includes(node.ip))), { what: 'the kubernetes Service\'s endpoint at the node\'s address', timeoutMs: 60_000 });
+    const me = await viaService('whoami', ['whoami']);
+    t.same(me, { phase: 'Succeeded', log: `system:serviceaccount:${NS}:default\n` }, 'the apiserver knew the pod by its service account');
+    t.ok(nodeChains().some((chain) => chain.endsWith(' nat KUBE-SERVICES')), 'kube-proxy\'s rules are in place (removed below)');
   });
 
   t.test('stopping the node leaves nothing behind', async (t) => {

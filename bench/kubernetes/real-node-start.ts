@@ -1,0 +1,101 @@
+// Start latency on the test bed's real node (testbed/real-node.ts) with the Spark runtime image
+// this repository builds: `POST /api/apps/` of pi.py -> driver pod Running and -> first executor
+// pod Running, beside the node's own bare pod start (the test image, create -> Running) and
+// `spark-submit --deploy-mode cluster` of the same pi.py on the same node (start of the JVM ->
+// its driver pod Running). One application at a time: the node has two cores, a driver and
+// an executor take most of them. Needs root and the lock the real-node tests take:
+//
+//   flock /tmp/real-node.lock node --import tsx bench/kubernetes/real-node-start.ts
+//   env: REAL_NODE_APPS (10 of each), SUBMISSION_SERVICE_NODE / _TESTBED (skip the builds)
+//
+// Goal (issue 16): driver Running p99 <= 2 s above the bare pod start; >= 10x faster than spark-submit.
+import type { V1Pod } from '@kubernetes/client-node';
+import { envNumber, fmt, load, percentileSorted, table } from '../lib.js';
+import { runSparkSubmit, sparkSubmitArgs, submissionAuth } from './testbed.js';
+import { PI_PY, SPARK_RUNTIME_IMAGE, sparkNodeUnavailable, startSparkNodeBed } from '../../test/helpers/spark-node.js';
+import { TEST_IMAGE } from '../../testbed/node-config.js';
+import { LABEL_APP, SPARK_ROLE } from '../../webhook/domain/index.js';
+import { join } from 'node:path';
+
+const APPS = envNumber('REAL_NODE_APPS', 10);
+const POLL_MS = 25;
+
+async function until<T>(read: () => Promise<T>, ok: (value: T) => boolean, what: string, timeoutMs = 600_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await read().catch(() => undefined);
+    if (value !== undefined && ok(value)) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((done) => setTimeout(done, POLL_MS));
+  }
+}
+
+const isRunning = (pod: V1Pod | undefined) => pod?.status?.phase === 'Running';
+const stats = (values: number[]) => {
+  const sorted = [...values].sort((a, b) => a - b);
+  return [fmt(percentileSorted(sorted, 50)), fmt(percentileSorted(sorted, 99)), fmt(sorted.at(-1) ?? NaN)];
+};
+
+async function main(): Promise<void> {
+  const unavailable = sparkNodeUnavailable();
+  if (unavailable) throw new Error(unavailable);
+  const teardowns: (() => unknown)[] = [];
+  const bed = await startSparkNodeBed({ teardown: (fn) => teardowns.push(fn) });
+  const { core, namespace } = bed;
+  const podsOf = async (selector: string) => (await core.listNamespacedPod({ namespace, labelSelector: selector })).items;
+  const gone = (selector: string) => until(() => podsOf(selector), (list) => list.length === 0, `pods ${selector} to go`);
+  const bare: number[] = [];
+  const driver: number[] = [];
+  const executor: number[] = [];
+  const submit: number[] = [];
+  try {
+    for (let i = 0; i < APPS; i++) {
+      // The node's own start: a pod of the small test image, create -> Running.
+      const name = `bare-${i}`;
+      let started = performance.now();
+      await core.createNamespacedPod({ namespace, body: { metadata: { name, labels: { bench: 'bare' } }, spec: { terminationGracePeriodSeconds: 0, containers: [{ name: 'main', image: TEST_IMAGE, imagePullPolicy: 'IfNotPresent', args: ['serve', '8080'] }] } } });
+      await until(() => core.readNamespacedPod({ name, namespace }), isRunning, `${name} Running`);
+      bare.push(performance.now() - started);
+      await core.deleteNamespacedPod({ name, namespace, gracePeriodSeconds: 0 });
+
+      // Ours: POST -> driver Running -> first executor Running; then the application goes.
+      started = performance.now();
+      const res = await bed.call('POST', '/api/apps/', { jobName: 'bench', configOverrides: { type: 'Python', mainApplicationFile: PI_PY, arguments: ['200'], executor: { cores: 1, instances: 1 } } });
+      if (res.status !== 201) throw new Error(`POST: ${res.status} ${res.body}`);
+      const appName = (res.json as { appName: string }).appName;
+      await until(() => core.readNamespacedPod({ name: appName, namespace }), isRunning, `${appName} Running`);
+      driver.push(performance.now() - started);
+      await until(() => podsOf(`${SPARK_ROLE}=executor,${LABEL_APP}=${appName}`), (list) => list.some(isRunning), `an executor of ${appName} Running`);
+      executor.push(performance.now() - started);
+      await bed.call('DELETE', `/api/apps/${appName}`);
+      await gone(`${LABEL_APP}=${appName}`);
+
+      // spark-submit --deploy-mode cluster of the same pi.py, a JVM per submission as users run it.
+      const sparkName = `bench-spark-${i}`;
+      started = performance.now();
+      const args = sparkSubmitArgs({ server: bed.testbed.server, auth: submissionAuth(bed.testbed.kubeconfig, join(bed.dir, 'submission-auth')) }, sparkName, { file: PI_PY, arguments: ['200'] }, {
+        'spark.kubernetes.container.image': SPARK_RUNTIME_IMAGE,
+        'spark.kubernetes.authenticate.driver.serviceAccountName': bed.rules.serviceAccount,
+        'spark.kubernetes.driver.request.cores': '460m', 'spark.kubernetes.executor.request.cores': '600m',
+        'spark.driver.memory': '1024m', 'spark.executor.memory': '1024m', 'spark.executor.instances': '1',
+      });
+      const run = await runSparkSubmit(args);
+      if (run.code !== 0) throw new Error(`spark-submit exited ${run.code}: ${run.output.slice(-2_000)}`);
+      await until(() => podsOf(`spark-app-name=${sparkName},${SPARK_ROLE}=driver`), (list) => list.some(isRunning), `${sparkName}'s driver Running`);
+      submit.push(performance.now() - started);
+      await core.deleteCollectionNamespacedPod({ namespace, labelSelector: `spark-app-name=${sparkName}`, gracePeriodSeconds: 0 });
+      await gone(`spark-app-name=${sparkName}`);
+      process.stderr.write(`run ${i + 1}/${APPS}: bare ${fmt(bare.at(-1)!)} ms, driver ${fmt(driver.at(-1)!)} ms, executor ${fmt(executor.at(-1)!)} ms, spark-submit driver ${fmt(submit.at(-1)!)} ms (load ${load()})\n`);
+    }
+  } finally {
+    for (const fn of teardowns.reverse()) await fn();
+  }
+  process.stdout.write(`${table(['start (ms)', 'p50', 'p99', 'max'], [
+    ['bare pod (test image): create -> Running', ...stats(bare)],
+    ['POST /api/apps/ -> driver Running', ...stats(driver)],
+    ['POST /api/apps/ -> first executor Running', ...stats(executor)],
+    ['spark-submit --deploy-mode cluster -> driver Running', ...stats(submit)],
+  ])}\n${APPS} of each, one at a time, load ${load()}\n`);
+}
+
+await main();
