@@ -27,7 +27,7 @@ export interface SparkUiProxyOptions {
   auth: { enabled: boolean; store: KeyVerifier };
   sessions: Sessions;
   policy: SubmissionPolicy;
-  /** The Spark UI's own host (`name` or `name:port`); absent: served on the service's host, sandboxed. */
+  /** The Spark UI's own host (`name` or `name:port`); absent: served on the service's host, sandboxed when authentication is on. */
   uiHost?: string;
 }
 
@@ -59,7 +59,9 @@ export const sparkUiProxy: FastifyPluginAsync<SparkUiProxyOptions> = async (app,
   const prefixes = new WeakMap<IncomingMessage, { prefix: string; target: URL }>();
   proxy.on('proxyRes', (proxyRes, req) => {
     for (const header of DRIVER_HEADERS_DROPPED) delete proxyRes.headers[header];
-    if (uiHostName === undefined) proxyRes.headers['content-security-policy'] = SANDBOX_CSP;
+    // With authentication off there is no session or key a page could use that any client could
+    // not use anyway: the sandbox would protect nothing and cost the UI its scripted tables.
+    if (uiHostName === undefined && opts.auth.enabled) proxyRes.headers['content-security-policy'] = SANDBOX_CSP;
     proxyRes.headers['x-content-type-options'] = 'nosniff';
     const location = proxyRes.headers.location;
     const at = prefixes.get(req);

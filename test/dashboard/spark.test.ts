@@ -83,6 +83,11 @@ t.test('pi.py: config, live log, Spark UI through the proxy', { skip: spark ? fa
   t.match(await uiPage.locator('body').innerText(), /Stages for All Jobs|Completed Stages|Active Stages/, 'a link followed');
   const executors = await uiPage.request.get(`${base}/executors/`);
   t.equal(executors.status(), 200, 'another page through the proxy');
+  // Authentication off: no sandbox (nothing to borrow), so Spark's scripts fill the executors table from its REST API.
+  t.equal(executors.headers()['content-security-policy'], undefined, 'no sandbox with authentication off');
+  await uiPage.goto(`${base}/executors/`);
+  await uiPage.locator('#active-executors-table tbody tr').first().waitFor({ timeout: 120_000 });
+  t.match(await uiPage.locator('#active-executors-table').innerText(), /driver/, "the executors table, filled by Spark's script");
   t.equal((await uiPage.request.post(`${base}/jobs/job/kill/?id=0`)).status(), 405, 'nothing but GET and HEAD goes through (405, Allow: GET, HEAD)');
   await uiPage.close();
   await page.screenshot({ path: join(shots, 'dashboard-app-pi.png'), fullPage: true });
