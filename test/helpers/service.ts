@@ -72,7 +72,7 @@ export async function startService(t: TestLike, options: ServiceOptions): Promis
     killDrivers(options.dataDir);
   });
   const url = await new Promise<string>((ok, fail) => {
-    const timer = setTimeout(() => fail(new Error(`the service did not start in time:\n${output}`)), options.timeoutMs ?? 60_000);
+    const timer = setTimeout(() => fail(new Error(`the service did not start in time:\n${output}`)), options.timeoutMs ?? 300_000); // a safety net: the ready line decides
     const look = () => {
       const m = /at (http:\/\/[^\s/]+)\/api\//.exec(output);
       if (m) { clearTimeout(timer); ok(m[1]); }
