@@ -48,7 +48,7 @@ export async function startJupyter(t: TestLike, root: string, gatewayUrl: string
     }
   });
   const url = `http://127.0.0.1:${port}`;
-  const deadline = Date.now() + 60_000;
+  const deadline = Date.now() + 300_000; // a safety net: it ends when the server answers /api/status
   for (;;) {
     if (child.exitCode !== null) throw new Error(`jupyter ${command} exited:\n${output}`);
     try {
