@@ -5,6 +5,7 @@
 // in every hello: a restarted gateway neither hands a claimed kernel out again nor loses it.
 import type { FastifyBaseLogger } from 'fastify';
 import type { KernelSession } from './kernel-session.js';
+import { poolChecksTotal } from './metrics.js';
 
 /** How often templates are checked (a deleted one drains its pool) and pools topped up. */
 export const POOL_CHECK_MS = 5000;
@@ -79,6 +80,7 @@ export class WarmPool {
     this.checking = this.check()
       .catch((error: Error) => this.log.error({ err: error }, 'warm pool check failed'))
       .finally(() => {
+        poolChecksTotal.inc();
         this.checking = undefined;
         if (this.again) { this.again = false; this.poke(); }
       });

@@ -96,10 +96,10 @@ t.test('GET /api/apps/events streams changes and resumes after a reconnect', asy
   t.teardown(first.stop);
   const searched = follow(base, '/api/apps/events?q=OTH'); // the list's search, ignoring case
   t.teardown(searched.stop);
-  await until(() => [first, searched].every((s) => s.events.some((e) => e.event === 'ready')), { timeoutMs: 5000 });
+  await until(() => [first, searched].every((s) => s.events.some((e) => e.event === 'ready')), { timeoutMs: 60_000 });
   const submitted = await api.call('POST', '/api/apps/', { jobName: 'ev', labels: { team: 'x' }, configOverrides: fakeJob() });
   const other = await api.call('POST', '/api/apps/', { jobName: 'other', configOverrides: fakeJob() });
-  await until(() => first.events.some((e) => e.event === 'changed' && JSON.parse(e.data).state === 'COMPLETED'), { timeoutMs: 15_000 });
+  await until(() => first.events.some((e) => e.event === 'changed' && JSON.parse(e.data).state === 'COMPLETED'), { timeoutMs: 60_000 });
   const changes = first.events.filter((e) => e.event === 'changed').map((e) => JSON.parse(e.data));
   t.ok(changes.every((a) => a.appName === submitted.json.appName), 'only the job asked for');
   t.same(changes.map((a) => a.state).filter((s, i, all) => all.indexOf(s) === i), ['PENDING', 'RUNNING', 'COMPLETED'], 'each transition, in order');
@@ -110,7 +110,7 @@ t.test('GET /api/apps/events streams changes and resumes after a reconnect', asy
   t.equal(final.transitions[0].at, final.createdAt, 'PENDING at creation');
   t.equal(final.transitions[1].at, final.startedAt, 'RUNNING at the start');
   first.stop();
-  await until(() => searched.events.some((e) => e.event === 'changed' && JSON.parse(e.data).state === 'COMPLETED'), { timeoutMs: 15_000 });
+  await until(() => searched.events.some((e) => e.event === 'changed' && JSON.parse(e.data).state === 'COMPLETED'), { timeoutMs: 60_000 });
   const found = searched.events.filter((e) => e.event === 'changed').map((e) => JSON.parse(e.data).appName);
   t.same([...new Set(found)], [other.json.appName], 'q: only what the search finds');
   searched.stop();
@@ -120,7 +120,7 @@ t.test('GET /api/apps/events streams changes and resumes after a reconnect', asy
   t.equal((await api.call('DELETE', `/api/apps/${submitted.json.appName}`)).status, 204);
   const resumed = follow(base, '/api/apps/events', { 'last-event-id': lastSeen });
   t.teardown(resumed.stop);
-  await until(() => resumed.events.some((e) => e.event === 'deleted'), { timeoutMs: 5000 });
+  await until(() => resumed.events.some((e) => e.event === 'deleted'), { timeoutMs: 60_000 });
   t.equal(resumed.events[0].event, 'ready');
   t.equal(resumed.events[0].id, undefined, 'a resumed stream keeps its position');
   const deleted = resumed.events.find((e) => e.event === 'deleted')!;
@@ -130,6 +130,6 @@ t.test('GET /api/apps/events streams changes and resumes after a reconnect', asy
 
   const foreign = follow(base, '/api/apps/events?lastEventId=0000.1');
   t.teardown(foreign.stop);
-  await until(() => foreign.events.some((e) => e.event === 'reset'), { timeoutMs: 5000 });
+  await until(() => foreign.events.some((e) => e.event === 'reset'), { timeoutMs: 60_000 });
   t.pass('an id from elsewhere is answered with a reset');
 });

@@ -48,7 +48,7 @@ export async function startJupyter(t: TestLike, root: string, gatewayUrl: string
     }
   });
   const url = `http://127.0.0.1:${port}`;
-  const deadline = Date.now() + 60_000;
+  const deadline = Date.now() + 300_000; // a safety net: it ends when the server answers /api/status
   for (;;) {
     if (child.exitCode !== null) throw new Error(`jupyter ${command} exited:\n${output}`);
     try {
@@ -129,7 +129,7 @@ export class KernelClient {
     const msgId = this.send('shell', 'execute_request', { code, silent: false, store_history: true, user_expressions: {}, allow_stdin: false, stop_on_error: true });
     const mine = (m: Message) => m.parent_header?.msg_id === msgId;
     const reply = await this.waitFor((m) => mine(m) && m.header.msg_type === 'execute_reply', timeoutMs, from);
-    await this.waitFor((m) => mine(m) && m.header.msg_type === 'status' && m.content.execution_state === 'idle', 10_000, from);
+    await this.waitFor((m) => mine(m) && m.header.msg_type === 'status' && m.content.execution_state === 'idle', 60_000, from);
     const own = this.messages.slice(from).filter(mine);
     const stream = (name: string) => own.filter((m) => m.header.msg_type === 'stream' && m.content.name === name).map((m) => m.content.text).join('');
     const result = own.find((m) => m.header.msg_type === 'execute_result')?.content.data['text/plain'];

@@ -8,22 +8,38 @@ type Asserts = Pick<Test, 'equal' | 'same'>;
 
 type Call = (method: string, path: string, body?: unknown) => Promise<{ status: number; json: any; text: string }>;
 
-const sleep = (ms: number) => new Promise((ok) => setTimeout(ok, ms));
+/** The cell's own thread says when Spark has the job's stage running (Spark's status tracker, not a time waited). */
+const LONG_JOB = [
+  'import threading, time',
+  'def _announce(st=sc.statusTracker()):',
+  '    while not st.getActiveStageIds(): time.sleep(0.05)',
+  '    print("stage running", flush=True)',
+  'threading.Thread(target=_announce, daemon=True).start()',
+  'sc.parallelize(range(400), 2).map(lambda x: __import__("time").sleep(0.5)).count()',
+].join('\n');
 
-/** Interrupt a cell running a long Spark job: the cell stops, and 2 s later no stage or job of it runs. */
+/** Once no job is active (the cancelled one has ended), the last job's status; bounded far above a cancellation. */
+const AFTER_JOB = [
+  'st = sc.statusTracker()',
+  'for _ in range(6000):',
+  '    if not st.getActiveJobsIds() and not st.getActiveStageIds(): break',
+  '    time.sleep(0.05)',
+  'print(len(st.getActiveStageIds()), len(st.getActiveJobsIds()), max(st.getJobIdsForGroup(None)) and st.getJobInfo(max(st.getJobIdsForGroup(None))).status)',
+].join('\n');
+
+/** Interrupt a cell running a long Spark job: the cell stops, and the job ends cancelled, not run to its end. */
 export async function interruptStopsSparkJob(t: Asserts, client: KernelClient, jp: Call, id: string): Promise<void> {
   const from = client.messages.length;
-  const long = client.execute('sc.parallelize(range(400), 2).map(lambda x: __import__("time").sleep(0.5)).count()', 120_000);
-  await client.waitFor((m) => m.header.msg_type === 'execute_input', 30_000, from);
-  await sleep(4000);
+  const long = client.execute(LONG_JOB, 600_000);
+  // The 400 tasks take about 100 s on 2 cores; interrupted once Spark runs them, it ends FAILED (cancelled).
+  await client.waitFor((m) => m.header.msg_type === 'stream' && String(m.content.text).includes('stage running'), 300_000, from);
   const interrupt = await jp('POST', `/api/kernels/${id}/interrupt`, {});
   t.equal(interrupt.status, 204, interrupt.text);
   const stopped = await long;
   t.equal(stopped.reply.content.status, 'error');
   t.equal(stopped.error?.ename, 'KeyboardInterrupt');
-  await sleep(2000);
-  const tracker = await client.execute('st = sc.statusTracker()\nprint(len(st.getActiveStageIds()), len(st.getActiveJobsIds()), max(st.getJobIdsForGroup(None)) and st.getJobInfo(max(st.getJobIdsForGroup(None))).status)');
-  t.equal(tracker.stdout.trim(), '0 0 FAILED', 'no stage or job runs 2 s later; the job was cancelled');
+  const tracker = await client.execute(AFTER_JOB, 600_000);
+  t.equal(tracker.stdout.trim(), '0 0 FAILED', 'once nothing runs, the job says FAILED: it was cancelled, not run to its end');
 }
 
 /** Restart: same id, same socket, `restarting` then `idle`, a fresh namespace, Spark kept. */

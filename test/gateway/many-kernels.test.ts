@@ -4,6 +4,7 @@
 // receives the iopub output it missed and the reply to its request (the replay buffer).
 import { join } from 'node:path';
 import t from 'tap';
+import { until } from '../helpers/poll.js';
 import { http, realSpark, sparkEnv, startService } from '../helpers/service.js';
 import { tempDir } from '../helpers/temp.js';
 import { KernelClient } from './jupyter.js';
@@ -38,12 +39,16 @@ t.test(`${COUNT} kernels started at once all become idle; missed output is repla
   // Its own first line (a loaded JVM may write warnings to the kernel's stderr before it).
   await first.waitFor((m) => m.header.msg_type === 'stream' && String(m.content.text).includes('line 0'), 30_000);
   first.ws.terminate();
-  await new Promise((ok) => setTimeout(ok, 3000));
+  // The gateway's model says when the socket is gone and the cell is done: every later line was missed.
+  await until(async () => {
+    const model = (await http(service.url, 'GET', `/notebooks/api/kernels/${ids[0]}`)).json as { execution_state: string; connections: number };
+    return model.connections === 0 && model.execution_state === 'idle';
+  }, { timeoutMs: 120_000, intervalMs: 100, what: 'the cell to end with no client attached' });
   const again = await new KernelClient(`${ws}/notebooks/api/kernels/${ids[0]}/channels`, first.sessionId).open(t);
-  await again.waitFor((m) => m.header.msg_type === 'stream' && String(m.content.text).includes('line 4'), 10_000);
+  await again.waitFor((m) => m.header.msg_type === 'stream' && String(m.content.text).includes('line 4'), 60_000);
   const seen = [...first.messages, ...again.messages].filter((m) => m.header.msg_type === 'stream').map((m) => String(m.content.text)).join('');
   t.same(seen.match(/line \d/g), ['line 0', 'line 1', 'line 2', 'line 3', 'line 4'], 'every line once: what was missed came on reconnect');
-  const reply = await again.waitFor((m) => m.header.msg_type === 'execute_reply' && m.parent_header.msg_id === asked, 10_000);
+  const reply = await again.waitFor((m) => m.header.msg_type === 'execute_reply' && m.parent_header.msg_id === asked, 60_000);
   t.equal(reply.content.status, 'ok', 'the reply to the request of the closed socket came too');
 
   await Promise.all(ids.map((id) => http(service.url, 'DELETE', `/notebooks/api/kernels/${id}`)));

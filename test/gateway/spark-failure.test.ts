@@ -21,9 +21,9 @@ t.test('a Spark start failure is shown in the notebook', { skip, timeout: 300_00
   const failure = await client.waitFor((m) => m.header.msg_type === 'stream' && /Spark failed to start/.test(String(m.content.text)), 180_000);
   t.match(failure.content.text, /NoSuchSerializer|ClassNotFound/, 'the reason is shown');
   t.equal((await client.execute('6 * 7')).result, '42', 'the kernel works');
-  const shown = await client.execute('repr(sc)', 10_000);
+  const shown = await client.execute('repr(sc)', 120_000);
   t.match(shown.result, /failed to start/, 'printing the placeholder answers at once');
-  const used = await client.execute('sc.parallelize([1]).count()', 10_000);
+  const used = await client.execute('sc.parallelize([1]).count()', 120_000);
   t.equal(used.error?.ename, 'RuntimeError');
   t.match(used.error?.evalue, /Spark failed to start/, 'using it raises a clear error');
   t.equal((await http(service.url, 'DELETE', `/notebooks/api/kernels/${created.json.id}`)).status, 204);

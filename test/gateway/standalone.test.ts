@@ -30,7 +30,7 @@ t.test('the gateway alone, against the API over HTTP', { skip, timeout: 300_000 
   child.stderr.on('data', (c) => { output += c; });
   const exited = new Promise((ok) => child.once('exit', ok));
   t.teardown(async () => { if (child.exitCode === null) { child.kill('SIGKILL'); await exited; } });
-  const deadline = Date.now() + 30_000;
+  const deadline = Date.now() + 120_000; // a safety net: the line is printed once it listens
   while (!output.includes('Notebook gateway at')) {
     if (Date.now() > deadline || child.exitCode !== null) throw new Error(`the gateway did not start:\n${output}`);
     await new Promise((ok) => setTimeout(ok, 100));

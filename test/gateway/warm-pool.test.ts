@@ -6,8 +6,8 @@
 // template replaces the waiting kernel; deleting it drains the pool.
 import t from 'tap';
 import { http, realSpark, sparkEnv, startService } from '../helpers/service.js';
+import { sample } from '../helpers/metrics.js';
 import { until } from '../helpers/poll.js';
-import { sleep } from '../helpers/temp.js';
 import { freePort, KernelClient, keyedDataDir, startJupyter, toolsEnv } from './jupyter.js';
 
 const skip = !realSpark() || !toolsEnv() ? 'needs the Spark and tools virtualenvs' : false;
@@ -24,6 +24,7 @@ t.test('a warm pool hands out kernels with Spark up, refills, and keeps claims a
   const gw = (method: string, path: string) => http(base, method, `/notebooks${path}`, undefined, { authorization: `token ${key}` });
   const pooledApps = async () => (await api('GET', `/api/apps/?labelSelector=${POOL}=notebook`)).json.items as Array<{ appName: string; state: string; labels: Record<string, string> }>;
   const poolReady = async () => ((await gw('GET', '/api/warm-pool')).json.pools as Array<{ template: string; ready: number }>).find((p) => p.template === 'notebook')?.ready === 1;
+  const metric = async (name: string, labels: Record<string, string> = {}) => sample((await http(base, 'GET', '/metrics')).text, name, labels);
   const listedIds = async () => ((await gw('GET', '/api/kernels')).json as Array<{ id: string }>).map((k) => k.id);
 
   t.equal((await api('POST', '/api/config-templates/', { name: 'notebook', config: { pythonVersion: '3', engineVersion: '3.5.7' } }, admin)).status, 201);
@@ -35,7 +36,9 @@ t.test('a warm pool hands out kernels with Spark up, refills, and keeps claims a
   const a = pooled.labels[ID];
   t.notOk((await listedIds()).includes(a), 'not in the kernel list while unclaimed');
   t.equal((await gw('GET', `/api/kernels/${a}`)).status, 404, 'nor reachable by id');
-  await sleep(4000); // longer than --cull-idle-seconds
+  // Not a time waited: the culler's own count of a pass that found this kernel idle past the limit and spared it.
+  await until(async () => await metric('submission_service_gateway_idle_kernels_total', { outcome: 'spared' }) > 0, { timeoutMs: 120_000, intervalMs: 250, what: 'a cull pass over the idle pool kernel' });
+  t.equal(await metric('submission_service_gateway_idle_kernels_total', { outcome: 'culled' }), 0, 'the culler culled nothing');
   t.ok((await pooledApps()).some((app) => app.labels[ID] === a), 'an unclaimed kernel is never culled');
 
   const jupyter = await startJupyter(t, root, `${base}/notebooks`, key);
@@ -93,7 +96,9 @@ t.test('a warm pool hands out kernels with Spark up, refills, and keeps claims a
   t.equal((await api('DELETE', '/api/config-templates/notebook', undefined, admin)).status, 204);
   await until(async () => (await pooledApps()).length === 2, { timeoutMs: 60_000, intervalMs: 500, what: 'the pool drained' });
   t.same((await pooledApps()).map((app) => app.labels[ID]).sort(), [a, b].sort(), 'a deleted template drains its pool; claimed kernels stay');
-  await sleep(6000); // past another pool check
+  // Two more completed pool checks: the second began after the drain was seen, and refills nothing.
+  const checks = await metric('submission_service_gateway_pool_checks_total');
+  await until(async () => await metric('submission_service_gateway_pool_checks_total') >= checks + 2, { timeoutMs: 120_000, intervalMs: 250, what: 'two more pool checks' });
   t.equal((await pooledApps()).length, 2, 'and nothing refills it');
 
   for (const id of [a, b]) t.equal((await jp('DELETE', `/api/kernels/${id}`)).status, 204, 'a claimed pool kernel is shut down like any other');

@@ -91,7 +91,9 @@ export async function startTestApi(t: TestLike, options: TestApiOptions = {}): P
   const app = await buildService({
     cluster,
     policy: buildPolicy(options.policy),
-    limits: options.limits,
+    // The overload guard off unless a test sets it (test/security/overload.test.ts): this API shares
+    // its event loop with the test and tap, and under CI load (two hogs, load 25) it answered 503.
+    limits: { maxEventLoopDelayMs: 0, ...options.limits },
     allowedHosts: options.allowedHosts,
     auth: options.auth ?? { enabled: false, store: { verify: () => undefined, byId: () => undefined } },
     sessionSecret: options.sessionSecret ?? randomBytes(32),

@@ -156,7 +156,7 @@ export async function startKubeBed(t: TestLike, options: KubeBedOptions = {}): P
 }
 
 /** Waits until `read` gives a value `ok` accepts; fails with the last value seen. */
-export async function eventually<T>(read: () => Promise<T>, ok: (value: T) => boolean, { timeoutMs = 30_000, intervalMs = 100, what = 'condition' } = {}): Promise<T> {
+export async function eventually<T>(read: () => Promise<T>, ok: (value: T) => boolean, { timeoutMs = 60_000, intervalMs = 100, what = 'condition' } = {}): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   let last: T | undefined;
   let lastError: unknown;

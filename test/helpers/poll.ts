@@ -26,8 +26,8 @@ export async function waitForState<T extends Polled>(
   }
 }
 
-/** Polls a condition until it holds or the time is up. */
-export async function until(cond: () => boolean | Promise<boolean>, { timeoutMs = 10_000, intervalMs = 50, what = 'condition' } = {}) {
+/** Polls a condition until it holds; the time limit is a safety net on a loaded machine, never the check. */
+export async function until(cond: () => boolean | Promise<boolean>, { timeoutMs = 60_000, intervalMs = 50, what = 'condition' } = {}) {
   const deadline = Date.now() + timeoutMs;
   while (!(await cond())) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);

@@ -72,7 +72,7 @@ export async function startService(t: TestLike, options: ServiceOptions): Promis
     killDrivers(options.dataDir);
   });
   const url = await new Promise<string>((ok, fail) => {
-    const timer = setTimeout(() => fail(new Error(`the service did not start in time:\n${output}`)), options.timeoutMs ?? 60_000);
+    const timer = setTimeout(() => fail(new Error(`the service did not start in time:\n${output}`)), options.timeoutMs ?? 300_000); // a safety net: the ready line decides
     const look = () => {
       const m = /at (http:\/\/[^\s/]+)\/api\//.exec(output);
       if (m) { clearTimeout(timer); ok(m[1]); }
@@ -134,7 +134,7 @@ export async function startGatewayAlone(t: TestLike, options: { args: string[]; 
   const exited = new Promise<number | string>((ok) => child.once('exit', (code, signal) => ok(code ?? signal ?? -1)));
   t.teardown(async () => { if (child.exitCode === null && child.signalCode === null) { child.kill('SIGKILL'); await exited; } });
   await new Promise<void>((ok, fail) => {
-    const timer = setTimeout(() => fail(new Error(`the gateway did not start in time:\n${output}`)), 60_000);
+    const timer = setTimeout(() => fail(new Error(`the gateway did not start in time:\n${output}`)), 300_000);
     child.stdout.on('data', () => { if (output.includes('Notebook gateway at')) { clearTimeout(timer); ok(); } });
     void exited.then((code) => { clearTimeout(timer); fail(new Error(`the gateway exited (${code}) before listening:\n${output}`)); });
   });

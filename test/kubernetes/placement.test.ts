@@ -5,7 +5,6 @@ import t from 'tap';
 import type { V1Pod } from '@kubernetes/client-node';
 import { exampleCluster } from '../helpers/api.js';
 import { eventually, fakeKubeletFinishDeletion, sparkExecutorPod, startKubeBed } from '../helpers/kubernetes.js';
-import { sleep } from '../helpers/temp.js';
 
 const pools = exampleCluster().nodePools;
 const nodeOf = (instanceName: string) => `${instanceName}-0`;
@@ -92,8 +91,17 @@ t.test('placement by the real scheduler', async (t) => {
     const condition = pod.status!.conditions!.find((c) => c.type === 'PodScheduled')!;
     t.match(condition.message, /Insufficient cpu/, `the scheduler says why: ${condition.message}`);
     t.match(condition.message, /2 node\(s\) had untolerated taint/, 'the preemptible nodes are refused');
-    await sleep(2000); // a retry later, still nowhere
-    t.notOk((await read(res.json.appName)).spec!.nodeName, 'still unbound');
+    // A retry the scheduler must make: one more preemptible node, empty. The scheduler takes the
+    // node count into its answer, so "0/N+1" says it tried again with that node in view.
+    const preemptible = (await core.listNode({ labelSelector: 'submission-service/preemptible=true' })).items;
+    const total = (await core.listNode()).items.length;
+    const extra = `${preemptible[0].metadata!.name}-extra`;
+    await core.createNode({ body: { metadata: { name: extra, labels: preemptible[0].metadata!.labels }, spec: { taints: preemptible[0].spec!.taints } } });
+    await core.replaceNodeStatus({ name: extra, body: { ...(await core.readNode({ name: extra })), status: preemptible[0].status } });
+    const retried = await eventually(() => read(res.json.appName), (p) => Boolean(p.spec?.nodeName) || (p.status?.conditions ?? []).some((c) => c.type === 'PodScheduled' && c.message?.startsWith(`0/${total + 1} nodes`)), { timeoutMs: 120_000, what: 'the scheduler to try again with the new node' });
+    t.notOk(retried.spec!.nodeName, 'still unbound after a retry with an empty preemptible node in view');
+    t.match(retried.status!.conditions!.find((c) => c.type === 'PodScheduled')!.message, `${preemptible.length + 1} node(s) had untolerated taint`, 'all preemptible nodes refused');
+    await core.deleteNode({ name: extra });
     const spot = await core.listNode({ labelSelector: 'submission-service/preemptible=true' });
     t.equal(spot.items.length, 2, 'while two preemptible nodes exist');
   });

@@ -81,7 +81,7 @@ t.test('a full disk answers 507 to the submission, keeps nothing, and the servic
   // Background writes (a driver started, ended) that fail are logged, never crash the process.
   const quick = await api.call('POST', '/api/apps/', { jobName: 'background', configOverrides: { ...fakeJob({ sleep: 1 }), executor: { cores: 2 } } });
   disk.fail('ENOSPC');
-  await until(() => entries.some((e) => e.level === 'error' && e.obj.appName === quick.json.appName), { what: 'a logged background failure', timeoutMs: 15_000 });
+  await until(() => entries.some((e) => e.level === 'error' && e.obj.appName === quick.json.appName), { what: 'a logged background failure', timeoutMs: 60_000 });
   const app = await waitForState(() => api.getApp(quick.json.appName), 'COMPLETED');
   t.equal(app.state, 'COMPLETED', 'memory stays true when the disk cannot follow');
   disk.fail(undefined);

@@ -37,7 +37,7 @@ t.test('SIGKILL of the real service mid-run: records survive, the driver is re-a
   t.equal((await http(first.url, 'POST', `/api/apps/${cancelled}/stop`)).json.state, 'KILLED');
   const accepted = [running, queued, cancelled];
 
-  await until(async () => (await http(first.url, 'GET', `/api/apps/${running}`)).json.state === 'RUNNING', { timeoutMs: 20_000, what: 'RUNNING' });
+  await until(async () => (await http(first.url, 'GET', `/api/apps/${running}`)).json.state === 'RUNNING', { timeoutMs: 60_000, what: 'RUNNING' });
   await until(() => storedApp(dataDir, running)?.record.state === 'RUNNING', { what: 'the RUNNING record on disk' });
   // Let the JVM get going, so the kill lands mid-run.
   const logFile = join(dataDir, 'logs', `${running}.log`);
@@ -151,8 +151,8 @@ t.test('LocalCluster recovery from crafted records: temp files, vanished drivers
   t.equal((await cluster.get('crashed-20200101-000000-ccccc'))!.stateDetail, 'exit code 7');
   t.equal(await state('live-20200101-000000-ddddd'), 'RUNNING', 'the live driver is re-attached');
   t.equal(await state('waiting-20200101-000000-eeeee'), 'PENDING', 'the pending app waits: the live driver holds both cores');
-  await until(async () => (await state('live-20200101-000000-ddddd')) === 'COMPLETED', { timeoutMs: 10_000, what: 'live -> COMPLETED' });
-  await until(async () => ['RUNNING', 'COMPLETED'].includes(String(await state('waiting-20200101-000000-eeeee'))), { timeoutMs: 10_000, what: 'the queue to move' });
-  await until(async () => (await state('waiting-20200101-000000-eeeee')) === 'COMPLETED', { timeoutMs: 10_000, what: 'the pending app to run' });
+  await until(async () => (await state('live-20200101-000000-ddddd')) === 'COMPLETED', { timeoutMs: 60_000, what: 'live -> COMPLETED' });
+  await until(async () => ['RUNNING', 'COMPLETED'].includes(String(await state('waiting-20200101-000000-eeeee'))), { timeoutMs: 60_000, what: 'the queue to move' });
+  await until(async () => (await state('waiting-20200101-000000-eeeee')) === 'COMPLETED', { timeoutMs: 60_000, what: 'the pending app to run' });
   t.pass('the pending app ran once the cores were free');
 });

@@ -237,7 +237,7 @@ if (skip) {
     // An operator (the admin credentials) issues a key; the watch as the ServiceAccount delivers it.
     const admin = new SecretKeyStore({ kc: bed.kc, core: bed.kc.makeApiClient(CoreV1Api), namespace: RELEASE_NAMESPACE, name: 'submission-service-auth' });
     const key = await admin.create('user', 'rbac-check');
-    const deadline = Date.now() + 5_000;
+    const deadline = Date.now() + 120_000; // a safety net: the loop ends when the watch delivers
     while (!store.verify(key.key) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
     t.same(store.verify(key.key), { id: key.id, role: 'user' }, 'the watch (as the ServiceAccount) delivered the new key');
   });
