@@ -21,6 +21,7 @@ import { kubeCall, kubeCallOrAbsent, missedAdmission, translate, webhookRefusal 
 import type { Log as LogFn } from './informers.js';
 import { LeaderElection } from './leader-election.js';
 import type { LeaseTiming } from './lease-decision.js';
+import { type LogArchive, LogArchiver } from './log-archive.js';
 import { Reconciler } from './reconciler.js';
 import { type ApplicationResource, applicationResource, desiredStatus, toRecord } from './records.js';
 import { KubernetesTemplateStore } from './template-store.js';
@@ -38,6 +39,8 @@ export interface KubernetesClusterOptions {
   /** Grace period for an Application without a driver pod before it is UNKNOWN (default 30 s). */
   missingPodGraceMs?: number;
   log?: LogFn;
+  /** Where ended pods' logs are archived (log-archive.ts); absent: a log goes with its pod. */
+  logArchive?: LogArchive;
 }
 
 export class KubernetesCluster implements Cluster {
@@ -48,6 +51,7 @@ export class KubernetesCluster implements Cluster {
   readonly cache: AppCache;
   readonly reconciler: Reconciler;
   readonly leader?: LeaderElection;
+  readonly archiver?: LogArchiver;
   private started?: Promise<void>;
 
   constructor(private readonly options: KubernetesClusterOptions) {
@@ -56,12 +60,18 @@ export class KubernetesCluster implements Cluster {
     this.cache = new AppCache({
       clients: options.clients, namespace: options.namespace, log,
       onRecord: (type, record) => this.events.publish(type, record),
-      onTouch: (name) => this.reconciler.enqueue(name),
+      onTouch: (name) => { this.reconciler.enqueue(name); this.archiver?.touch(name); },
     });
     this.reconciler = new Reconciler({
       clients: options.clients, namespace: options.namespace, cache: this.cache, graceMs: options.missingPodGraceMs, log, resyncMs: options.resyncMs,
       mayWrite: () => this.leader?.isLeader ?? false,
     });
+    if (options.logArchive && (options.controller ?? true)) {
+      this.archiver = new LogArchiver({
+        clients: options.clients, namespace: options.namespace, cache: this.cache, archive: options.logArchive, log,
+        isLeader: () => this.leader?.isLeader ?? false,
+      });
+    }
     if (options.controller ?? true) {
       const lease = options.lease ?? {};
       this.leader = new LeaderElection({
@@ -69,7 +79,7 @@ export class KubernetesCluster implements Cluster {
         name: lease.name ?? 'submission-service-controller',
         identity: lease.identity ?? `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`,
         timing: { leaseMs: lease.leaseMs, renewDeadlineMs: lease.renewDeadlineMs, retryMs: lease.retryMs },
-        onStartedLeading: () => this.reconciler.activate(),
+        onStartedLeading: () => { this.reconciler.activate(); this.archiver?.touchAll(); },
         onStoppedLeading: () => this.reconciler.deactivate(),
       });
     }
@@ -222,6 +232,8 @@ export class KubernetesCluster implements Cluster {
     const stream = new PassThrough();
     const driver = this.cache.driver(appName);
     if (!driver || driver.deleted) {
+      const archived = await this.options.logArchive?.read(appName, 'driver');
+      if (archived) return archived;
       stream.end(`the driver pod of ${appName} is gone; its log went with it (state ${record.state})\n`);
       return stream;
     }
@@ -251,6 +263,7 @@ export class KubernetesCluster implements Cluster {
     await this.started?.catch(() => undefined);
     await this.leader?.stop();
     this.reconciler.deactivate();
+    this.archiver?.close();
     await this.cache.stop();
   }
 }
