@@ -4,9 +4,10 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, openSync, closeSync } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { freePort } from '../lib/free-port.js';
 import { ObjectStore } from '../cluster/history/object-store.js';
+import { LocalHistoryServer } from '../cluster/local/history-server.js';
 
 export interface S3Server {
   endpoint: string;
@@ -58,3 +59,25 @@ export async function startS3Server(binary: string, dir: string, bucket = 'spark
   }
   return { endpoint, bucket, accessKey, secretKey, store, stop };
 }
+
+/**
+ * Spark's History Server as a host process reading the event logs from this server (s3a://),
+ * as the chart's Deployment does in a cluster: the S3A jars on its classpath, the credentials
+ * in its environment. Started on first use (`url()`), like local mode's.
+ */
+export function s3HistoryServer(s3: S3Server, options: { sparkSubmit: string; python?: string; classPath: string; eventLogDir: string; dir: string }): LocalHistoryServer {
+  mkdirSync(options.dir, { recursive: true });
+  return new LocalHistoryServer({
+    sparkClass: join(dirname(options.sparkSubmit), 'spark-class'), python: options.python,
+    logDir: options.eventLogDir, runDir: options.dir, logFile: join(options.dir, 'history-server.log'),
+    props: s3aProperties(s3),
+    env: { SPARK_DIST_CLASSPATH: options.classPath, AWS_ACCESS_KEY_ID: s3.accessKey, AWS_SECRET_ACCESS_KEY: s3.secretKey },
+  });
+}
+
+/** What S3A needs to reach this server (the properties admission sets from the chart's history values). */
+export const s3aProperties = (s3: S3Server): Record<string, string> => ({
+  'spark.hadoop.fs.s3a.endpoint': s3.endpoint,
+  'spark.hadoop.fs.s3a.path.style.access': 'true',
+  'spark.hadoop.fs.s3a.directory.marker.retention': 'keep',
+});

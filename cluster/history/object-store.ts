@@ -98,6 +98,16 @@ export class ObjectStore {
     }
   }
 
+  /**
+   * Makes `prefix` a directory for S3A: Spark's event log writer and History Server both refuse a
+   * log directory that does not exist, and on S3 a directory exists once an object is under it.
+   */
+  async ensureFolder(prefix: string): Promise<void> {
+    if (!prefix) return;
+    for await (const _ of this.list(`${prefix}/`, false)) return;
+    await this.client.putObject(this.bucket, `${prefix}/`, Buffer.alloc(0), 0);
+  }
+
   /** The object from byte `offset` on; undefined when there is no such object. */
   async read(key: string, offset = 0): Promise<Readable | undefined> {
     try {

@@ -55,7 +55,8 @@ export class S3EventLogIndex {
       const [entry, file] = item.key.slice(base.length).split('/');
       if (!entry) continue;
       entries.add(entry);
-      if (file?.startsWith('appstatus_')) closed.add(entry);
+      // appstatus_<id> once Spark closed the log; appstatus_<id>.inprogress while it writes.
+      if (file === `appstatus_${sparkAppIdOfEntry(entry)}`) closed.add(entry);
     }
     for (const entry of [...this.seen.keys()]) if (!entries.has(entry)) this.forget(entry);
     for (const entry of entries) {

@@ -9,7 +9,7 @@ import { PassThrough, type Readable } from 'node:stream';
 import { Log, type V1Pod } from '@kubernetes/client-node';
 import type { ApplicationState } from '../../schemas/index.js';
 import {
-  ANNOTATION_ADMITTED, ANNOTATION_SUBMITTED_BY, applicationLabels, DRIVER_CONTAINER, DRIVER_PORTS, LABEL_JOB, LABEL_TEMPLATE, readConfig,
+  ANNOTATION_ADMITTED, ANNOTATION_SUBMITTED_BY, applicationLabels, DRIVER_CONTAINER, DRIVER_PORTS, LABEL_APP, LABEL_JOB, LABEL_TEMPLATE, readConfig,
 } from '../../webhook/domain/index.js';
 import type { AppRecord, Cluster, CreateResult, ListQuery, Page } from '../cluster.js';
 import { isTerminal, UnavailableError } from '../cluster.js';
@@ -21,7 +21,7 @@ import { kubeCall, kubeCallOrAbsent, missedAdmission, translate, webhookRefusal 
 import type { Log as LogFn } from './informers.js';
 import { LeaderElection } from './leader-election.js';
 import type { LeaseTiming } from './lease-decision.js';
-import { type LogArchive, LogArchiver } from './log-archive.js';
+import { isLogContainer, type LogArchive, LogArchiver, type LogContainer } from './log-archive.js';
 import { Reconciler } from './reconciler.js';
 import { type ApplicationResource, applicationResource, desiredStatus, toRecord } from './records.js';
 import { KubernetesTemplateStore } from './template-store.js';
@@ -226,9 +226,11 @@ export class KubernetesCluster implements Cluster {
     return found !== undefined;
   }
 
-  async log(appName: string, options: { follow: boolean; signal?: AbortSignal }): Promise<Readable | undefined> {
+  async log(appName: string, options: { follow: boolean; signal?: AbortSignal; container?: string }): Promise<Readable | undefined> {
     const record = await this.get(appName);
     if (!record) return undefined;
+    const container = options.container ?? 'driver';
+    if (container !== 'driver') return isLogContainer(container) ? this.executorLog(appName, container, options) : undefined;
     const stream = new PassThrough();
     const driver = this.cache.driver(appName);
     if (!driver || driver.deleted) {
@@ -239,6 +241,20 @@ export class KubernetesCluster implements Cluster {
     }
     const abort = await this.call(`read the log of ${appName}`, () =>
       new Log(this.options.clients.kc).log(this.ns, appName, DRIVER_CONTAINER, stream, { follow: options.follow }));
+    options.signal?.addEventListener('abort', () => { abort.abort(); stream.end(); }, { once: true });
+    return stream;
+  }
+
+  /** Executor N's log: from its pod while there, else from the archive. */
+  private async executorLog(appName: string, container: LogContainer, options: { follow: boolean; signal?: AbortSignal }): Promise<Readable | undefined> {
+    const id = container.slice('executor-'.length);
+    const pods = await this.call(`find executor ${id} of ${appName}`, () =>
+      this.core.listNamespacedPod({ namespace: this.ns, labelSelector: `${LABEL_APP}=${appName},spark-role=executor,spark-exec-id=${id}` }));
+    const pod = pods.items.find((p) => !p.metadata?.deletionTimestamp) ?? pods.items[0];
+    if (!pod) return this.options.logArchive?.read(appName, container);
+    const stream = new PassThrough();
+    const abort = await this.call(`read the log of ${appName} ${container}`, () =>
+      new Log(this.options.clients.kc).log(this.ns, pod.metadata!.name!, pod.spec?.containers?.[0]?.name ?? '', stream, { follow: options.follow }));
     options.signal?.addEventListener('abort', () => { abort.abort(); stream.end(); }, { once: true });
     return stream;
   }

@@ -28,6 +28,8 @@ const sleep = (ms: number) => new Promise((ok) => setTimeout(ok, ms));
 
 export class KubernetesSparkHistory implements SparkHistory {
   readonly retentionMs: number | undefined;
+  /** Resolves once the event log directory exists (drivers and the History Server need it). */
+  readonly ready: Promise<void>;
   private readonly index: S3EventLogIndex;
   private readonly unsubscribe: () => void;
 
@@ -41,7 +43,8 @@ export class KubernetesSparkHistory implements SparkHistory {
       if (message.type === 'deleted') background(this.remove(message.record.appName), 'could not remove a run\'s history');
       else if (message.type === 'changed' && isTerminal(message.record.state)) background(this.settle(message.record.appName), 'could not read the event logs');
     });
-    background(this.index.refresh(), 'could not read the event logs');
+    this.ready = options.store.ensureFolder(options.eventLogPrefix);
+    background(this.ready.then(() => this.index.refresh()), 'could not prepare the event log directory');
   }
 
   available(app: { appName: string; endedAt: string | null; config?: { engineConf?: Record<string, string> } }): boolean {

@@ -51,6 +51,10 @@ export function eventLogDefaults(rules: EventLogRules | undefined): Record<strin
     'spark.eventLog.rolling.maxFileSize': rules.rollingMaxFileSize,
   };
   const s3 = rules.s3;
+  // S3A deletes the parent "directory" markers after every file it writes, by default; stores
+  // that keep directories as directories (MinIO, versitygw) refuse that delete and S3A retries it
+  // for minutes. Kept markers cost nothing on AWS either (Hadoop 3.3.1+ readers understand them).
+  if (s3) defaults['spark.hadoop.fs.s3a.directory.marker.retention'] = 'keep';
   if (s3?.endpoint) defaults['spark.hadoop.fs.s3a.endpoint'] = s3.endpoint;
   if (s3?.pathStyleAccess !== undefined) defaults['spark.hadoop.fs.s3a.path.style.access'] = String(s3.pathStyleAccess);
   // Executors are Spark's pods: Spark adds these variables to them from the Secret (names only here).
