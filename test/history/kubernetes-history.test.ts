@@ -100,6 +100,10 @@ t.test('Kubernetes mode: event log and driver log in S3, read after the pod is g
   const at = log.text.indexOf('Pi is roughly');
   const tail = await http(url, 'GET', `/api/apps/${good}/log?offset=${Buffer.byteLength(log.text.slice(0, at))}`);
   t.equal(tail.text, log.text.slice(at), 'offset reads from that byte of the archive');
+  const executor = await http(url, 'GET', `/api/apps/${good}/log?container=executor-1`);
+  t.equal(executor.status, 404, 'no executor pod ran (local[N] in the driver), none was archived');
+  t.match(executor.json.message, /executor-1/);
+  t.equal((await http(url, 'GET', `/api/apps/${good}/log?container=../${bad}/driver`)).status, 400, 'a container is driver or executor-N, never a path');
 
   await until(async () => (await read(good)).sparkUi.state === 'history', { timeoutMs: 120_000, intervalMs: 500, what: 'the history state' });
   t.equal((await read(good)).sparkUi.url, `/dashboard/apps/${good}/spark-ui/`, 'the one link');
