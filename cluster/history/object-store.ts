@@ -63,29 +63,32 @@ export class ObjectStore {
    */
   async upload(key: string, body: Readable, contentType = 'text/plain; charset=utf-8'): Promise<number> {
     const headers = { 'Content-Type': contentType };
-    let part: Buffer[] = [];
+    // One buffer for every part, filled and sent in turn: no allocation per part for the GC to lag on.
+    const part = Buffer.allocUnsafe(PART_BYTES);
     let partBytes = 0;
     let total = 0;
     let uploadId: string | undefined;
     const etags: { part: number; etag: string }[] = [];
     const flush = async () => {
-      const payload = Buffer.concat(part, partBytes);
-      part = [];
-      partBytes = 0;
       uploadId ??= await this.client.initiateNewMultipartUpload(this.bucket, key, headers);
-      const sent = await this.client.uploadPart({ bucketName: this.bucket, objectName: key, uploadID: uploadId, partNumber: etags.length + 1, headers: {} }, payload);
+      const sent = await this.client.uploadPart({ bucketName: this.bucket, objectName: key, uploadID: uploadId, partNumber: etags.length + 1, headers: {} }, part.subarray(0, partBytes));
       etags.push({ part: etags.length + 1, etag: sent.etag });
+      partBytes = 0;
     };
     try {
       for await (const chunk of body) {
         const bytes = Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk as string);
-        part.push(bytes);
-        partBytes += bytes.length;
         total += bytes.length;
-        if (partBytes >= PART_BYTES) await flush(); // the for-await pauses the source meanwhile
+        for (let offset = 0; offset < bytes.length;) {
+          const n = Math.min(PART_BYTES - partBytes, bytes.length - offset);
+          bytes.copy(part, partBytes, offset, offset + n);
+          partBytes += n;
+          offset += n;
+          if (partBytes === PART_BYTES) await flush(); // the for-await pauses the source meanwhile
+        }
       }
       if (uploadId === undefined) {
-        await this.client.putObject(this.bucket, key, Buffer.concat(part, partBytes), partBytes, headers);
+        await this.client.putObject(this.bucket, key, Buffer.from(part.subarray(0, partBytes)), partBytes, headers);
         return total;
       }
       if (partBytes > 0) await flush();
