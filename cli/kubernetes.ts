@@ -8,7 +8,9 @@ import { loadSessionSecret } from '../dashboard/session-secret.js';
 import { FileKeyStore } from '../submit-api/auth/key-store.js';
 import { SecretKeyStore } from '../submit-api/auth/secret-key-store.js';
 import { startWebhookService } from './webhook-service.js';
-import { defaultDataDir, parseSecretRef } from './config.js';
+import { RetentionSweeper, parseRetention } from '../cluster/history/retention.js';
+import { defaultDataDir, parseSecretRef, readNodePools } from './config.js';
+import { kubernetesHistory } from './kubernetes-history.js';
 import { rulesFrom } from './rules.js';
 import { fairShareFlags, fairShareFrom } from './fair-share-flags.js';
 import { buildService } from './service.js';
@@ -44,7 +46,8 @@ export async function apiCommand(argv: string[]): Promise<number> {
       'trust-proxy': { type: 'boolean', default: false, description: 'honour X-Forwarded-Proto/-For from the proxy in front (an ingress): Secure cookies behind TLS' },
       'spark-ui-host': { type: 'string', description: 'serve proxied Spark UIs on this host only (its own origin); absent: on the service\'s host, sandboxed' },
       'keys-secret': { type: 'string', description: 'NAMESPACE/NAME of the Secret whose keys.json holds the API keys (watched; instead of <data-dir>/keys.json)' },
-      'node-pools': { type: 'string', description: 'the node-pool file; its policy section says whether users may act on applications of other keys' },
+      'node-pools': { type: 'string', description: 'the node-pool file; its policy section says whether users may act on applications of other keys, its history section where event logs and archived logs are' },
+      retention: { type: 'string', default: '30d', description: 'how long ended applications, their event logs and archived logs are kept (30d, 12h, 90m; off: for ever)' },
       ...fairShareFlags,
     },
   });
@@ -61,12 +64,19 @@ export async function apiCommand(argv: string[]): Promise<number> {
     : undefined;
   // Listed before the port opens: a replica is never ready with an empty copy of the keys.
   await secretStore?.start();
+  const historyWiring = kubernetesHistory(values['node-pools'] ? readNodePools(values['node-pools']).history : undefined);
   const cluster = new KubernetesCluster({
     clients, namespace: values.namespace, controller: values.controller === 'on',
-    lease: timingForLease(leaseSeconds * 1000),
+    lease: timingForLease(leaseSeconds * 1000), logArchive: historyWiring.logArchive,
   });
   // The cache is listed before the port opens: a replica never answers from an empty cache.
   await cluster.start();
+  const retentionMs = parseRetention(values.retention);
+  const history = historyWiring.history(cluster.events, retentionMs, (message) => void process.stderr.write(`${message}\n`));
+  // Only the controller's replica sweeps: one writer of deletions.
+  const sweeper = retentionMs === undefined || values.controller !== 'on' ? undefined : new RetentionSweeper({
+    cluster, history, retentionMs, onError: (error, appName) => void process.stderr.write(`retention: ${appName ?? ''} ${(error as Error)?.message ?? String(error)}\n`),
+  });
   const fileStore = secretStore ? undefined : new FileKeyStore(values['data-dir']);
   const store = secretStore ?? fileStore!;
   const policy = values['node-pools'] ? rulesFrom(values['node-pools'], values.namespace).policy : undefined;
@@ -78,11 +88,12 @@ export async function apiCommand(argv: string[]): Promise<number> {
     // Kernel labels only from the notebook gateway: SUBMISSION_SERVICE_GATEWAY_SECRET, shared with it.
     gatewayProof: apiGatewayProof(false),
     fairShare: fairShareFrom(values, values['node-pools']),
+    history,
   });
   const address = await api.listen({ port: Number(values.port ?? 8080), host: values.host });
   const keysFrom = values.auth !== 'on' ? '' : secretStore ? `, API keys from Secret ${secretStore.ref}` : `, API keys from ${fileStore!.path}`;
   process.stdout.write(`Submission Service API (Kubernetes mode, namespace ${values.namespace}${keysFrom}) at ${address}/api/\n`);
-  onSignal(async () => { await api.close(); await secretStore?.stop(); await cluster.close(); });
+  onSignal(async () => { sweeper?.close(); await api.close(); await history?.close(); await secretStore?.stop(); await cluster.close(); });
   return -1;
 }
 

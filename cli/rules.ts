@@ -1,6 +1,7 @@
 // Admission rules from the command line and a node-pool file (which may also carry
 // sizing, placement, images: the same keys as the Helm chart's values).
-import { buildRules, type AdmissionRules, type PlacementRules, type SubmissionPolicy } from '../webhook/domain/index.js';
+import type { NodePoolsFile } from '../schemas/index.js';
+import { buildRules, type AdmissionRules, type PlacementRules, type RulesOptions, type SubmissionPolicy } from '../webhook/domain/index.js';
 import { readNodePools, thisMachinePool } from './config.js';
 
 interface ServiceConfigFile {
@@ -11,6 +12,26 @@ interface ServiceConfigFile {
   serviceAccount?: string;
   /** Allowlists for submissions and who may act on whose applications (docs/security.md). */
   policy?: Partial<SubmissionPolicy>;
+  /** Event logs in Kubernetes mode (the chart's `history` values). */
+  history?: NodePoolsFile['history'];
+}
+
+/** The event-log rules of a `history` section: none when it is off or names no directory. */
+export function eventLogRules(history: NodePoolsFile['history']): RulesOptions['eventLog'] {
+  if (!history?.eventLogDir || history.enabled === false) return undefined;
+  return {
+    dir: history.eventLogDir,
+    ...(history.rollingMaxFileSize ? { rollingMaxFileSize: history.rollingMaxFileSize } : {}),
+    s3: { endpoint: history.s3Endpoint, pathStyleAccess: history.pathStyleAccess, credentialsSecret: history.credentialsSecret },
+  };
+}
+
+/** Where ended pods' logs are archived: the setting, else spark-logs beside an s3a:// event log dir. */
+export function logArchiveDir(history: NodePoolsFile['history']): string | undefined {
+  if (!history || history.enabled === false) return undefined;
+  if (history.logArchiveDir) return history.logArchiveDir;
+  const bucket = /^(s3a?:\/\/[^/]+)/.exec(history.eventLogDir ?? '')?.[1];
+  return bucket ? `${bucket}/spark-logs` : undefined;
 }
 
 export function rulesFrom(nodePoolsFile: string | undefined, namespace: string, placement?: string): AdmissionRules {
@@ -26,5 +47,7 @@ export function rulesFrom(nodePoolsFile: string | undefined, namespace: string, 
     defaultEngineVersion: extra.defaultEngineVersion,
     serviceAccount: extra.serviceAccount,
     policy: extra.policy,
+    eventLog: eventLogRules(file?.history),
+    archiveLogs: logArchiveDir(file?.history) !== undefined,
   });
 }

@@ -65,8 +65,8 @@ export interface Cluster {
   stop(appName: string): Promise<AppRecord | undefined>;
   /** Stops it and removes its record; false when unknown. */
   delete(appName: string): Promise<boolean>;
-  /** The driver log; with follow, the stream ends when the application ends or the signal aborts. */
-  log(appName: string, options: { follow: boolean; signal?: AbortSignal }): Promise<Readable | undefined>;
+  /** The driver log (or `container` executor-N's; undefined when there is none); with follow, the stream ends when the application ends or the signal aborts. */
+  log(appName: string, options: { follow: boolean; signal?: AbortSignal; container?: string }): Promise<Readable | undefined>;
   /** The submission behind an application (overrides, admission mark, sizing); undefined when unknown. */
   submission(appName: string): Promise<SubmissionInfo | undefined>;
   /** Where the running driver's Spark UI answers (the dashboard proxies it); undefined when it doesn't run. */

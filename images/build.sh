@@ -148,7 +148,7 @@ image() {
   while [ $# -gt 0 ] && [ "$1" != -- ]; do args+=(--build-arg "$1"); shift; done
   [ $# -gt 0 ] && shift && inputs=("$@")
   local hash dir out
-  hash=$({ declare -f image push_archive; echo "$ref ${args[*]}"; cat "$root/$containerfile";
+  hash=$({ declare -f image push_archive; echo "$ref ${args[*]} ${SUBMISSION_SERVICE_S3A_JARS:-}"; cat "$root/$containerfile";
            (cd "$root" && sha256sum "${inputs[@]}"); } | hash_of)
   dir=$cache/$hash; out=$dir/$name.oci.tar
   if [ ! -f "$out" ]; then
@@ -159,6 +159,8 @@ image() {
     # while they run, never copied into the image.
     local volumes=() bundle=/etc/ssl/certs/ca-certificates.crt
     [ -f "$bundle" ] && volumes=(--volume "$bundle:$bundle:ro")
+    # The S3A jars (scripts/setup.sh, checksums verified there), for the Spark runtime's COPY-less install.
+    [ -n "${SUBMISSION_SERVICE_S3A_JARS:-}" ] && volumes+=(--volume "$(dirname "${SUBMISSION_SERVICE_S3A_JARS%%:*}"):/tmp/s3a-jars:ro")
     bh build --quiet --isolation chroot --network host --layers=false --force-rm "${volumes[@]}" \
       --format oci -f "$root/$containerfile" "${args[@]}" -t "$ref" "$root" >&2
     push_archive "$ref" "$ref" "$out"

@@ -31,6 +31,12 @@ const object = (properties: Record<string, unknown>, required: string[] = []) =>
 const resources = { type: 'object' };
 const podSecurityLevel = { enum: ['privileged', 'baseline', 'restricted'] } as const;
 
+/** The node-pool file's history keys as values: empty strings for "not set", the server's address the chart's own. */
+function historyValues(): Record<string, unknown> {
+  const { serverUrl: _server, eventLogDir, logArchiveDir, ...rest } = nodePoolsFile.properties.history.properties;
+  return { ...rest, eventLogDir: { ...eventLogDir, pattern: `^$|${eventLogDir.pattern}` }, logArchiveDir: { ...logArchiveDir, pattern: `^$|${logArchiveDir.pattern}` } };
+}
+
 /** Helm refuses values that break this schema, at install, upgrade, template and lint. */
 export function valuesSchema(): Record<string, unknown> {
   const { $id: _id, title: _title, ...pool } = nodePool;
@@ -57,6 +63,12 @@ export function valuesSchema(): Record<string, unknown> {
       policy: nodePoolsFile.properties.policy,
       // Per-key limits, the node-pool file's own section (README "Limits").
       limits: nodePoolsFile.properties.limits,
+      // Event logs and archived logs in object storage, and Spark's History Server (README "History").
+      history: object({
+        ...historyValues(),
+        retention: { type: 'string', pattern: '^([0-9]+(\\.[0-9]+)?[smhd]?|off)$' },
+        server: component({ image: string, port }),
+      }),
       auth: object({ enabled: { type: 'boolean' }, existingSecret: string }),
       notebookService: object({
         enabled: { type: 'boolean' }, replicas: { type: 'integer', minimum: 0, maximum: 1 }, port, resources,

@@ -419,6 +419,43 @@ export interface NodePoolsFile {
     kubernetesProperties?: string[];
   };
   /**
+   * Event logs for every application and the Spark History Server (README "History"); Kubernetes mode.
+   */
+  history?: {
+    /**
+     * Whether admission turns event logs on (default true when eventLogDir is set).
+     */
+    enabled?: boolean;
+    /**
+     * Where drivers write event logs, e.g. s3a://bucket/spark-events; a template or submission may override spark.eventLog.dir.
+     */
+    eventLogDir?: string;
+    /**
+     * Spark rolls a run's event log into files of this size (default 128m).
+     */
+    rollingMaxFileSize?: string;
+    /**
+     * The S3 API's address for s3a:// (absent: AWS's own).
+     */
+    s3Endpoint?: string;
+    /**
+     * Path-style S3 requests, as MinIO and most S3-compatible servers want.
+     */
+    pathStyleAccess?: boolean;
+    /**
+     * Secret (in the applications' namespace) whose AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY drivers and executors get as environment variables.
+     */
+    credentialsSecret?: string;
+    /**
+     * Where the controller archives ended pods' logs (default: spark-logs in the event logs' bucket); driver pods carry a finalizer until it has.
+     */
+    logArchiveDir?: string;
+    /**
+     * The Spark History Server the API's dashboard proxies an ended run's UI to (the chart's history Service).
+     */
+    serverUrl?: string;
+  };
+  /**
    * Per-key limits (README "Limits"); 0 turns one off. The command line's flags win over these.
    */
   limits?: {

@@ -92,6 +92,33 @@ node_packages() {
     || { say "could not install runc and iptables; the real-node test will be skipped"; return 0; }
 }
 
+# Spark's S3A connector for the test bed's object store (event logs, archived logs): hadoop-aws
+# matching pyspark's Hadoop (3.3.4) and the AWS SDK bundle it was built against, fetched with
+# Maven once and checked against pinned SHA-256 sums (SETUP_TEST_TOOLS=1; images/ bakes them in).
+S3A_JARS="org.apache.hadoop:hadoop-aws:3.3.4 com.amazonaws:aws-java-sdk-bundle:1.12.262"
+S3A_SUMS="53f9ae03c681a30a50aa17524bd9790ab596b28481858e54efd989a826ed3a4a  hadoop-aws-3.3.4.jar
+873fe7cf495126619997bec21c44de5d992544aea7e632fdc77adb1a0915bae5  aws-java-sdk-bundle-1.12.262.jar"
+s3a_jars() {
+  local dir="$cache/s3a-$(echo "$S3A_SUMS" | sha256sum | cut -c1-12)" artifact tmp
+  if [ ! -f "$dir/.complete" ]; then
+    if ! command -v mvn >/dev/null; then
+      say "installing Debian's maven to fetch the S3A connector"
+      local sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
+      $sudo apt-get update -qq >&2 && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq maven >&2 \
+        || { say "could not install maven; the history tests on object storage will fail"; return 0; }
+    fi
+    say "fetching the S3A connector jars into $dir (first time only)"
+    tmp="$dir.tmp.$$" && rm -rf "$tmp" && mkdir -p "$tmp"
+    for artifact in $S3A_JARS; do
+      mvn -q -B dependency:copy -Dartifact="$artifact" -DoutputDirectory="$tmp" >&2 \
+        || { say "could not fetch $artifact"; rm -rf "$tmp"; return 0; }
+    done
+    (cd "$tmp" && echo "$S3A_SUMS" | sha256sum --quiet -c - >&2) || { say "S3A jars: checksum mismatch"; rm -rf "$tmp"; return 0; }
+    touch "$tmp/.complete" && rm -rf "$dir" && mv "$tmp" "$dir"
+  fi
+  echo "$dir"
+}
+
 need_node; need_java; npm_install
 [ "${SETUP_TEST_TOOLS:-}" = 1 ] && sandbox
 [ "${SETUP_IMAGE_TOOLS:-}" = 1 ] && image_tools
@@ -103,10 +130,13 @@ venv=$(python_env "$root/requirements.txt" venv)
 # schemathesis, in a virtualenv of their own so that they never shadow the product's.
 tools=""
 [ "${SETUP_TEST_TOOLS:-}" = 1 ] && tools=$(python_env "$root/requirements-test.txt" tools)
+s3a=""
+[ "${SETUP_TEST_TOOLS:-}" = 1 ] && s3a=$(s3a_jars)
 env_file="$cache/env.sh"
 {
   echo "export SUBMISSION_SERVICE_PYTHON_ENV='$venv'"
   echo "export PATH='$venv/bin':\"\$PATH\""
   [ -z "$tools" ] || echo "export SUBMISSION_SERVICE_TOOLS_ENV='$tools'"
+  [ -z "$s3a" ] || echo "export SUBMISSION_SERVICE_S3A_JARS='$s3a/hadoop-aws-3.3.4.jar:$s3a/aws-java-sdk-bundle-1.12.262.jar'"
 } >"$env_file"
 echo "$env_file"

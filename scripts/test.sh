@@ -14,6 +14,9 @@ if [ -x test/cluster/build.sh ] && [ "${SKIP_CLUSTER_TESTS:-}" != 1 ]; then
   # The real node's parts (containerd, CNI plugins, kubelet, images), cached per version like the bed.
   echo "test: building the test bed's real node (cached after the first time)" >&2
   if bin=$(bash test/node/build.sh | tail -n 1); then export SUBMISSION_SERVICE_NODE="$bin"; else echo "test: the real node did not build; its test will fail" >&2; fi
+  # The test bed's S3 server (object storage for event logs and archived logs), cached per version.
+  echo "test: building the test bed's S3 server (cached after the first time)" >&2
+  if bin=$(bash test/s3/build.sh | tail -n 1); then export SUBMISSION_SERVICE_S3_SERVER="$bin"; else echo "test: the S3 server did not build; the history tests on it will fail" >&2; fi
 fi
 # The whole tree type-checks (tests and benches too): one check of its own in the count.
 typecheck_failed=0

@@ -12,7 +12,7 @@ import { testbedArgs } from './entry.js';
 import { cleanUpRealNode, importImage } from './real-node.js';
 import { serve, serveFlags, type ServeState } from './serve.js';
 
-const USAGE = 'usage: testbed up|down [--node-pools FILE] [--nodes] [--run-pods] [--real-node] [--dir DIR] [--port N] [--gateway-port N] [--namespace NS] [--auth on|off]\n'
+const USAGE = 'usage: testbed up|down [--node-pools FILE] [--nodes] [--run-pods] [--real-node] [--dir DIR] [--port N] [--gateway-port N] [--namespace NS] [--auth on|off] [--s3]\n'
   + '       testbed import-image FILE.tar [--dir DIR]\n';
 
 function readState(dir: string): ServeState | undefined {

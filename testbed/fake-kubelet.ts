@@ -35,6 +35,11 @@ export interface FakeKubeletOptions {
    * as a kubelet reports an image that does not exist.
    */
   missingImages?: string[];
+  /**
+   * Jars on every driver's classpath (SPARK_DIST_CLASSPATH), as an image has them in
+   * /opt/spark/jars: the S3A connector for event logs in object storage.
+   */
+  classPath?: string;
   log?: (message: string) => void;
 }
 
@@ -129,7 +134,7 @@ export class FakeKubelet {
       // As a kubelet: a Secret that does not exist (yet) keeps the pod from starting; tried again.
       const prepared = await materializeSecretVolumes(pod, this.volumesDir(name), (secret) =>
         this.options.clients.core.readNamespacedSecret({ name: secret, namespace: this.options.namespace }));
-      this.launch(prepared);
+      this.launch(await this.withSecretEnv(prepared));
     } finally {
       this.preparing.delete(name);
     }
@@ -137,6 +142,22 @@ export class FakeKubelet {
 
   private volumesDir(pod: string): string {
     return join(this.options.dataDir, 'volumes', pod);
+  }
+
+  /** The pod with its secretKeyRef variables resolved, as a kubelet gives them to the container. */
+  private async withSecretEnv(pod: V1Pod): Promise<V1Pod> {
+    const [container, ...others] = pod.spec!.containers;
+    const env = [];
+    for (const variable of container?.env ?? []) {
+      const ref = variable.valueFrom?.secretKeyRef;
+      if (!ref) { env.push(variable); continue; }
+      const secret = await this.options.clients.core.readNamespacedSecret({ name: ref.name!, namespace: this.options.namespace }).catch(() => undefined);
+      const data = secret?.data?.[ref.key];
+      if (data === undefined && !ref.optional) throw new Error(`secret ${ref.name} has no key ${ref.key}`);
+      if (data !== undefined) env.push({ name: variable.name, value: Buffer.from(data, 'base64').toString('utf8') });
+    }
+    if (this.options.classPath) env.push({ name: 'SPARK_DIST_CLASSPATH', value: this.options.classPath });
+    return { ...pod, spec: { ...pod.spec!, containers: [{ ...container!, env }, ...others] } };
   }
 
   /** Test-double behaviour: the kubelet's report for an image it cannot pull (first ErrImagePull, then the back-off). */

@@ -25,6 +25,7 @@ import { FileKeyStore } from '../submit-api/auth/key-store.js';
 import { startTestbed } from './control-plane.js';
 import { productArgs } from './entry.js';
 import { FakeKubelet } from './fake-kubelet.js';
+import { startHistoryBed } from './history-bed.js';
 import { nodeIp, startRealNode } from './real-node.js';
 
 export const serveFlags = {
@@ -37,9 +38,10 @@ export const serveFlags = {
   'gateway-port': { type: 'string', default: '0' },
   namespace: { type: 'string', default: 'spark-apps' },
   auth: { type: 'string', default: 'off' },
+  s3: { type: 'boolean', default: false },
 } as const;
 
-export interface ServeOptions { 'node-pools'?: string; nodes: boolean; 'run-pods': boolean; 'real-node': boolean; dir: string; port: string; 'gateway-port': string; namespace: string; auth: string }
+export interface ServeOptions { 'node-pools'?: string; nodes: boolean; 'run-pods': boolean; 'real-node': boolean; dir: string; port: string; 'gateway-port': string; namespace: string; auth: string; s3: boolean }
 
 /** What `serve` writes to DIR/state.json once everything answers (and removes when it stops). */
 export interface ServeState {
@@ -57,8 +59,12 @@ export async function serve(dir: string, values: ServeOptions): Promise<void> {
   // Stopped (and its changes to the machine undone) by close(), or by `testbed down` after a crash.
   const node = realNode ? await startRealNode({ dir: join(dir, 'node'), kubeconfig, nodeKubeconfig: join(dir, 'testbed', 'node.kubeconfig'), caFile: join(dir, 'testbed', 'pki', 'ca.crt') }) : undefined;
   const clients = kubeClients(kubeconfig);
-  const rules = rulesFrom(values['node-pools'], values.namespace);
   await ensureNamespace(clients, values.namespace);
+  // --s3: event logs and archived logs in the test bed's S3 server, Spark's History Server on them.
+  const historyBed = values.s3
+    ? await startHistoryBed({ dir, clients, namespace: values.namespace, rules: rulesFrom(values['node-pools'], values.namespace), spark: findSpark() })
+    : undefined;
+  const rules = historyBed?.rules ?? rulesFrom(values['node-pools'], values.namespace);
   await ensureCrds(clients);
   if (values.nodes) await createFakeNodes(clients, rules);
   // Spark's own driver creates its executors on a real node: it needs its service account.
@@ -72,11 +78,12 @@ export async function serve(dir: string, values: ServeOptions): Promise<void> {
   });
   // A test double for a kubelet: runs driver pods as local Spark processes (README, "The test bed").
   const kubelet = values['run-pods']
-    ? new FakeKubelet({ clients, namespace: values.namespace, dataDir: join(dir, 'kubelet'), cores: availableParallelism(), ...findSpark() })
+    ? new FakeKubelet({ clients, namespace: values.namespace, dataDir: join(dir, 'kubelet'), cores: availableParallelism(), ...findSpark(), classPath: historyBed?.classPath })
     : undefined;
   await kubelet?.start();
-  const cluster = new KubernetesCluster({ clients, namespace: values.namespace });
+  const cluster = new KubernetesCluster({ clients, namespace: values.namespace, logArchive: historyBed?.logArchive });
   await cluster.start();
+  const history = await historyBed?.history(cluster.events);
   const keysDir = join(dir, 'keys');
   const store = new FileKeyStore(keysDir);
   const api = await buildService({
@@ -84,6 +91,7 @@ export async function serve(dir: string, values: ServeOptions): Promise<void> {
     sessionSecret: loadSessionSecret(keysDir), logger: loggerOptions('api'),
     // The gateway below derives its proof from its data dir's gateway-secret (or the env's).
     gatewayProof: gatewayProof(gatewaySecret(keysDir)),
+    history,
   });
   const baseUrl = await api.listen({ port: Number(values.port), host: '127.0.0.1' });
   // The gateway shares the API's key store (users' keys open /notebooks too) and has a key of its own in it.
@@ -94,8 +102,10 @@ export async function serve(dir: string, values: ServeOptions): Promise<void> {
     closing = true;
     await gateway.stop();
     await api.close().catch(() => undefined);
+    await history?.close();
     await cluster.close();
     await kubelet?.stop();
+    await historyBed?.stop().catch(() => undefined);
     await webhook.close().catch(() => undefined);
     await node?.stop().catch((error: Error) => process.stderr.write(`testbed: stopping the node: ${error.message}\n`));
     await testbed.stop();

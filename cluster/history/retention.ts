@@ -57,6 +57,7 @@ export class RetentionSweeper {
       cursor = page.next ?? undefined;
     } while (cursor);
     let removed = 0;
+    await history?.sweep?.(now).catch((error: unknown) => this.options.onError(error));
     for (const appName of doomed) {
       try {
         await history?.remove(appName);

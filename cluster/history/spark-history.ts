@@ -20,5 +20,7 @@ export interface SparkHistory {
   target(appName: string, signal?: AbortSignal): Promise<HistoryTarget | undefined>;
   /** Deletes the run's event log (its application is deleted or expired). */
   remove(appName: string): Promise<void>;
+  /** Removes what no record names any more and is older than the retention (object storage); the count removed. */
+  sweep?(now?: number): Promise<number>;
   close(): Promise<void>;
 }

@@ -22,6 +22,7 @@ import { kubeCall, kubeCallOrAbsent, missedAdmission, translate, webhookRefusal 
 import type { Log as LogFn } from './informers.js';
 import { LeaderElection } from './leader-election.js';
 import type { LeaseTiming } from './lease-decision.js';
+import { isLogContainer, type LogArchive, LogArchiver, type LogContainer } from './log-archive.js';
 import { Reconciler } from './reconciler.js';
 import { type ApplicationResource, applicationResource, desiredStatus, toRecord } from './records.js';
 import { KubernetesTemplateStore } from './template-store.js';
@@ -39,6 +40,8 @@ export interface KubernetesClusterOptions {
   /** Grace period for an Application without a driver pod before it is UNKNOWN (default 30 s). */
   missingPodGraceMs?: number;
   log?: LogFn;
+  /** Where ended pods' logs are archived (log-archive.ts); absent: a log goes with its pod. */
+  logArchive?: LogArchive;
 }
 
 export class KubernetesCluster implements Cluster {
@@ -49,6 +52,7 @@ export class KubernetesCluster implements Cluster {
   readonly cache: AppCache;
   readonly reconciler: Reconciler;
   readonly leader?: LeaderElection;
+  readonly archiver?: LogArchiver;
   private started?: Promise<void>;
 
   constructor(private readonly options: KubernetesClusterOptions) {
@@ -57,12 +61,18 @@ export class KubernetesCluster implements Cluster {
     this.cache = new AppCache({
       clients: options.clients, namespace: options.namespace, log,
       onRecord: (type, record) => this.events.publish(type, record),
-      onTouch: (name) => this.reconciler.enqueue(name),
+      onTouch: (name) => { this.reconciler.enqueue(name); this.archiver?.touch(name); },
     });
     this.reconciler = new Reconciler({
       clients: options.clients, namespace: options.namespace, cache: this.cache, graceMs: options.missingPodGraceMs, log, resyncMs: options.resyncMs,
       mayWrite: () => this.leader?.isLeader ?? false,
     });
+    if (options.logArchive && (options.controller ?? true)) {
+      this.archiver = new LogArchiver({
+        clients: options.clients, namespace: options.namespace, cache: this.cache, archive: options.logArchive, log,
+        isLeader: () => this.leader?.isLeader ?? false,
+      });
+    }
     if (options.controller ?? true) {
       const lease = options.lease ?? {};
       this.leader = new LeaderElection({
@@ -70,7 +80,7 @@ export class KubernetesCluster implements Cluster {
         name: lease.name ?? 'submission-service-controller',
         identity: lease.identity ?? `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`,
         timing: { leaseMs: lease.leaseMs, renewDeadlineMs: lease.renewDeadlineMs, retryMs: lease.retryMs },
-        onStartedLeading: () => this.reconciler.activate(),
+        onStartedLeading: () => { this.reconciler.activate(); this.archiver?.touchAll(); },
         onStoppedLeading: () => this.reconciler.deactivate(),
       });
     }
@@ -261,17 +271,35 @@ export class KubernetesCluster implements Cluster {
     return found !== undefined;
   }
 
-  async log(appName: string, options: { follow: boolean; signal?: AbortSignal }): Promise<Readable | undefined> {
+  async log(appName: string, options: { follow: boolean; signal?: AbortSignal; container?: string }): Promise<Readable | undefined> {
     const record = await this.get(appName);
     if (!record) return undefined;
+    const container = options.container ?? 'driver';
+    if (container !== 'driver') return isLogContainer(container) ? this.executorLog(appName, container, options) : undefined;
     const stream = new PassThrough();
     const driver = this.cache.driver(appName);
     if (!driver || driver.deleted) {
+      const archived = await this.options.logArchive?.read(appName, 'driver');
+      if (archived) return archived;
       stream.end(`the driver pod of ${appName} is gone; its log went with it (state ${record.state})\n`);
       return stream;
     }
     const abort = await this.call(`read the log of ${appName}`, () =>
       new Log(this.options.clients.kc).log(this.ns, appName, DRIVER_CONTAINER, stream, { follow: options.follow }));
+    options.signal?.addEventListener('abort', () => { abort.abort(); stream.end(); }, { once: true });
+    return stream;
+  }
+
+  /** Executor N's log: from its pod while there, else from the archive. */
+  private async executorLog(appName: string, container: LogContainer, options: { follow: boolean; signal?: AbortSignal }): Promise<Readable | undefined> {
+    const id = container.slice('executor-'.length);
+    const pods = await this.call(`find executor ${id} of ${appName}`, () =>
+      this.core.listNamespacedPod({ namespace: this.ns, labelSelector: `${LABEL_APP}=${appName},spark-role=executor,spark-exec-id=${id}` }));
+    const pod = pods.items.find((p) => !p.metadata?.deletionTimestamp) ?? pods.items[0];
+    if (!pod) return this.options.logArchive?.read(appName, container);
+    const stream = new PassThrough();
+    const abort = await this.call(`read the log of ${appName} ${container}`, () =>
+      new Log(this.options.clients.kc).log(this.ns, pod.metadata!.name!, pod.spec?.containers?.[0]?.name ?? '', stream, { follow: options.follow }));
     options.signal?.addEventListener('abort', () => { abort.abort(); stream.end(); }, { once: true });
     return stream;
   }
@@ -296,6 +324,7 @@ export class KubernetesCluster implements Cluster {
     await this.started?.catch(() => undefined);
     await this.leader?.stop();
     this.reconciler.deactivate();
+    this.archiver?.close();
     await this.cache.stop();
   }
 }

@@ -13,8 +13,12 @@ export interface HistoryServerOptions {
   sparkClass: string;
   /** The Python whose pyspark holds Spark (pip's spark-class finds SPARK_HOME with it), as the drivers use. */
   python?: string;
-  /** Local directory of the event logs. */
+  /** Local directory of the event logs, or a URL Spark reads (`s3a://bucket/prefix` with `props` and `env` for S3A). */
   logDir: string;
+  /** More Spark properties (e.g. `spark.hadoop.fs.s3a.endpoint`). */
+  props?: Record<string, string>;
+  /** More environment (e.g. SPARK_DIST_CLASSPATH with the S3A jars, AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY). */
+  env?: Record<string, string>;
   /** Where its pid file and its own log go (the data dir's run/ and logs/). */
   runDir: string;
   logFile: string;
@@ -71,13 +75,14 @@ export class LocalHistoryServer {
     const port = await freePort();
     const url = new URL(`http://127.0.0.1:${port}`);
     const props = {
-      'spark.history.fs.logDirectory': `file://${this.options.logDir}`,
+      'spark.history.fs.logDirectory': this.options.logDir.includes('://') ? this.options.logDir : `file://${this.options.logDir}`,
       'spark.history.ui.port': String(port),
       'spark.history.fs.update.interval': `${this.options.updateIntervalSeconds ?? 1}s`,
       // A taken port is an error to retry with another, not a silent bind elsewhere.
       'spark.port.maxRetries': '0',
       // Retention is the service's (cluster/history/retention.ts), not the History Server's cleaner.
       'spark.history.fs.cleaner.enabled': 'false',
+      ...this.options.props,
     };
     const log = openSync(this.options.logFile, 'a', 0o600);
     const child = spawn(this.options.sparkClass, ['org.apache.spark.deploy.history.HistoryServer'], {
@@ -90,6 +95,7 @@ export class LocalHistoryServer {
         SPARK_LOG_DIR: this.options.runDir,
         SPARK_NO_DAEMONIZE: '1',
         ...(this.options.python ? { PYSPARK_PYTHON: this.options.python, PYSPARK_DRIVER_PYTHON: this.options.python } : {}),
+        ...this.options.env,
       },
     });
     closeSync(log);

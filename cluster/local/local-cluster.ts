@@ -175,8 +175,9 @@ export class LocalCluster implements Cluster {
     return true;
   }
 
-  async log(appName: string, options: { follow: boolean; signal?: AbortSignal }) {
-    if (!this.records.get(appName)) return undefined;
+  async log(appName: string, options: { follow: boolean; signal?: AbortSignal; container?: string }) {
+    // Local drivers run their executors inside (local[N]): the driver's is the one log.
+    if (!this.records.get(appName) || (options.container ?? 'driver') !== 'driver') return undefined;
     return logStream({
       file: this.logFile(appName),
       follow: options.follow,

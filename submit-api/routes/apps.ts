@@ -141,15 +141,18 @@ export async function appRoutes(app: FastifyInstance, { cluster, policy, history
     return redactEnvFor(toApplication(record, history), request.apiKey);
   });
 
-  app.get<{ Params: { appName: string }; Querystring: { follow?: boolean; offset: number } }>('/api/apps/:appName/log', {
+  app.get<{ Params: { appName: string }; Querystring: { follow?: boolean; offset: number; container: string } }>('/api/apps/:appName/log', {
     schema: {
       summary: 'The driver log (plain text); follow=true streams until the application ends',
-      description: 'offset=N starts at byte N (a reader that lost its connection resumes after the last byte it has); the answer says where it starts in X-Log-Offset.',
+      description: 'offset=N starts at byte N (a reader that lost its connection resumes after the last byte it has); the answer says where it starts in X-Log-Offset. container=executor-N reads executor N\'s log instead (Kubernetes mode: from its pod, or from the archive once it is gone). In Kubernetes mode with the log archive on, a log is read from the archive once its pod is gone.',
       tags: ['apps'],
       params: appNameParams,
       querystring: {
         type: 'object', additionalProperties: false,
-        properties: { follow: { type: 'boolean', default: false }, offset: { type: 'integer', minimum: 0, default: 0 } },
+        properties: {
+          follow: { type: 'boolean', default: false }, offset: { type: 'integer', minimum: 0, default: 0 },
+          container: { type: 'string', pattern: '^(driver|executor-[1-9][0-9]{0,5})$', default: 'driver' },
+        },
       },
       response: { 200: { type: 'string', description: 'text/plain' }, ...errorResponses, 429: ref(schemaIds.error) },
     },
@@ -159,8 +162,9 @@ export async function appRoutes(app: FastifyInstance, { cluster, policy, history
     // A followed log is a long-lived stream: counted per key, and ended when the key is revoked.
     const release = request.query.follow === true ? fairShare.holdStream(request, () => request.raw.socket.destroy()) : undefined;
     request.raw.once('close', () => { abort.abort(); release?.(); });
-    const stream = await cluster.log(request.params.appName, { follow: request.query.follow === true, signal: abort.signal });
-    if (!stream) throw notFound(`application ${request.params.appName}`);
+    const { container } = request.query;
+    const stream = await cluster.log(request.params.appName, { follow: request.query.follow === true, signal: abort.signal, container });
+    if (!stream) throw notFound(container === 'driver' || !(await cluster.get(request.params.appName)) ? `application ${request.params.appName}` : `log of ${container} of ${request.params.appName}`);
     reply.header('cache-control', 'no-cache').header('x-content-type-options', 'nosniff').header('x-log-offset', String(request.query.offset));
     // pipeline ends the source with the response (and passes a read error on to it, where
     // fastify logs it and cuts the answer short, as for an unskipped log).

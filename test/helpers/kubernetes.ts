@@ -10,7 +10,7 @@ import { createFakeNodes, ensureCrds, ensureNamespace } from '../../cluster/kube
 import { APPLICATIONS, GROUP, type KubeClients, kubeClients, TEMPLATES, VERSION } from '../../cluster/kubernetes/client.js';
 import { KubernetesCluster, type KubernetesClusterOptions } from '../../cluster/kubernetes/kubernetes-cluster.js';
 import { buildApi } from '../../submit-api/app.js';
-import { type AdmissionRules, buildRules } from '../../webhook/domain/index.js';
+import { type AdmissionRules, buildRules, type RulesOptions } from '../../webhook/domain/index.js';
 import { mutatingWebhookConfiguration } from '../../webhook/server/registration.js';
 import { startWebhookService } from '../../cli/webhook-service.js';
 import { freePort } from '../../lib/free-port.js';
@@ -93,6 +93,8 @@ export interface KubeBedOptions {
   /** Fake Node objects for each pool of the example cluster (a test double: no kubelet). */
   nodes?: boolean;
   namespace?: string;
+  /** More admission rules for the webhook (event logs, the log archive's finalizer). */
+  rules?: Partial<RulesOptions>;
 }
 
 /** Namespace, CRDs and (on request) fake nodes: what `testbed serve` puts into a fresh cluster. */
@@ -112,7 +114,7 @@ export async function register(clients: KubeClients, body: V1MutatingWebhookConf
 export async function startKubeBed(t: TestLike, options: KubeBedOptions = {}): Promise<KubeBed> {
   const dir = tempDir(t, 'subsvc-kube-');
   const namespace = options.namespace ?? 'spark-apps';
-  const rules = buildRules({ nodePools: exampleCluster().nodePools, namespace });
+  const rules = buildRules({ nodePools: exampleCluster().nodePools, namespace, ...options.rules });
   let testbed = await startTestbed(join(dir, 'testbed'), { scheduler: options.scheduler });
   // Registered after tempDir's teardown, so it runs before the directory goes.
   const stops: (() => Promise<unknown>)[] = [() => testbed.stop()];

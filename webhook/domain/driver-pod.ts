@@ -3,6 +3,7 @@
 import type { V1Container, V1EnvVar, V1Pod, V1Volume, V1VolumeMount } from '@kubernetes/client-node';
 import type { ApplicationConfig, SecretMount } from '../../schemas/index.js';
 import { keyFilePath } from './defaults.js';
+import { eventLogEnv, LOG_ARCHIVE_FINALIZER } from './event-log.js';
 import {
   ANNOTATION_ADMITTED, ANNOTATION_CONFIG, ANNOTATION_SIZING, ANNOTATION_OVERRIDES, ANNOTATION_SUBMITTED_BY, DRIVER_CONTAINER, LABEL_APP, LABEL_JOB,
   LABEL_TEMPLATE, RULES_VERSION, SPARK_ROLE,
@@ -83,6 +84,13 @@ function driverVolumes(config: ApplicationConfig): { volumes: V1Volume[]; mounts
   return { volumes, mounts };
 }
 
+/** The pod's finalizers with the log archive's, when logs are archived. */
+function archiveFinalizers(pod: V1Pod, rules: AdmissionRules): { finalizers?: string[] } {
+  if (!rules.archiveLogs) return {};
+  const finalizers = pod.metadata?.finalizers ?? [];
+  return { finalizers: finalizers.includes(LOG_ARCHIVE_FINALIZER) ? finalizers : [...finalizers, LOG_ARCHIVE_FINALIZER] };
+}
+
 /** Renders the admitted driver pod from a bare (or team-written) pod and the effective config. */
 export function renderDriverPod(pod: V1Pod, config: ApplicationConfig, id: AppIdentity, rules: AdmissionRules): V1Pod {
   const driver = config.driver ?? {};
@@ -96,7 +104,7 @@ export function renderDriverPod(pod: V1Pod, config: ApplicationConfig, id: AppId
     name: original?.name ?? DRIVER_CONTAINER,
     image: config.image,
     args: driverArgs(config, props, rules.master),
-    env: [...driverEnv(config), ...(original?.env ?? [])],
+    env: [...driverEnv(config), ...eventLogEnv(rules.eventLog, config.engineConf), ...(original?.env ?? [])],
     ports: [
       { name: 'driver-rpc-port', containerPort: DRIVER_PORTS.rpc, protocol: 'TCP' },
       { name: 'blockmanager', containerPort: DRIVER_PORTS.blockManager, protocol: 'TCP' },
@@ -119,7 +127,7 @@ export function renderDriverPod(pod: V1Pod, config: ApplicationConfig, id: AppId
   annotations[ANNOTATION_SIZING] = sizingAnnotation(config, rules);
   return {
     ...pod,
-    metadata: { ...pod.metadata, name: id.appName, labels, annotations },
+    metadata: { ...pod.metadata, name: id.appName, labels, annotations, ...archiveFinalizers(pod, rules) },
     spec: {
       ...spec,
       serviceAccountName: driver.serviceAccount,

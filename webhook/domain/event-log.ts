@@ -2,13 +2,38 @@
 // gone. Admission turns them on for every application like the other defaults (a template or a
 // submission may still override each key), and marks each run with its appName so the service
 // can tell which Spark application id belongs to which application.
+import type { V1EnvVar } from '@kubernetes/client-node';
 
 export interface EventLogRules {
   /** Where drivers write their event logs: `file:///…` in local mode, `s3a://bucket/prefix` or a volume on Kubernetes. */
   dir: string;
   /** Spark rolls a long run's log into files of this size, so no run writes one huge file. */
   rollingMaxFileSize: string;
+  /** Object storage through Spark's S3A connector (Kubernetes mode: `dir` is `s3a://bucket/prefix`). */
+  s3?: S3EventLogStore;
 }
+
+export interface S3EventLogStore {
+  /** The S3 API's address (absent: AWS's own); e.g. MinIO's or the test bed's server. */
+  endpoint?: string;
+  /** Path-style requests (`endpoint/bucket/key`), as most S3-compatible servers want. */
+  pathStyleAccess?: boolean;
+  /**
+   * The Secret whose AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY the driver and its executors get
+   * as environment variables (S3A reads them there). Only its name is in the config; the values
+   * never are, so neither the API nor the Spark UI's environment page shows them.
+   */
+  credentialsSecret?: string;
+}
+
+/**
+ * Holds an ended pod until the controller has archived its log (cluster/kubernetes/log-archive.ts):
+ * a pod deleted right after its end keeps its log. Admission adds it when logs are archived.
+ */
+export const LOG_ARCHIVE_FINALIZER = 'submission-service.io/log-archive';
+
+/** The variables S3A's default credential chain reads, and the Secret keys that hold them. */
+export const S3_CREDENTIAL_VARIABLES = ['AWS_ACCESS_KEY_ID', 'AWS_SECRET_ACCESS_KEY'] as const;
 
 /**
  * The Spark property that names the application a run belongs to: the driver pod's name, which
@@ -19,12 +44,31 @@ export const APP_NAME_PROPERTY = 'spark.kubernetes.driver.pod.name';
 
 export function eventLogDefaults(rules: EventLogRules | undefined): Record<string, string> {
   if (!rules) return {};
-  return {
+  const defaults: Record<string, string> = {
     'spark.eventLog.enabled': 'true',
     'spark.eventLog.dir': rules.dir,
     'spark.eventLog.rolling.enabled': 'true',
     'spark.eventLog.rolling.maxFileSize': rules.rollingMaxFileSize,
   };
+  const s3 = rules.s3;
+  // S3A deletes the parent "directory" markers after every file it writes, by default; stores
+  // that keep directories as directories (MinIO, versitygw) refuse that delete and S3A retries it
+  // for minutes. Kept markers cost nothing on AWS either (Hadoop 3.3.1+ readers understand them).
+  if (s3) defaults['spark.hadoop.fs.s3a.directory.marker.retention'] = 'keep';
+  if (s3?.endpoint) defaults['spark.hadoop.fs.s3a.endpoint'] = s3.endpoint;
+  if (s3?.pathStyleAccess !== undefined) defaults['spark.hadoop.fs.s3a.path.style.access'] = String(s3.pathStyleAccess);
+  // Executors are Spark's pods: Spark adds these variables to them from the Secret (names only here).
+  if (s3?.credentialsSecret) {
+    for (const name of S3_CREDENTIAL_VARIABLES) defaults[`spark.kubernetes.executor.secretKeyRef.${name}`] = `${s3.credentialsSecret}:${name}`;
+  }
+  return defaults;
+}
+
+/** The driver's variables from the credentials Secret, when its run writes an event log to object storage. */
+export function eventLogEnv(rules: EventLogRules | undefined, engineConf: Record<string, string> | undefined): V1EnvVar[] {
+  const secret = rules?.s3?.credentialsSecret;
+  if (!secret || !writesEventLog(engineConf)) return [];
+  return S3_CREDENTIAL_VARIABLES.map((name) => ({ name, valueFrom: { secretKeyRef: { name: secret, key: name } } }));
 }
 
 /** Whether an application's effective config had Spark write an event log. */

@@ -34,6 +34,8 @@ export interface AdmissionRules {
   policy: SubmissionPolicy;
   /** Event logs for every application (event-log.ts); absent: Spark's default (none). */
   eventLog?: EventLogRules;
+  /** Whether driver pods wait for the controller to archive their logs (LOG_ARCHIVE_FINALIZER). */
+  archiveLogs?: boolean;
 }
 
 export const defaultSizing: Required<SizingRules> = {
@@ -93,7 +95,8 @@ export interface RulesOptions {
   placement?: PlacementRules | keyof typeof placementPresets;
   policy?: Partial<SubmissionPolicy>;
   /** Event log directory for every application; the rolling file size defaults to 128m. */
-  eventLog?: { dir: string; rollingMaxFileSize?: string };
+  eventLog?: { dir: string; rollingMaxFileSize?: string; s3?: EventLogRules['s3'] };
+  archiveLogs?: boolean;
 }
 
 export function buildRules(options: RulesOptions): AdmissionRules {
@@ -118,5 +121,6 @@ export function buildRules(options: RulesOptions): AdmissionRules {
     placement,
     policy: buildPolicy(options.policy),
     ...(options.eventLog ? { eventLog: { rollingMaxFileSize: '128m', ...options.eventLog } } : {}),
+    ...(options.archiveLogs ? { archiveLogs: true } : {}),
   };
 }

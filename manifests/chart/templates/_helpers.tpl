@@ -60,3 +60,31 @@ prometheus.io/port: {{ .port | quote }}
 prometheus.io/path: /metrics
 {{- end }}
 {{- end }}
+
+{{/* Whether the history is on: enabled and an event log directory named. */}}
+{{- define "ss.historyOn" -}}
+{{- if and .Values.history.enabled .Values.history.eventLogDir }}true{{ end -}}
+{{- end -}}
+
+{{/* The node-pool file's history section (cli/rules.ts, cli/kubernetes-history.ts), as JSON. */}}
+{{- define "ss.historySection" -}}
+{{- if include "ss.historyOn" . -}}
+{{- $h := dict "enabled" true "eventLogDir" .Values.history.eventLogDir "pathStyleAccess" .Values.history.pathStyleAccess "credentialsSecret" .Values.history.credentialsSecret "serverUrl" (printf "http://submission-service-history.%s.svc:%v" .Release.Namespace .Values.history.server.port) -}}
+{{- with .Values.history.logArchiveDir }}{{ $_ := set $h "logArchiveDir" . }}{{ end -}}
+{{- with .Values.history.s3Endpoint }}{{ $_ := set $h "s3Endpoint" . }}{{ end -}}
+{{- toJson $h -}}
+{{- else -}}
+{"enabled": false}
+{{- end -}}
+{{- end -}}
+
+{{/* S3A's credentials from history.credentialsSecret, as environment variables (never in a ConfigMap). */}}
+{{- define "ss.historyCredentials" -}}
+{{- if include "ss.historyOn" . }}
+{{- range list "AWS_ACCESS_KEY_ID" "AWS_SECRET_ACCESS_KEY" }}
+- name: {{ . }}
+  valueFrom:
+    secretKeyRef: { name: {{ $.Values.history.credentialsSecret }}, key: {{ . }} }
+{{- end }}
+{{- end }}
+{{- end -}}

@@ -1,0 +1,37 @@
+// Kubernetes mode's history from the `history` section of the node-pool file (the chart's
+// values): the object store the event logs and archived logs are in (credentials from the
+// environment, the chart's Secret), the controller's log archive, and the runs' history behind
+// the History Server. Absent or off: logs go with their pods, the UI with its driver.
+import type { NodePoolsFile } from '../schemas/index.js';
+import type { EventFeed } from '../cluster/events.js';
+import { ObjectStore, objectStoreFromEnv, parseS3Url } from '../cluster/history/object-store.js';
+import { KubernetesSparkHistory } from '../cluster/kubernetes/kubernetes-history.js';
+import { LogArchive } from '../cluster/kubernetes/log-archive.js';
+import { logArchiveDir } from './rules.js';
+
+export interface KubernetesHistoryWiring {
+  logArchive?: LogArchive;
+  /** The runs' history (needs the History Server's address, `serverUrl`); undefined without it. */
+  history(events: EventFeed, retentionMs: number | undefined, log: (message: string) => void): KubernetesSparkHistory | undefined;
+}
+
+export function kubernetesHistory(section: NodePoolsFile['history'], env = process.env): KubernetesHistoryWiring {
+  const archiveDir = logArchiveDir(section);
+  if (!section || section.enabled === false || (!archiveDir && !section.eventLogDir)) return { history: () => undefined };
+  const options = objectStoreFromEnv(section.s3Endpoint, section.pathStyleAccess ?? true, env);
+  const stores = new Map<string, ObjectStore>();
+  const store = (bucket: string) => {
+    if (!stores.has(bucket)) stores.set(bucket, new ObjectStore(bucket, options));
+    return stores.get(bucket)!;
+  };
+  const archiveAt = archiveDir ? parseS3Url(archiveDir) : undefined;
+  if (archiveDir && !archiveAt) throw new Error(`history.logArchiveDir must be s3a://bucket/prefix, not ${archiveDir}`);
+  const logArchive = archiveAt ? new LogArchive(store(archiveAt.bucket), archiveAt.prefix) : undefined;
+  const eventsAt = section.eventLogDir ? parseS3Url(section.eventLogDir) : undefined;
+  return {
+    logArchive,
+    history: (events, retentionMs, log) => eventsAt && section.serverUrl
+      ? new KubernetesSparkHistory({ store: store(eventsAt.bucket), eventLogPrefix: eventsAt.prefix, server: new URL(section.serverUrl), logArchive, events, log, retentionMs })
+      : undefined,
+  };
+}

@@ -1,0 +1,171 @@
+// Logs kept after the pods go (Kubernetes mode). Admission puts LOG_ARCHIVE_FINALIZER on every
+// driver pod; when a driver has ended (or is being deleted), the controller — the one writer,
+// under the Lease — streams its log and the logs of its executor pods still present into the
+// object store, then removes the finalizer, and only then can the pod go. Reads of an
+// application's log fall back to the archive once its pod is gone.
+//
+// Memory: a log is streamed from the apiserver into a multipart upload one part at a time
+// (object-store.ts), so a 100 MB log costs one part of buffer, not 100 MB.
+import { PassThrough, type Readable } from 'node:stream';
+import { Log, type V1Pod } from '@kubernetes/client-node';
+import { DRIVER_CONTAINER, LABEL_APP, LOG_ARCHIVE_FINALIZER, SPARK_ROLE } from '../../webhook/domain/index.js';
+import type { ObjectStore } from '../history/object-store.js';
+import type { AppCache } from './app-cache.js';
+import type { KubeClients } from './client.js';
+import type { Log as LogFn } from './informers.js';
+
+/** Which pod's log: the driver's, or executor N's (`executor-N`, Spark's executor id). */
+export type LogContainer = 'driver' | `executor-${number}`;
+
+export const isLogContainer = (value: string): value is LogContainer => value === 'driver' || /^executor-[1-9][0-9]{0,5}$/.test(value);
+
+/** Where archived logs are: `<prefix>/<appName>/<driver|executor-N>.log` in one bucket. */
+export class LogArchive {
+  constructor(readonly store: ObjectStore, private readonly prefix: string) {}
+
+  key(appName: string, container: LogContainer): string {
+    return `${this.prefix ? `${this.prefix}/` : ''}${appName}/${container}.log`;
+  }
+
+  read(appName: string, container: LogContainer, offset = 0): Promise<Readable | undefined> {
+    return this.store.read(this.key(appName, container), offset);
+  }
+
+  save(appName: string, container: LogContainer, body: Readable): Promise<number> {
+    return this.store.upload(this.key(appName, container), body);
+  }
+
+  /** The containers archived for an application (driver first). */
+  async containers(appName: string): Promise<LogContainer[]> {
+    const base = this.key(appName, 'driver').replace(/driver\.log$/, '');
+    const found: LogContainer[] = [];
+    for await (const item of this.store.list(base)) {
+      const name = 'key' in item ? item.key.slice(base.length).replace(/\.log$/, '') : '';
+      if (isLogContainer(name)) found.push(name);
+    }
+    return found.sort((a, b) => (a === 'driver' ? -1 : b === 'driver' ? 1 : Number(a.slice(9)) - Number(b.slice(9))));
+  }
+
+  async remove(appName: string): Promise<void> {
+    await this.store.removePrefix(this.key(appName, 'driver').replace(/driver\.log$/, ''));
+  }
+}
+
+export interface LogArchiverOptions {
+  clients: KubeClients;
+  namespace: string;
+  cache: AppCache;
+  archive: LogArchive;
+  /** Only the leader archives and removes finalizers. */
+  isLeader: () => boolean;
+  log: LogFn;
+  /** A pod being deleted that could not be archived is let go after this long (default 2 min): never held for ever. */
+  giveUpMs?: number;
+}
+
+const hasFinalizer = (pod: V1Pod) => pod.metadata?.finalizers?.includes(LOG_ARCHIVE_FINALIZER) ?? false;
+
+/** The driver has ended (its phase says so, or it is being deleted and no container runs). */
+function ended(pod: V1Pod): boolean {
+  const phase = pod.status?.phase;
+  if (phase === 'Succeeded' || phase === 'Failed') return true;
+  if (!pod.metadata?.deletionTimestamp) return false;
+  return !(pod.status?.containerStatuses ?? []).some((c) => c.state?.running);
+}
+
+/** Whether a container of the pod ever started (else there is no log to keep). */
+const everRan = (pod: V1Pod) => (pod.status?.containerStatuses ?? []).some((c) => c.state?.running || c.state?.terminated || c.lastState?.terminated);
+
+export class LogArchiver {
+  private readonly queued = new Set<string>();
+  private readonly active = new Set<string>();
+  /** Drivers (by uid) whose logs are archived already: a retried finalizer removal does not upload again. */
+  private readonly done = new Set<string>();
+  private readonly timer: NodeJS.Timeout;
+
+  constructor(private readonly options: LogArchiverOptions) {
+    // A missed event, a failed upload or a lost leadership heals at the next pass.
+    this.timer = setInterval(() => this.touchAll(), 15_000);
+    this.timer.unref();
+  }
+
+  close(): void {
+    clearInterval(this.timer);
+  }
+
+  touchAll(): void {
+    for (const name of this.options.cache.names()) this.touch(name);
+  }
+
+  /** A driver pod or its Application changed: archive now if it has ended and still holds the finalizer. */
+  touch(appName: string): void {
+    if (!this.options.isLeader()) return;
+    const driver = this.options.cache.driver(appName);
+    if (!driver || driver.deleted || !hasFinalizer(driver.pod) || !ended(driver.pod)) return;
+    if (this.active.has(appName)) { this.queued.add(appName); return; }
+    this.active.add(appName);
+    void this.archive(driver.pod).catch((error: unknown) => this.options.log(`log archive of ${appName}: ${(error as Error).message ?? String(error)}`))
+      .finally(() => {
+        this.active.delete(appName);
+        if (this.queued.delete(appName)) this.touch(appName);
+      });
+  }
+
+  private async archive(pod: V1Pod): Promise<void> {
+    const name = pod.metadata!.name!;
+    const uid = pod.metadata!.uid ?? name;
+    const deletingSince = pod.metadata?.deletionTimestamp ? new Date(pod.metadata.deletionTimestamp).getTime() : undefined;
+    try {
+      if (!this.done.has(uid) && everRan(pod) && this.options.cache.application(name)) {
+        await this.save(name, 'driver', name, DRIVER_CONTAINER);
+        for (const executor of await this.executors(name)) {
+          const id = executor.metadata?.labels?.['spark-exec-id'];
+          if (id && /^[1-9][0-9]{0,5}$/.test(id) && everRan(executor)) {
+            await this.save(name, `executor-${Number(id)}`, executor.metadata!.name!, executor.spec?.containers?.[0]?.name);
+          }
+        }
+      }
+      this.done.add(uid);
+    } catch (error) {
+      // A pod held too long is let go (its log is lost, and said so), never held for ever.
+      if (deletingSince === undefined || Date.now() - deletingSince < (this.options.giveUpMs ?? 120_000)) throw error;
+      this.options.log(`log archive of ${name}: giving up after ${(error as Error).message}; the pod goes without its log archived`);
+    }
+    await this.release(pod);
+    if (this.done.size > 10_000) this.done.clear();
+  }
+
+  private async executors(appName: string): Promise<V1Pod[]> {
+    const list = await this.options.clients.core.listNamespacedPod({ namespace: this.options.namespace, labelSelector: `${LABEL_APP}=${appName},${SPARK_ROLE}=executor` });
+    return list.items;
+  }
+
+  /** Streams one container's log (as it is now, not followed) into the archive. */
+  private async save(appName: string, container: LogContainer, pod: string, containerName: string | undefined): Promise<void> {
+    const stream = new PassThrough({ highWaterMark: 256 * 1024 });
+    const abort = await new Log(this.options.clients.kc).log(this.options.namespace, pod, containerName ?? '', stream, { follow: false });
+    try {
+      const bytes = await this.options.archive.save(appName, container, stream);
+      this.options.log(`log archive: ${appName} ${container} (${bytes} bytes)`);
+    } catch (error) {
+      abort.abort();
+      throw error;
+    }
+  }
+
+  /** Removes the finalizer (a JSON patch that tests it is still at that index). */
+  private async release(pod: V1Pod): Promise<void> {
+    const index = pod.metadata?.finalizers?.indexOf(LOG_ARCHIVE_FINALIZER) ?? -1;
+    if (index < 0 || !this.options.isLeader()) return;
+    await this.options.clients.core.patchNamespacedPod({
+      name: pod.metadata!.name!, namespace: this.options.namespace,
+      body: [
+        { op: 'test', path: `/metadata/finalizers/${index}`, value: LOG_ARCHIVE_FINALIZER },
+        { op: 'remove', path: `/metadata/finalizers/${index}` },
+      ],
+    }).catch((error: unknown) => {
+      const code = (error as { code?: number }).code;
+      if (code !== 404 && code !== 422) throw error; // gone, or changed meanwhile (the next event retries)
+    });
+  }
+}
