@@ -19,14 +19,22 @@ import { chromium } from 'playwright-core';
 import { envNumber, fmt, load, median, percentileSorted, saveSummary, sleep, stopChild, table } from '../lib.js';
 import { startLocal, submit } from './local-service.js';
 
-const APPS = envNumber('HISTORY_APPS', 20);
+// 0: only the 10,000-task run.
+const APPS = process.env.HISTORY_APPS === '0' ? 0 : envNumber('HISTORY_APPS', 20);
 const TASKS = envNumber('HISTORY_TASKS', 10_000);
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+/** Where the pages are shot, to look at what "rendered" showed. */
+const SHOTS = process.env.HISTORY_SHOTS ?? tmpdir();
 
 /** Resolves with performance.now() at the `changed` event that shows the application ended. */
 function endedAt(url: string, appName: string): Promise<number> {
   return (async () => {
-    const res = await fetch(`${url}/api/apps/events?q=${appName}`);
+    let res = await fetch(`${url}/api/apps/events?q=${appName}`);
+    for (let attempt = 1; res.status === 503 && attempt < 30; attempt++) { // overloaded: retry, as a client would
+      await res.body?.cancel();
+      await sleep(1000);
+      res = await fetch(`${url}/api/apps/events?q=${appName}`);
+    }
     const reader = res.body!.getReader();
     const decoder = new TextDecoder();
     let buffer = '';
@@ -79,7 +87,9 @@ async function main() {
   const quick = join(jobs, 'quick.py');
   writeFileSync(quick, 'from pyspark.sql import SparkSession\nSparkSession.builder.getOrCreate().sparkContext.parallelize(range(100), 2).sum()\n');
   const wide = join(jobs, 'wide.py');
-  writeFileSync(wide, `from pyspark.sql import SparkSession\nSparkSession.builder.getOrCreate().sparkContext.parallelize(range(${TASKS}), ${TASKS}).count()\n`);
+  // Tasks in the JVM only (a Python RDD starts a Python worker per task: 10,000 took most of an
+  // hour here): job 0's first stage sums a range in TASKS partitions.
+  writeFileSync(wide, `from pyspark.sql import SparkSession\nSparkSession.builder.getOrCreate().range(0, ${TASKS}, 1, ${TASKS}).selectExpr('sum(id)').collect()\n`);
   const { child, url } = await startLocal(dataDir);
   const startLoad = load();
   try {
@@ -111,8 +121,9 @@ async function main() {
       const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
       const start = performance.now();
       await page.goto(`${url}/dashboard/apps/${wideApp}/spark-ui/${path}`, { waitUntil: 'load', timeout: 300_000 });
-      await page.locator(`text=${text}`).first().waitFor({ timeout: 300_000 });
+      await page.waitForFunction((wanted) => document.body?.textContent?.includes(wanted), text, { timeout: 120_000 });
       const ms = performance.now() - start;
+      await page.screenshot({ path: join(SHOTS, `history-${TASKS}-${path.replace(/[^a-z]+/g, '-')}${renders.length + stageRenders.length}.png`) });
       process.stderr.write(`history-ui: ${path} ${fmt(ms)} ms\n`);
       // When Chromium first painted the page's content, from the navigation's start.
       paints.push(await page.evaluate(() => performance.getEntriesByName('first-contentful-paint')[0]?.startTime ?? Number.NaN));

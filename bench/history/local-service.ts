@@ -22,10 +22,18 @@ export async function startLocal(dataDir: string): Promise<{ child: ChildProcess
 }
 
 export async function submit(url: string, file: string, args: string[] = []): Promise<string> {
-  const res = await fetch(`${url}/api/apps/`, {
-    method: 'POST', headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ jobName: 'hist', configOverrides: { type: 'Python', mainApplicationFile: `local://${file}`, arguments: args, executor: { cores: 1, instances: 1 } } }),
-  });
-  if (res.status !== 201) throw new Error(`submission answered ${res.status}: ${await res.text()}`);
-  return ((await res.json()) as { appName: string }).appName;
+  // A loaded machine may have the service answer 503 (overloaded, retry): as a client would, retry.
+  for (let attempt = 1; ; attempt++) {
+    const res = await fetch(`${url}/api/apps/`, {
+      method: 'POST', headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ jobName: 'hist', configOverrides: { type: 'Python', mainApplicationFile: `local://${file}`, arguments: args, executor: { cores: 1, instances: 1 } } }),
+    });
+    if (res.status === 503 && attempt < 30) {
+      await res.body?.cancel();
+      await new Promise((ok) => setTimeout(ok, 1000));
+      continue;
+    }
+    if (res.status !== 201) throw new Error(`submission answered ${res.status}: ${await res.text()}`);
+    return ((await res.json()) as { appName: string }).appName;
+  }
 }
