@@ -30,8 +30,6 @@ export class LocalSparkHistory implements SparkHistory {
   private readonly index: EventLogIndex;
   private readonly server: LocalHistoryServer;
   private readonly unsubscribe: () => void;
-  /** Runs the History Server has listed: Spark app id → that server's address. */
-  private readonly listed = new Map<string, string>();
 
   constructor(options: LocalHistoryOptions) {
     this.retentionMs = options.retentionMs;
@@ -61,21 +59,18 @@ export class LocalSparkHistory implements SparkHistory {
     const run = this.index.lookup(appName) ?? await this.settle(appName, signal);
     if (!run) return undefined;
     const server = await this.server.url();
-    // The History Server finds a new log at its next scan (every second here). Asked once per
-    // run and server, not for each of the page's scripts and styles.
+    // The History Server finds a new log at its next scan (every second here).
     const deadline = Date.now() + 15_000;
-    while (this.listed.get(run.sparkAppId) !== server.href && !signal?.aborted && Date.now() < deadline) {
+    while (!signal?.aborted && Date.now() < deadline) {
       const response = await fetch(new URL(`/api/v1/applications/${encodeURIComponent(run.sparkAppId)}`, server), { signal: AbortSignal.timeout(5000) }).catch(() => undefined);
       await response?.body?.cancel();
-      if (response?.ok) this.listed.set(run.sparkAppId, server.href);
-      else await sleep(250);
+      if (response?.ok) break;
+      await sleep(250);
     }
     return { server, sparkAppId: run.sparkAppId };
   }
 
   async remove(appName: string): Promise<void> {
-    const run = this.index.lookup(appName);
-    if (run) this.listed.delete(run.sparkAppId);
     await this.index.remove(appName);
   }
 
