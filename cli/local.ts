@@ -57,9 +57,9 @@ export async function localCommand(argv: string[]): Promise<number> {
   // User code never runs as this service: a sandbox for the drivers, else admin keys only (docs/security.md).
   const { sandbox, problem } = chooseSandbox(values.sandbox as SandboxMode, values.auth === 'on', { dataDir, ...spark, driverUser: values['driver-user'] });
   // Every driver writes an event log there (a template or submission may turn it off), so its
-  // Spark UI opens from the history once it ended. Not from the sandbox yet: the shared
-  // directory would show every run's log to every driver (docs/security.md).
-  const withHistory = values.history === 'on' && !sandbox;
+  // Spark UI opens from the history once it ended. A sandboxed driver writes into its own work
+  // dir, and the service moves the log there when it ended (cluster/local/sandbox-event-log.ts).
+  const withHistory = values.history === 'on';
   if (withHistory) makePrivateDir(eventLogDir(dataDir));
   const rules = { ...rulesFrom(values['node-pools'], 'local'), ...(withHistory ? { eventLog: { dir: `file://${eventLogDir(dataDir)}`, rollingMaxFileSize: '128m' } } : {}) };
   const kernelsPerKey = parseKernelsPerKey(values['kernels-per-key']);
@@ -74,7 +74,8 @@ export async function localCommand(argv: string[]): Promise<number> {
     store: values.auth === 'on' && !sandbox ? adminOnlyStore(store, gatewayKey && store.verify(gatewayKey)?.id, problem ?? 'none found') : store,
   };
   // Kernels start at once beside batch applications instead of queueing for cores (gateway/README.md).
-  const cluster = new LocalCluster({ dataDir, rules, cores: Number(values.cores), log, interactiveLabel: KERNEL_LABEL, sandbox, ...spark });
+  const driverSandbox = sandbox && withHistory ? { ...sandbox, eventLogDir: eventLogDir(dataDir) } : sandbox;
+  const cluster = new LocalCluster({ dataDir, rules, cores: Number(values.cores), log, interactiveLabel: KERNEL_LABEL, sandbox: driverSandbox, ...spark });
   const history = withHistory
     ? new LocalSparkHistory({ dataDir, sparkClass: spark.sparkSubmit.includes('/') ? join(dirname(spark.sparkSubmit), 'spark-class') : 'spark-class', python: spark.python, events: cluster.events, log, retentionMs })
     : undefined;

@@ -18,7 +18,7 @@ export interface IndexedRun {
 /** The environment line carries the whole classpath: heads are read up to this many bytes. */
 const HEAD_BYTES = 4 * 1024 * 1024;
 
-async function firstEventFile(dir: string, entry: string): Promise<string | undefined> {
+export async function firstEventFile(dir: string, entry: string): Promise<string | undefined> {
   const path = join(dir, entry);
   const info = await stat(path);
   if (!info.isDirectory()) return path;
@@ -26,7 +26,7 @@ async function firstEventFile(dir: string, entry: string): Promise<string | unde
   return files.length > 0 ? join(path, files[0]) : undefined;
 }
 
-async function readIdentity(file: string) {
+export async function readIdentity(file: string) {
   const stream = createReadStream(file, { encoding: 'utf8', end: HEAD_BYTES - 1 });
   const events: string[] = []; // only the two kinds identityFromLines reads
   try {

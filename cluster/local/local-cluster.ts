@@ -24,6 +24,7 @@ import { defaultLocalLogger, type LocalLogger } from './logger.js';
 import { type SubmissionInfo, submissionInfo } from '../submission-info.js';
 import { serviceFileRefusal } from './service-files.js';
 import type { DriverSandbox } from './sandbox.js';
+import { collectEventLogs } from './sandbox-event-log.js';
 
 export interface LocalClusterOptions {
   dataDir: string;
@@ -300,6 +301,12 @@ export class LocalCluster implements Cluster {
       const stored = this.records.get(appName);
       // After close, the next service to start records the end (it re-attaches).
       if (this.closed || !stored?.run || isTerminal(stored.record.state)) return;
+      // A sandboxed driver's event log, from its work dir into the history's, before the end is told.
+      const eventLogDir = this.options.sandbox?.eventLogDir;
+      if (eventLogDir) {
+        await collectEventLogs(this.workDir(appName), eventLogDir, appName, (entry, why) => this.logger.warn({ appName, entry }, `an event log the driver left is not kept: ${why}`))
+          .catch((error: unknown) => this.logger.error({ err: error, appName }, `could not move the event log of application ${appName}`));
+      }
       const code = readExitCode(stored.run.exitFile);
       const ended = new Date().toISOString();
       const change: Partial<AppRecord> =

@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import type { V1Pod } from '@kubernetes/client-node';
 import type { LocalCommand } from './local-command.js';
 import { moveLauncherToken, sandboxedCommand } from './sandbox.js';
+import { prepareEventLogDir } from './sandbox-event-log.js';
 import { type LocalMachine, localDriverCommand } from './spark-command.js';
 
 export interface Started {
@@ -78,6 +79,7 @@ export function startDriverPod(pod: V1Pod, machine: LocalMachine, cores: number,
   // The work dir is the driver user's; the log and exit files stay the service's (the driver
   // writes its log through the descriptor it is given, the wrapper outside writes the exit code).
   if (sandbox.user) chownSync(machine.workDir, sandbox.user.uid, sandbox.user.gid);
+  prepareEventLogDir(sandbox, machine.workDir);
   return startProcess(sandboxedCommand(moveLauncherToken(command, sandbox, machine.workDir), sandbox, machine.workDir), files.logFile, files.exitFile);
 }
 

@@ -23,6 +23,12 @@ export interface DriverSandbox {
   readable: string[];
   /** The data dir: hidden after `readable`, so that no readable path shows it again. */
   dataDir: string;
+  /**
+   * The service's event log directory (in the data dir, so hidden): drivers write their event
+   * logs into their own work dir instead, and the service moves them there once they ended
+   * (sandbox-event-log.ts). Undefined: no history.
+   */
+  eventLogDir?: string;
 }
 
 /**

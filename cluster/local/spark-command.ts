@@ -7,6 +7,7 @@ import { DRIVER_CONTAINER } from '../../webhook/domain/index.js';
 import type { LocalCommand, SubmitParts } from './local-command.js';
 import { pythonFirstCommand } from './python-first.js';
 import { type DriverSandbox, SANDBOX_WORK_DIR } from './sandbox.js';
+import { sandboxedConf } from './sandbox-event-log.js';
 
 export interface LocalMachine {
   sparkSubmit: string;
@@ -74,7 +75,11 @@ export function localSubmitParts(pod: V1Pod, machine: LocalMachine, cores: numbe
     // share this machine take free ones instead (Spark tries only 16 above a fixed port).
     else if (rest[i] === '--conf' && POD_PORT.test(rest[i + 1] ?? '')) options.push('--conf', (rest[i + 1] ?? '').replace(/=.*$/, '=0'));
     else if (SUBMIT_FLAGS.has(rest[i])) { options.push(rest[i]); continue; }
-    else options.push(rest[i], localPath(expand(rest[i + 1] ?? '', env)));
+    else {
+      const value = localPath(expand(rest[i + 1] ?? '', env));
+      // A sandboxed driver writes its event log into its own work dir (sandbox-event-log.ts).
+      options.push(rest[i], rest[i] === '--conf' ? sandboxedConf(value, machine.sandbox) : value);
+    }
     i++;
   }
   const primary = i < rest.length ? localPath(expand(rest[i], env)) : undefined;
