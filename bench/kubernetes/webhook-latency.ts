@@ -23,9 +23,9 @@
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { join } from 'node:path';
-import { Agent, request } from 'node:https';
 import { AdmissionregistrationV1Api, type V1MutatingWebhookConfiguration, type V1Pod } from '@kubernetes/client-node';
 import { bareDriverPod } from '../../webhook/domain/driver-pod.js';
+import { type RawClient as Raw, rawClient, send } from './raw-client.js';
 import { envNumber, fmt, load, percentileSorted, saveSummary, type SummaryRow, table } from '../lib.js';
 import { freePort } from '../../lib/free-port.js';
 import { productArgs } from '../../testbed/entry.js';
@@ -42,37 +42,6 @@ const CLUSTER_UP_WEBHOOK = 'submission-service';
 const WEBHOOK_NAME = 'submission-service-bench';
 
 type Side = 'webhook' | 'no webhook' | 'no webhook, pre-rendered';
-
-interface Raw { agent: Agent; host: string; port: number; cert: Buffer; key: Buffer; ca: Buffer }
-
-function rawClient(tb: Testbed, maxSockets: number): Raw {
-  const user = tb.kc.getCurrentUser()!;
-  const cluster = tb.kc.getCurrentCluster()!;
-  const url = new URL(cluster.server);
-  const b64 = (s: string | undefined) => Buffer.from(s ?? '', 'base64');
-  return {
-    agent: new Agent({ keepAlive: true, maxSockets }),
-    host: url.hostname, port: Number(url.port),
-    cert: b64(user.certData), key: b64(user.keyData), ca: b64(cluster.caData),
-  };
-}
-
-/** One request over the kept-alive client-certificate connection; a body makes it a JSON POST, none a GET. */
-function send(raw: Raw, path: string, body?: string): Promise<{ status: number; body: string }> {
-  return new Promise((ok, fail) => {
-    const req = request({
-      host: raw.host, port: raw.port, path, method: body === undefined ? 'GET' : 'POST', agent: raw.agent, cert: raw.cert, key: raw.key, ca: raw.ca,
-      headers: body === undefined ? {} : { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), accept: 'application/json' },
-    }, (res) => {
-      let text = '';
-      res.setEncoding('utf8');
-      res.on('data', (c) => { text += c; });
-      res.on('end', () => ok({ status: res.statusCode ?? 0, body: text }));
-    });
-    req.once('error', fail);
-    req.end(body);
-  });
-}
 
 /** The apiserver's own timing of its calls to mutating webhooks: calls in all, and calls within 5 ms (its bucket le="0.005"). */
 interface WebhookCalls { count: number; within5ms: number }
@@ -198,7 +167,7 @@ async function main() {
       const toggleMs: number[] = [];
       const apiserverTimed: Record<string, WebhookCalls> = {};
       for (const mode of modes) {
-        const raw = rawClient(tb, mode.concurrency);
+        const raw = rawClient(tb.kc, mode.concurrency);
         await setWebhook(true);
         await awaitWebhook(raw, true);
         const rendered = await renderedTemplate(raw);

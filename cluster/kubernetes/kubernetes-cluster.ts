@@ -1,6 +1,7 @@
 // Kubernetes mode: the API writes an Application, then its bare driver pod (owned by the
 // Application, so the garbage collector removes pods with it); the apiserver sends the pod
-// through our webhook. Reads come from one informer cache per process (app-cache.ts); the
+// through our webhook. These two writes go as plain JSON calls (json-call.ts), the rest
+// through client-node. Reads come from one informer cache per process (app-cache.ts); the
 // controller (reconciler.ts), run by the replica holding the Lease, writes every status.
 // Several API processes can share one cluster: nothing that matters is kept only in memory.
 import { hostname } from 'node:os';
@@ -19,6 +20,7 @@ import { type SubmissionInfo, submissionInfo } from '../submission-info.js';
 import { AppCache } from './app-cache.js';
 import { APPLICATIONS, FIELD_MANAGER, GROUP, type KubeClients, VERSION } from './client.js';
 import { kubeCall, kubeCallOrAbsent, missedAdmission, translate, webhookRefusal } from './errors.js';
+import { postJson } from './json-call.js';
 import type { Log as LogFn } from './informers.js';
 import { LeaderElection } from './leader-election.js';
 import type { LeaseTiming } from './lease-decision.js';
@@ -118,7 +120,7 @@ export class KubernetesCluster implements Cluster {
         configTemplateName: labels[LABEL_TEMPLATE] ?? '', submittedBy: bare.metadata?.annotations?.[ANNOTATION_SUBMITTED_BY] ?? null,
       }, { [LABEL_JOB]: labels[LABEL_JOB] ?? '', ...(labels[LABEL_TEMPLATE] ? { [LABEL_TEMPLATE]: labels[LABEL_TEMPLATE] } : {}) });
       owner = await this.call(`record application ${appName}`, () =>
-        this.custom.createNamespacedCustomObject({ ...this.records, body: draft, fieldManager: FIELD_MANAGER })) as ApplicationResource;
+        postJson<ApplicationResource>(this.options.clients.kc, `/apis/${GROUP}/${VERSION}/namespaces/${this.ns}/${APPLICATIONS}?fieldManager=${FIELD_MANAGER}`, draft));
     }
     const ownerReferences = owner
       ? [{ apiVersion: owner.apiVersion, kind: 'Application', name: appName, uid: owner.metadata.uid!, controller: true }]
@@ -180,7 +182,7 @@ export class KubernetesCluster implements Cluster {
   /** The admitted pod, or our refusal (CreateResult with ok false). */
   private async createPod(body: V1Pod, dryRun: boolean): Promise<V1Pod | Extract<CreateResult, { ok: false }>> {
     try {
-      return await this.core.createNamespacedPod({ namespace: this.ns, body, dryRun: dryRun ? 'All' : undefined, fieldManager: FIELD_MANAGER });
+      return await postJson<V1Pod>(this.options.clients.kc, `/api/v1/namespaces/${this.ns}/pods?fieldManager=${FIELD_MANAGER}${dryRun ? '&dryRun=All' : ''}`, body);
     } catch (error) {
       const refusal = webhookRefusal(error);
       if (refusal) return { ok: false, ...refusal };

@@ -146,7 +146,7 @@ export class Reconciler {
 
   private async reconcile(name: string, term: Term): Promise<void> {
     const { cache } = this.options;
-    const resource = cache.application(name);
+    let resource = cache.application(name);
     if (!resource) return;
     const driver = cache.driver(name);
     let missing = false;
@@ -159,12 +159,19 @@ export class Reconciler {
       // With the submission's annotations, so that GET .../submission still answers after the
       // driver pod is deleted.
       const patch = configCopyPatch(resource, driver.pod);
-      if (patch) await this.write('config', name, term, (o) => this.options.clients.custom.patchNamespacedCustomObject({
+      // The patched Application (its new resourceVersion) is what a status write in this pass
+      // must build on: the cached one is now stale, and a write from it would only meet a 409.
+      const patched = patch && await this.write('config', name, term, (o) => this.options.clients.custom.patchNamespacedCustomObject({
         ...this.where, name, fieldManager: FIELD_MANAGER, body: patch,
       }, o));
+      if (patched && typeof patched === 'object') resource = patched as typeof resource;
     }
     const status = desiredStatus(resource, driver, cache.runningExecutors(name), { missing });
-    if (canonical(status) !== canonical(resource.status ?? {}) && !(resource.status === undefined && isInitial(status))) {
+    // Within the grace period an Application whose pod the watch has not brought yet (it is
+    // written first; its pod follows within milliseconds) has nothing to record: the pod's
+    // event, or the grace timer above, brings the name back.
+    const waiting = !driver && !missing && resource.status === undefined;
+    if (!waiting && canonical(status) !== canonical(resource.status ?? {}) && !(resource.status === undefined && isInitial(status))) {
       const ok = await this.write('status', name, term, (o) => this.options.clients.custom.replaceNamespacedCustomObjectStatus({
         ...this.where, name, fieldManager: FIELD_MANAGER, body: { ...resource, status },
       }, o));
@@ -179,16 +186,17 @@ export class Reconciler {
    * and the name comes back. 422 (the apiserver refused the object, or a JSON patch's test
    * failed) is logged and counted, not retried: the next change of the Application, or the
    * resync, brings the name back. Anything else throws: the name is retried after its backoff.
+   * Resolves to what the apiserver answered (truthy) when written, false when not.
    */
-  private async write(kind: string, name: string, term: Term, run: (options: CallOptions) => Promise<unknown>): Promise<boolean> {
+  private async write(kind: string, name: string, term: Term, run: (options: CallOptions) => Promise<unknown>): Promise<unknown> {
     if (term.abort.signal.aborted || !(this.options.mayWrite?.() ?? true)) {
       statusWrites.inc({ kind, outcome: 'not-leader' });
       return false;
     }
     try {
-      await withTimeout(`the ${kind} write of ${name}`, this.options.writeTimeoutMs ?? 10_000, run, term.abort.signal);
+      const written = await withTimeout(`the ${kind} write of ${name}`, this.options.writeTimeoutMs ?? 10_000, run, term.abort.signal);
       statusWrites.inc({ kind, outcome: 'ok' });
-      return true;
+      return written ?? true;
     } catch (error) {
       const code = statusCode(error);
       if (code === 409 || code === 404) {
