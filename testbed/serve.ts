@@ -25,7 +25,7 @@ import { FileKeyStore } from '../submit-api/auth/key-store.js';
 import { startTestbed, type Testbed } from './control-plane.js';
 import { productArgs } from './entry.js';
 import { FakeKubelet } from './fake-kubelet.js';
-import { type RealNode, startRealNode } from './real-node.js';
+import { nodeIp, type RealNode, startRealNode } from './real-node.js';
 
 export const serveFlags = {
   'node-pools': { type: 'string' },
@@ -55,7 +55,7 @@ export async function serve(dir: string, values: ServeOptions): Promise<void> {
   rmSync(join(dir, 'state.json'), { force: true });
   if (values['real-node'] && values['run-pods']) throw new Error('--real-node runs pods itself; --run-pods (FakeKubelet) is for fake nodes');
   const realNode = values['real-node'];
-  const testbed = await startTestbed(join(dir, 'testbed'), { scheduler: values.nodes || realNode, nodeControllers: realNode });
+  const testbed = await startTestbed(join(dir, 'testbed'), { scheduler: values.nodes || realNode, nodeControllers: realNode, advertiseAddress: realNode ? nodeIp() : undefined });
   const { kubeconfig } = testbed;
   // Stopped (and its changes to the machine undone) by close(), or by `testbed down` after a crash.
   const node = realNode ? await startRealNode({ dir: join(dir, 'node'), kubeconfig, caFile: join(dir, 'testbed', 'pki', 'ca.crt') }) : undefined;
