@@ -115,7 +115,7 @@ t.test('the chart, installed on a real node', { skip }, async (t) => {
   const agent = new Agent({ keepAlive: true, maxSockets: 4 });
   t.teardown(() => agent.destroy());
   // The replicas watch the auth Secret: the new key counts within the watch's latency.
-  await eventually(() => post(agent, base, '/api/apps/?dryRun=true', admin.key, { jobName: 'probe' }), (r) => r.status === 201, { what: 'the new key to be accepted', timeoutMs: 60_000 });
+  await eventually(() => post(agent, base, '/api/apps/?dryRun=true', admin.key, { jobName: 'probe' }), (r) => r.status === 200, { what: 'the new key to be accepted (a dry run: through the apiserver and the webhook)', timeoutMs: 60_000 });
 
   await t.test('a submission through the Service gets an admitted, sized driver pod', async (t) => {
     const res = await post(agent, base, '/api/apps/', admin.key, { jobName: 'first', configOverrides: { executor: { cores: 2 } } });
