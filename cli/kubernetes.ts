@@ -15,17 +15,26 @@ import { rulesFrom } from './rules.js';
 import { fairShareFlags, fairShareFrom } from './fair-share-flags.js';
 import { buildService } from './service.js';
 import { apiGatewayProof } from './gateway-wiring.js';
+import { Drain } from '../lib/drain.js';
 
 const common = {
   kubeconfig: { type: 'string' },
   namespace: { type: 'string', default: process.env.APPLICATIONS_NAMESPACE ?? 'spark-apps' },
   port: { type: 'string' },
   host: { type: 'string', default: '0.0.0.0' },
+  'shutdown-delay-seconds': { type: 'string', default: '0', description: 'on SIGTERM, serve on this long (answers with Connection: close) before closing, so that a Service stops sending connections first (lib/drain.ts); the chart sets 5' },
 } as const;
 
-function onSignal(close: () => Promise<void>) {
+function shutdownDelayMs(value: string): number {
+  const seconds = Number(value);
+  if (!Number.isFinite(seconds) || seconds < 0) throw new Error('--shutdown-delay-seconds takes a number of seconds, 0 or more');
+  return seconds * 1000;
+}
+
+/** On SIGTERM or SIGINT: drain (lib/drain.ts), then close. */
+function onSignal(drain: Drain, delayMs: number, close: () => Promise<void>) {
   const stop = () => {
-    close().then(() => process.exit(0), (error: Error) => {
+    drain.run(delayMs).then(close).then(() => process.exit(0), (error: Error) => {
       process.stderr.write(`shutdown failed: ${error.message}\n`);
       process.exit(1);
     });
@@ -55,6 +64,7 @@ export async function apiCommand(argv: string[]): Promise<number> {
   if (values.controller !== 'on' && values.controller !== 'off') throw new Error('--controller takes on or off');
   const leaseSeconds = Number(values['lease-seconds']);
   if (!Number.isInteger(leaseSeconds) || leaseSeconds < 1) throw new Error('--lease-seconds takes a whole number of seconds, at least 1');
+  const delayMs = shutdownDelayMs(values['shutdown-delay-seconds']);
   const clients = kubeClients(values.kubeconfig);
   // --keys-secret: keys verified against a watched copy of the Secret, so a revocation counts
   // within the watch's latency on every replica (submit-api/auth/secret-key-store.ts).
@@ -90,10 +100,12 @@ export async function apiCommand(argv: string[]): Promise<number> {
     fairShare: fairShareFrom(values, values['node-pools']),
     history,
   });
+  const drain = new Drain();
+  drain.attach(api.server);
   const address = await api.listen({ port: Number(values.port ?? 8080), host: values.host });
   const keysFrom = values.auth !== 'on' ? '' : secretStore ? `, API keys from Secret ${secretStore.ref}` : `, API keys from ${fileStore!.path}`;
   process.stdout.write(`Submission Service API (Kubernetes mode, namespace ${values.namespace}${keysFrom}) at ${address}/api/\n`);
-  onSignal(async () => { sweeper?.close(); await api.close(); await history?.close(); await secretStore?.stop(); await cluster.close(); });
+  onSignal(drain, delayMs, async () => { sweeper?.close(); await api.close(); await history?.close(); await secretStore?.stop(); await cluster.close(); });
   return -1;
 }
 
@@ -114,6 +126,8 @@ export async function webhookCommand(argv: string[]): Promise<number> {
       'metrics-port': { type: 'string', default: '9090', description: 'plain-HTTP port of GET /metrics (0: any free port)' },
     },
   });
+  const delayMs = shutdownDelayMs(values['shutdown-delay-seconds']);
+  const drain = new Drain();
   const clients = kubeClients(values.kubeconfig);
   const rules = rulesFrom(values['node-pools'], values.namespace, values.placement);
   const service = values['service-name'] && values['service-namespace']
@@ -128,8 +142,9 @@ export async function webhookCommand(argv: string[]): Promise<number> {
     certSecret,
     logger: createLogger('webhook'),
     metricsPort: Number(values['metrics-port']),
+    drain,
   });
   process.stdout.write(`Submission Service webhook at ${webhook.url} (metrics at ${webhook.metricsUrl})\n`);
-  onSignal(() => webhook.close());
+  onSignal(drain, delayMs, () => webhook.close());
   return -1;
 }

@@ -23,6 +23,7 @@ import { fileCertificateStore, type StoredCertificates } from '../certs/store.js
 import { type AdmissionRules, admitPod } from '../webhook/domain/index.js';
 import { mutatingWebhookConfiguration } from '../webhook/server/registration.js';
 import { startWebhookServer, type WebhookServer, type WebhookServerOptions } from '../webhook/server/server.js';
+import type { Drain } from '../lib/drain.js';
 
 export interface WebhookServiceOptions {
   clients: KubeClients;
@@ -54,6 +55,8 @@ export interface WebhookServiceOptions {
   logger?: Logger;
   /** Serve GET /metrics over plain HTTP on this port (0: any free port); absent: no metrics listener. */
   metricsPort?: number;
+  /** Tracks requests, so that a shutdown can drain them first (lib/drain.ts). */
+  drain?: Drain;
 }
 
 /**
@@ -172,6 +175,7 @@ export async function startWebhookService(options: WebhookServiceOptions) {
       else log(`${event.type}: ${event.message}`);
     },
     ready: () => cache.ready,
+    drain: options.drain,
     prepare: (review) => cache.prepare(review),
     admit: (pod) => admitPod(pod, {
       rules,

@@ -12,7 +12,7 @@ import { testbedArgs } from './entry.js';
 import { cleanUpRealNode, importImage } from './real-node.js';
 import { serve, serveFlags, type ServeState } from './serve.js';
 
-const USAGE = 'usage: testbed up|down [--node-pools FILE] [--nodes] [--run-pods] [--real-node] [--dir DIR] [--port N] [--gateway-port N] [--namespace NS] [--auth on|off] [--s3]\n'
+const USAGE = 'usage: testbed up|down [--node-pools FILE] [--nodes] [--run-pods] [--real-node] [--cluster-only] [--dir DIR] [--port N] [--gateway-port N] [--namespace NS] [--auth on|off] [--s3]\n'
   + '       testbed import-image FILE.tar [--dir DIR]\n';
 
 function readState(dir: string): ServeState | undefined {
@@ -22,7 +22,8 @@ function readState(dir: string): ServeState | undefined {
 const alive = (pid: number) => { try { process.kill(pid, 0); return true; } catch { return false; } };
 const sleep = (ms: number) => new Promise((ok) => setTimeout(ok, ms));
 
-const printState = (state: ServeState) => process.stdout.write(`NOTEBOOKS_URL=${state.notebooksUrl}\nBASE_URL=${state.baseUrl}\nKUBECONFIG=${state.kubeconfig}\n`);
+const printState = (state: ServeState) => process.stdout.write(state.baseUrl
+  ? `NOTEBOOKS_URL=${state.notebooksUrl}\nBASE_URL=${state.baseUrl}\nKUBECONFIG=${state.kubeconfig}\n` : `KUBECONFIG=${state.kubeconfig}\n`);
 
 async function up(dir: string, rest: string[], what: string): Promise<number> {
   const running = readState(dir);
@@ -37,7 +38,7 @@ async function up(dir: string, rest: string[], what: string): Promise<number> {
   const log = openSync(logFile, 'a');
   const child = spawn(process.execPath, testbedArgs(['serve', ...rest]), { detached: true, stdio: ['ignore', log, log] });
   child.unref();
-  process.stderr.write(`starting etcd, kube-apiserver${what}, the webhook, the API and the notebook gateway (log: ${logFile})\n`);
+  process.stderr.write(`starting etcd, kube-apiserver${what} (log: ${logFile})\n`);
   for (let waited = 0; waited < 600_000; waited += 200) {
     const state = readState(dir);
     if (state && state.pid === child.pid) { printState(state); return 0; }
@@ -78,7 +79,8 @@ async function main(argv: string[]): Promise<number> {
   if (values.auth !== 'on' && values.auth !== 'off') throw new Error('--auth takes on or off');
   switch (verb) {
     case 'serve': await serve(dir, values); return -1;
-    case 'up': return up(dir, rest, `${values.nodes || values['real-node'] ? ', kube-scheduler' : ''}${values['real-node'] ? ', the controllers, containerd and the kubelet' : ''}`);
+    case 'up': return up(dir, rest, `${values.nodes || values['real-node'] ? ', kube-scheduler' : ''}${values['real-node'] ? ', the controllers, containerd and the kubelet' : ''}`
+      + (values['cluster-only'] ? '' : ', the webhook, the API and the notebook gateway'));
     case 'down': return down(dir);
     case 'import-image': return importInto(dir, positionals[0]);
     default: process.stderr.write(USAGE); return 2;

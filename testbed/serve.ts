@@ -22,17 +22,20 @@ import { loadSessionSecret } from '../dashboard/session-secret.js';
 import { freePort } from '../lib/free-port.js';
 import { createLogger, loggerOptions } from '../lib/logger.js';
 import { FileKeyStore } from '../submit-api/auth/key-store.js';
-import { startTestbed } from './control-plane.js';
+import { startTestbed, type Testbed } from './control-plane.js';
 import { productArgs } from './entry.js';
 import { FakeKubelet } from './fake-kubelet.js';
 import { startHistoryBed } from './history-bed.js';
-import { nodeIp, startRealNode } from './real-node.js';
+import { nodeIp, type RealNode, startRealNode } from './real-node.js';
 
 export const serveFlags = {
   'node-pools': { type: 'string' },
   nodes: { type: 'boolean', default: false },
   'run-pods': { type: 'boolean', default: false },
   'real-node': { type: 'boolean', default: false },
+  // The cluster alone, for what installs the service itself (the Helm chart): no namespace,
+  // CRDs, webhook, API or gateway of the test bed's.
+  'cluster-only': { type: 'boolean', default: false },
   dir: { type: 'string', default: join(defaultDataDir(), 'cluster') },
   port: { type: 'string', default: '0' },
   'gateway-port': { type: 'string', default: '0' },
@@ -41,7 +44,7 @@ export const serveFlags = {
   s3: { type: 'boolean', default: false },
 } as const;
 
-export interface ServeOptions { 'node-pools'?: string; nodes: boolean; 'run-pods': boolean; 'real-node': boolean; dir: string; port: string; 'gateway-port': string; namespace: string; auth: string; s3: boolean }
+export interface ServeOptions { 'node-pools'?: string; nodes: boolean; 'run-pods': boolean; 'real-node': boolean; 'cluster-only': boolean; dir: string; port: string; 'gateway-port': string; namespace: string; auth: string; s3: boolean }
 
 /** What `serve` writes to DIR/state.json once everything answers (and removes when it stops). */
 export interface ServeState {
@@ -59,6 +62,7 @@ export async function serve(dir: string, values: ServeOptions): Promise<void> {
   // Stopped (and its changes to the machine undone) by close(), or by `testbed down` after a crash.
   const node = realNode ? await startRealNode({ dir: join(dir, 'node'), kubeconfig, nodeKubeconfig: join(dir, 'testbed', 'node.kubeconfig'), caFile: join(dir, 'testbed', 'pki', 'ca.crt') }) : undefined;
   const clients = kubeClients(kubeconfig);
+  if (values['cluster-only']) return clusterOnly(dir, testbed, node);
   await ensureNamespace(clients, values.namespace);
   // --s3: event logs and archived logs in the test bed's S3 server, Spark's History Server on them.
   const historyBed = values.s3
@@ -126,6 +130,24 @@ export async function serve(dir: string, values: ServeOptions): Promise<void> {
   };
   writeFileSync(join(dir, 'state.json'), JSON.stringify(state));
   process.stdout.write(`NOTEBOOKS_URL=${state.notebooksUrl}\nBASE_URL=${baseUrl}\nKUBECONFIG=${kubeconfig}\n`);
+}
+
+/** `--cluster-only`: the state names the cluster (and node) only; SIGTERM stops them. */
+function clusterOnly(dir: string, testbed: Testbed, node: RealNode | undefined): void {
+  const close = async () => {
+    await node?.stop().catch((error: Error) => process.stderr.write(`testbed: stopping the node: ${error.message}\n`));
+    await testbed.stop();
+    rmSync(join(dir, 'state.json'), { force: true });
+    process.exit(0);
+  };
+  process.once('SIGTERM', () => void close());
+  process.once('SIGINT', () => void close());
+  const state: ServeState = {
+    pid: process.pid, baseUrl: '', notebooksUrl: '', kubeconfig: testbed.kubeconfig, webhook: '',
+    node: node && { name: node.name, socket: node.socket, binDir: node.binDir },
+  };
+  writeFileSync(join(dir, 'state.json'), JSON.stringify(state));
+  process.stdout.write(`KUBECONFIG=${testbed.kubeconfig}\n`);
 }
 
 interface Gateway { child: ChildProcess; notebooksUrl: string; stop(): Promise<void> }

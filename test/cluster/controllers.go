@@ -5,6 +5,7 @@ package main
 // Service (EndpointSlices, which cluster DNS and kube-proxy read) and talks to the apiserver
 // with its service account's token (a "default" ServiceAccount in every namespace, the
 // kube-root-ca.crt ConfigMap the token volume mounts, and token Secrets for the legacy kind).
+// Deployments and ReplicaSets too, so that a Helm chart's Deployments get pods and roll.
 // Each is kube-controller-manager's own code, started as its controller descriptors do.
 
 import (
@@ -17,7 +18,9 @@ import (
 	"k8s.io/client-go/util/keyutil"
 	"k8s.io/klog/v2"
 	"k8s.io/kubernetes/pkg/controller/certificates/rootcacertpublisher"
+	"k8s.io/kubernetes/pkg/controller/deployment"
 	"k8s.io/kubernetes/pkg/controller/endpointslice"
+	"k8s.io/kubernetes/pkg/controller/replicaset"
 	serviceaccountcontroller "k8s.io/kubernetes/pkg/controller/serviceaccount"
 	"k8s.io/kubernetes/pkg/serviceaccount"
 )
@@ -60,7 +63,15 @@ func runNodeControllers(ctx context.Context, kubeconfig string, p *pki, issuer s
 	if err != nil {
 		return err
 	}
+	apps := factory.Apps().V1()
+	deployments, err := deployment.NewDeploymentController(ctx, apps.Deployments(), apps.ReplicaSets(), core.Pods(), client)
+	if err != nil {
+		return err
+	}
+	replicaSets := replicaset.NewReplicaSetController(ctx, apps.ReplicaSets(), core.Pods(), client, replicaset.BurstReplicas)
 	factory.Start(ctx.Done())
+	go deployments.Run(ctx, 2)
+	go replicaSets.Run(ctx, 2)
 	go slices.Run(ctx, 2)
 	go accounts.Run(ctx, 1)
 	go publisher.Run(ctx, 1)

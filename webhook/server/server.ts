@@ -9,6 +9,7 @@ import { recordReview } from './admission-record.js';
 import { watchCertificates } from './certificate-watcher.js';
 import { deny } from './envelope.js';
 import { readBody, sendJson } from './http-io.js';
+import type { Drain } from '../../lib/drain.js';
 import { type AdmitFunction, type ReviewResult, reviewAdmission, reviewText, uidFromText } from './review.js';
 
 export const MUTATE_PATH = '/mutate-pods';
@@ -32,6 +33,8 @@ export interface WebhookServerOptions {
   prepareTimeoutMs?: number;
   /** Readiness beyond "serving", e.g. caches synced. */
   ready?: () => boolean;
+  /** Tracks requests, so that a shutdown can drain them first (lib/drain.ts). */
+  drain?: Drain;
   onReview?: (result: ReviewResult, durationMs: number) => void;
   /** Each admission is logged here (uid, app, outcome); metrics are kept whether or not. */
   logger?: Logger;
@@ -143,6 +146,7 @@ export async function startWebhookServer(options: WebhookServerOptions): Promise
       else res.destroy();
     });
   });
+  options.drain?.attach(server);
   // The apiserver keeps connections alive; closing them first invites resets on reuse.
   server.keepAliveTimeout = 120_000;
   server.headersTimeout = 10_000;

@@ -1,0 +1,180 @@
+// Runs alone (scripts/test.sh): the real node is one per machine, and the chart starts the
+// service's image five times over (two api, two webhook, one notebook service) on two cores.
+//
+// The Helm chart installed as a platform team installs it, onto the test bed's real node with
+// the images this repository builds (images/build.sh, imported into the node's containerd):
+// no process of the test bed's own serves anything, the chart's pods are the service. The
+// release namespace enforces the `restricted` Pod Security Standard, so every pod of ours must
+// meet it. Checked: every pod Ready; the webhook registered (its own CA in caBundle) and
+// admitting, reached by the apiserver through its Service; a submission through the API's
+// Service gets an admitted, sized driver pod; `helm upgrade` with a changed value rolls the
+// api and webhook pods while submissions keep coming, and none fails; `helm uninstall` removes
+// the release and leaves what the chart says it keeps (manifests/README.md, "Uninstall").
+import { execFile, execFileSync, spawnSync } from 'node:child_process';
+import { promisify } from 'node:util';
+import { writeFileSync } from 'node:fs';
+import { Agent, request } from 'node:http';
+import { join } from 'node:path';
+import t from 'tap';
+import { AdmissionregistrationV1Api, ApiextensionsV1Api, AppsV1Api, type V1Pod } from '@kubernetes/client-node';
+import { SecretKeyStore } from '../../submit-api/auth/secret-key-store.js';
+import { repoRoot } from '../helpers/api.js';
+import { eventually } from '../helpers/kubernetes.js';
+import { realNodeUnavailable, startRealNodeBed } from '../helpers/real-node.js';
+import { chartDir, helmBinary } from '../manifests/helm.js';
+
+const missing = ['mmdebstrap', 'buildah'].filter((tool) => spawnSync('sh', ['-c', `command -v ${tool}`]).status !== 0);
+const skip = realNodeUnavailable() ?? (missing.length ? `needs ${missing.join(', ')} (apt-get install mmdebstrap buildah)` : false);
+
+// A cold image build alone takes tens of minutes on two busy cores.
+t.setTimeout(120 * 60_000);
+
+const RELEASE = 'ss';
+const NS = 'submission-service';
+const APPS = 'spark-apps';
+
+/** images/build.sh's archives (built, or found in its cache): `name -> path`. */
+function buildImages(): Map<string, string> {
+  const out = execFileSync('bash', [join(repoRoot, 'images', 'build.sh')],
+    { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'], timeout: 100 * 60_000 });
+  return new Map(out.trim().split('\n').map((line) => line.split(' ') as [string, string]));
+}
+
+const readyPod = (pod: V1Pod) => pod.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false;
+
+/** One POST, answered or failed: the status, or the error's code. */
+function post(agent: Agent, base: URL, path: string, key: string, body: unknown): Promise<{ status: number | string; json?: any }> {
+  const data = JSON.stringify(body);
+  return new Promise((resolve) => {
+    const req = request({
+      agent, host: base.hostname, port: base.port, path, method: 'POST', timeout: 60_000,
+      headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(data), authorization: `Bearer ${key}` },
+    }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (chunk: Buffer) => chunks.push(chunk));
+      res.on('end', () => {
+        const text = Buffer.concat(chunks).toString();
+        let json: unknown;
+        try { json = JSON.parse(text); } catch { json = text; }
+        resolve({ status: res.statusCode!, json });
+      });
+      res.on('error', (error: NodeJS.ErrnoException) => resolve({ status: error.code ?? error.message }));
+    });
+    req.on('timeout', () => req.destroy(new Error('timeout')));
+    req.on('error', (error: NodeJS.ErrnoException) => resolve({ status: error.code ?? error.message }));
+    req.end(data);
+  });
+}
+
+t.test('the chart, installed on a real node', { skip }, async (t) => {
+  const started = Date.now();
+  const archives = buildImages();
+  const bed = await startRealNodeBed(t);
+  const { core, kc } = bed;
+  const apps = kc.makeApiClient(AppsV1Api);
+  const admission = kc.makeApiClient(AdmissionregistrationV1Api);
+  const extensions = kc.makeApiClient(ApiextensionsV1Api);
+  for (const archive of archives.values()) await bed.node.importImage(archive);
+  const version = JSON.parse(execFileSync('node', ['-p', 'JSON.stringify(require("./package.json").version)'], { cwd: repoRoot, encoding: 'utf8' })) as string;
+
+  // Asynchronous: the submissions during the upgrade run in this process meanwhile.
+  const helm = async (args: string[]) => (await promisify(execFile)(helmBinary(), [...args, '--kubeconfig', bed.testbed.kubeconfig], { encoding: 'utf8' })).stdout;
+  // Values as a platform team writes them for its registry (JSON is YAML).
+  const values = join(bed.dir, 'values.yaml');
+  writeFileSync(values, JSON.stringify({
+    image: { repository: 'localhost/submission-service/submission-service', tag: version },
+    images: { '3.5.7': 'localhost/submission-service/spark:3.5.7' },
+    notebookService: { kernelImage: 'localhost/submission-service/kernel:3.5.7' },
+  }, null, 2));
+  // The release namespace enforces `restricted`: every pod of the chart's must meet it.
+  await core.createNamespace({ body: { metadata: { name: NS, labels: { 'pod-security.kubernetes.io/enforce': 'restricted', 'pod-security.kubernetes.io/enforce-version': 'latest' } } } });
+
+  const installStart = Date.now();
+  // --wait: helm returns once every Deployment has its pods Ready.
+  await helm(['install', RELEASE, chartDir, '--namespace', NS, '--values', values, '--wait', '--timeout', '15m']);
+  const installSeconds = (Date.now() - installStart) / 1000;
+
+  const pods = (await core.listNamespacedPod({ namespace: NS })).items;
+  t.same(pods.map((p) => p.metadata!.labels!['app.kubernetes.io/component']).sort(), ['api', 'api', 'gateway', 'webhook', 'webhook'], 'two api, two webhook and one notebook service pod');
+  for (const pod of pods) t.ok(readyPod(pod), `${pod.metadata!.name} Ready`);
+  t.ok(pods.every((p) => p.spec!.containers[0].image === `localhost/submission-service/submission-service:${version}`), 'from the image this repository builds');
+  t.ok(pods.every((p) => (p.status?.containerStatuses?.[0].restartCount ?? 0) === 0), 'no container restarted on the way');
+
+  const mwc = await admission.readMutatingWebhookConfiguration({ name: `submission-service-${NS}` });
+  t.equal(mwc.webhooks?.length, 2, 'the webhook is registered (drivers, executors)');
+  for (const hook of mwc.webhooks ?? []) {
+    t.match(Buffer.from(hook.clientConfig.caBundle ?? '', 'base64').toString(), /BEGIN CERTIFICATE/, `${hook.name}: the webhook wrote its CA into caBundle`);
+    t.same(hook.clientConfig.service, { namespace: NS, name: 'submission-service-webhook', path: '/mutate-pods', port: 443 }, `${hook.name}: called through its Service`);
+  }
+
+  // An admin key, as `submission-service keys create --role admin --secret NS/submission-service-auth` makes it.
+  const admin = await new SecretKeyStore({ kc, core, namespace: NS, name: 'submission-service-auth' }).create('admin', 'chart-install test');
+  const service = await core.readNamespacedService({ name: 'submission-service', namespace: NS });
+  // The Service's ClusterIP, from the host as from any pod (kube-proxy's rules).
+  const base = new URL(`http://${service.spec!.clusterIP}:80`);
+  const agent = new Agent({ keepAlive: true, maxSockets: 4 });
+  t.teardown(() => agent.destroy());
+  // The replicas watch the auth Secret: the new key counts within the watch's latency.
+  await eventually(() => post(agent, base, '/api/apps/?dryRun=true', admin.key, { jobName: 'probe' }), (r) => r.status === 200, { what: 'the new key to be accepted (a dry run: through the apiserver and the webhook)', timeoutMs: 60_000 });
+
+  await t.test('a submission through the Service gets an admitted, sized driver pod', async (t) => {
+    const res = await post(agent, base, '/api/apps/', admin.key, { jobName: 'first', configOverrides: { executor: { cores: 2 } } });
+    t.equal(res.status, 201, JSON.stringify(res.json));
+    const pod = await core.readNamespacedPod({ name: res.json.appName, namespace: APPS });
+    t.equal(pod.metadata?.annotations?.['submission-service/admitted-by'], 'submission-service-rules/v1', 'admitted by the installed webhook');
+    t.ok(pod.metadata?.annotations?.['submission-service/sizing'], 'with its sizing decision');
+    t.equal(pod.spec!.containers[0].image, 'localhost/submission-service/spark:3.5.7', 'the Spark image of the values');
+    t.ok(pod.spec!.containers[0].resources?.requests?.cpu, 'sized');
+  });
+
+  await t.test('helm upgrade with a changed value rolls api and webhook while submissions keep coming', async (t) => {
+    const before = new Set((await core.listNamespacedPod({ namespace: NS })).items.map((p) => p.metadata!.name!));
+    const results: (number | string)[] = [];
+    let upgrading = true;
+    const loop = async () => {
+      while (upgrading) results.push((await post(agent, base, '/api/apps/', admin.key, { jobName: 'during-upgrade' })).status);
+    };
+    const loops = [loop(), loop()];
+    const upgradeStart = Date.now();
+    await helm(['upgrade', RELEASE, chartDir, '--namespace', NS, '--values', values, '--set', 'limits.submissionsPerMinute=120', '--wait', '--timeout', '15m']);
+    // --wait returns when the new pods are Ready; the old ones may still be terminating.
+    await eventually(() => core.listNamespacedPod({ namespace: NS }), (list) => list.items.every((p) => !before.has(p.metadata!.name!) || p.metadata!.labels!['app.kubernetes.io/component'] === 'gateway'),
+      { what: 'the old api and webhook pods to be gone', timeoutMs: 300_000, intervalMs: 500 });
+    const upgradeSeconds = (Date.now() - upgradeStart) / 1000;
+    upgrading = false;
+    await Promise.all(loops);
+    const after = (await core.listNamespacedPod({ namespace: NS })).items;
+    const rolled = after.filter((p) => !before.has(p.metadata!.name!)).map((p) => p.metadata!.labels!['app.kubernetes.io/component']).sort();
+    t.same(rolled, ['api', 'api', 'webhook', 'webhook'], 'the api and webhook pods were replaced (the gateway does not read the config)');
+    const config = await core.readNamespacedConfigMap({ name: 'submission-service-config', namespace: NS });
+    t.match(config.data!['node-pools.json'], /"submissionsPerMinute": 120/, 'the new value is in the config');
+    const failed = results.filter((status) => status !== 201);
+    t.ok(results.length > 0, `${results.length} submissions during the upgrade`);
+    t.same(failed, [], 'no submission failed during the roll');
+    const deployment = await apps.readNamespacedDeployment({ name: 'submission-service-api', namespace: NS });
+    t.equal(deployment.status?.updatedReplicas, 2, 'the api Deployment rolled to its new template');
+    process.stderr.write(`chart-install: install ${installSeconds.toFixed(1)} s, upgrade until old pods gone ${upgradeSeconds.toFixed(1)} s with ${results.length} submissions, ${failed.length} failed\n`);
+  });
+
+  await t.test('helm uninstall removes the release and keeps what the chart says it keeps', async (t) => {
+    const records = (await core.listNamespacedPod({ namespace: APPS })).items.length;
+    await helm(['uninstall', RELEASE, '--namespace', NS, '--wait', '--timeout', '5m']);
+    const left = async () => ({
+      deployments: (await apps.listNamespacedDeployment({ namespace: NS })).items.length,
+      services: (await core.listNamespacedService({ namespace: NS })).items.length,
+      pods: (await core.listNamespacedPod({ namespace: NS })).items.length,
+    });
+    t.same(await eventually(left, (l) => l.pods === 0, { what: 'the release pods to go', timeoutMs: 300_000, intervalMs: 500 }), { deployments: 0, services: 0, pods: 0 }, 'no Deployment, Service or pod of the release is left');
+    await t.rejects(admission.readMutatingWebhookConfiguration({ name: `submission-service-${NS}` }), { code: 404 }, 'the webhook is unregistered');
+    await t.rejects(core.readNamespacedSecret({ name: 'submission-service-webhook-cert', namespace: NS }), { code: 404 }, 'its certificate Secret goes with it');
+    // Kept: the CRDs (Helm never deletes crds/), the applications namespace with its records
+    // and pods (helm.sh/resource-policy: keep), and the auth Secret with its keys.
+    const crds = (await extensions.listCustomResourceDefinition()).items.map((c) => c.metadata!.name!).filter((n) => n.endsWith('.submission-service.io')).sort();
+    t.same(crds, ['applications.submission-service.io', 'configtemplates.submission-service.io'], 'the CRDs are kept');
+    t.ok(await core.readNamespace({ name: APPS }), `namespace ${APPS} is kept`);
+    t.equal((await core.listNamespacedPod({ namespace: APPS })).items.length, records, 'with its driver pods');
+    const auth = await core.readNamespacedSecret({ name: 'submission-service-auth', namespace: NS });
+    t.match(Buffer.from(auth.data!['keys.json'], 'base64').toString(), admin.id, 'the auth Secret is kept, with its keys');
+  });
+  process.stderr.write(`chart-install: whole test ${((Date.now() - started) / 1000).toFixed(0)} s\n`);
+});
