@@ -6,6 +6,7 @@ import { isTerminal } from '../cluster.js';
 import type { EventFeed } from '../events.js';
 import type { ObjectStore } from '../history/object-store.js';
 import { S3EventLogIndex } from '../history/s3-event-log-index.js';
+import { settleRun, untilServed } from '../history/settle.js';
 import type { HistoryTarget, SparkHistory } from '../history/spark-history.js';
 import { writesEventLog } from '../../webhook/domain/index.js';
 import type { LogArchive } from './log-archive.js';
@@ -24,7 +25,6 @@ export interface KubernetesHistoryOptions {
 
 /** A run that ended this recently and is not read yet is about to be: S3A uploads the log as the driver closes it. */
 const SETTLING_MS = 60_000;
-const sleep = (ms: number) => new Promise((ok) => setTimeout(ok, ms));
 
 export class KubernetesSparkHistory implements SparkHistory {
   readonly retentionMs: number | undefined;
@@ -57,13 +57,7 @@ export class KubernetesSparkHistory implements SparkHistory {
     if (!run) return undefined;
     const server = this.options.server;
     // The History Server finds a new log at its next scan.
-    const deadline = Date.now() + 20_000;
-    while (!signal?.aborted && Date.now() < deadline) {
-      const response = await fetch(new URL(`/api/v1/applications/${encodeURIComponent(run.sparkAppId)}`, server), { signal: AbortSignal.timeout(5000) }).catch(() => undefined);
-      await response?.body?.cancel();
-      if (response?.ok) break;
-      await sleep(250);
-    }
+    await untilServed(server, run.sparkAppId, { withinMs: 20_000, signal });
     return { server, sparkAppId: run.sparkAppId };
   }
 
@@ -109,13 +103,7 @@ export class KubernetesSparkHistory implements SparkHistory {
   }
 
   /** Reads the listing again until this application's run is found, for as long as a closing log may take. */
-  private async settle(appName: string, signal?: AbortSignal) {
-    const deadline = Date.now() + 15_000;
-    for (;;) {
-      await this.index.refresh();
-      const run = this.index.lookup(appName);
-      if (run?.completed || signal?.aborted || Date.now() > deadline) return run;
-      await sleep(500);
-    }
+  private settle(appName: string, signal?: AbortSignal) {
+    return settleRun(this.index, appName, { withinMs: 15_000, everyMs: 500, signal });
   }
 }

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { isTerminal } from '../cluster.js';
 import type { EventFeed } from '../events.js';
 import { EventLogIndex } from '../history/event-log-index.js';
+import { settleRun, untilServed } from '../history/settle.js';
 import type { HistoryTarget, SparkHistory } from '../history/spark-history.js';
 import { writesEventLog } from '../../webhook/domain/index.js';
 import { LocalHistoryServer } from './history-server.js';
@@ -21,7 +22,6 @@ export interface LocalHistoryOptions {
 
 /** A run that ended this recently and is not read yet is about to be: Spark closes its log as the driver ends. */
 const SETTLING_MS = 30_000;
-const sleep = (ms: number) => new Promise((ok) => setTimeout(ok, ms));
 
 export const eventLogDir = (dataDir: string): string => join(dataDir, 'spark-events');
 
@@ -60,13 +60,7 @@ export class LocalSparkHistory implements SparkHistory {
     if (!run) return undefined;
     const server = await this.server.url();
     // The History Server finds a new log at its next scan (every second here).
-    const deadline = Date.now() + 15_000;
-    while (!signal?.aborted && Date.now() < deadline) {
-      const response = await fetch(new URL(`/api/v1/applications/${encodeURIComponent(run.sparkAppId)}`, server), { signal: AbortSignal.timeout(5000) }).catch(() => undefined);
-      await response?.body?.cancel();
-      if (response?.ok) break;
-      await sleep(250);
-    }
+    await untilServed(server, run.sparkAppId, { withinMs: 15_000, signal });
     return { server, sparkAppId: run.sparkAppId };
   }
 
@@ -80,13 +74,7 @@ export class LocalSparkHistory implements SparkHistory {
   }
 
   /** Reads the logs again until this application's run is found, for as long as a closing log may take. */
-  private async settle(appName: string, signal?: AbortSignal) {
-    const deadline = Date.now() + 10_000;
-    for (;;) {
-      await this.index.refresh();
-      const run = this.index.lookup(appName);
-      if (run?.completed || signal?.aborted || Date.now() > deadline) return run;
-      await sleep(250);
-    }
+  private settle(appName: string, signal?: AbortSignal) {
+    return settleRun(this.index, appName, { withinMs: 10_000, everyMs: 250, signal });
   }
 }

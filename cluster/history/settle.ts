@@ -1,0 +1,34 @@
+// The waits both history back ends share (local files, object storage): a run that just ended
+// is found by reading its event logs again, and then served once Spark's History Server has
+// picked it up at its own next scan. Bounded: past the deadline the caller gets what there is.
+import type { IndexedRun } from './event-log-index.js';
+
+const sleep = (ms: number) => new Promise((ok) => setTimeout(ok, ms));
+
+/** What settleRun reads: an index of event logs (event-log-index.ts, s3-event-log-index.ts). */
+export interface RunIndex {
+  refresh(): Promise<void>;
+  lookup(appName: string): IndexedRun | undefined;
+}
+
+/** Reads the logs again until `appName`'s run is found complete, for up to `withinMs`; the run as last seen. */
+export async function settleRun(index: RunIndex, appName: string, options: { withinMs: number; everyMs: number; signal?: AbortSignal }): Promise<IndexedRun | undefined> {
+  const deadline = Date.now() + options.withinMs;
+  for (;;) {
+    await index.refresh();
+    const run = index.lookup(appName);
+    if (run?.completed || options.signal?.aborted || Date.now() > deadline) return run;
+    await sleep(options.everyMs);
+  }
+}
+
+/** Waits (up to `withinMs`) until the History Server at `server` answers for `sparkAppId`. */
+export async function untilServed(server: URL, sparkAppId: string, options: { withinMs: number; signal?: AbortSignal }): Promise<void> {
+  const deadline = Date.now() + options.withinMs;
+  while (!options.signal?.aborted && Date.now() < deadline) {
+    const response = await fetch(new URL(`/api/v1/applications/${encodeURIComponent(sparkAppId)}`, server), { signal: AbortSignal.timeout(5000) }).catch(() => undefined);
+    await response?.body?.cancel();
+    if (response?.ok) return;
+    await sleep(250);
+  }
+}
