@@ -65,7 +65,7 @@ export function installErrorHandler(app: FastifyInstance, methodNotAllowed?: (re
       return sendError(reply, 503, error.message);
     }
     if (error.validation) return sendError(reply, 400, describeValidation(error).message, { field: describeValidation(error).field });
-    if (error.code === 'FST_UNDER_PRESSURE') return sendError(reply, 503, 'the service is overloaded; retry in a few seconds');
+    if (error.code === 'FST_UNDER_PRESSURE') return sendError(reply.header('retry-after', '5'), 503, 'the service is overloaded; retry in a few seconds');
     // A full disk is the operator's to fix, and the client's to know: its request was not kept.
     const code = (error as NodeJS.ErrnoException).code;
     if (code === 'ENOSPC' || code === 'EDQUOT') {

@@ -50,8 +50,19 @@ export async function installLimits(app: FastifyInstance, limits: ApiLimits): Pr
   holdConnectionsBelowFdLimit(app.server, app.log, limits.maxConnections);
   app.server.headersTimeout = Math.min(limits.headersTimeoutMs, limits.requestTimeoutMs);
   if (limits.maxEventLoopDelayMs > 0) {
+    // The start is not load: compiling every route's schemas and reading the state back block
+    // the loop before anyone is served, and on a busy machine long enough that the guard's
+    // first samples (or none at all: an infinite delay) answered 503 to the first requests
+    // after the ready line. So the guard acts only on samples whose whole interval began after
+    // the server was ready: two intervals after it.
+    let armedAt = Number.POSITIVE_INFINITY;
+    app.addHook('onReady', async () => { armedAt = performance.now() + 2 * limits.maxEventLoopDelayMs; });
     await app.register(underPressure, {
       maxEventLoopDelay: limits.maxEventLoopDelayMs,
+      pressureHandler: async () => {
+        if (performance.now() < armedAt) return; // served: the measure is the start's
+        throw Object.assign(new Error('the service is overloaded'), { code: 'FST_UNDER_PRESSURE', statusCode: 503 });
+      },
       // The delay is the mean of the samples taken over one interval, and an interval without a
       // sample (the loop blocked through it: the first tick after a reset records nothing)
       // counts as an infinite delay. With the default 1 s interval a 1 s stall at the wrong
