@@ -141,6 +141,12 @@ t.test('a real node runs pods in containers on their own network', { skip: unava
     // The "server" pod of the test above, now behind a ClusterIP on port 80.
     const svc = await core.createNamespacedService({ namespace: NS, body: { metadata: { name: 'server-ip' }, spec: { selector: { app: 'server' }, ports: [{ port: 80, targetPort: 8080 }] } } });
     t.match(svc.spec?.clusterIP, /^10\.0\.0\.\d+$/, 'a ClusterIP of the service range');
+    // Readiness, not time: kube-proxy has written the Service's endpoint rule (a KUBE-SEP chain
+    // naming it); before that the ClusterIP refuses connections.
+    const { execFileSync } = await import('node:child_process');
+    await eventually(async () => execFileSync('iptables-save', ['-t', 'nat'], { encoding: 'utf8' }),
+      (rules) => rules.split('\n').some((line) => line.startsWith('-A KUBE-SEP-') && line.includes(`${NS}/server-ip`)),
+      { what: "kube-proxy's endpoint rule for the Service", timeoutMs: 120_000 });
     const viaService = async (name: string, args: string[]) => {
       await core.createNamespacedPod({ namespace: NS, body: pod(name, args) });
       const done = await eventually(() => core.readNamespacedPod({ name, namespace: NS }),
