@@ -111,10 +111,7 @@ export async function serve(dir: string, values: ServeOptions): Promise<void> {
     await kubelet?.stop();
     await historyBed?.stop().catch(() => undefined);
     await webhook.close().catch(() => undefined);
-    await node?.stop().catch((error: Error) => process.stderr.write(`testbed: stopping the node: ${error.message}\n`));
-    await testbed.stop();
-    rmSync(join(dir, 'state.json'), { force: true });
-    process.exit(0);
+    await stopClusterAndExit(dir, testbed, node);
   };
   process.once('SIGTERM', () => void close());
   process.once('SIGINT', () => void close());
@@ -132,16 +129,19 @@ export async function serve(dir: string, values: ServeOptions): Promise<void> {
   process.stdout.write(`NOTEBOOKS_URL=${state.notebooksUrl}\nBASE_URL=${baseUrl}\nKUBECONFIG=${kubeconfig}\n`);
 }
 
+/** The last of every stop: the node (undoing its changes to the machine), the control plane, the state file. */
+async function stopClusterAndExit(dir: string, testbed: Testbed, node: RealNode | undefined): Promise<never> {
+  await node?.stop().catch((error: Error) => process.stderr.write(`testbed: stopping the node: ${error.message}\n`));
+  await testbed.stop();
+  rmSync(join(dir, 'state.json'), { force: true });
+  process.exit(0);
+}
+
 /** `--cluster-only`: the state names the cluster (and node) only; SIGTERM stops them. */
 function clusterOnly(dir: string, testbed: Testbed, node: RealNode | undefined): void {
-  const close = async () => {
-    await node?.stop().catch((error: Error) => process.stderr.write(`testbed: stopping the node: ${error.message}\n`));
-    await testbed.stop();
-    rmSync(join(dir, 'state.json'), { force: true });
-    process.exit(0);
-  };
-  process.once('SIGTERM', () => void close());
-  process.once('SIGINT', () => void close());
+  const close = () => void stopClusterAndExit(dir, testbed, node);
+  process.once('SIGTERM', close);
+  process.once('SIGINT', close);
   const state: ServeState = {
     pid: process.pid, baseUrl: '', notebooksUrl: '', kubeconfig: testbed.kubeconfig, webhook: '',
     node: node && { name: node.name, socket: node.socket, binDir: node.binDir },

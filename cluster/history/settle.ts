@@ -1,6 +1,7 @@
 // The waits both history back ends share (local files, object storage): a run that just ended
 // is found by reading its event logs again, and then served once Spark's History Server has
 // picked it up at its own next scan. Bounded: past the deadline the caller gets what there is.
+import { writesEventLog } from '../../webhook/domain/index.js';
 import type { IndexedRun } from './event-log-index.js';
 
 const sleep = (ms: number) => new Promise((ok) => setTimeout(ok, ms));
@@ -31,4 +32,13 @@ export async function untilServed(server: URL, sparkAppId: string, options: { wi
     if (response?.ok) return;
     await sleep(250);
   }
+}
+
+/**
+ * Whether an ended application's run opens from the history: its log is indexed, or it ended
+ * less than `settlingMs` ago with an event log (Spark is still closing it).
+ */
+export function runAvailable(index: RunIndex, app: { appName: string; endedAt: string | null; config?: { engineConf?: Record<string, string> } }, settlingMs: number): boolean {
+  if (index.lookup(app.appName)) return true;
+  return app.endedAt !== null && Date.now() - Date.parse(app.endedAt) < settlingMs && writesEventLog(app.config?.engineConf);
 }

@@ -6,9 +6,8 @@ import { isTerminal } from '../cluster.js';
 import type { EventFeed } from '../events.js';
 import type { ObjectStore } from '../history/object-store.js';
 import { S3EventLogIndex } from '../history/s3-event-log-index.js';
-import { settleRun, untilServed } from '../history/settle.js';
+import { runAvailable, settleRun, untilServed } from '../history/settle.js';
 import type { HistoryTarget, SparkHistory } from '../history/spark-history.js';
-import { writesEventLog } from '../../webhook/domain/index.js';
 import type { LogArchive } from './log-archive.js';
 
 export interface KubernetesHistoryOptions {
@@ -48,8 +47,7 @@ export class KubernetesSparkHistory implements SparkHistory {
   }
 
   available(app: { appName: string; endedAt: string | null; config?: { engineConf?: Record<string, string> } }): boolean {
-    if (this.index.lookup(app.appName)) return true;
-    return app.endedAt !== null && Date.now() - Date.parse(app.endedAt) < SETTLING_MS && writesEventLog(app.config?.engineConf);
+    return runAvailable(this.index, app, SETTLING_MS);
   }
 
   async target(appName: string, signal?: AbortSignal): Promise<HistoryTarget | undefined> {

@@ -24,7 +24,12 @@ export class LogArchive {
   constructor(readonly store: ObjectStore, private readonly prefix: string) {}
 
   key(appName: string, container: LogContainer): string {
-    return `${this.prefix ? `${this.prefix}/` : ''}${appName}/${container}.log`;
+    return `${this.folder(appName)}${container}.log`;
+  }
+
+  /** An application's folder, with its slash (app-1/ must not take app-10/). */
+  private folder(appName: string): string {
+    return `${this.prefix ? `${this.prefix}/` : ''}${appName}/`;
   }
 
   read(appName: string, container: LogContainer, offset = 0): Promise<Readable | undefined> {
@@ -37,7 +42,7 @@ export class LogArchive {
 
   /** The containers archived for an application (driver first). */
   async containers(appName: string): Promise<LogContainer[]> {
-    const base = this.key(appName, 'driver').replace(/driver\.log$/, '');
+    const base = this.folder(appName);
     const found: LogContainer[] = [];
     for await (const item of this.store.list(base)) {
       const name = 'key' in item ? item.key.slice(base.length).replace(/\.log$/, '') : '';
@@ -47,7 +52,7 @@ export class LogArchive {
   }
 
   async remove(appName: string): Promise<void> {
-    await this.store.removePrefix(this.key(appName, 'driver').replace(/driver\.log$/, ''));
+    await this.store.removePrefix(this.folder(appName));
   }
 }
 

@@ -4,9 +4,8 @@ import { join } from 'node:path';
 import { isTerminal } from '../cluster.js';
 import type { EventFeed } from '../events.js';
 import { EventLogIndex } from '../history/event-log-index.js';
-import { settleRun, untilServed } from '../history/settle.js';
+import { runAvailable, settleRun, untilServed } from '../history/settle.js';
 import type { HistoryTarget, SparkHistory } from '../history/spark-history.js';
-import { writesEventLog } from '../../webhook/domain/index.js';
 import { LocalHistoryServer } from './history-server.js';
 import type { LocalLogger } from './logger.js';
 
@@ -51,8 +50,7 @@ export class LocalSparkHistory implements SparkHistory {
   }
 
   available(app: { appName: string; endedAt: string | null; config?: { engineConf?: Record<string, string> } }): boolean {
-    if (this.index.lookup(app.appName)) return true;
-    return app.endedAt !== null && Date.now() - Date.parse(app.endedAt) < SETTLING_MS && writesEventLog(app.config?.engineConf);
+    return runAvailable(this.index, app, SETTLING_MS);
   }
 
   async target(appName: string, signal?: AbortSignal): Promise<HistoryTarget | undefined> {

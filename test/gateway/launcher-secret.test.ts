@@ -5,34 +5,20 @@
 // in no application config, API answer or events stream (keys A, B and an admin), nor in the
 // driver pod's spec, the Application resource or the namespace's Events; the launcher connects
 // with it, and the Secret goes with the Application.
-import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import t from 'tap';
 import { APPLICATIONS, GROUP, kubeClients, VERSION } from '../../cluster/kubernetes/client.js';
 import { FileKeyStore } from '../../submit-api/auth/key-store.js';
-import { testbedArgs } from '../../testbed/entry.js';
 import { exampleClusterFile } from '../helpers/api.js';
 import { eventually } from '../helpers/kubernetes.js';
-import { http, realSpark, sparkEnv } from '../helpers/service.js';
+import { http, realSpark, runTestbed, sparkEnv } from '../helpers/service.js';
 import { tempDir } from '../helpers/temp.js';
 import { KernelClient } from './jupyter.js';
 
 const testbed = sparkEnv().SUBMISSION_SERVICE_TESTBED;
 const skip = !realSpark() ? 'needs the Spark virtualenv' : !testbed || !existsSync(testbed) ? 'needs SUBMISSION_SERVICE_TESTBED' : false;
 const NS = 'spark-apps';
-
-function runTestbed(args: string[], timeoutMs: number): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((ok, fail) => {
-    const child = spawn(process.execPath, testbedArgs(args), { env: { ...sparkEnv(), LOG_LEVEL: 'warn' }, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d) => { stdout += d; });
-    child.stderr.on('data', (d) => { stderr += d; });
-    const timer = setTimeout(() => { child.kill('SIGKILL'); fail(new Error(`testbed ${args.join(' ')} took over ${timeoutMs} ms: ${stderr}`)); }, timeoutMs);
-    child.once('exit', (code) => { clearTimeout(timer); ok({ code, stdout, stderr }); });
-  });
-}
 
 t.test('a kernel\'s launcher token is a Secret of its Application, in no config, env, answer or event', { skip, timeout: 900_000 }, async (t) => {
   const root = tempDir(t);

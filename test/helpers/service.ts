@@ -6,6 +6,7 @@ import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { exampleClusterFile, repoRoot } from './api.js';
 import { killDrivers } from './drivers.js';
+import { testbedArgs } from '../../testbed/entry.js';
 
 export const binPath = join(repoRoot, 'bin', 'submission-service.js');
 
@@ -145,4 +146,17 @@ export async function startGatewayAlone(t: TestLike, options: { args: string[]; 
       return exited;
     },
   };
+}
+
+/** `testbed <args>` (a real apiserver and the service's processes), resolving with what it printed. */
+export function runTestbed(args: string[], timeoutMs: number): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((ok, fail) => {
+    const child = spawn(process.execPath, testbedArgs(args), { env: { ...sparkEnv(), LOG_LEVEL: 'warn' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d) => { stdout += d; });
+    child.stderr.on('data', (d) => { stderr += d; });
+    const timer = setTimeout(() => { child.kill('SIGKILL'); fail(new Error(`testbed ${args.join(' ')} took over ${timeoutMs} ms: ${stderr}`)); }, timeoutMs);
+    child.once('exit', (code) => { clearTimeout(timer); ok({ code, stdout, stderr }); });
+  });
 }
