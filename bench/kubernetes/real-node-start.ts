@@ -2,11 +2,16 @@
 // this repository builds: `POST /api/apps/` of pi.py -> driver pod Running and -> first executor
 // pod Running, beside the node's own bare pod start (the test image, create -> Running) and
 // `spark-submit --deploy-mode cluster` of the same pi.py on the same node (start of the JVM ->
-// its driver pod Running). One application at a time: the node has two cores, a driver and
-// an executor take most of them. Needs root and the lock the real-node tests take:
+// its driver pod Running) and the closest peer, the Kubeflow Spark Operator v2.5.x built from
+// its Go module (spark-operator/: `SparkApplication` create -> its driver pod Running). One
+// application at a time: the node has two cores, a driver and an executor take most of them.
+// The two slow columns take a JVM start each, so they run on every APPS/SLOW-th round only.
+// Needs root and the lock the real-node tests take:
 //
 //   flock /tmp/real-node.lock node --import tsx bench/kubernetes/real-node-start.ts
-//   env: REAL_NODE_APPS (10 of each), SUBMISSION_SERVICE_NODE / _TESTBED (skip the builds)
+//   env: REAL_NODE_APPS (50: bare pods and ours), REAL_NODE_SLOW (10: spark-submit and the
+//        operator), REAL_NODE_OPERATOR=0 (leave the operator out), SUBMISSION_SERVICE_NODE /
+//        _TESTBED (skip the builds)
 //
 // Goal (issue 16): driver Running p99 <= 2 s above the bare pod start; >= 10x faster than spark-submit.
 import type { V1Pod } from '@kubernetes/client-node';
@@ -16,8 +21,11 @@ import { PI_PY, SPARK_RUNTIME_IMAGE, sparkNodeUnavailable, startSparkNodeBed } f
 import { TEST_IMAGE } from '../../testbed/node-config.js';
 import { LABEL_APP, SPARK_ROLE } from '../../webhook/domain/index.js';
 import { join } from 'node:path';
+import { buildOperator, sparkApplication, sparkApplications, startOperator } from './spark-operator/operator.js';
 
-const APPS = envNumber('REAL_NODE_APPS', 10);
+const APPS = envNumber('REAL_NODE_APPS', 50);
+const SLOW = Math.min(APPS, envNumber('REAL_NODE_SLOW', 10));
+const WITH_OPERATOR = process.env.REAL_NODE_OPERATOR !== '0';
 const POLL_MS = 25;
 
 async function until<T>(read: () => Promise<T>, ok: (value: T) => boolean, what: string, timeoutMs = 600_000): Promise<T> {
@@ -39,15 +47,23 @@ const stats = (values: number[]) => {
 async function main(): Promise<void> {
   const unavailable = sparkNodeUnavailable();
   if (unavailable) throw new Error(unavailable);
+  const operatorDir = WITH_OPERATOR ? buildOperator() : undefined; // before the node: cold, minutes
   const teardowns: (() => unknown)[] = [];
   const bed = await startSparkNodeBed({ teardown: (fn) => teardowns.push(fn) });
   const { core, namespace } = bed;
+  const auth = submissionAuth(bed.testbed.kubeconfig, join(bed.dir, 'submission-auth'));
+  const operator = operatorDir
+    ? await startOperator({ dir: operatorDir, kubeconfig: bed.testbed.kubeconfig, server: bed.testbed.server, namespace })
+    : undefined;
+  if (operator) teardowns.push(() => operator.stop());
+  const applications = sparkApplications(bed.kc, namespace);
   const podsOf = async (selector: string) => (await core.listNamespacedPod({ namespace, labelSelector: selector })).items;
   const gone = (selector: string) => until(() => podsOf(selector), (list) => list.length === 0, `pods ${selector} to go`);
   const bare: number[] = [];
   const driver: number[] = [];
   const executor: number[] = [];
   const submit: number[] = [];
+  const peer: number[] = [];
   try {
     for (let i = 0; i < APPS; i++) {
       // The node's own start: a pod of the small test image, create -> Running.
@@ -70,10 +86,14 @@ async function main(): Promise<void> {
       await bed.call('DELETE', `/api/apps/${appName}`);
       await gone(`${LABEL_APP}=${appName}`);
 
+      if (i % Math.ceil(APPS / SLOW) !== 0) {
+        process.stderr.write(`run ${i + 1}/${APPS}: bare ${fmt(bare.at(-1)!)} ms, driver ${fmt(driver.at(-1)!)} ms, executor ${fmt(executor.at(-1)!)} ms (load ${load()})\n`);
+        continue;
+      }
       // spark-submit --deploy-mode cluster of the same pi.py, a JVM per submission as users run it.
       const sparkName = `bench-spark-${i}`;
       started = performance.now();
-      const args = sparkSubmitArgs({ server: bed.testbed.server, auth: submissionAuth(bed.testbed.kubeconfig, join(bed.dir, 'submission-auth')) }, sparkName, { file: PI_PY, arguments: ['200'] }, {
+      const args = sparkSubmitArgs({ server: bed.testbed.server, auth }, sparkName, { file: PI_PY, arguments: ['200'] }, {
         'spark.kubernetes.container.image': SPARK_RUNTIME_IMAGE,
         'spark.kubernetes.authenticate.driver.serviceAccountName': bed.rules.serviceAccount,
         'spark.kubernetes.driver.request.cores': '460m', 'spark.kubernetes.executor.request.cores': '600m',
@@ -85,7 +105,20 @@ async function main(): Promise<void> {
       submit.push(performance.now() - started);
       await core.deleteCollectionNamespacedPod({ namespace, labelSelector: `spark-app-name=${sparkName}`, gracePeriodSeconds: 0 });
       await gone(`spark-app-name=${sparkName}`);
-      process.stderr.write(`run ${i + 1}/${APPS}: bare ${fmt(bare.at(-1)!)} ms, driver ${fmt(driver.at(-1)!)} ms, executor ${fmt(executor.at(-1)!)} ms, spark-submit driver ${fmt(submit.at(-1)!)} ms (load ${load()})\n`);
+
+      // The peer: a SparkApplication of the same pi.py; its controller runs spark-submit for it.
+      if (operator) {
+        const peerName = `bench-operator-${i}`;
+        const selector = `sparkoperator.k8s.io/app-name=${peerName},${SPARK_ROLE}=driver`;
+        started = performance.now();
+        await applications.create(sparkApplication(peerName, { namespace, image: SPARK_RUNTIME_IMAGE, file: PI_PY, arguments: ['200'], serviceAccount: bed.rules.serviceAccount, auth }));
+        await until(() => podsOf(selector), (list) => list.some(isRunning), `${peerName}'s driver Running`);
+        peer.push(performance.now() - started);
+        await applications.delete(peerName);
+        await core.deleteCollectionNamespacedPod({ namespace, labelSelector: `sparkoperator.k8s.io/app-name=${peerName}`, gracePeriodSeconds: 0 });
+        await gone(`sparkoperator.k8s.io/app-name=${peerName}`);
+      }
+      process.stderr.write(`run ${i + 1}/${APPS}: bare ${fmt(bare.at(-1)!)} ms, driver ${fmt(driver.at(-1)!)} ms, executor ${fmt(executor.at(-1)!)} ms, spark-submit driver ${fmt(submit.at(-1)!)} ms${operator ? `, operator driver ${fmt(peer.at(-1)!)} ms` : ''} (load ${load()})\n`);
     }
   } finally {
     for (const fn of teardowns.reverse()) await fn();
@@ -95,7 +128,8 @@ async function main(): Promise<void> {
     ['POST /api/apps/ -> driver Running', ...stats(driver)],
     ['POST /api/apps/ -> first executor Running', ...stats(executor)],
     ['spark-submit --deploy-mode cluster -> driver Running', ...stats(submit)],
-  ])}\n${APPS} of each, one at a time, load ${load()}\n`);
+    ...(operator ? [['Spark Operator v2.5.1: SparkApplication -> driver Running', ...stats(peer)]] : []),
+  ])}\n${APPS} bare pods and applications, ${submit.length} of each slow one, one at a time, load ${load()}\n`);
 }
 
 await main();
