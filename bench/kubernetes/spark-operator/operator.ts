@@ -6,13 +6,13 @@
 // the race needs no pod mutation of its own (our webhook admits its pods as it admits every
 // Spark pod), and leaving it out only makes the peer faster.
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { ApiextensionsV1Api, CustomObjectsApi, KubeConfig, loadYaml, type V1CustomResourceDefinition } from '@kubernetes/client-node';
 import { freePort } from '../../../lib/free-port.js';
 import { sparkEnv } from '../../../test/helpers/service.js';
-import { sparkSubmitPath, type SubmissionAuth } from '../testbed.js';
+import type { SubmissionAuth } from '../testbed.js';
 
 export const OPERATOR_GROUP = 'sparkoperator.k8s.io';
 export const OPERATOR_VERSION = 'v1beta2';
@@ -26,20 +26,25 @@ export function buildOperator(): string {
 
 export interface RunningOperator { stop(): Promise<void> }
 
-/** Installs the SparkApplication CRD, starts the controller, resolves once it reports ready. */
+/** Installs its CRDs, starts the controller, resolves once it reports ready. */
 export async function startOperator(options: { dir: string; kubeconfig: string; server: string; namespace: string }): Promise<RunningOperator> {
   const kc = new KubeConfig();
   kc.loadFromFile(options.kubeconfig);
   const extensions = kc.makeApiClient(ApiextensionsV1Api);
-  const crd = loadYaml<V1CustomResourceDefinition>(readFileSync(join(options.dir, 'crds', `${OPERATOR_GROUP}_sparkapplications.yaml`), 'utf8'));
-  await extensions.createCustomResourceDefinition({ body: crd }).catch((error: { code?: number }) => { if (error.code !== 409) throw error; });
-  for (;;) { // Established before the controller's informer lists it
-    const got = await extensions.readCustomResourceDefinition({ name: crd.metadata!.name! });
-    if (got.status?.conditions?.some((c) => c.type === 'Established' && c.status === 'True')) break;
-    await new Promise((done) => setTimeout(done, 100));
+  // All of its CRDs: its manager maps every kind it owns at start.
+  for (const file of readdirSync(join(options.dir, 'crds'))) {
+    const crd = loadYaml<V1CustomResourceDefinition>(readFileSync(join(options.dir, 'crds', file), 'utf8'));
+    await extensions.createCustomResourceDefinition({ body: crd }).catch((error: { code?: number }) => { if (error.code !== 409) throw error; });
+    for (;;) { // Established before the controller's informers list it
+      const got = await extensions.readCustomResourceDefinition({ name: crd.metadata!.name! });
+      if (got.status?.conditions?.some((c) => c.type === 'Established' && c.status === 'True')) break;
+      await new Promise((done) => setTimeout(done, 100));
+    }
   }
-  const submit = sparkSubmitPath();
-  if (!submit) throw new Error('no spark-submit (source ~/.cache/submission-service/env.sh)');
+  const venv = sparkEnv().SUBMISSION_SERVICE_PYTHON_ENV;
+  // The pip package's Spark distribution (bin/spark-submit beside jars/), as SPARK_HOME wants it.
+  const sparkHome = venv && execFileSync(join(venv, 'bin', 'python'), ['-c', 'import pyspark, os; print(os.path.dirname(pyspark.__file__))'], { encoding: 'utf8' }).trim();
+  if (!sparkHome) throw new Error('no Spark virtualenv (source ~/.cache/submission-service/env.sh)');
   const server = new URL(options.server);
   const probePort = await freePort();
   const child: ChildProcess = spawn(join(options.dir, 'spark-operator'), [
@@ -51,7 +56,7 @@ export async function startOperator(options: { dir: string; kubeconfig: string; 
     env: {
       ...sparkEnv(),
       // Where its spark-submit is, and the master URL it builds (k8s://https://HOST:PORT).
-      SPARK_HOME: dirname(dirname(submit)),
+      SPARK_HOME: sparkHome,
       KUBERNETES_SERVICE_HOST: server.hostname, KUBERNETES_SERVICE_PORT: server.port || '443',
       // No ambient kubeconfig for spark-submit: the application's sparkConf carries its credentials.
       KUBECONFIG: join(tmpdir(), 'no-such-kubeconfig'),
