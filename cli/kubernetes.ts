@@ -78,6 +78,8 @@ export async function apiCommand(argv: string[]): Promise<number> {
   const cluster = new KubernetesCluster({
     clients, namespace: values.namespace, controller: values.controller === 'on',
     lease: timingForLease(leaseSeconds * 1000), logArchive: historyWiring.logArchive,
+    // The webhook's node-pool file (the chart gives both the same): Applications are written with their config.
+    rules: values['node-pools'] ? rulesFrom(values['node-pools'], values.namespace) : undefined,
   });
   // The cache is listed before the port opens: a replica never answers from an empty cache.
   await cluster.start();

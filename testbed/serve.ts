@@ -85,7 +85,7 @@ export async function serve(dir: string, values: ServeOptions): Promise<void> {
     ? new FakeKubelet({ clients, namespace: values.namespace, dataDir: join(dir, 'kubelet'), cores: availableParallelism(), ...findSpark(), classPath: historyBed?.classPath })
     : undefined;
   await kubelet?.start();
-  const cluster = new KubernetesCluster({ clients, namespace: values.namespace, logArchive: historyBed?.logArchive });
+  const cluster = new KubernetesCluster({ clients, namespace: values.namespace, logArchive: historyBed?.logArchive, rules });
   await cluster.start();
   const history = await historyBed?.history(cluster.events);
   const keysDir = join(dir, 'keys');

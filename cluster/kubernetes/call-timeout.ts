@@ -15,10 +15,18 @@ export class CallTimeoutError extends Error {
   }
 }
 
+/** Aborts after `ms`, or when `cancel` aborts. */
+function timeoutSignal(ms: number, cancel?: AbortSignal): AbortSignal {
+  const timeout = AbortSignal.timeout(Math.max(1, Math.round(ms)));
+  return cancel ? AbortSignal.any([timeout, cancel]) : timeout;
+}
+
 /** Options for one client-node call: abort it after `ms`, or when `cancel` aborts. */
 export function timeoutOptions(ms: number, cancel?: AbortSignal): CallOptions {
-  const timeout = AbortSignal.timeout(Math.max(1, Math.round(ms)));
-  const signal = cancel ? AbortSignal.any([timeout, cancel]) : timeout;
+  return signalOptions(timeoutSignal(ms, cancel));
+}
+
+function signalOptions(signal: AbortSignal): CallOptions {
   return {
     middlewareMergeStrategy: 'append',
     middleware: [{
@@ -28,11 +36,11 @@ export function timeoutOptions(ms: number, cancel?: AbortSignal): CallOptions {
   };
 }
 
-/** Runs `call` with a timeout; an abort becomes a CallTimeoutError. */
-export async function withTimeout<T>(what: string, ms: number, call: (options: CallOptions) => Promise<T>, cancel?: AbortSignal): Promise<T> {
-  const options = timeoutOptions(ms, cancel);
+/** Runs `call` with a timeout (client-node's options, or the signal for a plain call); an abort becomes a CallTimeoutError. */
+export async function withTimeout<T>(what: string, ms: number, call: (options: CallOptions, signal: AbortSignal) => Promise<T>, cancel?: AbortSignal): Promise<T> {
+  const signal = timeoutSignal(ms, cancel);
   try {
-    return await call(options);
+    return await call(signalOptions(signal), signal);
   } catch (error) {
     const name = (error as { name?: string })?.name ?? (error as { cause?: { name?: string } })?.cause?.name;
     if (name === 'AbortError' || name === 'TimeoutError' || /aborted/i.test((error as Error)?.message ?? '')) throw new CallTimeoutError(what, Math.round(ms));

@@ -1,10 +1,10 @@
 // One JSON call to the apiserver without client-node's generated layer, for the two writes
-// of every submission (the Application and its driver pod). client-node 1.4 runs each call
+// of every submission (the Application and its driver pod) and the controller's writes. client-node 1.4 runs each call
 // through its type model, rxjs-style middleware and node-fetch: about 1 ms of CPU per create
 // on this machine against 0.5 ms for the same create as a plain request (bench/kubernetes/
 // controller-ceiling.ts measures what a submission costs). Authentication stays client-node's
 // own (`applyToHTTPSOptions`: client certificates, tokens, exec plugins, the in-cluster
-// token), and so is the TLS material: its agent (client.ts). That agent is not kept alive,
+// token; worked out again every 10 s, not per call), and so is the TLS material: its agent (client.ts). That agent is not kept alive,
 // for node-fetch's sake; node:https has no such bug, so these calls go through a kept-alive
 // twin of it (same options) and skip a TLS handshake per write. Errors keep the shape
 // client-node gives them (`code`, `body`), so errors.ts reads both alike.
@@ -33,16 +33,56 @@ function keptAliveTwin(shared: Agent | undefined): Agent | undefined {
 }
 
 /** POSTs `body` as JSON to `path` (with its query) on the current cluster; resolves to the parsed answer. */
-export async function postJson<T>(kc: KubeConfig, path: string, body: unknown): Promise<T> {
+export function postJson<T>(kc: KubeConfig, path: string, body: unknown): Promise<T> {
+  return sendJson<T>(kc, 'POST', path, body);
+}
+
+/** A JSON Patch (RFC 6902) of the object at `path`; aborted with `signal`. */
+export function patchJson<T>(kc: KubeConfig, path: string, operations: unknown[], signal?: AbortSignal): Promise<T> {
+  return sendJson<T>(kc, 'PATCH', path, operations, { contentType: 'application/json-patch+json', signal });
+}
+
+/** Replaces the object at `path` (PUT); aborted with `signal`. */
+export function putJson<T>(kc: KubeConfig, path: string, body: unknown, signal?: AbortSignal): Promise<T> {
+  return sendJson<T>(kc, 'PUT', path, body, { signal });
+}
+
+/**
+ * client-node's authentication of a request (headers, TLS material, its agent), worked out
+ * again at most every AUTH_REUSE_MS per KubeConfig: working it out costs about 0.25 ms of CPU
+ * per call (it decodes the certificates each time), a quarter of a create's own cost. Tokens
+ * that rotate (the in-cluster file, exec plugins) are read again as often as client-go does
+ * with a token file (it caches one for a minute); ours is shorter.
+ */
+const AUTH_REUSE_MS = 10_000;
+type AuthOptions = Omit<RequestOptions, 'headers'> & { headers: Record<string, string | number> };
+const authCache = new WeakMap<KubeConfig, { at: number; options: Promise<AuthOptions> }>();
+
+function authOptions(kc: KubeConfig): Promise<AuthOptions> {
+  const now = Date.now();
+  let entry = authCache.get(kc);
+  if (!entry || now - entry.at >= AUTH_REUSE_MS) {
+    const options: AuthOptions = { headers: {} };
+    entry = { at: now, options: kc.applyToHTTPSOptions(options as RequestOptions).then(() => options) };
+    // A failure is not kept: the next call tries again.
+    entry.options.catch(() => authCache.delete(kc));
+    authCache.set(kc, entry);
+  }
+  return entry.options;
+}
+
+async function sendJson<T>(kc: KubeConfig, method: string, path: string, body: unknown, { contentType = 'application/json', signal }: { contentType?: string; signal?: AbortSignal } = {}): Promise<T> {
   const server = kc.getCurrentCluster()?.server;
   if (!server) throw new Error('the kubeconfig names no cluster server');
   const url = new URL(path, server);
   const payload = JSON.stringify(body);
-  const options: RequestOptions & { headers: Record<string, string | number> } = {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', accept: 'application/json', 'content-length': Buffer.byteLength(payload) },
+  const auth = await authOptions(kc);
+  const options: AuthOptions = {
+    ...auth,
+    method,
+    headers: { ...auth.headers, 'content-type': contentType, accept: 'application/json', 'content-length': Buffer.byteLength(payload) },
+    ...(signal ? { signal } : {}),
   };
-  await kc.applyToHTTPSOptions(options);
   const send = url.protocol === 'https:' ? httpsRequest : httpRequest;
   return new Promise<T>((ok, fail) => {
     const agent = url.protocol === 'https:' ? keptAliveTwin(options.agent as Agent | undefined) : undefined;
@@ -51,7 +91,7 @@ export async function postJson<T>(kc: KubeConfig, path: string, body: unknown): 
       let bytes = 0;
       res.on('data', (chunk: Buffer) => {
         bytes += chunk.length;
-        if (bytes > MAX_RESPONSE_BYTES) { res.destroy(new Error(`the apiserver's answer to POST ${url.pathname} is above ${MAX_RESPONSE_BYTES} bytes`)); return; }
+        if (bytes > MAX_RESPONSE_BYTES) { res.destroy(new Error(`the apiserver's answer to ${method} ${url.pathname} is above ${MAX_RESPONSE_BYTES} bytes`)); return; }
         chunks.push(chunk);
       });
       res.once('error', fail);

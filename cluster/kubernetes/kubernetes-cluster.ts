@@ -1,6 +1,7 @@
-// Kubernetes mode: the API writes an Application, then its bare driver pod (owned by the
-// Application, so the garbage collector removes pods with it); the apiserver sends the pod
-// through our webhook. These two writes go as plain JSON calls (json-call.ts), the rest
+// Kubernetes mode: the API writes an Application (with the config admission will give its
+// pod, when it has the webhook's rules: expected-admission.ts), then its bare driver pod (owned
+// by the Application, so the garbage collector removes pods with it); the apiserver sends the
+// pod through our webhook. These two writes go as plain JSON calls (json-call.ts), the rest
 // through client-node. Reads come from one informer cache per process (app-cache.ts); the
 // controller (reconciler.ts), run by the replica holding the Lease, writes every status.
 // Several API processes can share one cluster: nothing that matters is kept only in memory.
@@ -8,9 +9,9 @@ import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import { PassThrough, type Readable } from 'node:stream';
 import { Log, type V1Pod } from '@kubernetes/client-node';
-import type { ApplicationState } from '../../schemas/index.js';
+import type { ApplicationConfig, ApplicationState } from '../../schemas/index.js';
 import {
-  ANNOTATION_ADMITTED, ANNOTATION_SUBMITTED_BY, applicationLabels, DRIVER_CONTAINER, DRIVER_PORTS, LABEL_APP, LABEL_JOB, LABEL_TEMPLATE,
+  type AdmissionRules, ANNOTATION_ADMITTED, ANNOTATION_SUBMITTED_BY, applicationLabels, DRIVER_CONTAINER, DRIVER_PORTS, LABEL_APP, LABEL_JOB, LABEL_TEMPLATE,
   KERNEL_CLAIMER_LABEL, LAUNCHER_SECRET_KEY, launcherSecretName, readConfig, withLauncherSecret,
 } from '../../webhook/domain/index.js';
 import type { AppRecord, Cluster, CreateOptions, CreateResult, ListQuery, Page } from '../cluster.js';
@@ -20,7 +21,9 @@ import { type SubmissionInfo, submissionInfo } from '../submission-info.js';
 import { AppCache } from './app-cache.js';
 import { APPLICATIONS, FIELD_MANAGER, GROUP, type KubeClients, VERSION } from './client.js';
 import { kubeCall, kubeCallOrAbsent, missedAdmission, translate, webhookRefusal } from './errors.js';
-import { postJson } from './json-call.js';
+import { configCopyPatch } from './config-copy.js';
+import { admittedAsExpected, type ExpectedAdmission, expectedAdmission } from './expected-admission.js';
+import { patchJson, postJson } from './json-call.js';
 import type { Log as LogFn } from './informers.js';
 import { LeaderElection } from './leader-election.js';
 import type { LeaseTiming } from './lease-decision.js';
@@ -44,6 +47,12 @@ export interface KubernetesClusterOptions {
   log?: LogFn;
   /** Where ended pods' logs are archived (log-archive.ts); absent: a log goes with its pod. */
   logArchive?: LogArchive;
+  /**
+   * The webhook's admission rules (the same node-pool file): the Application is then created
+   * with the config admission gives its pod (expected-admission.ts), so the controller does
+   * not copy it in a third write. Absent: the controller copies it from the admitted pod.
+   */
+  rules?: AdmissionRules;
 }
 
 export class KubernetesCluster implements Cluster {
@@ -112,6 +121,7 @@ export class KubernetesCluster implements Cluster {
     const labels = bare.metadata?.labels ?? {};
     const appName = bare.metadata!.name!;
     let owner: ApplicationResource | undefined;
+    let expected: ExpectedAdmission | undefined;
     if (!dryRun) {
       // The Application first: the pod is created owned by it, so a crash in between leaves a
       // record the controller marks UNKNOWN, never a driver that runs unseen.
@@ -119,6 +129,11 @@ export class KubernetesCluster implements Cluster {
         appName, namespace: this.ns, labels: applicationLabels(labels), jobName: labels[LABEL_JOB] ?? '',
         configTemplateName: labels[LABEL_TEMPLATE] ?? '', submittedBy: bare.metadata?.annotations?.[ANNOTATION_SUBMITTED_BY] ?? null,
       }, { [LABEL_JOB]: labels[LABEL_JOB] ?? '', ...(labels[LABEL_TEMPLATE] ? { [LABEL_TEMPLATE]: labels[LABEL_TEMPLATE] } : {}) });
+      expected = await this.expectedAdmission(bare);
+      if (expected) {
+        draft.spec.config = expected.config;
+        if (Object.keys(expected.annotations).length > 0) draft.metadata.annotations = expected.annotations;
+      }
       owner = await this.call(`record application ${appName}`, () =>
         postJson<ApplicationResource>(this.options.clients.kc, `/apis/${GROUP}/${VERSION}/namespaces/${this.ns}/${APPLICATIONS}?fieldManager=${FIELD_MANAGER}`, draft));
     }
@@ -159,10 +174,41 @@ export class KubernetesCluster implements Cluster {
       draft.metadata.creationTimestamp = pod.metadata.creationTimestamp ?? new Date();
       return { ok: true, record: toRecord(draft, desiredStatus(draft, { pod, deleted: false }, 0), { pod, deleted: false }), pod };
     }
+    if (expected && !admittedAsExpected(expected, pod)) await this.correctApplication(owner, pod);
     // The next read (this replica) sees it: the cache has caught up with both writes.
-    const cached = await this.cache.until(appName, (r) => r !== undefined && Object.keys(r.config).length > 0);
+    const cached = await this.cache.until(appName, (r) => r !== undefined && Object.keys(r.config).length > 0 && this.cache.driver(appName) !== undefined);
     const record = cached ?? toRecord(owner, desiredStatus(owner, { pod, deleted: false }, 0), { pod, deleted: false });
     return { ok: true, record: { ...record, config }, pod };
+  }
+
+  /** What the webhook will admit, when this process has its rules; undefined when unknown (the controller copies it then). */
+  private async expectedAdmission(bare: V1Pod): Promise<ExpectedAdmission | undefined> {
+    const rules = this.options.rules;
+    if (!rules) return undefined;
+    const templateName = bare.metadata?.labels?.[LABEL_TEMPLATE];
+    let template: ApplicationConfig | undefined;
+    if (templateName) {
+      // One read; missing or unreadable: the webhook answers for it.
+      template = (await this.templates.get(templateName).catch(() => undefined))?.config;
+      if (!template) return undefined;
+    }
+    return expectedAdmission(bare, this.ns, rules, template);
+  }
+
+  /**
+   * The webhook admitted something else than the API expected (rules that differ between the
+   * two, a template replaced in between): the Application takes what was admitted, as the
+   * controller's copy would. If this fails the record shows the expected config; said in the log.
+   */
+  private async correctApplication(owner: ApplicationResource, pod: V1Pod): Promise<void> {
+    const patch = configCopyPatch(owner, pod);
+    if (!patch) return;
+    try {
+      await patchJson(this.options.clients.kc, `/apis/${GROUP}/${VERSION}/namespaces/${this.ns}/${APPLICATIONS}/${owner.metadata.name}?fieldManager=${FIELD_MANAGER}`, patch);
+    } catch (error) {
+      (this.options.log ?? ((m: string) => void process.stderr.write(`${m}\n`)))(
+        `application ${owner.metadata.name}: the webhook admitted another config than expected, and correcting the Application failed: ${(error as Error).message}`);
+    }
   }
 
   /** The launcher's Secret, owned by its Application (not its controller: the Application's controller is ours, its pod's). */

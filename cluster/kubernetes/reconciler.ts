@@ -1,8 +1,8 @@
 // The controller: writes each Application's status on every transition, from the cache
 // (app-cache.ts), keyed by application name through a work queue that the informers feed.
 // Idempotent: reconciling a name twice writes nothing the second time. It also copies the
-// effective config from the admitted driver pod into the Application (the request path
-// writes the Application first, before admission has decided the config), and marks an
+// effective config from the admitted driver pod into an Application written without it (an
+// API without the webhook's rules; with them the API writes it at creation), and marks an
 // Application whose driver pod never appeared within `graceMs` UNKNOWN (a crash between
 // the two writes leaves no record that looks alive).
 //
@@ -15,10 +15,12 @@
 import { isTerminal, type Transition } from '../cluster.js';
 import type { AppCache } from './app-cache.js';
 import { APPLICATIONS, FIELD_MANAGER, GROUP, type KubeClients, VERSION } from './client.js';
-import { type CallOptions, CallTimeoutError, withTimeout } from './call-timeout.js';
+import { CallTimeoutError, withTimeout } from './call-timeout.js';
 import { configCopyPatch } from './config-copy.js';
+import { canonicalJson } from './expected-admission.js';
 import { apiStatus, statusCode } from './errors.js';
 import type { Log } from './informers.js';
+import { patchJson, putJson } from './json-call.js';
 import { controllerQueue, controllerRetries, statusWrites, transitionSeconds } from './metrics.js';
 import { type ApplicationStatus, desiredStatus } from './records.js';
 import { type BackoffOptions, WorkQueue } from './work-queue.js';
@@ -49,16 +51,6 @@ interface Term {
   resync?: NodeJS.Timeout;
 }
 
-/** JSON with sorted keys: the apiserver stores objects with its own key order. */
-function canonical(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(canonical).join(',')}]`;
-  if (value && typeof value === 'object') {
-    return `{${Object.keys(value).filter((k) => (value as Record<string, unknown>)[k] !== undefined).sort()
-      .map((k) => `${JSON.stringify(k)}:${canonical((value as Record<string, unknown>)[k])}`).join(',')}}`;
-  }
-  return JSON.stringify(value ?? null);
-}
-
 /**
  * PENDING since creation with nothing to say: exactly what an Application without a status
  * means (records.ts reads it so), so it is not written. This halves the controller's writes
@@ -76,7 +68,8 @@ export class Reconciler {
   constructor(private readonly options: ReconcilerOptions) {}
 
   private get graceMs() { return this.options.graceMs ?? 30_000; }
-  private get where() { return { group: GROUP, version: VERSION, plural: APPLICATIONS, namespace: this.options.namespace }; }
+  /** An Application's path: its writes go as plain JSON calls on the kept-alive agent (json-call.ts), not through client-node. */
+  private path(name: string) { return `/apis/${GROUP}/${VERSION}/namespaces/${this.options.namespace}/${APPLICATIONS}/${name}`; }
 
   /** The queue of the current term (tests: its lengths and retries). */
   get queue(): WorkQueue<string> | undefined {
@@ -161,9 +154,7 @@ export class Reconciler {
       const patch = configCopyPatch(resource, driver.pod);
       // The patched Application (its new resourceVersion) is what a status write in this pass
       // must build on: the cached one is now stale, and a write from it would only meet a 409.
-      const patched = patch && await this.write('config', name, term, (o) => this.options.clients.custom.patchNamespacedCustomObject({
-        ...this.where, name, fieldManager: FIELD_MANAGER, body: patch,
-      }, o));
+      const patched = patch && await this.write('config', name, term, (signal) => patchJson(this.options.clients.kc, `${this.path(name)}?fieldManager=${FIELD_MANAGER}`, patch, signal));
       if (patched && typeof patched === 'object') resource = patched as typeof resource;
     }
     const status = desiredStatus(resource, driver, cache.runningExecutors(name), { missing });
@@ -171,10 +162,8 @@ export class Reconciler {
     // written first; its pod follows within milliseconds) has nothing to record: the pod's
     // event, or the grace timer above, brings the name back.
     const waiting = !driver && !missing && resource.status === undefined;
-    if (!waiting && canonical(status) !== canonical(resource.status ?? {}) && !(resource.status === undefined && isInitial(status))) {
-      const ok = await this.write('status', name, term, (o) => this.options.clients.custom.replaceNamespacedCustomObjectStatus({
-        ...this.where, name, fieldManager: FIELD_MANAGER, body: { ...resource, status },
-      }, o));
+    if (!waiting && canonicalJson(status) !== canonicalJson(resource.status ?? {}) && !(resource.status === undefined && isInitial(status))) {
+      const ok = await this.write('status', name, term, (signal) => putJson(this.options.clients.kc, `${this.path(name)}/status?fieldManager=${FIELD_MANAGER}`, { ...resource, status }, signal));
       if (ok) this.observe(resource.status?.transitions ?? [], status.transitions ?? []);
     }
     if (isTerminal(status.state) && driver?.deleted) cache.forgetDeletedDriver(name);
@@ -188,13 +177,13 @@ export class Reconciler {
    * resync, brings the name back. Anything else throws: the name is retried after its backoff.
    * Resolves to what the apiserver answered (truthy) when written, false when not.
    */
-  private async write(kind: string, name: string, term: Term, run: (options: CallOptions) => Promise<unknown>): Promise<unknown> {
+  private async write(kind: string, name: string, term: Term, run: (signal: AbortSignal) => Promise<unknown>): Promise<unknown> {
     if (term.abort.signal.aborted || !(this.options.mayWrite?.() ?? true)) {
       statusWrites.inc({ kind, outcome: 'not-leader' });
       return false;
     }
     try {
-      const written = await withTimeout(`the ${kind} write of ${name}`, this.options.writeTimeoutMs ?? 10_000, run, term.abort.signal);
+      const written = await withTimeout(`the ${kind} write of ${name}`, this.options.writeTimeoutMs ?? 10_000, (_, signal) => run(signal), term.abort.signal);
       statusWrites.inc({ kind, outcome: 'ok' });
       return written ?? true;
     } catch (error) {

@@ -145,7 +145,7 @@ export function toRecord(resource: ApplicationResource, status: ApplicationStatu
   return record;
 }
 
-/** The Application written before its driver pod: no config yet (the admitted pod has it; the controller copies it). */
+/** The Application written before its driver pod: no config yet (the API adds what admission will give, else the controller copies it). */
 export function applicationResource(record: Pick<AppRecord, 'appName' | 'namespace' | 'labels' | 'jobName' | 'configTemplateName' | 'submittedBy'>, labels: Record<string, string>): ApplicationResource {
   return {
     apiVersion: 'submission-service.io/v1',

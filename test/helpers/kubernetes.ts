@@ -131,7 +131,7 @@ export async function startKubeBed(t: TestLike, options: KubeBedOptions = {}): P
     registration: { name: WEBHOOK_NAME, url },
   });
   stops.push(() => webhook.close());
-  const api = await startApi(testbed.kubeconfig, namespace);
+  const api = await startApi(testbed.kubeconfig, namespace, { rules });
   stops.push(() => api.close());
   const where = { group: GROUP, version: VERSION, namespace };
   const registration = () => mutatingWebhookConfiguration({ name: WEBHOOK_NAME, url, caBundle: webhook.caBundle, namespaces: [namespace] }) as V1MutatingWebhookConfiguration;

@@ -32,8 +32,8 @@ t.test('the API on Kubernetes', async (t) => {
     t.ok(record, 'an Application resource');
     t.equal(record?.spec.jobName, 'first');
     t.same(pod.metadata?.ownerReferences?.map((o) => [o.kind, o.name, o.uid]), [['Application', appName, (record?.metadata as { uid?: string }).uid]], 'the driver pod is owned by its Application');
-    // The Application is written before admission decides the config; the controller copies it from the admitted pod.
-    const copied = await eventually(async () => (await bed.applications()).find((a) => a.metadata.name === appName), (a) => Object.keys(a?.spec.config ?? {}).length > 0, { what: 'the controller to copy the config' });
+    // The Application holds the config: written with it (the API has the webhook's rules), or copied by the controller.
+    const copied = await eventually(async () => (await bed.applications()).find((a) => a.metadata.name === appName), (a) => Object.keys(a?.spec.config ?? {}).length > 0, { what: 'the Application to hold the config' });
     t.same(copied?.spec.config, res.json.config);
   });
 
