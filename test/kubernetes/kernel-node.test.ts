@@ -1,0 +1,112 @@
+// Runs alone (scripts/test.sh): the real node is one per machine, and the chart's pods, a
+// kernel's driver and its executors load both cores at once.
+//
+// A notebook kernel from the kernel image, through the installed chart (issue 16): the chart's
+// notebook-service submits the kernel through the chart's API; the webhook renders its driver
+// pod from the kernel image; in it our launcher dials back to the notebook-service through the
+// cluster network (its Service name, cluster DNS); a stock `jupyter server` on this host, its
+// gateway URL at the notebook-service's ClusterIP, runs a Spark cell whose tasks run on executor
+// pods the kernel's driver created and the webhook sized. Interrupt cancels the running job and
+// the kernel still answers; deleting the kernel removes its driver and executor pods.
+import t from 'tap';
+import { Watch, type V1Pod } from '@kubernetes/client-node';
+import { SecretKeyStore } from '../../submit-api/auth/secret-key-store.js';
+import { ANNOTATION_ADMITTED, LABEL_APP, SPARK_ROLE } from '../../webhook/domain/index.js';
+import { APPS_NAMESPACE, buildImages, installChart, KERNEL_IMAGE, kubectlOn, RELEASE_NAMESPACE } from '../helpers/chart-install.js';
+import { eventually } from '../helpers/kubernetes.js';
+import { startRealNodeBed } from '../helpers/real-node.js';
+import { http } from '../helpers/service.js';
+import { sparkNodeUnavailable } from '../helpers/spark-node.js';
+import { KernelClient, startJupyter, toolsEnv } from '../gateway/jupyter.js';
+import { interruptStopsSparkJob } from '../gateway/kernel-lifecycle.js';
+
+const skip = sparkNodeUnavailable() ?? (toolsEnv() ? false : 'needs the tools virtualenv (jupyter_server)');
+
+// A cold image build alone takes tens of minutes on two busy cores.
+t.setTimeout(120 * 60_000);
+
+const AUTH_SECRET = 'submission-service-auth';
+
+t.test('a notebook kernel from the kernel image, started by the installed chart', { skip }, async (t) => {
+  const started = Date.now();
+  const archives = buildImages();
+  const bed = await startRealNodeBed(t);
+  const { core, kc } = bed;
+  const kubectl = kubectlOn(bed);
+  await installChart(bed, archives);
+
+  // Keys, as a platform engineer makes them (README, "Notebooks on Kubernetes"): an admin's for
+  // the kernel template, and the notebook service's own key, which the Jupyter server is given
+  // as its auth_token. The notebook service reads `gateway.key` when its pod starts.
+  const keys = new SecretKeyStore({ kc, core, namespace: RELEASE_NAMESPACE, name: AUTH_SECRET });
+  const admin = (await keys.create('admin', 'kernel-node test')).key;
+  const gatewayKey = (await keys.create('user', 'notebook-service')).key;
+  await kubectl(['-n', RELEASE_NAMESPACE, 'patch', 'secret', AUTH_SECRET, '--type', 'merge', '-p', JSON.stringify({ stringData: { 'gateway.key': gatewayKey } })]);
+  await kubectl(['-n', RELEASE_NAMESPACE, 'rollout', 'restart', 'deployment/submission-service-gateway']);
+  await kubectl(['-n', RELEASE_NAMESPACE, 'rollout', 'status', 'deployment/submission-service-gateway', '--timeout=10m']);
+
+  // The Services' ClusterIPs, reached from this host through kube-proxy's rules.
+  const clusterIp = async (name: string) => (await core.readNamespacedService({ name, namespace: RELEASE_NAMESPACE })).spec!.clusterIP!;
+  const apiBase = `http://${await clusterIp('submission-service')}`;
+  const notebooks = `http://${await clusterIp('notebook-service')}/notebooks`;
+  const api = (method: string, path: string, body?: unknown, key = admin) => http(apiBase, method, path, body, { 'x-api-key': key }).catch((error: Error) => ({ status: 0, json: undefined, text: error.message }));
+
+  // A kernel template: one executor to start with, two at most (the node has two cores).
+  const template = { name: 'notebook', config: { pythonVersion: '3', engineVersion: '3.5.7', executor: { cores: 1, instances: 1 }, engineConf: { 'spark.dynamicAllocation.maxExecutors': '2' } } };
+  // The replicas watch the auth Secret: the new keys count within the watch's latency.
+  const created = await eventually(() => api('POST', '/api/config-templates/', template), (r) => r.status !== 401 && r.status !== 0, { what: 'the admin key to be accepted', timeoutMs: 120_000, intervalMs: 500 });
+  t.equal(created.status, 201, created.text);
+  // The restarted notebook service answers with its own key, and lists the template as a kernel.
+  const specs = await eventually(() => http(`${notebooks}`, 'GET', '/api/kernelspecs', undefined, { authorization: `token ${gatewayKey}` }).catch(() => undefined),
+    (r) => r?.status === 200, { what: 'the notebook service to accept its own key', timeoutMs: 300_000, intervalMs: 500 });
+  t.ok(specs!.json.kernelspecs.notebook, 'the template is a kernel spec of the installed notebook service');
+
+  const jupyter = await startJupyter(t, bed.dir, notebooks, gatewayKey);
+  const jp = (method: string, path: string, body?: unknown) => http(jupyter.url, method, `${path}${path.includes('?') ? '&' : '?'}token=${jupyter.token}`, body);
+  const kernel = await jp('POST', '/api/kernels', { name: 'notebook' });
+  t.equal(kernel.status, 201, kernel.text);
+  const id = kernel.json.id as string;
+  const listed = await api('GET', `/api/apps/?labelSelector=kernel.submission-service.io/id=${id}`, undefined, gatewayKey);
+  t.equal(listed.json.items.length, 1, 'the kernel is an application of the installed API');
+  const appName = listed.json.items[0].appName as string;
+
+  // Every pod of the kernel's application, as the apiserver saw it (executors may be given back
+  // by dynamic allocation before a list would see them).
+  const seen = new Map<string, V1Pod>();
+  const watch = await new Watch(kc).watch(`/api/v1/namespaces/${APPS_NAMESPACE}/pods`, { labelSelector: `${LABEL_APP}=${appName}` },
+    (_type, pod: V1Pod) => { if (!seen.has(pod.metadata!.name!) || pod.spec?.nodeName) seen.set(pod.metadata!.name!, pod); }, () => undefined);
+  t.teardown(() => watch.abort());
+
+  const client = await new KernelClient(`${jupyter.url.replace('http', 'ws')}/api/kernels/${id}/channels?token=${jupyter.token}`).open(t);
+  // The driver starts in its pod, the launcher dials the notebook service, Spark asks for executors.
+  const sum = await client.execute('sc.parallelize(range(1000), 8).sum()', 900_000);
+  t.equal(sum.result, '499500', sum.stderr || JSON.stringify(sum.error) || jupyter.output().slice(-2000));
+
+  const driver = await core.readNamespacedPod({ name: appName, namespace: APPS_NAMESPACE });
+  t.equal(driver.spec!.containers[0].image, KERNEL_IMAGE, 'the driver runs the kernel image');
+  t.equal(driver.metadata?.annotations?.[ANNOTATION_ADMITTED] !== undefined, true, 'admitted by the chart\'s webhook');
+  const executors = [...seen.values()].filter((p) => p.metadata?.labels?.[SPARK_ROLE] === 'executor');
+  t.ok(executors.length >= 1, `executor pods of the kernel's application: ${executors.map((p) => p.metadata!.name).join(', ')}`);
+  for (const executor of executors) {
+    t.ok(executor.metadata?.annotations?.[ANNOTATION_ADMITTED], `${executor.metadata!.name}: admitted by the chart's webhook`);
+    t.ok(executor.spec?.containers[0].resources?.requests?.cpu, `${executor.metadata!.name}: sized`);
+    t.same(executor.metadata?.ownerReferences?.map((o) => [o.kind, o.name]), [['Pod', appName]], 'created by the kernel\'s driver');
+  }
+  // The tasks ran in those pods: a pod's hostname is its name.
+  const hosts = await client.execute('print(" ".join(sorted(set(sc.parallelize(range(8), 8).map(lambda _: __import__("socket").gethostname()).collect()))))', 300_000);
+  const names = new Set([...seen.values()].filter((p) => p.metadata?.labels?.[SPARK_ROLE] === 'executor').map((p) => p.metadata!.name!));
+  t.ok(hosts.stdout.trim() && hosts.stdout.trim().split(' ').every((host) => names.has(host)), `tasks ran on executor pods: ${hosts.stdout.trim()} ${hosts.stderr}`);
+
+  // Interrupt: the cell ends with KeyboardInterrupt, the job is cancelled, the kernel answers.
+  await interruptStopsSparkJob(t, client, jp, id);
+  t.equal((await client.execute('1+1', 120_000)).result, '2', 'the kernel still answers after the interrupt');
+
+  // Deleting the kernel removes its application, the driver pod and its executors.
+  const deleted = await jp('DELETE', `/api/kernels/${id}`);
+  t.equal(deleted.status, 204, deleted.text);
+  const left = await eventually(() => core.listNamespacedPod({ namespace: APPS_NAMESPACE, labelSelector: `${LABEL_APP}=${appName}` }),
+    (list) => list.items.length === 0, { what: 'the kernel\'s driver and executor pods to be gone', timeoutMs: 300_000, intervalMs: 1_000 });
+  t.same(left.items, [], 'no pod of the kernel is left');
+  t.equal((await api('GET', `/api/apps/?labelSelector=kernel.submission-service.io/id=${id}`, undefined, gatewayKey)).json.items.length, 0, 'its application is gone from the API');
+  process.stderr.write(`kernel-node: whole test ${((Date.now() - started) / 1000).toFixed(0)} s\n`);
+});
