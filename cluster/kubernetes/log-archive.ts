@@ -85,6 +85,22 @@ const everRan = (pod: V1Pod) => (pod.status?.containerStatuses ?? []).some((c) =
 /** At most this many logs are streamed into the store at once (each holds one upload part in memory). */
 const CONCURRENT_ARCHIVES = 4;
 
+/**
+ * A pod's archive that has not ended after this long (a store or a kubelet that stopped
+ * answering) gives its slot back and counts as failed: the pod is let go as any failed one.
+ */
+const ARCHIVE_TIMEOUT_MS = 15 * 60_000;
+
+async function bounded(work: Promise<void>, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, fail) => { timer = setTimeout(() => fail(new Error(`no end after ${ms} ms`)), ms); });
+  try {
+    await Promise.race([work, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 export class LogArchiver {
   /** Pods (by name) touched again while their archive ran: the newest touch, run once it ends. */
   private readonly queued = new Map<string, () => void>();
@@ -161,7 +177,7 @@ export class LogArchiver {
     const uid = pod.metadata!.uid ?? name;
     const deletingSince = pod.metadata?.deletionTimestamp ? new Date(pod.metadata.deletionTimestamp).getTime() : undefined;
     try {
-      if (!this.done.has(uid) && everRan(pod)) await save();
+      if (!this.done.has(uid) && everRan(pod)) await bounded(save(), ARCHIVE_TIMEOUT_MS);
       this.done.add(uid);
     } catch (error) {
       // A pod held too long is let go (its log is lost, and said so), never held for ever.
