@@ -5,14 +5,17 @@
 //                      page from the history, over HISTORY_APPS short runs (p50 / p99; goal ≤ 5 s,
 //                      where Spark's default polling alone would be up to 10 s). The History
 //                      Server is started by one untimed run first.
-//   10,000 tasks       a run with one 10,000-task stage; its job page (the stage's table) through
-//                      the link in headless Chromium: the first open after the end (the History
-//                      Server replays the whole log then), then the first render of a new page
-//                      (goal < 2 s) and again; the stage's page (its tasks' table) likewise.
+//   10,000 tasks       a run with one 10,000-task stage. The service has the History Server replay
+//                      a big run's log as soon as it ended (cluster/history/warm.ts): the time from
+//                      the end until its jobs page answers (a request meanwhile waits for that
+//                      same replay), then its job page (the stage's table) through the link in
+//                      headless Chromium: the first open (goal < 2 s), a new page, and again; the
+//                      stage's page (its tasks' table) likewise; and the job page's first open
+//                      after a restart of the service (a new History Server replays it again).
 //
 //   node --import tsx bench/history/history-ui.ts   (needs dist/ and pyspark: scripts/setup.sh)
 //   env: HISTORY_APPS (20), HISTORY_TASKS (10000), CHROMIUM_PATH
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium } from 'playwright-core';
@@ -90,7 +93,7 @@ async function main() {
   // Tasks in the JVM only (a Python RDD starts a Python worker per task: 10,000 took most of an
   // hour here): job 0's first stage sums a range in TASKS partitions.
   writeFileSync(wide, `from pyspark.sql import SparkSession\nSparkSession.builder.getOrCreate().range(0, ${TASKS}, 1, ${TASKS}).selectExpr('sum(id)').collect()\n`);
-  const { child, url } = await startLocal(dataDir);
+  let { child, url } = await startLocal(dataDir);
   const startLoad = load();
   try {
     // Untimed: starts the History Server.
@@ -109,10 +112,15 @@ async function main() {
     const p99 = percentileSorted(sorted, 99);
 
     const wideApp = await submit(url, wide);
-    await endedAt(url, wideApp);
-    // Cold: the first open after the end, so the History Server replays the whole log for it
-    // (the API's `history` state only needs the log's head, not the replay).
+    const wideEnded = await endedAt(url, wideApp);
     await historyListed(url, wideApp);
+    // The wide run's log is the biggest.
+    const events = join(dataDir, 'spark-events');
+    const sizeOf = (entry: string) => readdirSync(join(events, entry)).reduce((sum, f) => sum + statSync(join(events, entry, f)).size, 0);
+    const wideEntry = readdirSync(events).sort((a, b) => sizeOf(b) - sizeOf(a))[0]!;
+    const wideLogMb = sizeOf(wideEntry) / 1024 / 1024;
+    const warmedMs = (await historyAnswers(url, wideApp)) - wideEnded;
+    process.stderr.write(`history-ui: ${wideEntry} (${fmt(wideLogMb, 1)} MB) replayed ${fmt(warmedMs)} ms after its end\n`);
     const browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu', '--no-first-run'] });
     const renders: number[] = [];
     const stageRenders: number[] = [];
@@ -136,22 +144,30 @@ async function main() {
       // page is sandboxed (an opaque origin), so its scripts' REST calls for the task table and
       // the summary metrics are refused by CORS; with --spark-ui-host they load.
       for (let i = 0; i < 2; i++) stageRenders.push(await open('stages/stage/?id=0&attempt=0', 'Details for Stage'));
+      // A restart: a new History Server, which replays the run again at its first open.
+      await stopChild(child, 10_000);
+      ({ child, url } = await startLocal(dataDir));
+      await historyListed(url, wideApp);
+      renders.push(await open('jobs/job/?id=0', 'Completed Stages'));
     } finally {
       await browser.close();
     }
     const rows = [
       ['end → history UI answers, p50', `${fmt(p50)} ms`, '≤ 5 s'],
       ['end → history UI answers, p99', `${fmt(p99)} ms`, '≤ 5 s'],
-      [`job page of a ${TASKS}-task run, first open after the end (replay)`, `${fmt(renders[0])} ms`, ''],
-      [`job page of a ${TASKS}-task run, first render in a new page`, `${fmt(renders[1])} ms, again ${fmt(renders[2])} ms`, '< 2 s'],
-      ['  of which first contentful paint (first open, new page, again)', paints.slice(0, 3).map((p) => `${fmt(p)} ms`).join(', '), ''],
-      [`stage page (${TASKS} tasks), cold / again`, `${fmt(stageRenders[0])} ms / ${fmt(stageRenders[1])} ms (first paint ${paints.slice(3).map((p) => fmt(p)).join(' / ')} ms)`, ''],
+      [`${TASKS}-task run (${fmt(wideLogMb, 1)} MB event log): end → replayed (its jobs page answers)`, `${fmt(warmedMs)} ms`, ''],
+      [`job page of the ${TASKS}-task run, first open`, `${fmt(renders[0])} ms`, '< 2 s'],
+      ['job page, a new page / again', `${fmt(renders[1])} ms / ${fmt(renders[2])} ms`, '< 2 s'],
+      ['  first contentful paint (first open, new page, again)', paints.slice(0, 3).map((p) => `${fmt(p)} ms`).join(', '), ''],
+      [`stage page (${TASKS} tasks), first / again`, `${fmt(stageRenders[0])} ms / ${fmt(stageRenders[1])} ms (first paint ${paints.slice(3, 5).map((p) => fmt(p)).join(' / ')} ms)`, ''],
+      ['job page, first open after a restart of the service (replay again)', `${fmt(renders[3])} ms (first paint ${fmt(paints[5])} ms)`, '< 2 s'],
     ];
     process.stdout.write(`\nHistory (load at start ${startLoad}, at end ${load()}; ${APPS} apps)\n${table(['what', 'figure', 'goal'], rows)}\n`);
     saveSummary('history-ui', [
       { bench: 'history', metric: 'end → history UI p99', value: `${fmt(p99)} ms`, goal: '≤ 5000 ms', verdict: p99 <= 5000 ? 'ok' : 'above goal' },
-      { bench: 'history', metric: `${TASKS}-task job page first render`, value: `${fmt(renders[1])} ms`, goal: '< 2000 ms', verdict: renders[1] < 2000 ? 'ok' : 'above goal' },
-    ], { delays, renders, stageRenders, paints });
+      { bench: 'history', metric: `${TASKS}-task job page first open`, value: `${fmt(renders[0])} ms`, goal: '< 2000 ms', verdict: renders[0] < 2000 ? 'ok' : 'above goal' },
+      { bench: 'history', metric: `${TASKS}-task run end → replayed`, value: `${fmt(warmedMs)} ms`, goal: '', verdict: 'info' },
+    ], { delays, renders, stageRenders, paints, warmedMs, wideLogMb });
   } finally {
     await stopChild(child, 10_000);
     rmSync(dataDir, { recursive: true, force: true });

@@ -13,6 +13,8 @@ export interface IndexedRun {
   entry: string;
   /** Spark closed the log: the run ended (a killed driver's log stays in progress). */
   completed: boolean;
+  /** The log's size in bytes (all its files), as last read: what a replay of it costs. */
+  bytes: number;
 }
 
 /** The environment line carries the whole classpath: heads are read up to this many bytes. */
@@ -40,6 +42,16 @@ export async function readIdentity(file: string) {
   } finally {
     stream.destroy();
   }
+}
+
+/** An entry's size: a single file's, or the sum of a rolling log's files. */
+async function entryBytes(dir: string, entry: string): Promise<number> {
+  const path = join(dir, entry);
+  const info = await stat(path);
+  if (!info.isDirectory()) return info.size;
+  let total = 0;
+  for (const file of await readdir(path)) total += (await stat(join(path, file)).catch(() => undefined))?.size ?? 0;
+  return total;
 }
 
 async function isCompleted(dir: string, entry: string, sparkAppId: string): Promise<boolean> {
@@ -89,7 +101,10 @@ export class EventLogIndex {
       if (known === null) continue;
       if (known !== undefined) {
         const run = this.byApp.get(known);
-        if (run && !run.completed) run.completed = await isCompleted(this.dir, entry, sparkAppId);
+        if (run && !run.completed) {
+          run.completed = await isCompleted(this.dir, entry, sparkAppId);
+          run.bytes = await entryBytes(this.dir, entry).catch(() => run.bytes);
+        }
         continue;
       }
       await this.read(entry, sparkAppId);
@@ -108,7 +123,7 @@ export class EventLogIndex {
       }
       this.seen.set(entry, identity.appName ?? null);
       if (!identity.appName) return;
-      this.byApp.set(identity.appName, { sparkAppId, entry, completed: await isCompleted(this.dir, entry, sparkAppId) });
+      this.byApp.set(identity.appName, { sparkAppId, entry, completed: await isCompleted(this.dir, entry, sparkAppId), bytes: await entryBytes(this.dir, entry) });
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code === 'ENOENT') return; // removed meanwhile
       this.seen.set(entry, null);

@@ -50,11 +50,13 @@ export class S3EventLogIndex {
     // One listing of the whole directory: entries, and which rolling logs are closed (appstatus_).
     const entries = new Set<string>();
     const closed = new Set<string>();
+    const bytes = new Map<string, number>();
     for await (const item of this.store.list(base, true)) {
       if (!('key' in item)) continue;
       const [entry, file] = item.key.slice(base.length).split('/');
       if (!entry) continue;
       entries.add(entry);
+      bytes.set(entry, (bytes.get(entry) ?? 0) + item.size);
       // appstatus_<id> once Spark closed the log; appstatus_<id>.inprogress while it writes.
       if (file === `appstatus_${sparkAppIdOfEntry(entry)}`) closed.add(entry);
     }
@@ -67,14 +69,14 @@ export class S3EventLogIndex {
       if (known === null) continue;
       if (known !== undefined) {
         const run = this.byApp.get(known);
-        if (run) run.completed = completed;
+        if (run) Object.assign(run, { completed, bytes: bytes.get(entry) ?? 0 });
         continue;
       }
-      await this.read(entry, sparkAppId, completed);
+      await this.read(entry, sparkAppId, completed, bytes.get(entry) ?? 0);
     }
   }
 
-  private async read(entry: string, sparkAppId: string, completed: boolean): Promise<void> {
+  private async read(entry: string, sparkAppId: string, completed: boolean, size: number): Promise<void> {
     const key = entry.startsWith('eventlog_v2_') ? `${this.key(entry)}/events_1_${sparkAppId}` : this.key(entry);
     try {
       const body = await this.store.read(key);
@@ -100,7 +102,7 @@ export class S3EventLogIndex {
         return;
       }
       this.seen.set(entry, identity.appName ?? null);
-      if (identity.appName) this.byApp.set(identity.appName, { sparkAppId, entry, completed });
+      if (identity.appName) this.byApp.set(identity.appName, { sparkAppId, entry, completed, bytes: size });
     } catch (error) {
       this.seen.set(entry, null);
       this.onError(error, entry);

@@ -28,6 +28,8 @@ export interface AppCacheOptions {
   log?: Log;
   onRecord?: (type: 'changed' | 'deleted', record: AppRecord) => void;
   onTouch?: (appName: string) => void;
+  /** Every executor pod added or changed (the log archive holds ended ones until their log is kept). */
+  onExecutor?: (pod: V1Pod) => void;
 }
 
 type Resource = ApplicationResource;
@@ -68,8 +70,8 @@ export class AppCache {
     drivers.on('update', (p) => { this.checkConfig(p); this.driverChanged(p); });
     drivers.on('delete', (p) => { this.deletedDrivers.set(p.metadata!.name!, p); this.driverChanged(p); });
     const executors = this.executors.informer;
-    executors.on('add', (p) => this.executorChanged(p, false));
-    executors.on('update', (p) => this.executorChanged(p, false));
+    executors.on('add', (p) => { this.options.onExecutor?.(p); this.executorChanged(p, false); });
+    executors.on('update', (p) => { this.options.onExecutor?.(p); this.executorChanged(p, false); });
     executors.on('delete', (p) => this.executorChanged(p, true));
   }
 
@@ -125,6 +127,11 @@ export class AppCache {
     if (live) return { pod: live, deleted: false };
     const gone = this.deletedDrivers.get(appName);
     return gone ? { pod: gone, deleted: true } : undefined;
+  }
+
+  /** Every executor pod of the namespace that is ours (the log archive's periodic pass). */
+  executorPods(): readonly V1Pod[] {
+    return this.executors.informer.list(this.options.namespace);
   }
 
   runningExecutors(appName: string): number {

@@ -53,6 +53,8 @@ export interface KubernetesClusterOptions {
    * not copy it in a third write. Absent: the controller copies it from the admitted pod.
    */
   rules?: AdmissionRules;
+  /** A pod being deleted whose log could not be archived is let go after this long (default 2 min). */
+  logArchiveGiveUpMs?: number;
 }
 
 export class KubernetesCluster implements Cluster {
@@ -73,6 +75,7 @@ export class KubernetesCluster implements Cluster {
       clients: options.clients, namespace: options.namespace, log,
       onRecord: (type, record) => this.events.publish(type, record),
       onTouch: (name) => { this.reconciler.enqueue(name); this.archiver?.touch(name); },
+      onExecutor: (pod) => this.archiver?.touchExecutor(pod),
     });
     this.reconciler = new Reconciler({
       clients: options.clients, namespace: options.namespace, cache: this.cache, graceMs: options.missingPodGraceMs, log, resyncMs: options.resyncMs,
@@ -81,6 +84,7 @@ export class KubernetesCluster implements Cluster {
     if (options.logArchive && (options.controller ?? true)) {
       this.archiver = new LogArchiver({
         clients: options.clients, namespace: options.namespace, cache: this.cache, archive: options.logArchive, log,
+        giveUpMs: options.logArchiveGiveUpMs,
         isLeader: () => this.leader?.isLeader ?? false,
       });
     }

@@ -8,6 +8,7 @@ import type { ObjectStore } from '../history/object-store.js';
 import { S3EventLogIndex } from '../history/s3-event-log-index.js';
 import { runAvailable, settleRun, untilServed } from '../history/settle.js';
 import type { HistoryTarget, SparkHistory } from '../history/spark-history.js';
+import { HistoryWarmer } from '../history/warm.js';
 import type { LogArchive } from './log-archive.js';
 
 export interface KubernetesHistoryOptions {
@@ -30,17 +31,25 @@ export class KubernetesSparkHistory implements SparkHistory {
   /** Resolves once the event log directory exists (drivers and the History Server need it). */
   readonly ready: Promise<void>;
   private readonly index: S3EventLogIndex;
+  /**
+   * Replays a big run's log as soon as it ended (warm.ts). Each replica asks; the History Server
+   * loads a run once however many ask at the same time.
+   */
+  private readonly warmer: HistoryWarmer;
   private readonly unsubscribe: () => void;
 
   constructor(private readonly options: KubernetesHistoryOptions) {
     this.retentionMs = options.retentionMs;
     this.index = new S3EventLogIndex(options.store, options.eventLogPrefix, (error, entry) => options.log(`could not read the event log ${entry}: ${String(error)}`));
+    this.warmer = new HistoryWarmer({ server: () => Promise.resolve(options.server), log: options.log });
     const background = (work: Promise<unknown>, what: string) => {
       work.catch((error: unknown) => options.log(`${what}: ${(error as Error)?.message ?? String(error)}`));
     };
     this.unsubscribe = options.events.subscribe(undefined, (message) => {
       if (message.type === 'deleted') background(this.remove(message.record.appName), 'could not remove a run\'s history');
-      else if (message.type === 'changed' && isTerminal(message.record.state)) background(this.settle(message.record.appName), 'could not read the event logs');
+      else if (message.type === 'changed' && isTerminal(message.record.state)) {
+        background(this.settle(message.record.appName).then((run) => this.warmer.warm(run)), 'could not read the event logs');
+      }
     });
     this.ready = options.store.ensureFolder(options.eventLogPrefix);
     background(this.ready.then(() => this.index.refresh()), 'could not prepare the event log directory');
@@ -98,6 +107,7 @@ export class KubernetesSparkHistory implements SparkHistory {
 
   async close(): Promise<void> {
     this.unsubscribe();
+    this.warmer.close();
   }
 
   /** Reads the listing again until this application's run is found, for as long as a closing log may take. */

@@ -1,7 +1,8 @@
 // Logs kept after the pods go (Kubernetes mode). Admission puts LOG_ARCHIVE_FINALIZER on every
-// driver pod; when a driver has ended (or is being deleted), the controller — the one writer,
-// under the Lease — streams its log and the logs of its executor pods still present into the
-// object store, then removes the finalizer, and only then can the pod go. Reads of an
+// driver and executor pod; when one has ended (or is being deleted), the controller — the one
+// writer, under the Lease — streams its log into the object store, then removes the
+// finalizer, and only then can the pod go. A pod being deleted whose log cannot be read is let
+// go after a bounded wait (giveUpMs), so a stuck archive never pins pods. Reads of an
 // application's log fall back to the archive once its pod is gone.
 //
 // Memory: a log is streamed from the apiserver into a multipart upload one part at a time
@@ -81,11 +82,34 @@ function ended(pod: V1Pod): boolean {
 /** Whether a container of the pod ever started (else there is no log to keep). */
 const everRan = (pod: V1Pod) => (pod.status?.containerStatuses ?? []).some((c) => c.state?.running || c.state?.terminated || c.lastState?.terminated);
 
+/** At most this many logs are streamed into the store at once (each holds one upload part in memory). */
+const CONCURRENT_ARCHIVES = 4;
+
+/**
+ * A pod's archive that has not ended after this long (a store or a kubelet that stopped
+ * answering) gives its slot back and counts as failed: the pod is let go as any failed one.
+ */
+const ARCHIVE_TIMEOUT_MS = 15 * 60_000;
+
+async function bounded(work: Promise<void>, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, fail) => { timer = setTimeout(() => fail(new Error(`no end after ${ms} ms`)), ms); });
+  try {
+    await Promise.race([work, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 export class LogArchiver {
-  private readonly queued = new Set<string>();
+  /** Pods (by name) touched again while their archive ran: the newest touch, run once it ends. */
+  private readonly queued = new Map<string, () => void>();
   private readonly active = new Set<string>();
-  /** Drivers (by uid) whose logs are archived already: a retried finalizer removal does not upload again. */
+  /** Pods (by uid) whose logs are archived already: a retried finalizer removal does not upload again. */
   private readonly done = new Set<string>();
+  /** Archives waiting for one of the CONCURRENT_ARCHIVES slots (an application's executors end together). */
+  private readonly slots: (() => void)[] = [];
+  private busy = 0;
   private readonly timer: NodeJS.Timeout;
 
   constructor(private readonly options: LogArchiverOptions) {
@@ -100,6 +124,7 @@ export class LogArchiver {
 
   touchAll(): void {
     for (const name of this.options.cache.names()) this.touch(name);
+    for (const pod of this.options.cache.executorPods()) this.touchExecutor(pod);
   }
 
   /** A driver pod or its Application changed: archive now if it has ended and still holds the finalizer. */
@@ -107,29 +132,52 @@ export class LogArchiver {
     if (!this.options.isLeader()) return;
     const driver = this.options.cache.driver(appName);
     if (!driver || driver.deleted || !hasFinalizer(driver.pod) || !ended(driver.pod)) return;
-    if (this.active.has(appName)) { this.queued.add(appName); return; }
-    this.active.add(appName);
-    void this.archive(driver.pod).catch((error: unknown) => this.options.log(`log archive of ${appName}: ${(error as Error).message ?? String(error)}`))
+    const pod = driver.pod;
+    this.schedule(appName, () => this.hold(pod, () => this.saveDriver(appName)), () => this.touch(appName));
+  }
+
+  /**
+   * An executor pod changed: archive its log now if it has ended (Spark deletes its executors as
+   * it ends, or when it scales them down) and still holds the finalizer.
+   */
+  touchExecutor(pod: V1Pod): void {
+    const appName = pod.metadata?.labels?.[LABEL_APP];
+    const name = pod.metadata?.name;
+    if (!appName || !name || !this.options.isLeader() || !hasFinalizer(pod) || !ended(pod)) return;
+    this.schedule(name, () => this.hold(pod, () => this.saveExecutor(appName, pod)), () => this.touchExecutor(pod));
+  }
+
+  /** One archive per pod at a time; a touch meanwhile runs once after it. */
+  private schedule(key: string, work: () => Promise<void>, again: () => void): void {
+    if (this.active.has(key)) { this.queued.set(key, again); return; }
+    this.active.add(key);
+    void this.slot(work).catch((error: unknown) => this.options.log(`log archive of ${key}: ${(error as Error).message ?? String(error)}`))
       .finally(() => {
-        this.active.delete(appName);
-        if (this.queued.delete(appName)) this.touch(appName);
+        this.active.delete(key);
+        const next = this.queued.get(key);
+        this.queued.delete(key);
+        next?.();
       });
   }
 
-  private async archive(pod: V1Pod): Promise<void> {
+  private async slot<T>(work: () => Promise<T>): Promise<T> {
+    if (this.busy >= CONCURRENT_ARCHIVES) await new Promise<void>((ok) => this.slots.push(ok));
+    this.busy++;
+    try {
+      return await work();
+    } finally {
+      this.busy--;
+      this.slots.shift()?.();
+    }
+  }
+
+  /** Archives a pod's logs (`save`), then lets the pod go; a pod being deleted is let go after giveUpMs whatever happens. */
+  private async hold(pod: V1Pod, save: () => Promise<void>): Promise<void> {
     const name = pod.metadata!.name!;
     const uid = pod.metadata!.uid ?? name;
     const deletingSince = pod.metadata?.deletionTimestamp ? new Date(pod.metadata.deletionTimestamp).getTime() : undefined;
     try {
-      if (!this.done.has(uid) && everRan(pod) && this.options.cache.application(name)) {
-        await this.save(name, 'driver', name, DRIVER_CONTAINER);
-        for (const executor of await this.executors(name)) {
-          const id = executor.metadata?.labels?.['spark-exec-id'];
-          if (id && /^[1-9][0-9]{0,5}$/.test(id) && everRan(executor)) {
-            await this.save(name, `executor-${Number(id)}`, executor.metadata!.name!, executor.spec?.containers?.[0]?.name);
-          }
-        }
-      }
+      if (!this.done.has(uid) && everRan(pod)) await bounded(save(), ARCHIVE_TIMEOUT_MS);
       this.done.add(uid);
     } catch (error) {
       // A pod held too long is let go (its log is lost, and said so), never held for ever.
@@ -138,6 +186,21 @@ export class LogArchiver {
     }
     await this.release(pod);
     if (this.done.size > 10_000) this.done.clear();
+  }
+
+  /** The driver's log, and the logs of its executors that do not hold the finalizer (admitted before it was added). */
+  private async saveDriver(appName: string): Promise<void> {
+    if (!this.options.cache.application(appName)) return; // deleted: nothing to keep
+    await this.save(appName, 'driver', appName, DRIVER_CONTAINER);
+    for (const executor of await this.executors(appName)) {
+      if (!hasFinalizer(executor)) await this.saveExecutor(appName, executor);
+    }
+  }
+
+  private async saveExecutor(appName: string, executor: V1Pod): Promise<void> {
+    const id = executor.metadata?.labels?.['spark-exec-id'];
+    if (!this.options.cache.application(appName) || !id || !/^[1-9][0-9]{0,5}$/.test(id) || !everRan(executor)) return;
+    await this.save(appName, `executor-${Number(id)}`, executor.metadata!.name!, executor.spec?.containers?.[0]?.name);
   }
 
   private async executors(appName: string): Promise<V1Pod[]> {

@@ -82,6 +82,9 @@ export class LocalHistoryServer {
       'spark.port.maxRetries': '0',
       // Retention is the service's (cluster/history/retention.ts), not the History Server's cleaner.
       'spark.history.fs.cleaner.enabled': 'false',
+      // Replayed runs stay in memory (Spark's default): its disk store (spark.history.store.path,
+      // hybrid or not) served a 10,000-task run's job page in 7 s instead of 1.5 s here, and
+      // after a restart the run was replayed again all the same (64 s).
       ...this.options.props,
     };
     const log = openSync(this.options.logFile, 'a', 0o600);

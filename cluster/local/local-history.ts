@@ -6,6 +6,7 @@ import type { EventFeed } from '../events.js';
 import { EventLogIndex } from '../history/event-log-index.js';
 import { runAvailable, settleRun, untilServed } from '../history/settle.js';
 import type { HistoryTarget, SparkHistory } from '../history/spark-history.js';
+import { HistoryWarmer } from '../history/warm.js';
 import { LocalHistoryServer } from './history-server.js';
 import type { LocalLogger } from './logger.js';
 
@@ -28,6 +29,8 @@ export class LocalSparkHistory implements SparkHistory {
   readonly retentionMs: number | undefined;
   private readonly index: EventLogIndex;
   private readonly server: LocalHistoryServer;
+  /** Replays a big run's log as soon as it ended, so its first open does not wait for it (warm.ts). */
+  readonly warmer: HistoryWarmer;
   private readonly unsubscribe: () => void;
 
   constructor(options: LocalHistoryOptions) {
@@ -38,13 +41,16 @@ export class LocalSparkHistory implements SparkHistory {
       sparkClass: options.sparkClass, python: options.python, logDir: dir,
       runDir: join(options.dataDir, 'run'), logFile: join(options.dataDir, 'logs', 'history-server.log'),
     });
+    this.warmer = new HistoryWarmer({ server: () => this.server.url(), log: (message) => options.log.warn(message) });
     const background = (work: Promise<unknown>, what: string) => {
       work.catch((error: unknown) => options.log.warn({ err: error }, what));
     };
     // Runs that ended are read as soon as Spark has closed their logs; a deleted application's goes.
     this.unsubscribe = options.events.subscribe(undefined, (message) => {
       if (message.type === 'deleted') background(this.remove(message.record.appName), 'could not remove an event log');
-      else if (message.type === 'changed' && isTerminal(message.record.state)) background(this.settle(message.record.appName), 'could not read the event logs');
+      else if (message.type === 'changed' && isTerminal(message.record.state)) {
+        background(this.settle(message.record.appName).then((run) => this.warmer.warm(run)), 'could not read the event logs');
+      }
     });
     background(this.index.refresh(), 'could not read the event logs');
   }
@@ -68,6 +74,7 @@ export class LocalSparkHistory implements SparkHistory {
 
   async close(): Promise<void> {
     this.unsubscribe();
+    this.warmer.close();
     await this.server.close();
   }
 

@@ -5,7 +5,7 @@ import t from 'tap';
 import { parseS3Url } from '../../cluster/history/object-store.js';
 import { isLogContainer } from '../../cluster/kubernetes/log-archive.js';
 import { eventLogRules, logArchiveDir } from '../../cli/rules.js';
-import { applyDefaults, buildRules, eventLogEnv, LOG_ARCHIVE_FINALIZER, renderDriverPod } from '../../webhook/domain/index.js';
+import { applyDefaults, buildRules, eventLogEnv, LOG_ARCHIVE_FINALIZER, renderDriverPod, renderExecutorPod } from '../../webhook/domain/index.js';
 
 const pools = [{ cloudProvider: 'gce' as const, instanceName: 'n1-standard-2', cpu: 2, memoryMib: 7680, preemptible: false }];
 const s3 = { endpoint: 'http://minio.storage.svc:9000', pathStyleAccess: true, credentialsSecret: 'spark-history-s3' };
@@ -40,6 +40,17 @@ t.test('the driver pod carries the log archive finalizer only when logs are arch
   t.ok(env.every((e) => !e.name.startsWith('AWS_') || (e.value === undefined && e.valueFrom?.secretKeyRef)), 'no credential value in the pod');
   const plain = buildRules({ nodePools: pools });
   t.same(renderDriverPod(pod, applyDefaults({}, plain), id, plain).metadata?.finalizers, ['team/keep'], 'no archive, no finalizer');
+});
+
+t.test('executor pods carry the log archive finalizer too, only when logs are archived', async (t) => {
+  const pod = { metadata: { name: 'pi-1-exec-1', labels: { 'spark-role': 'executor' } }, spec: { containers: [{ name: 'spark-kubernetes-executor' }] } };
+  const archived = buildRules({ nodePools: pools, archiveLogs: true, eventLog: { dir: 's3a://logs/spark-events', s3 } });
+  const config = applyDefaults({ type: 'Python', mainApplicationFile: 'local:///x.py' }, archived);
+  const rendered = renderExecutorPod(pod, config, archived);
+  t.same(rendered.metadata?.finalizers, [LOG_ARCHIVE_FINALIZER]);
+  t.same(renderExecutorPod(rendered, config, archived).metadata?.finalizers, [LOG_ARCHIVE_FINALIZER], 'added once');
+  const plain = buildRules({ nodePools: pools });
+  t.equal(renderExecutorPod(pod, applyDefaults({}, plain), plain).metadata?.finalizers, undefined, 'no archive, no finalizer');
 });
 
 t.test("the node-pool file's history section", async (t) => {

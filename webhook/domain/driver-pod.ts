@@ -3,7 +3,7 @@
 import type { V1Container, V1EnvVar, V1Pod, V1Volume, V1VolumeMount } from '@kubernetes/client-node';
 import type { ApplicationConfig, SecretMount } from '../../schemas/index.js';
 import { keyFilePath } from './defaults.js';
-import { eventLogEnv, LOG_ARCHIVE_FINALIZER } from './event-log.js';
+import { archiveFinalizers, eventLogEnv } from './event-log.js';
 import {
   ANNOTATION_ADMITTED, ANNOTATION_CONFIG, ANNOTATION_SIZING, ANNOTATION_OVERRIDES, ANNOTATION_SUBMITTED_BY, DRIVER_CONTAINER, LABEL_APP, LABEL_JOB,
   LABEL_TEMPLATE, RULES_VERSION, SPARK_ROLE,
@@ -84,13 +84,6 @@ function driverVolumes(config: ApplicationConfig): { volumes: V1Volume[]; mounts
   return { volumes, mounts };
 }
 
-/** The pod's finalizers with the log archive's, when logs are archived. */
-function archiveFinalizers(pod: V1Pod, rules: AdmissionRules): { finalizers?: string[] } {
-  if (!rules.archiveLogs) return {};
-  const finalizers = pod.metadata?.finalizers ?? [];
-  return { finalizers: finalizers.includes(LOG_ARCHIVE_FINALIZER) ? finalizers : [...finalizers, LOG_ARCHIVE_FINALIZER] };
-}
-
 /** Renders the admitted driver pod from a bare (or team-written) pod and the effective config. */
 export function renderDriverPod(pod: V1Pod, config: ApplicationConfig, id: AppIdentity, rules: AdmissionRules): V1Pod {
   const driver = config.driver ?? {};
@@ -127,7 +120,7 @@ export function renderDriverPod(pod: V1Pod, config: ApplicationConfig, id: AppId
   annotations[ANNOTATION_SIZING] = sizingAnnotation(config, rules);
   return {
     ...pod,
-    metadata: { ...pod.metadata, name: id.appName, labels, annotations, ...archiveFinalizers(pod, rules) },
+    metadata: { ...pod.metadata, name: id.appName, labels, annotations, ...archiveFinalizers(pod.metadata?.finalizers, rules.archiveLogs) },
     spec: {
       ...spec,
       serviceAccountName: driver.serviceAccount,

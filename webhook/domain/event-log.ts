@@ -32,6 +32,13 @@ export interface S3EventLogStore {
  */
 export const LOG_ARCHIVE_FINALIZER = 'submission-service.io/log-archive';
 
+/** A pod's finalizers with the log archive's (once), when logs are archived; driver and executor pods alike. */
+export function archiveFinalizers(finalizers: string[] | undefined, archiveLogs: boolean | undefined): { finalizers?: string[] } {
+  if (!archiveLogs) return finalizers ? { finalizers } : {};
+  const current = finalizers ?? [];
+  return { finalizers: current.includes(LOG_ARCHIVE_FINALIZER) ? current : [...current, LOG_ARCHIVE_FINALIZER] };
+}
+
 /** The variables S3A's default credential chain reads, and the Secret keys that hold them. */
 export const S3_CREDENTIAL_VARIABLES = ['AWS_ACCESS_KEY_ID', 'AWS_SECRET_ACCESS_KEY'] as const;
 

@@ -1,7 +1,10 @@
 // Executor pods that a Spark driver creates: sized from their application's executor
-// config and allowed onto preemptible nodes.
+// config and allowed onto preemptible nodes. When logs are archived they carry the archive's
+// finalizer as drivers do: Spark deletes its executors as it ends, and the controller keeps
+// each one's log before it may go (cluster/kubernetes/log-archive.ts).
 import type { V1Pod } from '@kubernetes/client-node';
 import type { ApplicationConfig } from '../../schemas/index.js';
+import { archiveFinalizers } from './event-log.js';
 import { ANNOTATION_ADMITTED, RULES_VERSION } from './labels.js';
 import { executorTolerations } from './placement.js';
 import { parseMemoryMib } from './quantities.js';
@@ -19,7 +22,11 @@ export function renderExecutorPod(pod: V1Pod, config: ApplicationConfig, rules: 
   const limits = { ...main?.resources?.limits, ...(memory ? { memory } : {}) };
   return {
     ...pod,
-    metadata: { ...pod.metadata, annotations: { ...pod.metadata?.annotations, [ANNOTATION_ADMITTED]: RULES_VERSION } },
+    metadata: {
+      ...pod.metadata,
+      annotations: { ...pod.metadata?.annotations, [ANNOTATION_ADMITTED]: RULES_VERSION },
+      ...archiveFinalizers(pod.metadata?.finalizers, rules.archiveLogs),
+    },
     spec: {
       ...spec,
       containers: main ? [{ ...main, resources: { requests, limits } }, ...rest] : [],

@@ -5,6 +5,7 @@ export * from './driver-pod.js';
 export * from './effective-config.js';
 export * from './event-log.js';
 export * from './executor-guard.js';
+export * from './executor-pod.js';
 export * from './kubernetes-properties.js';
 export * from './labels.js';
 export * from './merge.js';
