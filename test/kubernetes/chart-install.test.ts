@@ -10,18 +10,13 @@
 // Service gets an admitted, sized driver pod; `helm upgrade` with a changed value rolls the
 // api and webhook pods while submissions keep coming, and none fails; `helm uninstall` removes
 // the release and leaves what the chart says it keeps (manifests/README.md, "Uninstall").
-import { execFile, execFileSync, spawnSync } from 'node:child_process';
-import { promisify } from 'node:util';
-import { writeFileSync } from 'node:fs';
-import { Agent, request } from 'node:http';
-import { join } from 'node:path';
+import { spawnSync } from 'node:child_process';
 import t from 'tap';
-import { AdmissionregistrationV1Api, ApiextensionsV1Api, AppsV1Api, type V1Pod } from '@kubernetes/client-node';
-import { SecretKeyStore } from '../../submit-api/auth/secret-key-store.js';
-import { repoRoot } from '../helpers/api.js';
+import { AdmissionregistrationV1Api, ApiextensionsV1Api, AppsV1Api } from '@kubernetes/client-node';
+import { APPS, installChart, NS, post, RELEASE, readyPod } from '../helpers/chart.js';
 import { eventually } from '../helpers/kubernetes.js';
-import { realNodeUnavailable, startRealNodeBed } from '../helpers/real-node.js';
-import { chartDir, helmBinary } from '../manifests/helm.js';
+import { realNodeUnavailable } from '../helpers/real-node.js';
+import { chartDir } from '../manifests/helm.js';
 
 const missing = ['mmdebstrap', 'buildah'].filter((tool) => spawnSync('sh', ['-c', `command -v ${tool}`]).status !== 0);
 const skip = realNodeUnavailable() ?? (missing.length ? `needs ${missing.join(', ')} (apt-get install mmdebstrap buildah)` : false);
@@ -29,70 +24,13 @@ const skip = realNodeUnavailable() ?? (missing.length ? `needs ${missing.join(',
 // A cold image build alone takes tens of minutes on two busy cores.
 t.setTimeout(120 * 60_000);
 
-const RELEASE = 'ss';
-const NS = 'submission-service';
-const APPS = 'spark-apps';
-
-/** images/build.sh's archives (built, or found in its cache): `name -> path`. */
-function buildImages(): Map<string, string> {
-  const out = execFileSync('bash', [join(repoRoot, 'images', 'build.sh')],
-    { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'], timeout: 100 * 60_000 });
-  return new Map(out.trim().split('\n').map((line) => line.split(' ') as [string, string]));
-}
-
-const readyPod = (pod: V1Pod) => pod.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false;
-
-/** One POST, answered or failed: the status, or the error's code. */
-function post(agent: Agent, base: URL, path: string, key: string, body: unknown): Promise<{ status: number | string; json?: any }> {
-  const data = JSON.stringify(body);
-  return new Promise((resolve) => {
-    const req = request({
-      agent, host: base.hostname, port: base.port, path, method: 'POST', timeout: 60_000,
-      headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(data), authorization: `Bearer ${key}` },
-    }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (chunk: Buffer) => chunks.push(chunk));
-      res.on('end', () => {
-        const text = Buffer.concat(chunks).toString();
-        let json: unknown;
-        try { json = JSON.parse(text); } catch { json = text; }
-        resolve({ status: res.statusCode!, json });
-      });
-      res.on('error', (error: NodeJS.ErrnoException) => resolve({ status: error.code ?? error.message }));
-    });
-    req.on('timeout', () => req.destroy(new Error('timeout')));
-    req.on('error', (error: NodeJS.ErrnoException) => resolve({ status: error.code ?? error.message }));
-    req.end(data);
-  });
-}
-
 t.test('the chart, installed on a real node', { skip }, async (t) => {
   const started = Date.now();
-  const archives = buildImages();
-  const bed = await startRealNodeBed(t);
+  const { bed, version, values, helm, installSeconds, admin, base, agent } = await installChart(t);
   const { core, kc } = bed;
   const apps = kc.makeApiClient(AppsV1Api);
   const admission = kc.makeApiClient(AdmissionregistrationV1Api);
   const extensions = kc.makeApiClient(ApiextensionsV1Api);
-  for (const archive of archives.values()) await bed.node.importImage(archive);
-  const version = JSON.parse(execFileSync('node', ['-p', 'JSON.stringify(require("./package.json").version)'], { cwd: repoRoot, encoding: 'utf8' })) as string;
-
-  // Asynchronous: the submissions during the upgrade run in this process meanwhile.
-  const helm = async (args: string[]) => (await promisify(execFile)(helmBinary(), [...args, '--kubeconfig', bed.testbed.kubeconfig], { encoding: 'utf8' })).stdout;
-  // Values as a platform team writes them for its registry (JSON is YAML).
-  const values = join(bed.dir, 'values.yaml');
-  writeFileSync(values, JSON.stringify({
-    image: { repository: 'localhost/submission-service/submission-service', tag: version },
-    images: { '3.5.7': 'localhost/submission-service/spark:3.5.7' },
-    notebookService: { kernelImage: 'localhost/submission-service/kernel:3.5.7' },
-  }, null, 2));
-  // The release namespace enforces `restricted`: every pod of the chart's must meet it.
-  await core.createNamespace({ body: { metadata: { name: NS, labels: { 'pod-security.kubernetes.io/enforce': 'restricted', 'pod-security.kubernetes.io/enforce-version': 'latest' } } } });
-
-  const installStart = Date.now();
-  // --wait: helm returns once every Deployment has its pods Ready.
-  await helm(['install', RELEASE, chartDir, '--namespace', NS, '--values', values, '--wait', '--timeout', '15m']);
-  const installSeconds = (Date.now() - installStart) / 1000;
 
   const pods = (await core.listNamespacedPod({ namespace: NS })).items;
   t.same(pods.map((p) => p.metadata!.labels!['app.kubernetes.io/component']).sort(), ['api', 'api', 'gateway', 'webhook', 'webhook'], 'two api, two webhook and one notebook service pod');
@@ -106,16 +44,6 @@ t.test('the chart, installed on a real node', { skip }, async (t) => {
     t.match(Buffer.from(hook.clientConfig.caBundle ?? '', 'base64').toString(), /BEGIN CERTIFICATE/, `${hook.name}: the webhook wrote its CA into caBundle`);
     t.same(hook.clientConfig.service, { namespace: NS, name: 'submission-service-webhook', path: '/mutate-pods', port: 443 }, `${hook.name}: called through its Service`);
   }
-
-  // An admin key, as `submission-service keys create --role admin --secret NS/submission-service-auth` makes it.
-  const admin = await new SecretKeyStore({ kc, core, namespace: NS, name: 'submission-service-auth' }).create('admin', 'chart-install test');
-  const service = await core.readNamespacedService({ name: 'submission-service', namespace: NS });
-  // The Service's ClusterIP, from the host as from any pod (kube-proxy's rules).
-  const base = new URL(`http://${service.spec!.clusterIP}:80`);
-  const agent = new Agent({ keepAlive: true, maxSockets: 4 });
-  t.teardown(() => agent.destroy());
-  // The replicas watch the auth Secret: the new key counts within the watch's latency.
-  await eventually(() => post(agent, base, '/api/apps/?dryRun=true', admin.key, { jobName: 'probe' }), (r) => r.status === 200, { what: 'the new key to be accepted (a dry run: through the apiserver and the webhook)', timeoutMs: 60_000 });
 
   await t.test('a submission through the Service gets an admitted, sized driver pod', async (t) => {
     const res = await post(agent, base, '/api/apps/', admin.key, { jobName: 'first', configOverrides: { executor: { cores: 2 } } });
