@@ -10,21 +10,18 @@
 // Service gets an admitted, sized driver pod; `helm upgrade` with a changed value rolls the
 // api and webhook pods while submissions keep coming, and none fails; `helm uninstall` removes
 // the release and leaves what the chart says it keeps (manifests/README.md, "Uninstall").
-import { execFile, execFileSync, spawnSync } from 'node:child_process';
-import { promisify } from 'node:util';
 import { writeFileSync } from 'node:fs';
-import { Agent, request } from 'node:http';
+import { Agent } from 'node:http';
 import { join } from 'node:path';
 import t from 'tap';
-import { AdmissionregistrationV1Api, ApiextensionsV1Api, AppsV1Api, type V1Pod } from '@kubernetes/client-node';
+import { AdmissionregistrationV1Api, ApiextensionsV1Api, AppsV1Api } from '@kubernetes/client-node';
 import { SecretKeyStore } from '../../submit-api/auth/secret-key-store.js';
-import { repoRoot } from '../helpers/api.js';
+import { buildImages, chartNodeUnavailable, helmOn, imageValues, post, readyPod, serviceVersion } from '../helpers/chart.js';
 import { eventually } from '../helpers/kubernetes.js';
-import { realNodeUnavailable, startRealNodeBed } from '../helpers/real-node.js';
-import { chartDir, helmBinary } from '../manifests/helm.js';
+import { startRealNodeBed } from '../helpers/real-node.js';
+import { chartDir } from '../manifests/helm.js';
 
-const missing = ['mmdebstrap', 'buildah'].filter((tool) => spawnSync('sh', ['-c', `command -v ${tool}`]).status !== 0);
-const skip = realNodeUnavailable() ?? (missing.length ? `needs ${missing.join(', ')} (apt-get install mmdebstrap buildah)` : false);
+const skip = chartNodeUnavailable();
 
 // A cold image build alone takes tens of minutes on two busy cores.
 t.setTimeout(120 * 60_000);
@@ -32,39 +29,6 @@ t.setTimeout(120 * 60_000);
 const RELEASE = 'ss';
 const NS = 'submission-service';
 const APPS = 'spark-apps';
-
-/** images/build.sh's archives (built, or found in its cache): `name -> path`. */
-function buildImages(): Map<string, string> {
-  const out = execFileSync('bash', [join(repoRoot, 'images', 'build.sh')],
-    { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'], timeout: 100 * 60_000 });
-  return new Map(out.trim().split('\n').map((line) => line.split(' ') as [string, string]));
-}
-
-const readyPod = (pod: V1Pod) => pod.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false;
-
-/** One POST, answered or failed: the status, or the error's code. */
-function post(agent: Agent, base: URL, path: string, key: string, body: unknown): Promise<{ status: number | string; json?: any }> {
-  const data = JSON.stringify(body);
-  return new Promise((resolve) => {
-    const req = request({
-      agent, host: base.hostname, port: base.port, path, method: 'POST', timeout: 60_000,
-      headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(data), authorization: `Bearer ${key}` },
-    }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (chunk: Buffer) => chunks.push(chunk));
-      res.on('end', () => {
-        const text = Buffer.concat(chunks).toString();
-        let json: unknown;
-        try { json = JSON.parse(text); } catch { json = text; }
-        resolve({ status: res.statusCode!, json });
-      });
-      res.on('error', (error: NodeJS.ErrnoException) => resolve({ status: error.code ?? error.message }));
-    });
-    req.on('timeout', () => req.destroy(new Error('timeout')));
-    req.on('error', (error: NodeJS.ErrnoException) => resolve({ status: error.code ?? error.message }));
-    req.end(data);
-  });
-}
 
 t.test('the chart, installed on a real node', { skip }, async (t) => {
   const started = Date.now();
@@ -75,15 +39,14 @@ t.test('the chart, installed on a real node', { skip }, async (t) => {
   const admission = kc.makeApiClient(AdmissionregistrationV1Api);
   const extensions = kc.makeApiClient(ApiextensionsV1Api);
   for (const archive of archives.values()) await bed.node.importImage(archive);
-  const version = JSON.parse(execFileSync('node', ['-p', 'JSON.stringify(require("./package.json").version)'], { cwd: repoRoot, encoding: 'utf8' })) as string;
+  const version = serviceVersion();
 
   // Asynchronous: the submissions during the upgrade run in this process meanwhile.
-  const helm = async (args: string[]) => (await promisify(execFile)(helmBinary(), [...args, '--kubeconfig', bed.testbed.kubeconfig], { encoding: 'utf8' })).stdout;
+  const helm = helmOn(bed.testbed.kubeconfig);
   // Values as a platform team writes them for its registry (JSON is YAML).
   const values = join(bed.dir, 'values.yaml');
   writeFileSync(values, JSON.stringify({
-    image: { repository: 'localhost/submission-service/submission-service', tag: version },
-    images: { '3.5.7': 'localhost/submission-service/spark:3.5.7' },
+    ...imageValues(version),
     notebookService: { kernelImage: 'localhost/submission-service/kernel:3.5.7' },
   }, null, 2));
   // The release namespace enforces `restricted`: every pod of the chart's must meet it.
