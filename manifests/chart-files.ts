@@ -69,7 +69,7 @@ export function valuesSchema(): Record<string, unknown> {
       history: object({
         ...historyValues(),
         retention: { type: 'string', pattern: '^([0-9]+(\\.[0-9]+)?[smhd]?|off)$' },
-        server: component({ image: string, port }),
+        server: component({ image: string, port, runAsUser: { type: 'integer', minimum: 1 } }),
       }),
       auth: object({ enabled: { type: 'boolean' }, existingSecret: string }),
       notebookService: object({
