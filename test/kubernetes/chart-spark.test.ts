@@ -128,7 +128,7 @@ t.test('pi.py through the installed chart: executors reach the driver by DNS, th
   t.ok(executor.metadata?.annotations?.[ANNOTATION_ADMITTED], 'admitted by the chart\'s webhook');
   const memory = `${podMemoryMib(parseMemoryMib(config.executor.memory), 0.4)}Mi`;
   t.same(executor.spec?.containers[0].resources, { requests: { cpu: cpuQuantity(config.executor.coreRequest), memory }, limits: { memory } }, 'sized as its config says');
-  t.ok(executor.spec?.affinity?.nodeAffinity, 'placed by the pool rules');
+  t.ok(executor.spec?.tolerations?.some((tol) => tol.key === 'submission-service/preemptible'), 'placed by the chart\'s rules: allowed onto preemptible nodes');
   const driverUrl = executor.spec?.containers[0].env?.find((e) => e.name === 'SPARK_DRIVER_URL')?.value;
   t.equal(driverUrl, `spark://CoarseGrainedScheduler@${dnsName}:7078`, 'the executor dials the driver\'s DNS name');
   // The cluster's DNS answers that name, from inside the executor, with the driver pod's IP.
@@ -137,7 +137,9 @@ t.test('pi.py through the installed chart: executors reach the driver by DNS, th
 
   // Only the pod of that name may publish it: an impostor claiming the driver's hostname is refused.
   const impostor = { metadata: { name: 'impostor' }, spec: { hostname: appName, subdomain: DEFAULT_DRIVER_SERVICE, containers: [{ name: 'c', image: SPARK_RUNTIME_IMAGE }] } };
-  await t.rejects(core.createNamespacedPod({ namespace: APPS, body: impostor }), { code: 403 }, 'a pod claiming another pod\'s name under the Service is refused');
+  const refused = await core.createNamespacedPod({ namespace: APPS, body: impostor }).then(() => undefined, (error: { code?: number; body?: string }) => error);
+  t.equal(refused?.code, 403, 'a pod claiming another pod\'s name under the Service is refused');
+  t.match(String(refused?.body), /must have its own name as its hostname/, 'by the chart\'s admission policy');
 
   const done = await eventually(async () => (await call(agent, base, 'GET', `/api/apps/${appName}`, alice.key)).json as { state?: string; stateDetail?: string },
     (app) => terminal(app.state), { what: `${appName} to end`, timeoutMs: 600_000, intervalMs: 1_000 });
