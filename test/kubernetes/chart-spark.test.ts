@@ -121,7 +121,12 @@ t.test('pi.py through the installed chart: executors reach the driver by DNS, th
   // Spark's driver creates its executors through the apiserver; the chart's webhook sizes them.
   const executor = await eventually(() => core.listNamespacedPod({ namespace: APPS, labelSelector: `${SPARK_ROLE}=executor,${LABEL_APP}=${appName}` }),
     (list) => list.items.some((p) => p.status?.phase === 'Running'), { what: 'an executor pod Running', timeoutMs: 300_000, intervalMs: 1_000 })
-    .then((list) => list.items.find((p) => p.status?.phase === 'Running')!);
+    .then((list) => list.items.find((p) => p.status?.phase === 'Running')!, async (error: Error) => {
+      // What the driver did meanwhile: its state and the end of its log.
+      const pod = await core.readNamespacedPod({ name: appName, namespace: APPS }).catch(() => undefined);
+      const log = await core.readNamespacedPodLog({ name: appName, namespace: APPS, tailLines: 60 }).catch((e: Error) => `(no log: ${e.message})`);
+      throw new Error(`${error.message}\ndriver: ${JSON.stringify(pod?.status?.containerStatuses?.[0]?.state)}\n${log}`);
+    });
   t.same(executor.metadata?.ownerReferences?.map((o) => [o.kind, o.name]), [['Pod', appName]], 'created by Spark\'s driver (it owns the executor)');
   t.equal(executor.spec?.serviceAccountName, 'spark-driver', 'with the chart\'s driver service account');
   t.comment(`executor written by: ${(executor.metadata?.managedFields ?? []).map((f) => f.manager).join(', ')}`);
