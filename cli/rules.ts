@@ -10,6 +10,8 @@ interface ServiceConfigFile {
   imagePattern?: string;
   defaultEngineVersion?: string;
   serviceAccount?: string;
+  /** The applications namespace's headless Service of all drivers (driver-dns.ts); absent: pod IPs. */
+  driverService?: string;
   /** Allowlists for submissions and who may act on whose applications (docs/security.md). */
   policy?: Partial<SubmissionPolicy>;
   /** Event logs in Kubernetes mode (the chart's `history` values). */
@@ -46,6 +48,7 @@ export function rulesFrom(nodePoolsFile: string | undefined, namespace: string, 
     imagePattern: extra.imagePattern,
     defaultEngineVersion: extra.defaultEngineVersion,
     serviceAccount: extra.serviceAccount,
+    driverService: extra.driverService || undefined,
     policy: extra.policy,
     eventLog: eventLogRules(file?.history),
     archiveLogs: logArchiveDir(file?.history) !== undefined,

@@ -59,6 +59,8 @@ export function valuesSchema(): Record<string, unknown> {
       // Pod Security Standard labels of the applications namespace (enforce, and warn/audit to see what a stricter one would refuse).
       applicationsPodSecurity: object({ enforce: podSecurityLevel, warn: podSecurityLevel, audit: podSecurityLevel }, ['enforce']),
       driverServiceAccount: dnsLabel,
+      // The headless Service of every driver in the applications namespace (executors dial <appName>.<it>.<ns>.svc); empty: the driver pod's IP.
+      driverService: { anyOf: [dnsLabel, { const: '' }] },
       // The node-pool file's own policy section: the ConfigMap hands it to the api and the webhook as it is.
       policy: nodePoolsFile.properties.policy,
       // Per-key limits, the node-pool file's own section (README "Limits").
@@ -67,7 +69,7 @@ export function valuesSchema(): Record<string, unknown> {
       history: object({
         ...historyValues(),
         retention: { type: 'string', pattern: '^([0-9]+(\\.[0-9]+)?[smhd]?|off)$' },
-        server: component({ image: string, port }),
+        server: component({ image: string, port, runAsUser: { type: 'integer', minimum: 1 } }),
       }),
       auth: object({ enabled: { type: 'boolean' }, existingSecret: string }),
       notebookService: object({

@@ -20,8 +20,12 @@ export interface S3Server {
 
 const sleep = (ms: number) => new Promise((ok) => setTimeout(ok, ms));
 
-/** Starts the server on `dir` (data and metadata under it) and creates `bucket`; resolves once it answers. */
-export async function startS3Server(binary: string, dir: string, bucket = 'spark-history'): Promise<S3Server> {
+/**
+ * Starts the server on `dir` (data and metadata under it) and creates `bucket`; resolves once it
+ * answers. On loopback unless `host` names another address (the real node's pods reach the
+ * machine's own address, not its loopback).
+ */
+export async function startS3Server(binary: string, dir: string, bucket = 'spark-history', host = '127.0.0.1'): Promise<S3Server> {
   const data = join(dir, 'data');
   const meta = join(dir, 'meta');
   mkdirSync(data, { recursive: true });
@@ -31,14 +35,14 @@ export async function startS3Server(binary: string, dir: string, bucket = 'spark
   const secretKey = randomBytes(18).toString('base64url');
   const log = openSync(join(dir, 's3-server.log'), 'a');
   // Credentials through the environment, not the command line (which every user can read).
-  const child: ChildProcess = spawn(binary, ['--port', `127.0.0.1:${port}`, 'posix', '--sidecar', meta, data], {
+  const child: ChildProcess = spawn(binary, ['--port', `${host}:${port}`, 'posix', '--sidecar', meta, data], {
     stdio: ['ignore', log, log],
     env: { ...process.env, ROOT_ACCESS_KEY_ID: accessKey, ROOT_SECRET_ACCESS_KEY: secretKey },
   });
   closeSync(log);
   let exited = false;
   child.once('exit', () => { exited = true; });
-  const endpoint = `http://127.0.0.1:${port}`;
+  const endpoint = `http://${host}:${port}`;
   const store = new ObjectStore(bucket, { endpoint, accessKey, secretKey, pathStyle: true });
   const stop = async () => {
     if (exited) return;

@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { createFakeNodes, ensureCrds, ensureDriverAccount, ensureNamespace } from '../cluster/kubernetes/bootstrap.js';
 import { kubeClients } from '../cluster/kubernetes/client.js';
+import { ensureDriverService } from '../cluster/kubernetes/driver-service.js';
 import { KubernetesCluster } from '../cluster/kubernetes/kubernetes-cluster.js';
 import { defaultDataDir, findSpark } from '../cli/config.js';
 import { gatewaySecret, localGatewayKey } from '../cli/gateway-wiring.js';
@@ -23,6 +24,7 @@ import { freePort } from '../lib/free-port.js';
 import { createLogger, loggerOptions } from '../lib/logger.js';
 import { FileKeyStore } from '../submit-api/auth/key-store.js';
 import { startTestbed, type Testbed } from './control-plane.js';
+import { DEFAULT_DRIVER_SERVICE } from '../webhook/domain/index.js';
 import { productArgs } from './entry.js';
 import { FakeKubelet } from './fake-kubelet.js';
 import { startHistoryBed } from './history-bed.js';
@@ -68,11 +70,14 @@ export async function serve(dir: string, values: ServeOptions): Promise<void> {
   const historyBed = values.s3
     ? await startHistoryBed({ dir, clients, namespace: values.namespace, rules: rulesFrom(values['node-pools'], values.namespace), spark: findSpark() })
     : undefined;
-  const rules = historyBed?.rules ?? rulesFrom(values['node-pools'], values.namespace);
+  const fileRules = historyBed?.rules ?? rulesFrom(values['node-pools'], values.namespace);
+  // On a real node executors reach their driver by DNS, under the namespace's drivers' Service.
+  const rules = realNode ? { ...fileRules, driverService: fileRules.driverService ?? DEFAULT_DRIVER_SERVICE } : fileRules;
   await ensureCrds(clients);
   if (values.nodes) await createFakeNodes(clients, rules);
   // Spark's own driver creates its executors on a real node: it needs its service account.
   if (realNode) await ensureDriverAccount(clients, values.namespace, rules.serviceAccount);
+  if (rules.driverService) await ensureDriverService(clients, values.namespace, rules.driverService);
   const webhookPort = await freePort();
   const webhook = await startWebhookService({
     clients, rules, certDir: join(dir, 'certs'), port: webhookPort, host: '127.0.0.1',

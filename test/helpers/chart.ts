@@ -1,8 +1,8 @@
 // The Helm chart installed on the test bed's real node with the images this repository builds,
-// for the tests that use the installed service (chart-install, chart-faults): images built and
+// for the tests that use the installed service (chart-install, chart-faults, chart-spark): images built and
 // imported, the release namespace enforcing `restricted`, `helm install --wait`, an admin key in
 // the auth Secret, and the API reached through its Service's ClusterIP.
-import { execFile, execFileSync } from 'node:child_process';
+import { execFile, spawnSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { Agent, request } from 'node:http';
 import { join } from 'node:path';
@@ -11,9 +11,11 @@ import type { V1Pod } from '@kubernetes/client-node';
 import type { CreatedKey } from '../../submit-api/auth/key-store.js';
 import { SecretKeyStore } from '../../submit-api/auth/secret-key-store.js';
 import { chartDir, helmBinary } from '../manifests/helm.js';
-import { repoRoot } from './api.js';
 import { eventually } from './kubernetes.js';
-import { type RealNodeBed, startRealNodeBed } from './real-node.js';
+import { buildImages, serviceVersion } from './chart-install.js';
+import { type RealNodeBed, realNodeUnavailable, startRealNodeBed } from './real-node.js';
+
+export { buildImages, serviceVersion };
 
 export const RELEASE = 'ss';
 export const NS = 'submission-service';
@@ -21,17 +23,24 @@ export const APPS = 'spark-apps';
 
 interface TestLike { teardown(fn: () => unknown): void }
 
-/** images/build.sh's archives (built, or found in its cache): `name -> path`. */
-export function buildImages(): Map<string, string> {
-  const out = execFileSync('bash', [join(repoRoot, 'images', 'build.sh')],
-    { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'], timeout: 100 * 60_000 });
-  return new Map(out.trim().split('\n').map((line) => line.split(' ') as [string, string]));
+/** Why the chart cannot be installed on a real node here, or false. */
+export function chartNodeUnavailable(): string | false {
+  const missing = ['mmdebstrap', 'buildah'].filter((tool) => spawnSync('sh', ['-c', `command -v ${tool}`]).status !== 0);
+  return realNodeUnavailable() ?? (missing.length ? `needs ${missing.join(', ')} (apt-get install mmdebstrap buildah)` : false);
 }
+
+/** The images this repository builds, as values name them for a registry. */
+export const imageValues = (version: string) => ({
+  image: { repository: 'localhost/submission-service/submission-service', tag: version },
+  images: { '3.5.7': 'localhost/submission-service/spark:3.5.7' },
+});
 
 export const readyPod = (pod: V1Pod) => pod.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false;
 
-/** One request, answered or failed: the status, or the error's code (ECONNRESET, timeout...). */
-export function send(agent: Agent, base: URL, method: string, path: string, key: string, body?: unknown): Promise<{ status: number | string; json?: any }> {
+export interface Answer { status: number | string; json?: any; text?: string }
+
+/** One request, answered or failed: the status (or the error's code: ECONNRESET, timeout...) and the body. */
+export function send(agent: Agent, base: URL, method: string, path: string, key: string, body?: unknown): Promise<Answer> {
   const data = body === undefined ? undefined : JSON.stringify(body);
   return new Promise((resolve) => {
     const req = request({
@@ -44,7 +53,7 @@ export function send(agent: Agent, base: URL, method: string, path: string, key:
         const text = Buffer.concat(chunks).toString();
         let json: unknown;
         try { json = JSON.parse(text); } catch { json = text; }
-        resolve({ status: res.statusCode!, json });
+        resolve({ status: res.statusCode!, json, text });
       });
       res.on('error', (error: NodeJS.ErrnoException) => resolve({ status: error.code ?? error.message }));
     });
@@ -76,13 +85,12 @@ export async function installChart(t: TestLike, extraValues: Record<string, unkn
   const archives = buildImages();
   const bed = await startRealNodeBed(t);
   for (const archive of archives.values()) await bed.node.importImage(archive);
-  const version = JSON.parse(execFileSync('node', ['-p', 'JSON.stringify(require("./package.json").version)'], { cwd: repoRoot, encoding: 'utf8' })) as string;
+  const version = serviceVersion();
   const helm = async (args: string[]) => (await promisify(execFile)(helmBinary(), [...args, '--kubeconfig', bed.testbed.kubeconfig], { encoding: 'utf8' })).stdout;
   // Values as a platform team writes them for its registry.
   const values = join(bed.dir, 'values.yaml');
   writeFileSync(values, JSON.stringify({
-    image: { repository: 'localhost/submission-service/submission-service', tag: version },
-    images: { '3.5.7': 'localhost/submission-service/spark:3.5.7' },
+    ...imageValues(version),
     notebookService: { kernelImage: 'localhost/submission-service/kernel:3.5.7' },
     ...extraValues,
   }, null, 2));

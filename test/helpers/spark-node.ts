@@ -9,15 +9,17 @@
 import { execFileSync, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
+import type { CoreV1Api } from '@kubernetes/client-node';
 import type { NodePool } from '../../schemas/index.js';
 import { ensureDriverAccount } from '../../cluster/kubernetes/bootstrap.js';
 import { kubeClients, type KubeClients } from '../../cluster/kubernetes/client.js';
+import { ensureDriverService } from '../../cluster/kubernetes/driver-service.js';
 import { buildService } from '../../cli/service.js';
 import { startWebhookService } from '../../cli/webhook-service.js';
 import { KubernetesCluster } from '../../cluster/kubernetes/kubernetes-cluster.js';
 import { freePort } from '../../lib/free-port.js';
 import { NODE_NAME } from '../../testbed/real-node.js';
-import { type AdmissionRules, buildRules } from '../../webhook/domain/index.js';
+import { type AdmissionRules, buildRules, DEFAULT_DRIVER_SERVICE } from '../../webhook/domain/index.js';
 import { repoRoot } from './api.js';
 import { bootstrap, httpCall, type ApiInstance, type Reply } from './kubernetes.js';
 import { type RealNodeBed, realNodeUnavailable, startRealNodeBed } from './real-node.js';
@@ -52,6 +54,20 @@ export function sparkRuntimeArchive(): string {
   return line.split(' ')[1];
 }
 
+/** The node is the pool's one node, as a platform team labels its nodes (README, "Placement"). */
+export async function labelPoolNode(core: CoreV1Api, instanceTypeLabel: string): Promise<void> {
+  for (let attempt = 0; ; attempt++) { // the kubelet writes its Node meanwhile: retry on a conflict
+    const node = await core.readNode({ name: NODE_NAME });
+    node.metadata!.labels = { ...node.metadata!.labels, [instanceTypeLabel]: NODE_POOL.instanceName };
+    try {
+      await core.replaceNode({ name: NODE_NAME, body: node });
+      return;
+    } catch (error) {
+      if ((error as { code?: number }).code !== 409 || attempt >= 10) throw error;
+    }
+  }
+}
+
 export interface SparkNodeBed extends RealNodeBed {
   namespace: string;
   rules: AdmissionRules;
@@ -64,21 +80,12 @@ export async function startSparkNodeBed(t: TestLike): Promise<SparkNodeBed> {
   const archive = sparkRuntimeArchive(); // before the node: a cold build takes long
   const bed = await startRealNodeBed(t);
   await bed.node.importImage(archive);
-  const rules = buildRules({ nodePools: [NODE_POOL], namespace: NAMESPACE, images: { '3.5.7': SPARK_RUNTIME_IMAGE }, policy: { secrets: ['gcp-key'] } });
-  // The node is the pool's one node, as a platform team labels its nodes (README, "Placement").
-  for (let attempt = 0; ; attempt++) { // the kubelet writes its Node meanwhile: retry on a conflict
-    const node = await bed.core.readNode({ name: NODE_NAME });
-    node.metadata!.labels = { ...node.metadata!.labels, [rules.placement.instanceTypeLabel]: NODE_POOL.instanceName };
-    try {
-      await bed.core.replaceNode({ name: NODE_NAME, body: node });
-      break;
-    } catch (error) {
-      if ((error as { code?: number }).code !== 409 || attempt >= 10) throw error;
-    }
-  }
+  const rules = buildRules({ nodePools: [NODE_POOL], namespace: NAMESPACE, images: { '3.5.7': SPARK_RUNTIME_IMAGE }, policy: { secrets: ['gcp-key'] }, driverService: DEFAULT_DRIVER_SERVICE });
+  await labelPoolNode(bed.core, rules.placement.instanceTypeLabel);
   const clients = kubeClients(bed.testbed.kubeconfig);
   await bootstrap(clients, rules, false);
   await ensureDriverAccount(clients, NAMESPACE, rules.serviceAccount);
+  await ensureDriverService(clients, NAMESPACE, DEFAULT_DRIVER_SERVICE);
   const webhookPort = await freePort();
   const webhook = await startWebhookService({
     clients, rules, certDir: join(bed.dir, 'certs'), port: webhookPort, host: '127.0.0.1',

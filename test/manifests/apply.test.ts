@@ -17,7 +17,9 @@ const APPS = 'spark-apps';
 const crdDir = join(chartDir, 'crds');
 /** Helm's install order, for the kinds the chart has. */
 const ORDER = ['Namespace', 'PodDisruptionBudget', 'ServiceAccount', 'Secret', 'ConfigMap', 'ClusterRole', 'ClusterRoleBinding',
-  'Role', 'RoleBinding', 'Service', 'Deployment', 'Ingress', 'MutatingWebhookConfiguration'];
+  'Role', 'RoleBinding', 'Service', 'Deployment', 'Ingress', 'MutatingWebhookConfiguration',
+  // Kinds Helm does not order come last.
+  'ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicyBinding'];
 
 const skip = testbedUnavailable();
 if (skip) {

@@ -192,6 +192,36 @@ t.test('the ConfigMap is a node-pool file the webhook turns into the intended ru
   t.equal(eks.sizing.defaultDriverCoreRequestReserveMillicores, 100);
 });
 
+t.test('one headless drivers\' Service in the applications namespace, named in the rules, guarded by an admission policy', async (t) => {
+  const service = named<V1Service>(defaults, 'Service', 'spark-drivers');
+  t.equal(service?.metadata?.namespace, 'spark-apps');
+  t.equal(service?.spec?.clusterIP, 'None', 'headless: DNS answers each driver\'s own name');
+  t.equal(service?.spec?.publishNotReadyAddresses, true, 'from the driver\'s start (no readiness probe)');
+  t.same(service?.spec?.selector, { 'spark-role': 'driver' });
+  const dir = mkdtempSync(join(tmpdir(), 'ss-chart-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const rulesOf = (objects: typeof defaults) => {
+    writeFileSync(join(dir, 'node-pools.json'), named<V1ConfigMap>(objects, 'ConfigMap', 'submission-service-config')!.data!['node-pools.json']);
+    return rulesFrom(join(dir, 'node-pools.json'), 'spark-apps');
+  };
+  t.equal(rulesOf(defaults).driverService, 'spark-drivers', 'admission names drivers under it');
+  const policy = defaults.find((o) => o.kind === 'ValidatingAdmissionPolicy') as { spec?: { validations?: { expression: string }[] } } | undefined;
+  t.match(policy?.spec?.validations?.[0].expression, /object\.spec\.hostname == object\.metadata\.name/, 'a pod may publish only its own name under it');
+  const binding = defaults.find((o) => o.kind === 'ValidatingAdmissionPolicyBinding') as { spec?: { matchResources?: unknown } } | undefined;
+  t.same(binding?.spec?.matchResources, { namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'spark-apps' } } }, 'in the applications namespace');
+  const off = renderChart({ driverService: '' });
+  t.notOk(named<V1Service>(off, 'Service', 'spark-drivers'), 'driverService empty: no Service');
+  t.notOk(off.some((o) => o.kind === 'ValidatingAdmissionPolicy'), 'nor policy');
+  t.equal(rulesOf(off).driverService, undefined, 'executors dial the pod IP');
+});
+
+t.test('the History Server runs as the image\'s own user (Hadoop\'s login needs its passwd entry)', async (t) => {
+  const objects = renderChart({ 'history.eventLogDir': 's3a://bucket/spark-events', 'history.server.image': 'my/spark:3.5.7' });
+  const container = named<V1Deployment>(objects, 'Deployment', 'submission-service-history')?.spec?.template.spec?.containers[0];
+  t.same([container?.securityContext?.runAsUser, container?.securityContext?.runAsGroup], [185, 185]);
+  t.equal(container?.securityContext?.readOnlyRootFilesystem, true, 'the rest of the container security context stays');
+});
+
 t.test('the processes accept the arguments the chart gives them', async (t) => {
   const cli = fileURLToPath(new URL('../../cli/main.ts', import.meta.url));
   for (const name of ['api', 'webhook']) {

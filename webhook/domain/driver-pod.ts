@@ -1,11 +1,12 @@
 // The driver pod: the bare pod the API writes, and the admitted pod that admission
 // renders from the effective config (what Spark's cluster-mode submission would write).
-import type { V1Container, V1EnvVar, V1Pod, V1Volume, V1VolumeMount } from '@kubernetes/client-node';
+import type { V1Container, V1EnvVar, V1Pod, V1PodSpec, V1Volume, V1VolumeMount } from '@kubernetes/client-node';
 import type { ApplicationConfig, SecretMount } from '../../schemas/index.js';
 import { keyFilePath } from './defaults.js';
+import { type DriverAddress, driverAddress } from './driver-dns.js';
 import { archiveFinalizers, eventLogEnv } from './event-log.js';
 import {
-  ANNOTATION_ADMITTED, ANNOTATION_CONFIG, ANNOTATION_SIZING, ANNOTATION_OVERRIDES, ANNOTATION_SUBMITTED_BY, DRIVER_CONTAINER, LABEL_APP, LABEL_JOB,
+  ANNOTATION_ADMITTED, ANNOTATION_CONFIG, ANNOTATION_DRIVER_ADDRESS, ANNOTATION_SIZING, ANNOTATION_OVERRIDES, ANNOTATION_SUBMITTED_BY, DRIVER_CONTAINER, LABEL_APP, LABEL_JOB,
   LABEL_TEMPLATE, RULES_VERSION, SPARK_ROLE,
 } from './labels.js';
 import { placeDriver } from './placement.js';
@@ -84,6 +85,17 @@ function driverVolumes(config: ApplicationConfig): { volumes: V1Volume[]; mounts
   return { volumes, mounts };
 }
 
+/**
+ * The pod's hostname and subdomain under the drivers' Service. A pod that cannot have its name
+ * there loses a subdomain naming that Service: it must not publish a name that is not its own.
+ */
+function withDriverDns(spec: V1PodSpec, address: DriverAddress, rules: AdmissionRules): V1PodSpec {
+  if (address.pod) return { ...spec, ...address.pod };
+  if (!rules.driverService || spec.subdomain !== rules.driverService) return spec;
+  const { hostname: _hostname, subdomain: _subdomain, ...rest } = spec;
+  return rest;
+}
+
 /** Renders the admitted driver pod from a bare (or team-written) pod and the effective config. */
 export function renderDriverPod(pod: V1Pod, config: ApplicationConfig, id: AppIdentity, rules: AdmissionRules): V1Pod {
   const driver = config.driver ?? {};
@@ -118,11 +130,13 @@ export function renderDriverPod(pod: V1Pod, config: ApplicationConfig, id: AppId
   annotations[ANNOTATION_CONFIG] = JSON.stringify(config);
   annotations[ANNOTATION_ADMITTED] = RULES_VERSION;
   annotations[ANNOTATION_SIZING] = sizingAnnotation(config, rules);
+  const address = driverAddress(id.appName, id.namespace, rules.driverService);
+  if (address.fallback) annotations[ANNOTATION_DRIVER_ADDRESS] = address.fallback;
   return {
     ...pod,
     metadata: { ...pod.metadata, name: id.appName, labels, annotations, ...archiveFinalizers(pod.metadata?.finalizers, rules.archiveLogs) },
     spec: {
-      ...spec,
+      ...withDriverDns(spec, address, rules),
       serviceAccountName: driver.serviceAccount,
       restartPolicy: config.restartPolicy?.type ?? 'Never',
       containers: [container, ...spec.containers.filter((c) => c !== original)],

@@ -1,6 +1,7 @@
 // The admission domain: pure functions shared by the webhook, the API and local mode.
 export * from './admit.js';
 export * from './defaults.js';
+export * from './driver-dns.js';
 export * from './driver-pod.js';
 export * from './effective-config.js';
 export * from './event-log.js';

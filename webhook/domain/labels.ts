@@ -9,6 +9,8 @@ export const ANNOTATION_CONFIG = 'submission-service/config';
 export const ANNOTATION_ADMITTED = 'submission-service/admitted-by';
 /** The sizing decision (pool and reasons per pod), recorded by admission on driver pods (sizing-annotation.ts). */
 export const ANNOTATION_SIZING = 'submission-service/sizing';
+/** Why executors dial this driver's pod IP although the namespace has a driver Service (driver-dns.ts). */
+export const ANNOTATION_DRIVER_ADDRESS = 'submission-service/driver-address';
 export const RULES_VERSION = 'submission-service-rules/v1';
 /** The id of the API key that submitted the application (absent when authentication is off). */
 export const ANNOTATION_SUBMITTED_BY = 'submission-service/submitted-by';

@@ -36,6 +36,11 @@ export interface AdmissionRules {
   eventLog?: EventLogRules;
   /** Whether driver pods wait for the controller to archive their logs (LOG_ARCHIVE_FINALIZER). */
   archiveLogs?: boolean;
+  /**
+   * The namespace's headless Service of all drivers (driver-dns.ts): executors reach a driver
+   * by `<appName>.<driverService>.<namespace>.svc`. Absent: by the driver pod's IP.
+   */
+  driverService?: string;
 }
 
 export const defaultSizing: Required<SizingRules> = {
@@ -97,6 +102,7 @@ export interface RulesOptions {
   /** Event log directory for every application; the rolling file size defaults to 128m. */
   eventLog?: { dir: string; rollingMaxFileSize?: string; s3?: EventLogRules['s3'] };
   archiveLogs?: boolean;
+  driverService?: string;
 }
 
 export function buildRules(options: RulesOptions): AdmissionRules {
@@ -122,5 +128,6 @@ export function buildRules(options: RulesOptions): AdmissionRules {
     policy: buildPolicy(options.policy),
     ...(options.eventLog ? { eventLog: { rollingMaxFileSize: '128m', ...options.eventLog } } : {}),
     ...(options.archiveLogs ? { archiveLogs: true } : {}),
+    ...(options.driverService ? { driverService: options.driverService } : {}),
   };
 }

@@ -1,6 +1,7 @@
 // The Spark properties of an application: its engineConf plus what the effective
 // config implies, with the keys Spark's own cluster-mode submission writes.
 import type { ApplicationConfig, PodConfig } from '../../schemas/index.js';
+import { driverAddress } from './driver-dns.js';
 import { LABEL_APP, LABEL_JOB } from './labels.js';
 import { parseMillicores } from './quantities.js';
 import type { AdmissionRules } from './rules.js';
@@ -40,8 +41,8 @@ export function sparkProperties(config: ApplicationConfig, id: AppIdentity, rule
     'spark.kubernetes.executor.podNamePrefix': id.appName,
     'spark.kubernetes.container.image': config.image ?? '',
     'spark.kubernetes.authenticate.driver.serviceAccountName': driver.serviceAccount ?? rules.serviceAccount,
-    // Executors find the driver pod by its IP (no driver Service is needed).
-    'spark.driver.host': '$(SPARK_DRIVER_BIND_ADDRESS)',
+    // Executors find the driver by its name under the namespace's driver Service, else its IP.
+    'spark.driver.host': driverAddress(id.appName, id.namespace, rules.driverService).host,
     'spark.driver.memoryOverheadFactor': overhead,
     'spark.executor.memoryOverheadFactor': overhead,
     'spark.kubernetes.memoryOverheadFactor': overhead, // the key before Spark 3.3
