@@ -1,6 +1,7 @@
 // `testbed serve`: everything of `testbed up` in this one (detached) process, stopped together
 // on SIGTERM: the control plane, namespace and CRDs (fake Nodes with --nodes), a real node
-// with --real-node (real-node.ts), the webhook registered with its CA, FakeKubelet (a test
+// with --real-node (real-node.ts), the webhook as its own process (as the chart runs it,
+// registered with its CA), FakeKubelet (a test
 // double of a kubelet) with --run-pods, the API in Kubernetes mode, and the
 // notebook gateway as its own process (`submission-service gateway --api-url`, as the chart's
 // notebook-service runs it, with its own API key).
@@ -13,15 +14,15 @@ import { createFakeNodes, ensureCrds, ensureDriverAccount, ensureNamespace } fro
 import { kubeClients } from '../cluster/kubernetes/client.js';
 import { ensureDriverService } from '../cluster/kubernetes/driver-service.js';
 import { KubernetesCluster } from '../cluster/kubernetes/kubernetes-cluster.js';
-import { defaultDataDir, findSpark } from '../cli/config.js';
+import { defaultDataDir, findSpark, readNodePools, thisMachinePool } from '../cli/config.js';
 import { gatewaySecret, localGatewayKey } from '../cli/gateway-wiring.js';
 import { gatewayProof } from '../lib/gateway-proof.js';
 import { rulesFrom } from '../cli/rules.js';
 import { buildService } from '../cli/service.js';
-import { startWebhookService } from '../cli/webhook-service.js';
 import { loadSessionSecret } from '../dashboard/session-secret.js';
 import { freePort } from '../lib/free-port.js';
-import { createLogger, loggerOptions } from '../lib/logger.js';
+import { loggerOptions } from '../lib/logger.js';
+import type { AdmissionRules } from '../webhook/domain/index.js';
 import { FileKeyStore } from '../submit-api/auth/key-store.js';
 import { startTestbed, type Testbed } from './control-plane.js';
 import { DEFAULT_DRIVER_SERVICE } from '../webhook/domain/index.js';
@@ -78,13 +79,9 @@ export async function serve(dir: string, values: ServeOptions): Promise<void> {
   // Spark's own driver creates its executors on a real node: it needs its service account.
   if (realNode) await ensureDriverAccount(clients, values.namespace, rules.serviceAccount);
   if (rules.driverService) await ensureDriverService(clients, values.namespace, rules.driverService);
-  const webhookPort = await freePort();
-  const webhook = await startWebhookService({
-    clients, rules, certDir: join(dir, 'certs'), port: webhookPort, host: '127.0.0.1',
-    dnsNames: ['localhost'], ipAddresses: ['127.0.0.1'],
-    registration: { name: 'submission-service', url: `https://127.0.0.1:${webhookPort}/mutate-pods` },
-    logger: createLogger('webhook'),
-  });
+  // The webhook in its own process, as the chart runs it: under load the API's event loop
+  // and the webhook's do not queue behind each other (bench/kubernetes/controller-ceiling.ts).
+  const webhook = await startWebhook(dir, kubeconfig, values, webhookConfigFile(dir, values['node-pools'], rules));
   // A test double for a kubelet: runs driver pods as local Spark processes (README, "The test bed").
   const kubelet = values['run-pods']
     ? new FakeKubelet({ clients, namespace: values.namespace, dataDir: join(dir, 'kubelet'), cores: availableParallelism(), ...findSpark(), classPath: historyBed?.classPath })
@@ -115,19 +112,21 @@ export async function serve(dir: string, values: ServeOptions): Promise<void> {
     await cluster.close();
     await kubelet?.stop();
     await historyBed?.stop().catch(() => undefined);
-    await webhook.close().catch(() => undefined);
+    await webhook.stop();
     await stopClusterAndExit(dir, testbed, node);
   };
   process.once('SIGTERM', () => void close());
   process.once('SIGINT', () => void close());
   // A gateway that dies leaves the rest useless for notebooks: say so and stop everything.
-  gateway.child.once('exit', (code, signal) => {
-    if (closing) return;
-    process.stderr.write(`testbed: the notebook gateway exited (${code ?? signal}); stopping\n`);
-    void close();
-  });
+  for (const [child, what] of [[gateway, 'the notebook gateway'], [webhook, 'the webhook']] as const) {
+    child.child.once('exit', (code, signal) => {
+      if (closing) return;
+      process.stderr.write(`testbed: ${what} exited (${code ?? signal}); stopping\n`);
+      void close();
+    });
+  }
   const state: ServeState = {
-    pid: process.pid, baseUrl, notebooksUrl: gateway.notebooksUrl, kubeconfig, webhook: webhook.url,
+    pid: process.pid, baseUrl, notebooksUrl: gateway.url, kubeconfig, webhook: webhook.url,
     node: node && { name: node.name, socket: node.socket, binDir: node.binDir },
   };
   writeFileSync(join(dir, 'state.json'), JSON.stringify(state));
@@ -155,12 +154,51 @@ function clusterOnly(dir: string, testbed: Testbed, node: RealNode | undefined):
   process.stdout.write(`KUBECONFIG=${testbed.kubeconfig}\n`);
 }
 
-interface Gateway { child: ChildProcess; notebooksUrl: string; stop(): Promise<void> }
+interface Child { child: ChildProcess; url: string; stop(): Promise<void> }
 
-/** `submission-service gateway --api-url`, run from source; resolves once it prints its URL. */
-async function startGateway(apiUrl: string, values: ServeOptions, keysDir: string, ownKey: string): Promise<Gateway> {
-  const args = productArgs(['gateway', '--api-url', apiUrl, '--host', '127.0.0.1', '--port', values['gateway-port'], '--auth', values.auth, '--data-dir', keysDir]);
-  const child = spawn(process.execPath, args, { env: { ...process.env, SUBMISSION_SERVICE_API_KEY: ownKey }, stdio: ['ignore', 'pipe', 'inherit'] });
+/** `submission-service gateway --api-url`, run from source, with its own API key. */
+async function startGateway(apiUrl: string, values: ServeOptions, keysDir: string, ownKey: string): Promise<Child> {
+  const args = ['gateway', '--api-url', apiUrl, '--host', '127.0.0.1', '--port', values['gateway-port'], '--auth', values.auth, '--data-dir', keysDir];
+  return startChild('the notebook gateway', args, { SUBMISSION_SERVICE_API_KEY: ownKey }, /Notebook gateway at (\S+\/notebooks)/);
+}
+
+/** `submission-service webhook`, registered with its CA; resolves once registered and serving. */
+async function startWebhook(dir: string, kubeconfig: string, values: ServeOptions, config: string | undefined): Promise<Child> {
+  const port = String(await freePort());
+  const args = [
+    'webhook', '--kubeconfig', kubeconfig, '--namespace', values.namespace, '--cert-dir', join(dir, 'certs'),
+    '--host', '127.0.0.1', '--port', port, '--dns-name', 'localhost', '--metrics-port', '0',
+    '--register', 'submission-service', '--url', `https://127.0.0.1:${port}/mutate-pods`,
+    ...(config ? ['--node-pools', config] : []),
+  ];
+  return startChild('the webhook', args, {}, /Submission Service webhook at (\S+)/);
+}
+
+/**
+ * The webhook's config: the node-pool file (or this machine's pool) with what the test bed
+ * adds to its rules (--s3: the history bed's event logs; --real-node: the drivers' Service),
+ * written beside the state, so that the webhook admits what the API expects.
+ */
+function webhookConfigFile(dir: string, nodePools: string | undefined, rules: AdmissionRules): string {
+  const { eventLog, driverService } = rules;
+  const file = {
+    ...(nodePools ? readNodePools(nodePools) : { nodePools: [thisMachinePool()] }),
+    ...(eventLog ? {
+      history: {
+        eventLogDir: eventLog.dir, rollingMaxFileSize: eventLog.rollingMaxFileSize,
+        s3Endpoint: eventLog.s3?.endpoint, pathStyleAccess: eventLog.s3?.pathStyleAccess, credentialsSecret: eventLog.s3?.credentialsSecret,
+      },
+    } : {}),
+    ...(driverService ? { driverService } : {}),
+  };
+  const path = join(dir, 'webhook-config.json');
+  writeFileSync(path, JSON.stringify(file));
+  return path;
+}
+
+/** The product's command line from source as a child; resolves with the URL its ready line names. */
+async function startChild(what: string, args: string[], env: Record<string, string>, ready: RegExp): Promise<Child> {
+  const child = spawn(process.execPath, productArgs(args), { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
   const gone = new Promise<void>((ok) => child.once('exit', () => ok()));
   const kill = () => { if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL'); };
   process.once('exit', kill);
@@ -171,14 +209,14 @@ async function startGateway(apiUrl: string, values: ServeOptions, keysDir: strin
     clearTimeout(timer);
   };
   const lines = createInterface({ input: child.stdout! });
-  const notebooksUrl = await new Promise<string>((ok, fail) => {
-    const timer = setTimeout(() => fail(new Error('the notebook gateway did not start within 60 s')), 60_000);
-    child.once('exit', (code) => { clearTimeout(timer); fail(new Error(`the notebook gateway exited (${code}) before it listened`)); });
+  const url = await new Promise<string>((ok, fail) => {
+    const timer = setTimeout(() => fail(new Error(`${what} did not start within 60 s`)), 60_000);
+    child.once('exit', (code) => { clearTimeout(timer); fail(new Error(`${what} exited (${code}) before it listened`)); });
     lines.on('line', (line) => {
       process.stdout.write(`${line}\n`);
-      const url = /Notebook gateway at (\S+\/notebooks)/.exec(line)?.[1];
-      if (url) { clearTimeout(timer); ok(url); }
+      const found = ready.exec(line)?.[1];
+      if (found) { clearTimeout(timer); ok(found); }
     });
   }).catch(async (error: unknown) => { await stop(); throw error; });
-  return { child, notebooksUrl, stop };
+  return { child, url, stop };
 }

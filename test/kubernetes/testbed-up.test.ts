@@ -63,8 +63,10 @@ t.test('testbed up --run-pods, the acceptance contract with --lifecycle, testbed
   t.ok(kubeconfig && existsSync(kubeconfig), 'KUBECONFIG printed and present');
   const state = JSON.parse(readFileSync(join(dir, 'state.json'), 'utf8')) as { pid: number };
   t.ok(alive(state.pid), 'the serving process runs');
-  const testbeds = pidsMentioning(join(dir, 'testbed'));
-  t.equal(testbeds.length, 1, 'one test bed process');
+  // The control plane, and the webhook run as the chart runs it (its kubeconfig is in there).
+  const commands = pidsMentioning(join(dir, 'testbed')).map((pid) => readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0'));
+  t.equal(commands.filter((args) => !args.includes('webhook')).length, 1, 'one test bed process');
+  t.equal(commands.filter((args) => args.includes('webhook')).length, 1, 'the webhook in a process of its own');
 
   await t.test('the acceptance contract', { skip: existsSync(contract) ? false : `${contract} is not there (a clean clone)` }, async (t) => {
     const acceptance = await run([contract, '--lifecycle'], { BASE_URL: baseUrl, CLUSTER: exampleClusterFile, CHECKOUT: repoRoot, LIFECYCLE_S: '240' }, 300_000);
