@@ -173,6 +173,8 @@ if (skip) {
       [api, { namespace: APPS, verb: 'list', resource: 'secrets', name: 'submission-service-auth' }, false],
       [api, { namespace: APPS, verb: 'create', resource: 'pods', subresource: 'exec' }, false],
       [api, { namespace: APPS, verb: 'deletecollection', resource: 'pods' }, true],
+      // The log archive's finalizer: removed from driver and executor pods once their logs are kept.
+      [api, { namespace: APPS, verb: 'patch', resource: 'pods' }, true],
       [api, { namespace: APPS, verb: 'deletecollection', resource: 'services' }, false],
       [api, { verb: 'list', resource: 'nodes' }, false],
       // The controller's Lease: that one by name; no other.

@@ -154,7 +154,7 @@ t.test('RBAC: least privilege', async (t) => {
     return found?.rules;
   };
   t.same(role('submission-service-api', 'spark-apps'), [
-    { apiGroups: [''], resources: ['pods'], verbs: ['create', 'get', 'list', 'watch', 'delete', 'deletecollection'] },
+    { apiGroups: [''], resources: ['pods'], verbs: ['create', 'get', 'list', 'watch', 'patch', 'delete', 'deletecollection'] },
     { apiGroups: [''], resources: ['pods/log'], verbs: ['get'] },
     { apiGroups: ['submission-service.io'], resources: ['applications', 'applications/status', 'configtemplates'], verbs: ['create', 'get', 'list', 'watch', 'update', 'patch', 'delete'] },
     { apiGroups: [''], resources: ['secrets'], verbs: ['create'] },
