@@ -7,24 +7,16 @@ import { execFile, execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import type { NodePool } from '../../schemas/index.js';
-import { NODE_NAME } from '../../testbed/real-node.js';
 import { buildRules } from '../../webhook/domain/index.js';
 import { chartDir, helmBinary } from '../manifests/helm.js';
 import { repoRoot } from './api.js';
 import type { RealNodeBed } from './real-node.js';
+import { labelPoolNode, NODE_POOL, SPARK_RUNTIME_IMAGE } from './spark-node.js';
 
 export const RELEASE = 'ss';
 export const RELEASE_NAMESPACE = 'submission-service';
 export const APPS_NAMESPACE = 'spark-apps';
-export const SPARK_IMAGE = 'localhost/submission-service/spark:3.5.7';
 export const KERNEL_IMAGE = 'localhost/submission-service/kernel:3.5.7';
-
-/** This machine as the values' one pool: small maxima so that a driver and an executor fit beside the chart's pods. */
-export const NODE_POOL: NodePool = {
-  cloudProvider: 'testbed', instanceName: NODE_NAME, cpu: 2, memoryMib: 8192, preemptible: false,
-  maximumSchedulableCoreRequest: 1.2, maximumSchedulableMemoryRequestMib: 2048,
-};
 
 /** images/build.sh's archives (built, or found in its cache): `name -> path`. */
 export function buildImages(): Map<string, string> {
@@ -37,6 +29,12 @@ export function buildImages(): Map<string, string> {
 export const serviceVersion = (): string =>
   JSON.parse(execFileSync('node', ['-p', 'JSON.stringify(require("./package.json").version)'], { cwd: repoRoot, encoding: 'utf8' })) as string;
 
+/** The images this repository builds, as values name them for a registry. */
+export const imageValues = (version: string) => ({
+  image: { repository: 'localhost/submission-service/submission-service', tag: version },
+  images: { '3.5.7': SPARK_RUNTIME_IMAGE },
+});
+
 /** `helm ARGS --kubeconfig …`, asynchronous: the test's event loop keeps running meanwhile. */
 export function helmOn(bed: RealNodeBed): (args: string[]) => Promise<string> {
   return async (args) => (await promisify(execFile)(helmBinary(), [...args, '--kubeconfig', bed.testbed.kubeconfig], { encoding: 'utf8' })).stdout;
@@ -47,21 +45,6 @@ export function kubectlOn(bed: RealNodeBed): (args: string[]) => Promise<string>
   return async (args) => (await promisify(execFile)('kubectl', ['--kubeconfig', bed.testbed.kubeconfig, ...args], { encoding: 'utf8', maxBuffer: 1 << 22 })).stdout;
 }
 
-/** Labels the node as the pool's instance type, as a platform team's nodes are labelled (README, "Placement"). */
-export async function labelNodeAsPool(bed: RealNodeBed, pool: NodePool = NODE_POOL): Promise<void> {
-  const label = buildRules({ nodePools: [pool], namespace: APPS_NAMESPACE }).placement.instanceTypeLabel;
-  for (let attempt = 0; ; attempt++) { // the kubelet writes its Node meanwhile: retry on a conflict
-    const node = await bed.core.readNode({ name: NODE_NAME });
-    node.metadata!.labels = { ...node.metadata!.labels, [label]: pool.instanceName };
-    try {
-      await bed.core.replaceNode({ name: NODE_NAME, body: node });
-      return;
-    } catch (error) {
-      if ((error as { code?: number }).code !== 409 || attempt >= 10) throw error;
-    }
-  }
-}
-
 /**
  * Imports the images, labels the node, creates the release namespace (restricted) and runs
  * `helm install --wait` with values naming the built images and the node's pool; `values`
@@ -69,12 +52,12 @@ export async function labelNodeAsPool(bed: RealNodeBed, pool: NodePool = NODE_PO
  */
 export async function installChart(bed: RealNodeBed, archives: Map<string, string>, values: Record<string, unknown> = {}): Promise<void> {
   for (const archive of archives.values()) await bed.node.importImage(archive);
-  await labelNodeAsPool(bed);
+  // The node is the values' one pool, labelled as a platform team labels its nodes (README, "Placement").
+  await labelPoolNode(bed.core, buildRules({ nodePools: [NODE_POOL], namespace: APPS_NAMESPACE }).placement.instanceTypeLabel);
   const file = join(bed.dir, 'values.yaml');
   // Values as a platform team writes them for its registry (JSON is YAML).
   writeFileSync(file, JSON.stringify({
-    image: { repository: 'localhost/submission-service/submission-service', tag: serviceVersion() },
-    images: { '3.5.7': SPARK_IMAGE },
+    ...imageValues(serviceVersion()),
     nodePools: [NODE_POOL],
     ...values,
     notebookService: { kernelImage: KERNEL_IMAGE, ...(values.notebookService as object | undefined) },

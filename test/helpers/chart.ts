@@ -12,10 +12,10 @@ import type { CreatedKey } from '../../submit-api/auth/key-store.js';
 import { SecretKeyStore } from '../../submit-api/auth/secret-key-store.js';
 import { chartDir, helmBinary } from '../manifests/helm.js';
 import { eventually } from './kubernetes.js';
-import { buildImages, serviceVersion } from './chart-install.js';
+import { buildImages, imageValues, serviceVersion } from './chart-install.js';
 import { type RealNodeBed, realNodeUnavailable, startRealNodeBed } from './real-node.js';
 
-export { buildImages, serviceVersion };
+export { buildImages, imageValues, serviceVersion };
 
 export const RELEASE = 'ss';
 export const NS = 'submission-service';
@@ -28,12 +28,6 @@ export function chartNodeUnavailable(): string | false {
   const missing = ['mmdebstrap', 'buildah'].filter((tool) => spawnSync('sh', ['-c', `command -v ${tool}`]).status !== 0);
   return realNodeUnavailable() ?? (missing.length ? `needs ${missing.join(', ')} (apt-get install mmdebstrap buildah)` : false);
 }
-
-/** The images this repository builds, as values name them for a registry. */
-export const imageValues = (version: string) => ({
-  image: { repository: 'localhost/submission-service/submission-service', tag: version },
-  images: { '3.5.7': 'localhost/submission-service/spark:3.5.7' },
-});
 
 export const readyPod = (pod: V1Pod) => pod.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false;
 
