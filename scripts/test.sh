@@ -48,6 +48,12 @@ read -r pass fail skip < <(awk '
   /^not ok [0-9]+ - / { if (file_fail == 0) fail++; file_fail = 0; next }
   /^ok [0-9]+ - / { file_fail = 0; next }
   END { print pass + 0, fail + 0, skip + 0 }' "$out")
+# The failures by name, just above the count: a CI log that keeps only its tail still says which.
+awk '
+  /^# Subtest: / { file = substr($0, 12); next }
+  /^    not ok [0-9]+ - / && $0 !~ /# TODO/ { sub(/^    not ok [0-9]+ - /, ""); print "failed: " file " > " $0; named[file] = 1; next }
+  /^not ok [0-9]+ - / { name = $0; sub(/^not ok [0-9]+ - /, "", name); sub(/ # .*/, "", name); if (!(name in named)) print "failed: " name " (outside its tests)" }
+' "$out" >&2
 files_seen=$(grep -cE '^(not )?ok [0-9]+ - ' "$out")
 rm -f "$out"
 if [ "$files_seen" -eq 0 ]; then pass=0; fail=1; fi
