@@ -36,6 +36,16 @@ export const DRIVER_HEADERS_DROPPED = [
   'access-control-allow-headers', 'access-control-expose-headers',
 ];
 
+/**
+ * The headers of a driver's or the History Server's answer as the viewer gets them (in place):
+ * what they may not say dropped, the sandbox when `sandboxed`, no sniffing.
+ */
+export function forViewer(headers: Record<string, unknown>, sandboxed: boolean): void {
+  for (const header of DRIVER_HEADERS_DROPPED) delete headers[header];
+  if (sandboxed) headers['content-security-policy'] = SANDBOX_CSP;
+  headers['x-content-type-options'] = 'nosniff';
+}
+
 /** What the viewer sends us for us alone: the driver gets none of it. */
 export const VIEWER_HEADERS_DROPPED = ['cookie', 'authorization', 'x-api-key', 'x-requested-with', 'proxy-authorization'];
 

@@ -3,21 +3,25 @@
 // webhook/domain/spark-properties.ts), so the UI's own links and redirects stay under it; the
 // proxy strips it before forwarding. GET and HEAD only. Who may open it and what its pages may
 // do: spark-ui-access.ts. Once the driver has
-// ended, the same paths open the run's history (history-ui.ts).
+// ended, the same paths open the run's history (history-ui.ts), from the proxy's cache once the
+// run's log is final (history-cache.ts), after the same checks.
 import type { IncomingMessage } from 'node:http';
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import httpProxy from 'http-proxy';
-import type { Cluster } from '../cluster/cluster.js';
+import { type Cluster, isTerminal } from '../cluster/cluster.js';
 import type { SparkHistory } from '../cluster/history/spark-history.js';
 import type { ApiKeyIdentity } from '../submit-api/auth/key-store.js';
 import { keyFromHeaders, type KeyVerifier } from '../submit-api/auth/plugin.js';
+import { acceptsGzip, cacheKey, collectAnswer, HistoryPageCache, sendCached, STATIC_CACHE_CONTROL } from './history-cache.js';
+import { historyPath } from './history-paths.js';
+import { prefillHistory } from './history-prefill.js';
 import { historyRequest } from './history-ui.js';
 import { hostName } from '../submit-api/host-allowlist.js';
 import { mayActOnApplication, type SubmissionPolicy } from '../webhook/domain/index.js';
 import { cookieValue, type Sessions } from './session.js';
 import {
-  DRIVER_HEADERS_DROPPED, GRANT_PARAM, HANDOVER_AUDIENCE, HANDOVER_TTL_MS, SANDBOX_CSP, UI_AUDIENCE, UI_COOKIE, UI_TTL_MS,
-  VIEWER_HEADERS_DROPPED, fromThisUi, isKillPath, isStaticAsset, uiCookie,
+  GRANT_PARAM, HANDOVER_AUDIENCE, HANDOVER_TTL_MS, UI_AUDIENCE, UI_COOKIE, UI_TTL_MS,
+  VIEWER_HEADERS_DROPPED, forViewer, fromThisUi, isKillPath, isStaticAsset, uiCookie, uiPrefix,
 } from './spark-ui-access.js';
 
 export interface SparkUiProxyOptions {
@@ -29,7 +33,16 @@ export interface SparkUiProxyOptions {
   policy: SubmissionPolicy;
   /** The Spark UI's own host (`name` or `name:port`); absent: served on the service's host, sandboxed when authentication is on. */
   uiHost?: string;
+  /** Bytes of ended runs' pages kept in memory (history-cache.ts); 0: none. */
+  historyCacheBytes?: number;
 }
+
+/** The history page cache's default size, and the biggest answer it keeps. */
+export const HISTORY_CACHE_BYTES = 64 * 1024 * 1024;
+const HISTORY_CACHE_ENTRY_BYTES = 4 * 1024 * 1024;
+
+/** What a proxied request's answer needs: its prefix and target (redirects), and where the history's answer goes. */
+interface Proxied { prefix: string; target: URL; fromHistory: boolean; cacheAs?: string; staticFile: boolean }
 
 /** The raw (still encoded) path after `/dashboard/apps/{appName}/spark-ui`: what the driver serves. */
 function rawRest(path: string): string {
@@ -54,17 +67,27 @@ export const sparkUiProxy: FastifyPluginAsync<SparkUiProxyOptions> = async (app,
   const { sessions } = opts;
   const uiHostName = opts.uiHost === undefined ? undefined : hostName(opts.uiHost);
   const proxy = httpProxy.createProxyServer({ xfwd: false, proxyTimeout: 30_000 });
+  // With authentication off there is no session or key a page could use that any client could
+  // not use anyway: the sandbox would protect nothing and cost the UI its scripted tables.
+  const sandboxed = uiHostName === undefined && opts.auth.enabled;
+  const cacheBytes = opts.historyCacheBytes ?? HISTORY_CACHE_BYTES;
+  const cache = opts.history && cacheBytes > 0 ? new HistoryPageCache({ maxBytes: cacheBytes, maxEntryBytes: HISTORY_CACHE_ENTRY_BYTES }) : undefined;
+  // As soon as a run is replayed, the pages opened first go into the cache (history-prefill.ts).
+  const unsubscribe = cache && opts.history?.onWarmed((appName, target, signal) =>
+    prefillHistory({ cache, target, prefix: uiPrefix(appName), sandboxed, signal }).then(() => undefined));
   // Spark writes its links with proxyBase but not its redirects (`/` → http://driver:port/jobs/):
   // a redirect to the driver itself is turned into one under this request's prefix.
-  const prefixes = new WeakMap<IncomingMessage, { prefix: string; target: URL }>();
+  const proxied = new WeakMap<IncomingMessage, Proxied>();
   proxy.on('proxyRes', (proxyRes, req) => {
-    for (const header of DRIVER_HEADERS_DROPPED) delete proxyRes.headers[header];
-    // With authentication off there is no session or key a page could use that any client could
-    // not use anyway: the sandbox would protect nothing and cost the UI its scripted tables.
-    if (uiHostName === undefined && opts.auth.enabled) proxyRes.headers['content-security-policy'] = SANDBOX_CSP;
-    proxyRes.headers['x-content-type-options'] = 'nosniff';
+    forViewer(proxyRes.headers, sandboxed);
+    const at = proxied.get(req);
+    // Spark's own files from the History Server (it says no-store) may be kept by the browser.
+    if (at?.fromHistory && at.staticFile && proxyRes.statusCode === 200) proxyRes.headers['cache-control'] = STATIC_CACHE_CONTROL;
+    if (at?.cacheAs && cache) {
+      const key = at.cacheAs;
+      void collectAnswer(proxyRes, cache.maxEntryBytes).then((body) => { if (body) cache.set(key, proxyRes.headers, body); });
+    }
     const location = proxyRes.headers.location;
-    const at = prefixes.get(req);
     if (!location || !at) return;
     const url = new URL(location, at.target);
     // Jetty makes the Location absolute with the Host header it got (ours) or its own address.
@@ -81,7 +104,7 @@ export const sparkUiProxy: FastifyPluginAsync<SparkUiProxyOptions> = async (app,
       res.destroy();
     }
   });
-  app.addHook('onClose', async () => { proxy.close(); });
+  app.addHook('onClose', async () => { unsubscribe?.(); cache?.clear(); proxy.close(); });
 
   /** The caller and how they proved it; `null` identity: authentication is off. */
   const caller = (request: FastifyRequest, appName: string, onUiHost: boolean): { identity: ApiKeyIdentity | null; via: 'key' | 'session' | 'cookie' | 'none' } | undefined => {
@@ -151,17 +174,34 @@ export const sparkUiProxy: FastifyPluginAsync<SparkUiProxyOptions> = async (app,
       const search = params.toString();
       return reply.redirect(`${request.protocol}://${host}${path}${search ? `?${search}` : ''}`);
     }
+    // Each page opened with the dashboard's session or the cookie renews the cookie.
+    const renewCookie = () => {
+      if (who?.identity && who.via !== 'key' && request.headers['sec-fetch-mode'] === 'navigate') {
+        reply.raw.setHeader('set-cookie', uiCookie(prefix, sessions.grant(who.identity.id, UI_AUDIENCE, appName, UI_TTL_MS), secure));
+      }
+    };
+    // Only here, past every check above: an ended run's page from the cache.
+    const run = cache && isTerminal(record.state) ? opts.history?.run(appName) : undefined;
+    const runPath = run && historyPath(rest, run.sparkAppId);
+    const cacheAs = runPath ? cacheKey({ method: request.method, run, prefix, path: runPath, query, gzip: acceptsGzip(request.headers['accept-encoding']) }) : undefined;
+    const cached = cacheAs ? cache?.get(cacheAs) : undefined;
+    if (cached) {
+      renewCookie();
+      reply.hijack();
+      sendCached(reply.raw, request.method, cached);
+      return reply;
+    }
     const live = await opts.cluster.sparkUiTarget(appName);
     const history = live ? undefined : await historyRequest(opts, appName, rest, prefix, request.raw);
     if (history && 'refused' in history) return fail(reply, 404, history.refused);
     const target = live ?? history?.target;
     if (!target) return fail(reply, 404, `The Spark UI of ${appName} is available while it runs${opts.history ? ' and, after it ended, from its event log' : ''}; it is not running and has no history (or is unknown).`);
-    // Each page opened with the dashboard's session or the cookie renews the cookie.
-    if (who?.identity && who.via !== 'key' && request.headers['sec-fetch-mode'] === 'navigate') {
-      reply.raw.setHeader('set-cookie', uiCookie(prefix, sessions.grant(who.identity.id, UI_AUDIENCE, appName, UI_TTL_MS), secure));
-    }
+    renewCookie();
     // The driver serves its UI at /; the links it writes start with proxyBase (our prefix).
-    prefixes.set(request.raw, { prefix, target });
+    proxied.set(request.raw, {
+      prefix, target, fromHistory: history !== undefined, staticFile: isStaticAsset(request.method, rest, query),
+      cacheAs: history && request.method === 'GET' && history.path === runPath ? cacheAs : undefined,
+    });
     request.raw.url = `${history?.path ?? rest}${query}`;
     for (const header of VIEWER_HEADERS_DROPPED) delete request.raw.headers[header];
     reply.hijack();

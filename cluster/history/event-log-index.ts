@@ -15,6 +15,8 @@ export interface IndexedRun {
   completed: boolean;
   /** The log's size in bytes (all its files), as last read: what a replay of it costs. */
   bytes: number;
+  /** When the log was last written (its newest file), ms since the epoch: about when the run ended. */
+  modifiedMs: number;
 }
 
 /** The environment line carries the whole classpath: heads are read up to this many bytes. */
@@ -44,14 +46,19 @@ export async function readIdentity(file: string) {
   }
 }
 
-/** An entry's size: a single file's, or the sum of a rolling log's files. */
-async function entryBytes(dir: string, entry: string): Promise<number> {
+/** An entry's size (a single file's, or the sum of a rolling log's files) and its newest file's time. */
+async function entrySize(dir: string, entry: string): Promise<{ bytes: number; modifiedMs: number }> {
   const path = join(dir, entry);
   const info = await stat(path);
-  if (!info.isDirectory()) return info.size;
-  let total = 0;
-  for (const file of await readdir(path)) total += (await stat(join(path, file)).catch(() => undefined))?.size ?? 0;
-  return total;
+  if (!info.isDirectory()) return { bytes: info.size, modifiedMs: info.mtimeMs };
+  let bytes = 0;
+  let modifiedMs = 0;
+  for (const file of await readdir(path)) {
+    const one = await stat(join(path, file)).catch(() => undefined);
+    bytes += one?.size ?? 0;
+    modifiedMs = Math.max(modifiedMs, one?.mtimeMs ?? 0);
+  }
+  return { bytes, modifiedMs };
 }
 
 async function isCompleted(dir: string, entry: string, sparkAppId: string): Promise<boolean> {
@@ -70,6 +77,11 @@ export class EventLogIndex {
 
   lookup(appName: string): IndexedRun | undefined {
     return this.byApp.get(appName);
+  }
+
+  /** Every run read so far, by appName. */
+  runs(): IterableIterator<[string, IndexedRun]> {
+    return this.byApp.entries();
   }
 
   /** Reads the logs that appeared since the last call; one refresh at a time (callers share it). */
@@ -103,7 +115,7 @@ export class EventLogIndex {
         const run = this.byApp.get(known);
         if (run && !run.completed) {
           run.completed = await isCompleted(this.dir, entry, sparkAppId);
-          run.bytes = await entryBytes(this.dir, entry).catch(() => run.bytes);
+          Object.assign(run, await entrySize(this.dir, entry).catch(() => ({})));
         }
         continue;
       }
@@ -123,7 +135,7 @@ export class EventLogIndex {
       }
       this.seen.set(entry, identity.appName ?? null);
       if (!identity.appName) return;
-      this.byApp.set(identity.appName, { sparkAppId, entry, completed: await isCompleted(this.dir, entry, sparkAppId), bytes: await entryBytes(this.dir, entry) });
+      this.byApp.set(identity.appName, { sparkAppId, entry, completed: await isCompleted(this.dir, entry, sparkAppId), ...await entrySize(this.dir, entry) });
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code === 'ENOENT') return; // removed meanwhile
       this.seen.set(entry, null);

@@ -25,6 +25,11 @@ export class S3EventLogIndex {
     return this.byApp.get(appName);
   }
 
+  /** Every run read so far, by appName. */
+  runs(): IterableIterator<[string, IndexedRun]> {
+    return this.byApp.entries();
+  }
+
   refresh(): Promise<void> {
     this.refreshing ??= this.scan().finally(() => { this.refreshing = undefined; });
     return this.refreshing;
@@ -51,12 +56,14 @@ export class S3EventLogIndex {
     const entries = new Set<string>();
     const closed = new Set<string>();
     const bytes = new Map<string, number>();
+    const modified = new Map<string, number>();
     for await (const item of this.store.list(base, true)) {
       if (!('key' in item)) continue;
       const [entry, file] = item.key.slice(base.length).split('/');
       if (!entry) continue;
       entries.add(entry);
       bytes.set(entry, (bytes.get(entry) ?? 0) + item.size);
+      modified.set(entry, Math.max(modified.get(entry) ?? 0, item.lastModified.getTime()));
       // appstatus_<id> once Spark closed the log; appstatus_<id>.inprogress while it writes.
       if (file === `appstatus_${sparkAppIdOfEntry(entry)}`) closed.add(entry);
     }
@@ -69,14 +76,14 @@ export class S3EventLogIndex {
       if (known === null) continue;
       if (known !== undefined) {
         const run = this.byApp.get(known);
-        if (run) Object.assign(run, { completed, bytes: bytes.get(entry) ?? 0 });
+        if (run) Object.assign(run, { completed, bytes: bytes.get(entry) ?? 0, modifiedMs: modified.get(entry) ?? 0 });
         continue;
       }
-      await this.read(entry, sparkAppId, completed, bytes.get(entry) ?? 0);
+      await this.read(entry, sparkAppId, completed, bytes.get(entry) ?? 0, modified.get(entry) ?? 0);
     }
   }
 
-  private async read(entry: string, sparkAppId: string, completed: boolean, size: number): Promise<void> {
+  private async read(entry: string, sparkAppId: string, completed: boolean, size: number, modifiedMs: number): Promise<void> {
     const key = entry.startsWith('eventlog_v2_') ? `${this.key(entry)}/events_1_${sparkAppId}` : this.key(entry);
     try {
       const body = await this.store.read(key);
@@ -102,7 +109,7 @@ export class S3EventLogIndex {
         return;
       }
       this.seen.set(entry, identity.appName ?? null);
-      if (identity.appName) this.byApp.set(identity.appName, { sparkAppId, entry, completed, bytes: size });
+      if (identity.appName) this.byApp.set(identity.appName, { sparkAppId, entry, completed, bytes: size, modifiedMs });
     } catch (error) {
       this.seen.set(entry, null);
       this.onError(error, entry);

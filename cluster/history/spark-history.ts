@@ -8,6 +8,9 @@ export interface HistoryTarget {
   sparkAppId: string;
 }
 
+/** What a run's warm-up tells once the History Server has replayed it (warm.ts); bounded by `signal`. */
+export type WarmedListener = (appName: string, target: HistoryTarget, signal: AbortSignal) => Promise<void>;
+
 export interface SparkHistory {
   /** How long ended runs are kept (records, event logs, logs); undefined: for ever. */
   readonly retentionMs: number | undefined;
@@ -18,6 +21,13 @@ export interface SparkHistory {
    * read and for the History Server to answer; undefined when there is no history of it.
    */
   target(appName: string, signal?: AbortSignal): Promise<HistoryTarget | undefined>;
+  /**
+   * From memory: the application's run as last read (undefined: none found yet), and whether
+   * its log is final (Spark closed it: the run's pages no longer change).
+   */
+  run(appName: string): { sparkAppId: string; completed: boolean } | undefined;
+  /** Calls `listener` after each run's warm-up replay (at its end, and for recent runs at start); returns the unsubscribe. */
+  onWarmed(listener: WarmedListener): () => void;
   /** Deletes the run's event log (its application is deleted or expired). */
   remove(appName: string): Promise<void>;
   /** Removes what no record names any more and is older than the retention (object storage); the count removed. */

@@ -7,8 +7,8 @@ import type { EventFeed } from '../events.js';
 import type { ObjectStore } from '../history/object-store.js';
 import { S3EventLogIndex } from '../history/s3-event-log-index.js';
 import { runAvailable, settleRun, untilServed } from '../history/settle.js';
-import type { HistoryTarget, SparkHistory } from '../history/spark-history.js';
-import { HistoryWarmer } from '../history/warm.js';
+import type { HistoryTarget, SparkHistory, WarmedListener } from '../history/spark-history.js';
+import { HistoryWarmer, recentRuns } from '../history/warm.js';
 import type { LogArchive } from './log-archive.js';
 
 export interface KubernetesHistoryOptions {
@@ -48,11 +48,26 @@ export class KubernetesSparkHistory implements SparkHistory {
     this.unsubscribe = options.events.subscribe(undefined, (message) => {
       if (message.type === 'deleted') background(this.remove(message.record.appName), 'could not remove a run\'s history');
       else if (message.type === 'changed' && isTerminal(message.record.state)) {
-        background(this.settle(message.record.appName).then((run) => this.warmer.warm(run)), 'could not read the event logs');
+        background(this.settle(message.record.appName).then((run) => this.warmer.warm(message.record.appName, run)), 'could not read the event logs');
       }
     });
     this.ready = options.store.ensureFolder(options.eventLogPrefix);
-    background(this.ready.then(() => this.index.refresh()), 'could not prepare the event log directory');
+    // This replica's page cache is empty after a restart (and so is a restarted History Server's memory):
+    // the runs that ended last are warmed again.
+    background(this.ready.then(() => this.index.refresh()).then(() => this.rewarm()), 'could not prepare the event log directory');
+  }
+
+  run(appName: string): { sparkAppId: string; completed: boolean } | undefined {
+    return this.index.lookup(appName);
+  }
+
+  onWarmed(listener: WarmedListener): () => void {
+    return this.warmer.onWarmed(listener);
+  }
+
+  /** Queues the runs that ended last (warm.ts, REWARM) for their replay, most recent first. */
+  private rewarm(): void {
+    for (const [appName, run] of recentRuns(this.index.runs(), Date.now())) this.warmer.warm(appName, run);
   }
 
   available(app: { appName: string; endedAt: string | null; config?: { engineConf?: Record<string, string> } }): boolean {

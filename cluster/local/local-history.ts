@@ -5,8 +5,8 @@ import { isTerminal } from '../cluster.js';
 import type { EventFeed } from '../events.js';
 import { EventLogIndex } from '../history/event-log-index.js';
 import { runAvailable, settleRun, untilServed } from '../history/settle.js';
-import type { HistoryTarget, SparkHistory } from '../history/spark-history.js';
-import { HistoryWarmer } from '../history/warm.js';
+import type { HistoryTarget, SparkHistory, WarmedListener } from '../history/spark-history.js';
+import { HistoryWarmer, recentRuns } from '../history/warm.js';
 import { LocalHistoryServer } from './history-server.js';
 import type { LocalLogger } from './logger.js';
 
@@ -49,10 +49,24 @@ export class LocalSparkHistory implements SparkHistory {
     this.unsubscribe = options.events.subscribe(undefined, (message) => {
       if (message.type === 'deleted') background(this.remove(message.record.appName), 'could not remove an event log');
       else if (message.type === 'changed' && isTerminal(message.record.state)) {
-        background(this.settle(message.record.appName).then((run) => this.warmer.warm(run)), 'could not read the event logs');
+        background(this.settle(message.record.appName).then((run) => this.warmer.warm(message.record.appName, run)), 'could not read the event logs');
       }
     });
-    background(this.index.refresh(), 'could not read the event logs');
+    // Replays are in the History Server's memory only: after a restart, the runs that ended last are warmed again.
+    background(this.index.refresh().then(() => this.rewarm()), 'could not read the event logs');
+  }
+
+  run(appName: string): { sparkAppId: string; completed: boolean } | undefined {
+    return this.index.lookup(appName);
+  }
+
+  onWarmed(listener: WarmedListener): () => void {
+    return this.warmer.onWarmed(listener);
+  }
+
+  /** Queues the runs that ended last (warm.ts, REWARM) for their replay, most recent first. */
+  private rewarm(): void {
+    for (const [appName, run] of recentRuns(this.index.runs(), Date.now())) this.warmer.warm(appName, run);
   }
 
   available(app: { appName: string; endedAt: string | null; config?: { engineConf?: Record<string, string> } }): boolean {

@@ -19,8 +19,8 @@ t.test('a small log is not warmed: no History Server is asked for it', async (t)
   const asked: string[] = [];
   const warmer = new HistoryWarmer({ server: async () => { asked.push('server'); throw new Error('not to be asked'); }, log: (m) => asked.push(m) });
   t.teardown(() => warmer.close());
-  t.equal(warmer.warm({ sparkAppId: 'local-1', entry: 'eventlog_v2_local-1', completed: true, bytes: WARM_BYTES - 1 }), false);
-  t.equal(warmer.warm(undefined), false, 'nor a run not found');
+  t.equal(warmer.warm('small-1', { sparkAppId: 'local-1', entry: 'eventlog_v2_local-1', completed: true, bytes: WARM_BYTES - 1, modifiedMs: Date.now() }), false);
+  t.equal(warmer.warm('gone-1', undefined), false, 'nor a run not found');
   await warmer.idle();
   t.same(asked, []);
 });

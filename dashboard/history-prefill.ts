@@ -1,0 +1,90 @@
+// The pages people open first of an ended run, put into the proxy's cache (history-cache.ts) as
+// soon as the History Server has replayed the run (cluster/history/warm.ts), so that the first
+// open is answered from memory like the later ones: the jobs list, the first jobs' pages (failed
+// ones first), the stages list, and Spark's scripts and styles they name. Asked as a browser
+// does (gzip, under the application's prefix), one request at a time: the History Server is the
+// one replaying the next run meanwhile.
+import { get } from 'node:http';
+import { gunzipSync } from 'node:zlib';
+import type { HistoryTarget } from '../cluster/history/spark-history.js';
+import { cacheKey, collectAnswer, type HistoryPageCache, STATIC_CACHE_CONTROL } from './history-cache.js';
+import { forViewer } from './spark-ui-access.js';
+
+/** At most this many of a run's job pages are put in the cache. */
+export const FIRST_JOBS = 3;
+
+interface Answer { headers: Record<string, string | string[] | undefined>; body: Buffer }
+
+/** GET without decoding the body (fetch would gunzip it), up to `maxBytes`; undefined unless a whole 200. */
+function getRaw(url: URL, headers: Record<string, string>, maxBytes: number, signal: AbortSignal): Promise<Answer | undefined> {
+  return new Promise((done, fail) => {
+    const request = get(url, { headers, signal }, (answer) => {
+      void collectAnswer(answer, maxBytes).then((body) => {
+        if (!body) answer.destroy();
+        done(body && { headers: answer.headers, body });
+      });
+    });
+    request.once('error', fail);
+  });
+}
+
+function text(answer: Answer): string {
+  return (answer.headers['content-encoding'] === 'gzip' ? gunzipSync(answer.body, { maxOutputLength: 16 * 1024 * 1024 }) : answer.body).toString('utf8');
+}
+
+/** The static files a page names under the prefix (`…/static/x.js`), as History Server paths. */
+export function staticPaths(html: string, prefix: string): string[] {
+  const found = new Set<string>();
+  const escaped = prefix.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+  for (const m of html.matchAll(new RegExp(`(?:src|href)="${escaped}(/static/[A-Za-z0-9._/-]+)"`, 'g'))) found.add(m[1]!);
+  return [...found];
+}
+
+/** The jobs whose pages are opened first: failed ones, then by id; at most FIRST_JOBS. */
+export function firstJobs(jobs: Array<{ jobId: number; status?: string }>): number[] {
+  return [...jobs]
+    .sort((a, b) => Number(b.status === 'FAILED') - Number(a.status === 'FAILED') || a.jobId - b.jobId)
+    .slice(0, FIRST_JOBS)
+    .map((job) => job.jobId);
+}
+
+export interface PrefillOptions {
+  cache: HistoryPageCache;
+  target: HistoryTarget;
+  /** The application's proxy prefix (its pages' links start with it). */
+  prefix: string;
+  /** Whether answers carry the sandbox (spark-ui-proxy.ts decides, as for proxied ones). */
+  sandboxed: boolean;
+  signal: AbortSignal;
+}
+
+/** Fills the cache with the run's first pages; how many entries it added. */
+export async function prefillHistory(options: PrefillOptions): Promise<number> {
+  const { cache, target, prefix, signal } = options;
+  const run = { sparkAppId: target.sparkAppId, completed: true };
+  const headers = { 'accept-encoding': 'gzip', 'x-forwarded-context': prefix };
+  let added = 0;
+  const fetchInto = async (path: string, query = ''): Promise<Answer | undefined> => {
+    const key = cacheKey({ method: 'GET', run, prefix, path, query, gzip: true });
+    if (!key || cache.has(key)) return undefined;
+    const answer = await getRaw(new URL(`${path}${query}`, target.server), headers, cache.maxEntryBytes, signal);
+    if (!answer) return undefined;
+    forViewer(answer.headers, options.sandboxed);
+    if (key.startsWith('static ')) answer.headers['cache-control'] = STATIC_CACHE_CONTROL;
+    cache.set(key, answer.headers, answer.body);
+    added++;
+    return answer;
+  };
+  const runPath = `/history/${target.sparkAppId}`; // as history-paths.ts writes it, so the keys match
+  const jobsJson = await getRaw(new URL(`/api/v1/applications/${encodeURIComponent(target.sparkAppId)}/jobs`, target.server), {}, cache.maxEntryBytes, signal);
+  const jobs = jobsJson ? (JSON.parse(jobsJson.body.toString('utf8')) as Array<{ jobId: number; status?: string }>) : [];
+  const pages = [`${runPath}/jobs/`, ...firstJobs(jobs).map((id) => `${runPath}/jobs/job/?id=${id}`), `${runPath}/stages/`];
+  const statics = new Set<string>();
+  for (const page of pages) {
+    const [path, query] = page.split('?') as [string, string | undefined];
+    const answer = await fetchInto(path, query === undefined ? '' : `?${query}`);
+    if (answer) for (const file of staticPaths(text(answer), prefix)) statics.add(file);
+  }
+  for (const file of statics) await fetchInto(file);
+  return added;
+}
