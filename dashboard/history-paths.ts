@@ -33,3 +33,10 @@ export function historyPath(rest: string, sparkAppId: string): string | undefine
   if (own('/history') || own('/api') || decoded.startsWith('/history/')) return undefined;
   return `${run}${rest}`;
 }
+
+/**
+ * Whether `rest` asks for the History Server's list of every run: Spark's scripts do on a page
+ * whose path does not name its run (the live UI's paths, e.g. `/stages/stage/?id=0`) to learn
+ * the run's id. The link answers it with its own run only (history-ui.ts).
+ */
+export const isRunList = (rest: string): boolean => /^\/api\/v1\/applications\/?$/.test(rest);

@@ -15,7 +15,7 @@ import { keyFromHeaders, type KeyVerifier } from '../submit-api/auth/plugin.js';
 import { acceptsGzip, cacheKey, collectAnswer, HistoryPageCache, sendCached, STATIC_CACHE_CONTROL } from './history-cache.js';
 import { historyPath } from './history-paths.js';
 import { prefillHistory } from './history-prefill.js';
-import { historyRequest } from './history-ui.js';
+import { historyRequest, ownRunList } from './history-ui.js';
 import { hostName } from '../submit-api/host-allowlist.js';
 import { mayActOnApplication, type SubmissionPolicy } from '../webhook/domain/index.js';
 import { cookieValue, type Sessions } from './session.js';
@@ -194,6 +194,11 @@ export const sparkUiProxy: FastifyPluginAsync<SparkUiProxyOptions> = async (app,
     const live = await opts.cluster.sparkUiTarget(appName);
     const history = live ? undefined : await historyRequest(opts, appName, rest, prefix, request.raw);
     if (history && 'refused' in history) return fail(reply, 404, history.refused);
+    if (history?.ownRun) {
+      const runs = await ownRunList(history.target, history.path, AbortSignal.timeout(10_000));
+      if (!runs) return fail(reply, 502, `The History Server did not describe the run of ${appName}.`);
+      return reply.header('x-content-type-options', 'nosniff').header('cache-control', 'no-store').send(runs);
+    }
     const target = live ?? history?.target;
     if (!target) return fail(reply, 404, `The Spark UI of ${appName} is available while it runs${opts.history ? ' and, after it ended, from its event log' : ''}; it is not running and has no history (or is unknown).`);
     renewCookie();

@@ -74,6 +74,11 @@ t.test("B never reads A's cached history page; a restart warms A's run again", {
   const byAdmin = await admin(page, gzip);
   t.equal(byAdmin.status, 200, 'an admin reads it');
   t.equal((await counts()).hit, afterA.hit + 1, 'from the cache too');
+  // Spark's scripts on a live-style path (/stages/stage/) ask for the list of every run to learn their run's id.
+  const list = await alice(`/dashboard/apps/${appName}/spark-ui/api/v1/applications`);
+  t.equal(list.status, 200, 'the list of runs through the link');
+  t.same((list.json as Array<{ id: string }>).map((run) => run.id), [first.text.match(/\/history\/([\w-]+)\//)?.[1]], 'holds its own run alone');
+  t.equal((await bob(`/dashboard/apps/${appName}/spark-ui/api/v1/applications`)).status, 403, 'B is refused it');
 
   // A restart: nothing is opened, yet the new process warms the run again (and fills its cache).
   t.equal(await service.stop(), 0, 'the service stops');

@@ -3,7 +3,7 @@
 import t from 'tap';
 import { expired, parseRetention } from '../../cluster/history/retention.js';
 import { identityFromLines, sparkAppIdOfEntry } from '../../cluster/history/event-log-head.js';
-import { historyPath } from '../../dashboard/history-paths.js';
+import { historyPath, isRunList } from '../../dashboard/history-paths.js';
 import { APP_NAME_PROPERTY, applyDefaults, kubernetesPropertyAllowed, buildRules, sparkProperties, sparkUiView } from '../../webhook/domain/index.js';
 
 const pools = [{ cloudProvider: 'gce' as const, instanceName: 'n1-standard-2', cpu: 2, memoryMib: 7680, preemptible: false }];
@@ -47,6 +47,8 @@ t.test("an application's link reaches its own run's pages and nothing else", asy
   t.equal(historyPath('/static/webui.css', id), '/static/webui.css');
   t.equal(historyPath(`/api/v1/applications/${id}/jobs`, id), `/api/v1/applications/${id}/jobs`);
   t.equal(historyPath('/api/v1/applications', id), undefined, 'not the list of every run');
+  t.ok(isRunList('/api/v1/applications') && isRunList('/api/v1/applications/'), 'which the link answers with its own run (history-ui.ts)');
+  t.notOk(isRunList(`/api/v1/applications/${id}`) || isRunList('/api/v1/applicationsx') || isRunList('/api/v1/applications/local-1/jobs'), 'only the list itself');
   t.equal(historyPath('/api/v1/applications/local-1/jobs', id), undefined, "not another run's data");
   t.equal(historyPath('/history/local-1/jobs/', id), undefined, "not another run's pages");
   t.equal(historyPath(`/history/${id}0/jobs/`, id), undefined, 'not a run whose id starts with this one');
