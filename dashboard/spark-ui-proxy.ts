@@ -40,6 +40,8 @@ export interface SparkUiProxyOptions {
 /** The history page cache's default size, and the biggest answer it keeps. */
 export const HISTORY_CACHE_BYTES = 64 * 1024 * 1024;
 const HISTORY_CACHE_ENTRY_BYTES = 4 * 1024 * 1024;
+/** Answers collected for the cache at the same time (so at most this many entry caps in flight). */
+const MAX_COLLECTING = 8;
 
 /** What a proxied request's answer needs: its prefix and target (redirects), and where the history's answer goes. */
 interface Proxied { prefix: string; target: URL; fromHistory: boolean; cacheAs?: string; staticFile: boolean }
@@ -78,14 +80,20 @@ export const sparkUiProxy: FastifyPluginAsync<SparkUiProxyOptions> = async (app,
   // Spark writes its links with proxyBase but not its redirects (`/` → http://driver:port/jobs/):
   // a redirect to the driver itself is turned into one under this request's prefix.
   const proxied = new WeakMap<IncomingMessage, Proxied>();
+  const collecting = new Set<string>();
   proxy.on('proxyRes', (proxyRes, req) => {
     forViewer(proxyRes.headers, sandboxed);
     const at = proxied.get(req);
     // Spark's own files from the History Server (it says no-store) may be kept by the browser.
     if (at?.fromHistory && at.staticFile && proxyRes.statusCode === 200) proxyRes.headers['cache-control'] = STATIC_CACHE_CONTROL;
-    if (at?.cacheAs && cache) {
-      const key = at.cacheAs;
-      void collectAnswer(proxyRes, cache.maxEntryBytes).then((body) => { if (body) cache.set(key, proxyRes.headers, body); });
+    // Kept as it streams by: one copy per key at a time, and a few at once (each up to the entry cap).
+    const key = at?.cacheAs;
+    if (key && cache && !collecting.has(key) && collecting.size < MAX_COLLECTING) {
+      collecting.add(key);
+      void collectAnswer(proxyRes, cache.maxEntryBytes).then((body) => {
+        collecting.delete(key);
+        if (body) cache.set(key, proxyRes.headers, body);
+      });
     }
     const location = proxyRes.headers.location;
     if (!location || !at) return;
