@@ -124,6 +124,7 @@ export async function webhookCommand(argv: string[]): Promise<number> {
       'service-name': { type: 'string' },
       'service-namespace': { type: 'string' },
       url: { type: 'string' },
+      'api-user': { type: 'string', description: 'with --register: the username the API writes pods with; its admitted driver pods skip this webhook (the chart writes the same condition itself)' },
       'cert-secret': { type: 'string', description: 'NAMESPACE/NAME of the Secret that keeps the CA and serving certificate for every replica' },
       'metrics-port': { type: 'string', default: '9090', description: 'plain-HTTP port of GET /metrics (0: any free port)' },
     },
@@ -140,7 +141,7 @@ export async function webhookCommand(argv: string[]): Promise<number> {
   const webhook = await startWebhookService({
     clients, rules, certDir: values['cert-dir'], port: Number(values.port ?? 9443), host: values.host,
     dnsNames: dnsNames.length ? dnsNames : ['localhost'], ipAddresses: ['127.0.0.1'],
-    registration: values.register ? { name: values.register, url: values.url, service } : undefined,
+    registration: values.register ? { name: values.register, url: values.url, service, apiUser: values['api-user'] } : undefined,
     certSecret,
     logger: createLogger('webhook'),
     metricsPort: Number(values['metrics-port']),
