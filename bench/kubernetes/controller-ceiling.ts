@@ -155,7 +155,7 @@ await withClusterUp('controller-ceiling', async (tb) => {
   console.log(`\n## Submissions with the controller vs the apiserver's raw ceiling (load at the rounds' starts: ${results.loads.join('; ')}; now ${load()})\n`);
   console.log(table(['path', 'per minute (rounds)', 'mean'], [
     [`Application + bare pod, raw keep-alive HTTPS, ${CONCURRENCY} in flight`, results.ceiling.map((r) => fmt(r)).join(', '), fmt(ceilingRate)],
-    [`POST /api/apps/ (webhook, controller running), ${CONCURRENCY} in flight`, results.api.map((r) => fmt(r)).join(', '), fmt(apiRate)],
+    [`POST /api/apps/ (admitted by the API, controller running), ${CONCURRENCY} in flight`, results.api.map((r) => fmt(r)).join(', '), fmt(apiRate)],
   ]));
   console.log(`\nratio: ${(ratio * 100).toFixed(1)}% of the raw ceiling (goal >= ${GOAL * 100}%)\n`);
   if (failures.length > 0) console.log(`failed items (counted in the rates as done): ${failures.length}; first: ${failures[0]}\n`);
