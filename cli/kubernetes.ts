@@ -56,6 +56,7 @@ export async function apiCommand(argv: string[]): Promise<number> {
       'spark-ui-host': { type: 'string', description: 'serve proxied Spark UIs on this host only (its own origin); absent: on the service\'s host, sandboxed' },
       'keys-secret': { type: 'string', description: 'NAMESPACE/NAME of the Secret whose keys.json holds the API keys (watched; instead of <data-dir>/keys.json)' },
       'node-pools': { type: 'string', description: 'the node-pool file; its policy section says whether users may act on applications of other keys, its history section where event logs and archived logs are' },
+      placement: { type: 'string', description: 'as the webhook\'s --placement: the API admits its own driver pods with the same rules' },
       retention: { type: 'string', default: '30d', description: 'how long ended applications, their event logs and archived logs are kept (30d, 12h, 90m; off: for ever)' },
       ...fairShareFlags,
     },
@@ -79,7 +80,7 @@ export async function apiCommand(argv: string[]): Promise<number> {
     clients, namespace: values.namespace, controller: values.controller === 'on',
     lease: timingForLease(leaseSeconds * 1000), logArchive: historyWiring.logArchive,
     // The webhook's node-pool file (the chart gives both the same): Applications are written with their config.
-    rules: values['node-pools'] ? rulesFrom(values['node-pools'], values.namespace) : undefined,
+    rules: values['node-pools'] ? rulesFrom(values['node-pools'], values.namespace, values.placement) : undefined,
   });
   // The cache is listed before the port opens: a replica never answers from an empty cache.
   await cluster.start();
