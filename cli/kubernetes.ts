@@ -56,6 +56,7 @@ export async function apiCommand(argv: string[]): Promise<number> {
       'spark-ui-host': { type: 'string', description: 'serve proxied Spark UIs on this host only (its own origin); absent: on the service\'s host, sandboxed' },
       'keys-secret': { type: 'string', description: 'NAMESPACE/NAME of the Secret whose keys.json holds the API keys (watched; instead of <data-dir>/keys.json)' },
       'node-pools': { type: 'string', description: 'the node-pool file; its policy section says whether users may act on applications of other keys, its history section where event logs and archived logs are' },
+      placement: { type: 'string', description: 'as the webhook\'s --placement: the API admits its own driver pods with the same rules' },
       retention: { type: 'string', default: '30d', description: 'how long ended applications, their event logs and archived logs are kept (30d, 12h, 90m; off: for ever)' },
       ...fairShareFlags,
     },
@@ -79,7 +80,7 @@ export async function apiCommand(argv: string[]): Promise<number> {
     clients, namespace: values.namespace, controller: values.controller === 'on',
     lease: timingForLease(leaseSeconds * 1000), logArchive: historyWiring.logArchive,
     // The webhook's node-pool file (the chart gives both the same): Applications are written with their config.
-    rules: values['node-pools'] ? rulesFrom(values['node-pools'], values.namespace) : undefined,
+    rules: values['node-pools'] ? rulesFrom(values['node-pools'], values.namespace, values.placement) : undefined,
   });
   // The cache is listed before the port opens: a replica never answers from an empty cache.
   await cluster.start();
@@ -124,6 +125,7 @@ export async function webhookCommand(argv: string[]): Promise<number> {
       'service-name': { type: 'string' },
       'service-namespace': { type: 'string' },
       url: { type: 'string' },
+      'api-user': { type: 'string', description: 'with --register: the username the API writes pods with; its admitted driver pods skip this webhook (the chart writes the same condition itself)' },
       'cert-secret': { type: 'string', description: 'NAMESPACE/NAME of the Secret that keeps the CA and serving certificate for every replica' },
       'metrics-port': { type: 'string', default: '9090', description: 'plain-HTTP port of GET /metrics (0: any free port)' },
     },
@@ -140,7 +142,7 @@ export async function webhookCommand(argv: string[]): Promise<number> {
   const webhook = await startWebhookService({
     clients, rules, certDir: values['cert-dir'], port: Number(values.port ?? 9443), host: values.host,
     dnsNames: dnsNames.length ? dnsNames : ['localhost'], ipAddresses: ['127.0.0.1'],
-    registration: values.register ? { name: values.register, url: values.url, service } : undefined,
+    registration: values.register ? { name: values.register, url: values.url, service, apiUser: values['api-user'] } : undefined,
     certSecret,
     logger: createLogger('webhook'),
     metricsPort: Number(values['metrics-port']),

@@ -34,7 +34,7 @@ export interface WebhookServiceOptions {
   dnsNames: string[];
   ipAddresses?: string[];
   /** Keep this MutatingWebhookConfiguration registered with our CA. */
-  registration?: { name: string; url?: string; service?: { namespace: string; name: string; port?: number } };
+  registration?: { name: string; url?: string; service?: { namespace: string; name: string; port?: number }; apiUser?: string };
   /**
    * Keep the CA and serving certificate in this Secret, shared with the other replicas;
    * certDir then holds this replica's copy of it. Needs get and update on the Secret
@@ -109,8 +109,8 @@ export async function startWebhookService(options: WebhookServiceOptions) {
   const shared = options.certSecret ? secretCertificateStore({ core: options.clients.core, ...options.certSecret }) : undefined;
   const publish = async (caBundle: string) => {
     if (!options.registration) return;
-    const { name, url, service } = options.registration;
-    await register(options.clients, mutatingWebhookConfiguration({ name, url, service, caBundle, namespaces: [rules.namespace] }) as V1MutatingWebhookConfiguration);
+    const { name, url, service, apiUser } = options.registration;
+    await register(options.clients, mutatingWebhookConfiguration({ name, url, service, caBundle, namespaces: [rules.namespace], apiUser }) as V1MutatingWebhookConfiguration);
   };
   const policy: RotationPolicy = {
     dnsNames: options.dnsNames, ipAddresses: options.ipAddresses, validityDays: options.validityDays, caValidityDays: options.caValidityDays,

@@ -1,7 +1,7 @@
 // `testbed serve`: everything of `testbed up` in this one (detached) process, stopped together
 // on SIGTERM: the control plane, namespace and CRDs (fake Nodes with --nodes), a real node
 // with --real-node (real-node.ts), the webhook as its own process (as the chart runs it,
-// registered with its CA), FakeKubelet (a test
+// registered with its CA; the API's own service account's admitted pods skip it), FakeKubelet (a test
 // double of a kubelet) with --run-pods, the API in Kubernetes mode, and the
 // notebook gateway as its own process (`submission-service gateway --api-url`, as the chart's
 // notebook-service runs it, with its own API key).
@@ -24,6 +24,7 @@ import { freePort } from '../lib/free-port.js';
 import { loggerOptions } from '../lib/logger.js';
 import type { AdmissionRules } from '../webhook/domain/index.js';
 import { FileKeyStore } from '../submit-api/auth/key-store.js';
+import { ensureApiIdentity } from './api-identity.js';
 import { startTestbed, type Testbed } from './control-plane.js';
 import { DEFAULT_DRIVER_SERVICE } from '../webhook/domain/index.js';
 import { productArgs } from './entry.js';
@@ -81,13 +82,15 @@ export async function serve(dir: string, values: ServeOptions): Promise<void> {
   if (rules.driverService) await ensureDriverService(clients, values.namespace, rules.driverService);
   // The webhook in its own process, as the chart runs it: under load the API's event loop
   // and the webhook's do not queue behind each other (bench/kubernetes/controller-ceiling.ts).
-  const webhook = await startWebhook(dir, kubeconfig, values, webhookConfigFile(dir, values['node-pools'], rules));
+  // The API writes with its own service account, as in the chart: its admitted pods skip the webhook.
+  const identity = await ensureApiIdentity(clients, values.namespace, join(dir, 'testbed'));
+  const webhook = await startWebhook(dir, kubeconfig, values, webhookConfigFile(dir, values['node-pools'], rules), identity.user);
   // A test double for a kubelet: runs driver pods as local Spark processes (README, "The test bed").
   const kubelet = values['run-pods']
     ? new FakeKubelet({ clients, namespace: values.namespace, dataDir: join(dir, 'kubelet'), cores: availableParallelism(), ...findSpark(), classPath: historyBed?.classPath })
     : undefined;
   await kubelet?.start();
-  const cluster = new KubernetesCluster({ clients, namespace: values.namespace, logArchive: historyBed?.logArchive, rules });
+  const cluster = new KubernetesCluster({ clients: kubeClients(identity.kubeconfig), namespace: values.namespace, logArchive: historyBed?.logArchive, rules });
   await cluster.start();
   const history = await historyBed?.history(cluster.events);
   const keysDir = join(dir, 'keys');
@@ -163,12 +166,12 @@ async function startGateway(apiUrl: string, values: ServeOptions, keysDir: strin
 }
 
 /** `submission-service webhook`, registered with its CA; resolves once registered and serving. */
-async function startWebhook(dir: string, kubeconfig: string, values: ServeOptions, config: string | undefined): Promise<Child> {
+async function startWebhook(dir: string, kubeconfig: string, values: ServeOptions, config: string | undefined, apiUser: string): Promise<Child> {
   const port = String(await freePort());
   const args = [
     'webhook', '--kubeconfig', kubeconfig, '--namespace', values.namespace, '--cert-dir', join(dir, 'certs'),
     '--host', '127.0.0.1', '--port', port, '--dns-name', 'localhost', '--metrics-port', '0',
-    '--register', 'submission-service', '--url', `https://127.0.0.1:${port}/mutate-pods`,
+    '--register', 'submission-service', '--url', `https://127.0.0.1:${port}/mutate-pods`, '--api-user', apiUser,
     ...(config ? ['--node-pools', config] : []),
   ];
   return startChild('the webhook', args, {}, /Submission Service webhook at (\S+)/);

@@ -1,11 +1,13 @@
-// What the webhook will make of a bare driver pod, worked out by the API before it writes
-// the Application, so that the Application is created with its effective config and the
-// submission's annotations (overrides, admission mark, sizing) and the controller has nothing
-// to copy afterwards: a submission is two writes, not three. The same pure admission the
-// webhook runs (webhook/domain), with the same rules (the chart gives the API and the webhook
-// one node-pool file). The webhook still admits the pod and stays the truth: when what it
-// admitted differs (rules that differ, a template replaced in between), the API corrects the
-// Application from the admitted pod.
+// The webhook's admission of a driver pod, worked out by the API itself before it writes
+// anything: the same pure admission the webhook runs (webhook/domain), with the same rules
+// (the chart gives the API and the webhook one node-pool file). The Application is created
+// with its effective config and the submission's annotations (the controller has nothing to
+// copy), and the driver pod is written admitted: the webhook configuration skips pods the API's
+// own identity writes with the admission mark (webhook/server/registration.ts, apiUser), so a
+// submission is two writes and no webhook round trip. Where the webhook still sees the pod
+// (an API without its own identity, an older registration), it renders it again to the same
+// pod (driver-pod.ts) or to what its own rules say; then the API corrects the Application from
+// the admitted pod.
 import type { V1Pod } from '@kubernetes/client-node';
 import type { ApplicationConfig } from '../../schemas/index.js';
 import { type AdmissionRules, admitPod, readConfig } from '../../webhook/domain/index.js';
@@ -15,23 +17,40 @@ export interface ExpectedAdmission {
   config: ApplicationConfig;
   /** The submission's annotations as admission writes them on the pod (submission-info.ts). */
   annotations: Record<string, string>;
+  /** The admitted pod of `body` (the bare pod as it is written: namespace, owner, launcher Secret). */
+  admit(body: V1Pod): V1Pod;
 }
 
+export type ApiAdmission =
+  | ({ outcome: 'admitted' } & ExpectedAdmission)
+  | { outcome: 'refused'; status: number; body: { message: string } };
+
 /**
- * Admission of `bare` in `namespace`, or undefined when it would not admit it (a refusal is
- * the webhook's to answer, with its own status and body). `template`: the config of the
- * template the pod names (its absence is the webhook's 404 to give, so callers skip then).
+ * Admission of `bare` in `namespace`: admitted (config, annotations, the pod to write) or our
+ * refusal, as the webhook would answer it; undefined when admission would ignore it. `template`: the config of the template the pod
+ * names (callers leave a missing or unreadable one to the webhook, whose 404 or 503 it is).
  */
-export function expectedAdmission(bare: V1Pod, namespace: string, rules: AdmissionRules, template?: ApplicationConfig): ExpectedAdmission | undefined {
-  const pod: V1Pod = { ...bare, metadata: { ...bare.metadata, namespace } };
-  const admission = admitPod(pod, {
+export function expectedAdmission(bare: V1Pod, namespace: string, rules: AdmissionRules, template?: ApplicationConfig): ApiAdmission | undefined {
+  const context = {
     rules,
     templates: () => template,
     applications: () => undefined,
     newAppName: () => bare.metadata?.name ?? '',
-  });
-  if (admission.outcome !== 'admitted') return undefined;
-  return { config: admission.config, annotations: submissionAnnotations(admission.pod) };
+  };
+  const admission = admitPod({ ...bare, metadata: { ...bare.metadata, namespace } }, context);
+  if (admission.outcome === 'refused') return admission;
+  if (admission.outcome !== 'admitted') return undefined; // not a pod admission takes: the webhook's to say
+  return {
+    outcome: 'admitted',
+    config: admission.config,
+    annotations: submissionAnnotations(admission.pod),
+    admit: (body) => {
+      // The same labels and overrides, so the same config (configFor memoises it): only the pod differs.
+      const again = admitPod({ ...body, metadata: { ...body.metadata, namespace } }, context);
+      if (again.outcome !== 'admitted') throw new Error(`admission of the driver pod to write: ${again.outcome}`);
+      return again.pod;
+    },
+  };
 }
 
 /** JSON with sorted keys, so that objects compare by content. */

@@ -22,7 +22,7 @@ import { AppCache } from './app-cache.js';
 import { APPLICATIONS, FIELD_MANAGER, GROUP, type KubeClients, VERSION } from './client.js';
 import { kubeCall, kubeCallOrAbsent, missedAdmission, translate, webhookRefusal } from './errors.js';
 import { configCopyPatch } from './config-copy.js';
-import { admittedAsExpected, type ExpectedAdmission, expectedAdmission } from './expected-admission.js';
+import { admittedAsExpected, type ApiAdmission, expectedAdmission } from './expected-admission.js';
 import { patchJson, postJson } from './json-call.js';
 import type { Log as LogFn } from './informers.js';
 import { LeaderElection } from './leader-election.js';
@@ -124,8 +124,12 @@ export class KubernetesCluster implements Cluster {
     await this.start();
     const labels = bare.metadata?.labels ?? {};
     const appName = bare.metadata!.name!;
+    // With the webhook's rules the API admits the pod itself (expected-admission.ts): a refusal
+    // is answered before anything is written, an admitted pod is written as admitted.
+    const admission = await this.expectedAdmission(bare);
+    if (admission?.outcome === 'refused') return { ok: false, status: admission.status, body: admission.body };
+    const expected = admission;
     let owner: ApplicationResource | undefined;
-    let expected: ExpectedAdmission | undefined;
     if (!dryRun) {
       // The Application first: the pod is created owned by it, so a crash in between leaves a
       // record the controller marks UNKNOWN, never a driver that runs unseen.
@@ -133,7 +137,6 @@ export class KubernetesCluster implements Cluster {
         appName, namespace: this.ns, labels: applicationLabels(labels), jobName: labels[LABEL_JOB] ?? '',
         configTemplateName: labels[LABEL_TEMPLATE] ?? '', submittedBy: bare.metadata?.annotations?.[ANNOTATION_SUBMITTED_BY] ?? null,
       }, { [LABEL_JOB]: labels[LABEL_JOB] ?? '', ...(labels[LABEL_TEMPLATE] ? { [LABEL_TEMPLATE]: labels[LABEL_TEMPLATE] } : {}) });
-      expected = await this.expectedAdmission(bare);
       if (expected) {
         draft.spec.config = expected.config;
         if (Object.keys(expected.annotations).length > 0) draft.metadata.annotations = expected.annotations;
@@ -156,7 +159,8 @@ export class KubernetesCluster implements Cluster {
       }
       withCredential = withLauncherSecret(bare, launcherSecretName(appName));
     }
-    const body: V1Pod = { ...withCredential, metadata: { ...withCredential.metadata, namespace: this.ns, ...(ownerReferences ? { ownerReferences } : {}) } };
+    const written: V1Pod = { ...withCredential, metadata: { ...withCredential.metadata, namespace: this.ns, ...(ownerReferences ? { ownerReferences } : {}) } };
+    const body = expected ? expected.admit(written) : written;
     let pod: Awaited<ReturnType<KubernetesCluster['createPod']>>;
     try {
       pod = await this.createPod(body, dryRun);
@@ -185,16 +189,17 @@ export class KubernetesCluster implements Cluster {
     return { ok: true, record: { ...record, config }, pod };
   }
 
-  /** What the webhook will admit, when this process has its rules; undefined when unknown (the controller copies it then). */
-  private async expectedAdmission(bare: V1Pod): Promise<ExpectedAdmission | undefined> {
+  /** What the webhook would admit, when this process has its rules; undefined when unknown (the pod goes bare to the webhook, the controller copies its config). */
+  private async expectedAdmission(bare: V1Pod): Promise<ApiAdmission | undefined> {
     const rules = this.options.rules;
     if (!rules) return undefined;
     const templateName = bare.metadata?.labels?.[LABEL_TEMPLATE];
     let template: ApplicationConfig | undefined;
     if (templateName) {
-      // One read; missing or unreadable: the webhook answers for it.
-      template = (await this.templates.get(templateName).catch(() => undefined))?.config;
-      if (!template) return undefined;
+      // One read. Absent: admission answers 404 as the webhook would; unreadable: the webhook answers for it.
+      const read = await this.templates.get(templateName).then((found) => ({ found }), () => undefined);
+      if (!read) return undefined;
+      template = read.found?.config;
     }
     return expectedAdmission(bare, this.ns, rules, template);
   }

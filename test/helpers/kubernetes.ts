@@ -14,6 +14,7 @@ import { type AdmissionRules, buildRules, type RulesOptions } from '../../webhoo
 import { mutatingWebhookConfiguration } from '../../webhook/server/registration.js';
 import { startWebhookService } from '../../cli/webhook-service.js';
 import { freePort } from '../../lib/free-port.js';
+import { type ApiIdentity, ensureApiIdentity } from '../../testbed/api-identity.js';
 import { startTestbed, type Testbed, testbedBinary } from '../../testbed/control-plane.js';
 import { exampleCluster } from './api.js';
 import { sleep, tempDir } from './temp.js';
@@ -76,6 +77,10 @@ export interface KubeBed {
   restartTestbed(signal?: NodeJS.Signals): Promise<void>;
   /** Clients of this process (the API's own are separate: see `api.cluster`). */
   clients: KubeClients;
+  /** With `apiIdentity`: the API's kubeconfig and username. */
+  apiIdentity?: ApiIdentity;
+  /** Every review the webhook answered: the pod's application and the outcome. */
+  reviews: { appName?: string; outcome: string }[];
   webhook: Awaited<ReturnType<typeof startWebhookService>>;
   api: ApiInstance;
   call(method: string, path: string, body?: unknown, timeoutMs?: number): Promise<Reply>;
@@ -95,6 +100,8 @@ export interface KubeBedOptions {
   namespace?: string;
   /** More admission rules for the webhook (event logs, the log archive's finalizer). */
   rules?: Partial<RulesOptions>;
+  /** The API writes with its own service account (as in the chart), whose admitted pods skip the webhook; default: the admin's certificate. */
+  apiIdentity?: boolean;
 }
 
 /** Namespace, CRDs and (on request) fake nodes: what `testbed serve` puts into a fresh cluster. */
@@ -123,20 +130,24 @@ export async function startKubeBed(t: TestLike, options: KubeBedOptions = {}): P
   });
   const clients = kubeClients(testbed.kubeconfig);
   await bootstrap(clients, rules, options.nodes ?? false);
+  const reviews: KubeBed['reviews'] = [];
+  const identity = options.apiIdentity ? await ensureApiIdentity(clients, namespace, join(dir, 'testbed')) : undefined;
+  const apiUser = identity?.user;
   const webhookPort = await freePort();
   const url = `https://127.0.0.1:${webhookPort}/mutate-pods`;
   const webhook = await startWebhookService({
     clients, rules, certDir: join(dir, 'certs'), port: webhookPort, host: '127.0.0.1',
     dnsNames: ['localhost'], ipAddresses: ['127.0.0.1'],
-    registration: { name: WEBHOOK_NAME, url },
+    registration: { name: WEBHOOK_NAME, url, apiUser },
+    onReview: (result) => reviews.push({ appName: result.appName, outcome: result.outcome }),
   });
   stops.push(() => webhook.close());
-  const api = await startApi(testbed.kubeconfig, namespace, { rules });
+  const api = await startApi(identity?.kubeconfig ?? testbed.kubeconfig, namespace, { rules });
   stops.push(() => api.close());
   const where = { group: GROUP, version: VERSION, namespace };
-  const registration = () => mutatingWebhookConfiguration({ name: WEBHOOK_NAME, url, caBundle: webhook.caBundle, namespaces: [namespace] }) as V1MutatingWebhookConfiguration;
+  const registration = () => mutatingWebhookConfiguration({ name: WEBHOOK_NAME, url, caBundle: webhook.caBundle, namespaces: [namespace], apiUser }) as V1MutatingWebhookConfiguration;
   const bed: KubeBed = {
-    dir, namespace, rules, testbed, clients, webhook, api, registration,
+    dir, namespace, rules, testbed, clients, webhook, api, registration, apiIdentity: identity, reviews,
     async restartTestbed(signal) {
       await testbed.stop(signal);
       testbed = await startTestbed(join(dir, 'testbed'), { scheduler: options.scheduler, port: testbed.port, keep: true });

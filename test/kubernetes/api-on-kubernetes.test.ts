@@ -4,7 +4,7 @@ import t from 'tap';
 import { AdmissionregistrationV1Api } from '@kubernetes/client-node';
 import { readConfig } from '../../webhook/domain/index.js';
 import { exampleCluster } from '../helpers/api.js';
-import { eventually, fakeKubelet, register, startKubeBed, WEBHOOK_NAME } from '../helpers/kubernetes.js';
+import { eventually, fakeKubelet, httpCall, register, startApi, startKubeBed, WEBHOOK_NAME } from '../helpers/kubernetes.js';
 
 const example = exampleCluster();
 
@@ -151,17 +151,27 @@ t.test('the API on Kubernetes', async (t) => {
     t.equal((await bed.call('GET', '/api/config-templates/nightly')).status, 404);
   });
 
-  t.test('webhook not registered: 503 naming the webhook, and nothing is left behind', async (t) => {
+  t.test('webhook not registered: the API admits its own pods; without the rules it answers 503 naming the webhook, and leaves nothing behind', async (t) => {
     const admission = bed.clients.kc.makeApiClient(AdmissionregistrationV1Api);
+    // An API without the webhook's node-pool file writes bare pods: only the webhook can admit them.
+    const bare = await startApi(bed.testbed.kubeconfig, namespace, { controller: false });
+    t.teardown(() => bare.close());
     await admission.deleteMutatingWebhookConfiguration({ name: WEBHOOK_NAME });
     t.teardown(() => register(bed.clients, bed.registration()));
+    const submitBare = (query = '') => httpCall(bare.baseUrl, 'POST', `/api/apps/${query}`, { jobName: 'nohook' });
     // The apiserver drops the configuration from its admission chain a moment later.
-    const res = await eventually(() => submit({ jobName: 'nohook' }), (r) => r.status !== 201 && r.status !== 200, { what: 'the webhook to be out of the chain' });
+    const res = await eventually(() => submitBare(), (r) => r.status !== 201 && r.status !== 200, { what: 'the webhook to be out of the chain' });
     t.equal(res.status, 503);
     t.match(res.json.message, /webhook/);
     const pods = await podNames();
-    t.equal((await submit({ jobName: 'nohook' }, '?dryRun=true')).status, 503, 'dry runs too');
+    t.equal((await submitBare('?dryRun=true')).status, 503, 'dry runs too');
     t.same(await podNames(), pods, 'no pod left');
+    // With the rules (as the chart runs it) the API admits its driver pods itself (expected-admission.ts).
+    const own = await submit({ jobName: 'nohook', configOverrides: { executor: { cores: 4 } } });
+    t.equal(own.status, 201, 'its own submissions do not depend on the webhook');
+    const pod = await core.readNamespacedPod({ name: own.json.appName, namespace });
+    t.equal(pod.spec!.containers[0].resources?.requests?.cpu, '710m', 'admitted and sized');
+    t.same(readConfig(pod), own.json.config);
   });
 
   t.test('apiserver unreachable: 503 naming the API server; application reads are served from the cache', async (t) => {

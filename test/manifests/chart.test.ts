@@ -1,6 +1,6 @@
 // The Helm chart, rendered by Helm itself (built from its Go module by manifests/install-helm.sh).
 import type {
-  V1ConfigMap, V1Deployment, V1Ingress, V1MutatingWebhookConfiguration, V1PolicyRule, V1Role, V1Service,
+  V1ConfigMap, V1Deployment, V1Ingress, V1MutatingWebhookConfiguration, V1PolicyRule, V1Role, V1Service, V1ServiceAccount,
 } from '@kubernetes/client-node';
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -113,10 +113,14 @@ t.test('the MutatingWebhookConfiguration', async (t) => {
   t.match(executors.objectSelector?.matchExpressions, [{ key: 'spark-role', operator: 'In', values: ['executor'] }]);
   t.match(mwc.metadata?.annotations, { 'submission-service.io/ca-bundle': 'injected-by-webhook' });
 
-  // The same selectors and names as the webhook's own registration code (webhook/server/registration.ts).
-  const own = mutatingWebhookConfiguration({ name: 'x', caBundle: '', service: { namespace: RELEASE_NAMESPACE, name: 'submission-service-webhook' }, namespaces: ['spark-apps'] }) as { webhooks: Record<string, unknown>[] };
-  t.same(mwc.webhooks!.map((w) => [w.name, w.objectSelector, w.namespaceSelector, w.rules, w.clientConfig.service]),
-    own.webhooks.map((w) => [w.name, w.objectSelector, w.namespaceSelector, w.rules, (w.clientConfig as Record<string, unknown>).service]));
+  // The same selectors, names and conditions as the webhook's own registration code (webhook/server/registration.ts):
+  // the API's own service account's admitted driver pods skip the webhook, executors never do.
+  const apiUser = `system:serviceaccount:${RELEASE_NAMESPACE}:submission-service-api`;
+  const own = mutatingWebhookConfiguration({ name: 'x', caBundle: '', service: { namespace: RELEASE_NAMESPACE, name: 'submission-service-webhook' }, namespaces: ['spark-apps'], apiUser }) as { webhooks: Record<string, unknown>[] };
+  t.same(mwc.webhooks!.map((w) => [w.name, w.objectSelector, w.namespaceSelector, w.rules, w.clientConfig.service, w.matchConditions]),
+    own.webhooks.map((w) => [w.name, w.objectSelector, w.namespaceSelector, w.rules, (w.clientConfig as Record<string, unknown>).service, w.matchConditions]));
+  t.ok(ofKind<V1ServiceAccount>(defaults, 'ServiceAccount').some((a) => a.metadata?.name === 'submission-service-api' && a.metadata.namespace === RELEASE_NAMESPACE), 'the condition names the API\'s service account');
+  t.equal(ofKind<V1Deployment>(defaults, 'Deployment').find((d) => d.metadata?.name === 'submission-service-api')?.spec?.template.spec?.serviceAccountName, 'submission-service-api', 'which the API runs as');
 
   const tuned = renderChart({ 'webhook.failurePolicy': 'Ignore', 'webhook.timeoutSeconds': '10', applicationsNamespace: 'batch' });
   const tunedHooks = ofKind<V1MutatingWebhookConfiguration>(tuned, 'MutatingWebhookConfiguration')[0].webhooks!;

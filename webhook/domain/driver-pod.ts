@@ -96,7 +96,22 @@ function withDriverDns(spec: V1PodSpec, address: DriverAddress, rules: Admission
   return rest;
 }
 
-/** Renders the admitted driver pod from a bare (or team-written) pod and the effective config. */
+/**
+ * Our env, then the pod's own. A variable the pod sets itself leaves ours out: it won anyway
+ * (the later of two equal names wins), and so rendering an admitted pod again (the API writes
+ * admitted pods; a webhook that still sees one renders it once more) adds nothing.
+ */
+function mergeEnv(ours: V1EnvVar[], own: V1EnvVar[] | undefined): V1EnvVar[] {
+  if (!own || own.length === 0) return ours;
+  return [...ours.filter((e) => !own.some((o) => o.name === e.name)), ...own];
+}
+
+/**
+ * Renders the admitted driver pod from a bare (or team-written) pod and the effective config.
+ * Rendering an admitted pod again gives the same pod: its env merges by name (mergeEnv), and a
+ * volume or mount of the pod's with the name or path of one of ours gives way to ours (two
+ * with one name or path would be refused by validation anyway).
+ */
 export function renderDriverPod(pod: V1Pod, config: ApplicationConfig, id: AppIdentity, rules: AdmissionRules): V1Pod {
   const driver = config.driver ?? {};
   const props = sparkProperties(config, id, rules);
@@ -109,7 +124,7 @@ export function renderDriverPod(pod: V1Pod, config: ApplicationConfig, id: AppId
     name: original?.name ?? DRIVER_CONTAINER,
     image: config.image,
     args: driverArgs(config, props, rules.master),
-    env: [...driverEnv(config), ...eventLogEnv(rules.eventLog, config.engineConf), ...(original?.env ?? [])],
+    env: mergeEnv([...driverEnv(config), ...eventLogEnv(rules.eventLog, config.engineConf)], original?.env),
     ports: [
       { name: 'driver-rpc-port', containerPort: DRIVER_PORTS.rpc, protocol: 'TCP' },
       { name: 'blockmanager', containerPort: DRIVER_PORTS.blockManager, protocol: 'TCP' },
@@ -119,7 +134,7 @@ export function renderDriverPod(pod: V1Pod, config: ApplicationConfig, id: AppId
       requests: { cpu: cpuQuantity(driver.coreRequest ?? '1'), memory },
       limits: { memory, ...(driver.coreLimit ? { cpu: cpuQuantity(driver.coreLimit) } : {}) },
     },
-    volumeMounts: [...mounts, ...(original?.volumeMounts ?? [])],
+    volumeMounts: [...mounts, ...(original?.volumeMounts ?? []).filter((m) => !mounts.some((ours) => ours.mountPath === m.mountPath))],
   };
   // Object.assign, not spreads with computed keys: V8 turns those into slow dictionary objects.
   const labels: Record<string, string> = Object.assign({}, pod.metadata?.labels, driver.labels);
@@ -140,7 +155,7 @@ export function renderDriverPod(pod: V1Pod, config: ApplicationConfig, id: AppId
       serviceAccountName: driver.serviceAccount,
       restartPolicy: config.restartPolicy?.type ?? 'Never',
       containers: [container, ...spec.containers.filter((c) => c !== original)],
-      volumes: [...volumes, ...(spec.volumes ?? [])],
+      volumes: [...volumes, ...(spec.volumes ?? []).filter((v) => !volumes.some((ours) => ours.name === v.name))],
       ...placeDriver(rules),
     },
   };

@@ -1,7 +1,8 @@
 // The MutatingWebhookConfiguration that sends our pods here, as plain JSON for the Helm
 // chart and the test bed. Two entries: pods a team or the API labels as ours, and the
-// executors Spark creates for them.
-import { LABEL_JOB, SPARK_APP_SELECTOR, SPARK_ROLE } from '../domain/labels.js';
+// executors Spark creates for them. The API's own driver pods, written already admitted
+// (cluster/kubernetes/expected-admission.ts), are not sent here (apiUser).
+import { ANNOTATION_ADMITTED, LABEL_JOB, SPARK_APP_SELECTOR, SPARK_ROLE } from '../domain/labels.js';
 import { MUTATE_PATH } from './server.js';
 
 export interface RegistrationOptions {
@@ -16,6 +17,24 @@ export interface RegistrationOptions {
   namespaces?: string[];
   /** Executors already carry Spark's sizing from the admitted driver; see README. */
   executorFailurePolicy?: 'Fail' | 'Ignore';
+  /**
+   * The username the API writes its driver pods with (in the chart its service account,
+   * system:serviceaccount:<namespace>:submission-service-api). Its pods that carry the admission
+   * mark skip this webhook; pods of any other user, mark or not, and every executor still come.
+   */
+  apiUser?: string;
+}
+
+/**
+ * CEL for the drivers' entry: everything but a pod the API's identity writes with the mark.
+ * Only the API holds that identity, and it writes nothing it has not admitted; anyone else
+ * may set the annotation but not the username (the apiserver authenticates it).
+ */
+export function apiAdmittedCondition(apiUser: string): { name: string; expression: string } {
+  return {
+    name: 'not-admitted-by-the-api',
+    expression: `!(request.userInfo.username == ${JSON.stringify(apiUser)} && has(object.metadata.annotations) && ${JSON.stringify(ANNOTATION_ADMITTED)} in object.metadata.annotations)`,
+  };
 }
 
 const SYSTEM_NAMESPACES = ['kube-system', 'kube-public', 'kube-node-lease'];
@@ -34,13 +53,14 @@ function namespaceSelector(namespaces: string[] | undefined): Record<string, unk
     : { matchExpressions: [{ key, operator: 'NotIn', values: SYSTEM_NAMESPACES }] };
 }
 
-function entry(name: string, options: RegistrationOptions, objectSelector: object, failurePolicy: 'Fail' | 'Ignore') {
+function entry(name: string, options: RegistrationOptions, objectSelector: object, failurePolicy: 'Fail' | 'Ignore', apiUser?: string) {
   return {
     name,
     clientConfig: clientConfig(options),
     rules: [{ operations: ['CREATE'], apiGroups: [''], apiVersions: ['v1'], resources: ['pods'], scope: 'Namespaced' }],
     namespaceSelector: namespaceSelector(options.namespaces),
     objectSelector,
+    ...(apiUser ? { matchConditions: [apiAdmittedCondition(apiUser)] } : {}),
     failurePolicy,
     matchPolicy: 'Equivalent',
     sideEffects: 'None',
@@ -65,7 +85,7 @@ export function mutatingWebhookConfiguration(options: RegistrationOptions): Reco
             // Spark copies our labels onto executors; they go to the entry below instead.
             { key: SPARK_ROLE, operator: 'NotIn', values: ['executor'] },
           ],
-        }, 'Fail'),
+        }, 'Fail', options.apiUser),
       entry('executors.submission-service.webhook', options, {
         matchExpressions: [
           { key: SPARK_ROLE, operator: 'In', values: ['executor'] },
