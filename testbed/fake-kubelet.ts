@@ -10,6 +10,7 @@
 // system, is told that directory wherever its env names a path under the mount.
 import { createServer, type Server } from 'node:https';
 import { mkdirSync } from 'node:fs';
+import { open } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { V1Pod } from '@kubernetes/client-node';
 import { generateCa, issueServingCert } from '../certs/generate.js';
@@ -50,6 +51,7 @@ export class FakeKubelet {
   private server?: Server;
   private informer?: ResilientInformer<V1Pod>;
   private readonly running = new Map<string, Running>();
+  private readonly logResponses = new Set<import('node:http').ServerResponse>();
   /** Pods whose volumes are being prepared: an update event meanwhile must not start them twice. */
   private readonly preparing = new Set<string>();
   port = 0;
@@ -230,8 +232,39 @@ export class FakeKubelet {
       return;
     }
     res.writeHead(200, { 'content-type': 'text/plain' });
+    const tailLines = parsed.searchParams.get('tailLines');
+    if (tailLines !== null) { res.end(await lastLines(run.logFile, Number(tailLines))); return; }
     const stream = logStream({ file: run.logFile, follow: parsed.searchParams.get('follow') === 'true', ended: () => run.done || !isAlive(run.pid, run.startTicks) });
-    res.once('close', () => stream.destroy());
+    this.logResponses.add(res);
+    res.once('close', () => { stream.destroy(); this.logResponses.delete(res); });
     stream.pipe(res);
+  }
+
+  /** Test-double behaviour: cuts every log stream being served (a kubelet or network failing mid-stream); the count cut. */
+  dropLogStreams(): number {
+    const open = [...this.logResponses];
+    for (const res of open) res.destroy();
+    return open.length;
+  }
+}
+
+/** The last `count` lines of a log file (a last line without its newline counts), as `tailLines` asks. */
+async function lastLines(file: string, count: number): Promise<Buffer> {
+  const handle = await open(file, 'r').catch(() => undefined);
+  if (!handle) return Buffer.alloc(0);
+  try {
+    const { size } = await handle.stat();
+    const window = Math.min(size, 1024 * 1024); // enough for the few lines asked here
+    const bytes = Buffer.alloc(window);
+    await handle.read(bytes, 0, window, size - window);
+    // Going back from the end (the last newline ends the last line): the newline before each line.
+    let before = bytes.length - (bytes.at(-1) === 0x0a ? 1 : 0);
+    for (let found = 0; found < count; found++) {
+      before = before > 0 ? bytes.lastIndexOf(0x0a, before - 1) : -1;
+      if (before < 0) return bytes;
+    }
+    return bytes.subarray(before + 1);
+  } finally {
+    await handle.close();
   }
 }

@@ -102,6 +102,32 @@ export class ObjectStore {
   }
 
   /**
+   * A multipart upload that its caller fills part by part as data comes (a followed pod log,
+   * cluster/kubernetes/log-follower.ts): every part but the last at least 5 MiB.
+   */
+  startMultipart(key: string, contentType = 'text/plain; charset=utf-8'): Promise<string> {
+    return this.client.initiateNewMultipartUpload(this.bucket, key, { 'Content-Type': contentType });
+  }
+
+  async uploadPart(key: string, uploadId: string, partNumber: number, bytes: Buffer): Promise<{ part: number; etag: string }> {
+    const sent = await this.client.uploadPart({ bucketName: this.bucket, objectName: key, uploadID: uploadId, partNumber, headers: {} }, bytes);
+    return { part: partNumber, etag: sent.etag };
+  }
+
+  async completeMultipart(key: string, uploadId: string, etags: { part: number; etag: string }[]): Promise<void> {
+    await this.client.completeMultipartUpload(this.bucket, key, uploadId, etags);
+  }
+
+  async abortMultipart(key: string, uploadId: string): Promise<void> {
+    await this.client.abortMultipartUpload(this.bucket, key, uploadId);
+  }
+
+  /** Aborts every unfinished multipart upload of `key` (a former leader's): its parts would cost storage for ever. */
+  async abortUnfinished(key: string): Promise<void> {
+    await this.client.removeIncompleteUpload(this.bucket, key);
+  }
+
+  /**
    * Makes `prefix` a directory for S3A: Spark's event log writer and History Server both refuse a
    * log directory that does not exist, and on S3 a directory exists once an object is under it.
    */

@@ -27,7 +27,7 @@ import { patchJson, postJson } from './json-call.js';
 import type { Log as LogFn } from './informers.js';
 import { LeaderElection } from './leader-election.js';
 import type { LeaseTiming } from './lease-decision.js';
-import { isLogContainer, type LogArchive, LogArchiver, type LogContainer } from './log-archive.js';
+import { isLogContainer, type LogArchive, LogArchiver, type LogArchiverOptions, type LogContainer } from './log-archive.js';
 import { Reconciler } from './reconciler.js';
 import { type ApplicationResource, applicationResource, desiredStatus, toRecord } from './records.js';
 import { KubernetesTemplateStore } from './template-store.js';
@@ -55,6 +55,8 @@ export interface KubernetesClusterOptions {
   rules?: AdmissionRules;
   /** A pod being deleted whose log could not be archived is let go after this long (default 2 min). */
   logArchiveGiveUpMs?: number;
+  /** Following running pods' logs into the archive (log-archive.ts): limit, size cap, spool directory. */
+  logFollow?: Pick<LogArchiverOptions, 'followLimit' | 'maxLogBytes' | 'spoolDir'>;
 }
 
 export class KubernetesCluster implements Cluster {
@@ -84,7 +86,7 @@ export class KubernetesCluster implements Cluster {
     if (options.logArchive && (options.controller ?? true)) {
       this.archiver = new LogArchiver({
         clients: options.clients, namespace: options.namespace, cache: this.cache, archive: options.logArchive, log,
-        giveUpMs: options.logArchiveGiveUpMs,
+        giveUpMs: options.logArchiveGiveUpMs, ...options.logFollow,
         isLeader: () => this.leader?.isLeader ?? false,
       });
     }
@@ -96,7 +98,7 @@ export class KubernetesCluster implements Cluster {
         identity: lease.identity ?? `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`,
         timing: { leaseMs: lease.leaseMs, renewDeadlineMs: lease.renewDeadlineMs, retryMs: lease.retryMs },
         onStartedLeading: () => { this.reconciler.activate(); this.archiver?.touchAll(); },
-        onStoppedLeading: () => this.reconciler.deactivate(),
+        onStoppedLeading: () => { this.reconciler.deactivate(); void this.archiver?.stopFollowing(); },
       });
     }
   }
@@ -381,7 +383,7 @@ export class KubernetesCluster implements Cluster {
     await this.started?.catch(() => undefined);
     await this.leader?.stop();
     this.reconciler.deactivate();
-    this.archiver?.close();
+    await this.archiver?.close();
     await this.cache.stop();
   }
 }

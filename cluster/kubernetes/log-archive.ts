@@ -5,15 +5,24 @@
 // go after a bounded wait (giveUpMs), so a stuck archive never pins pods. Reads of an
 // application's log fall back to the archive once its pod is gone.
 //
+// While a pod runs, its log is followed and sent part by part (log-follower.ts), so that at
+// its end only the last part is left; pods beyond the follow limit, pods that ended before
+// they were followed and follows that cannot vouch for the whole log are read whole at the end.
+//
 // Memory: a log is streamed from the apiserver into a multipart upload one part at a time
-// (object-store.ts), so a 100 MB log costs one part of buffer, not 100 MB.
-import { PassThrough, type Readable } from 'node:stream';
-import { Log, type V1Pod } from '@kubernetes/client-node';
+// (object-store.ts), so a 100 MB log costs one part of buffer, not 100 MB; a followed log
+// spools on local disk (one part at most per pod).
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pipeline, type Readable, Transform } from 'node:stream';
+import type { V1Pod } from '@kubernetes/client-node';
 import { DRIVER_CONTAINER, LABEL_APP, LOG_ARCHIVE_FINALIZER, SPARK_ROLE } from '../../webhook/domain/index.js';
 import type { ObjectStore } from '../history/object-store.js';
 import type { AppCache } from './app-cache.js';
 import type { KubeClients } from './client.js';
 import type { Log as LogFn } from './informers.js';
+import { capMarker, LogFollower, PartBuffers } from './log-follower.js';
+import { openPodLog } from './log-request.js';
 
 /** Which pod's log: the driver's, or executor N's (`executor-N`, Spark's executor id). */
 export type LogContainer = 'driver' | `executor-${number}`;
@@ -67,7 +76,16 @@ export interface LogArchiverOptions {
   log: LogFn;
   /** A pod being deleted that could not be archived is let go after this long (default 2 min): never held for ever. */
   giveUpMs?: number;
+  /** At most this many running pods are followed at once (default 32); the others are read whole at their end. */
+  followLimit?: number;
+  /** Each archived log keeps at most this many bytes (default 1 GiB), then a line that says it was cut. */
+  maxLogBytes?: number;
+  /** Where followed logs spool (default the temporary directory): at most followLimit × 5 MiB. */
+  spoolDir?: string;
 }
+
+export const DEFAULT_FOLLOW_LIMIT = 32;
+export const DEFAULT_MAX_LOG_BYTES = 1024 ** 3;
 
 const hasFinalizer = (pod: V1Pod) => pod.metadata?.finalizers?.includes(LOG_ARCHIVE_FINALIZER) ?? false;
 
@@ -78,6 +96,9 @@ function ended(pod: V1Pod): boolean {
   if (!pod.metadata?.deletionTimestamp) return false;
   return !(pod.status?.containerStatuses ?? []).some((c) => c.state?.running);
 }
+
+/** Whether a container of the pod runs now (its log can be followed). */
+const runs = (pod: V1Pod) => (pod.status?.containerStatuses ?? []).some((c) => c.state?.running);
 
 /** Whether a container of the pod ever started (else there is no log to keep). */
 const everRan = (pod: V1Pod) => (pod.status?.containerStatuses ?? []).some((c) => c.state?.running || c.state?.terminated || c.lastState?.terminated);
@@ -111,6 +132,10 @@ export class LogArchiver {
   private readonly slots: (() => void)[] = [];
   private busy = 0;
   private readonly timer: NodeJS.Timeout;
+  /** Running pods whose logs are being followed, by uid. */
+  private readonly followers = new Map<string, { follower: LogFollower; name: string; appName: string }>();
+  /** Two part buffers for every follower: what sending parts costs in memory. */
+  private readonly buffers = new PartBuffers(2);
 
   constructor(private readonly options: LogArchiverOptions) {
     // A missed event, a failed upload or a lost leadership heals at the next pass.
@@ -118,22 +143,60 @@ export class LogArchiver {
     this.timer.unref();
   }
 
-  close(): void {
+  async close(): Promise<void> {
     clearInterval(this.timer);
+    await this.stopFollowing();
+  }
+
+  /** Leadership lost (or the service stops): the next leader follows or reads whole. */
+  async stopFollowing(): Promise<void> {
+    const all = [...this.followers.values()];
+    this.followers.clear();
+    await Promise.all(all.map(({ follower }) => follower.close()));
   }
 
   touchAll(): void {
+    if (!this.options.isLeader()) { void this.stopFollowing(); return; }
+    // Pods that went without an end seen here (their application deleted): their follows stop.
+    const live = new Set([...this.options.cache.names()].map((name) => this.options.cache.driver(name)?.pod.metadata?.uid));
+    for (const pod of this.options.cache.executorPods()) live.add(pod.metadata?.uid);
+    for (const [uid, { follower }] of this.followers) {
+      if (!live.has(uid)) { this.followers.delete(uid); void follower.close(); }
+    }
     for (const name of this.options.cache.names()) this.touch(name);
     for (const pod of this.options.cache.executorPods()) this.touchExecutor(pod);
+  }
+
+  /** Bytes of a followed pod's log already in the store (undefined: not followed). */
+  sentBytes(podName: string): number | undefined {
+    for (const { follower, name } of this.followers.values()) if (name === podName) return follower.sentBytes;
+    return undefined;
+  }
+
+  /** Starts following a running pod's log, within the follow limit. */
+  private follow(pod: V1Pod, appName: string, container: LogContainer, containerName: string | undefined): void {
+    const uid = pod.metadata?.uid;
+    const name = pod.metadata?.name;
+    if (!uid || !name || this.followers.has(uid) || this.done.has(uid) || !runs(pod) || !this.options.cache.application(appName)) return;
+    if (this.followers.size >= (this.options.followLimit ?? DEFAULT_FOLLOW_LIMIT)) return;
+    const { clients, namespace, archive } = this.options;
+    const follower = new LogFollower({
+      kc: clients.kc, store: archive.store, namespace, pod: name, container: containerName, key: archive.key(appName, container),
+      spoolDir: this.options.spoolDir ?? join(tmpdir(), 'submission-service-log-spool'), spoolName: `${uid}.part`, buffers: this.buffers,
+      maxBytes: this.options.maxLogBytes ?? DEFAULT_MAX_LOG_BYTES, isLeader: this.options.isLeader, log: this.options.log,
+      stillRunning: async () => runs(await clients.core.readNamespacedPod({ name, namespace })),
+    });
+    this.followers.set(uid, { follower, name, appName });
   }
 
   /** A driver pod or its Application changed: archive now if it has ended and still holds the finalizer. */
   touch(appName: string): void {
     if (!this.options.isLeader()) return;
     const driver = this.options.cache.driver(appName);
-    if (!driver || driver.deleted || !hasFinalizer(driver.pod) || !ended(driver.pod)) return;
+    if (!driver || driver.deleted || !hasFinalizer(driver.pod)) return;
     const pod = driver.pod;
-    this.schedule(appName, () => this.hold(pod, () => this.saveDriver(appName)), () => this.touch(appName));
+    if (!ended(pod)) { this.follow(pod, appName, 'driver', DRIVER_CONTAINER); return; }
+    this.schedule(appName, () => this.hold(pod, () => this.saveDriver(appName, pod)), () => this.touch(appName));
   }
 
   /**
@@ -143,7 +206,12 @@ export class LogArchiver {
   touchExecutor(pod: V1Pod): void {
     const appName = pod.metadata?.labels?.[LABEL_APP];
     const name = pod.metadata?.name;
-    if (!appName || !name || !this.options.isLeader() || !hasFinalizer(pod) || !ended(pod)) return;
+    if (!appName || !name || !this.options.isLeader() || !hasFinalizer(pod)) return;
+    if (!ended(pod)) {
+      const id = pod.metadata?.labels?.['spark-exec-id'];
+      if (id && /^[1-9][0-9]{0,5}$/.test(id)) this.follow(pod, appName, `executor-${Number(id)}`, pod.spec?.containers?.[0]?.name);
+      return;
+    }
     this.schedule(name, () => this.hold(pod, () => this.saveExecutor(appName, pod)), () => this.touchExecutor(pod));
   }
 
@@ -189,9 +257,9 @@ export class LogArchiver {
   }
 
   /** The driver's log, and the logs of its executors that do not hold the finalizer (admitted before it was added). */
-  private async saveDriver(appName: string): Promise<void> {
+  private async saveDriver(appName: string, driver: V1Pod): Promise<void> {
     if (!this.options.cache.application(appName)) return; // deleted: nothing to keep
-    await this.save(appName, 'driver', appName, DRIVER_CONTAINER);
+    await this.save(appName, 'driver', driver, DRIVER_CONTAINER);
     for (const executor of await this.executors(appName)) {
       if (!hasFinalizer(executor)) await this.saveExecutor(appName, executor);
     }
@@ -200,7 +268,7 @@ export class LogArchiver {
   private async saveExecutor(appName: string, executor: V1Pod): Promise<void> {
     const id = executor.metadata?.labels?.['spark-exec-id'];
     if (!this.options.cache.application(appName) || !id || !/^[1-9][0-9]{0,5}$/.test(id) || !everRan(executor)) return;
-    await this.save(appName, `executor-${Number(id)}`, executor.metadata!.name!, executor.spec?.containers?.[0]?.name);
+    await this.save(appName, `executor-${Number(id)}`, executor, executor.spec?.containers?.[0]?.name);
   }
 
   private async executors(appName: string): Promise<V1Pod[]> {
@@ -208,16 +276,22 @@ export class LogArchiver {
     return list.items;
   }
 
-  /** Streams one container's log (as it is now, not followed) into the archive. */
-  private async save(appName: string, container: LogContainer, pod: string, containerName: string | undefined): Promise<void> {
-    const stream = new PassThrough({ highWaterMark: 256 * 1024 });
-    const abort = await new Log(this.options.clients.kc).log(this.options.namespace, pod, containerName ?? '', stream, { follow: false });
+  /** One ended container's log into the archive: what its follower left, else the whole log read now. */
+  private async save(appName: string, container: LogContainer, pod: V1Pod, containerName: string | undefined): Promise<void> {
+    const uid = pod.metadata?.uid ?? '';
+    const followed = this.followers.get(uid);
+    this.followers.delete(uid);
+    if (followed && await followed.follower.finish()) {
+      this.options.log(`log archive: ${appName} ${container} (followed)`);
+      return;
+    }
+    const abort = new AbortController();
+    const res = await openPodLog(this.options.clients.kc, { namespace: this.options.namespace, pod: pod.metadata!.name!, container: containerName, signal: abort.signal });
     try {
-      const bytes = await this.options.archive.save(appName, container, stream);
+      const bytes = await this.options.archive.save(appName, container, pipeline(res, capAt(this.options.maxLogBytes ?? DEFAULT_MAX_LOG_BYTES), () => undefined));
       this.options.log(`log archive: ${appName} ${container} (${bytes} bytes)`);
-    } catch (error) {
+    } finally {
       abort.abort();
-      throw error;
     }
   }
 
@@ -236,4 +310,19 @@ export class LogArchiver {
       if (code !== 404 && code !== 422) throw error; // gone, or changed meanwhile (the next event retries)
     });
   }
+}
+
+/** Passes the first `maxBytes` bytes, then capMarker, and ignores the rest. */
+function capAt(maxBytes: number): Transform {
+  let passed = 0;
+  return new Transform({
+    transform(chunk: Buffer, _encoding, done) {
+      if (passed >= maxBytes) { done(); return; }
+      const room = maxBytes - passed;
+      passed += chunk.length;
+      if (chunk.length < room) { done(null, chunk); return; }
+      this.push(chunk.subarray(0, room));
+      done(null, Buffer.from(capMarker(maxBytes)));
+    },
+  });
 }

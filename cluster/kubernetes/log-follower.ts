@@ -1,0 +1,264 @@
+// Archiving a pod's log while the pod runs (log-archive.ts starts one follower per running
+// driver or executor pod, up to a limit): the follower reads the log with follow=true and
+// sends each full part of a multipart upload as it fills, so when the pod ends only the last
+// part (< PART) and the upload's completion are left, not the whole log.
+//
+// Memory stays flat whatever the number of followed pods: bytes wait for their part in a spool
+// file per pod (at most one part each, on local disk), and a part is read into one of a few
+// shared buffers only to be sent.
+//
+// Exactness: the kubelet API has no byte offset. After a cut stream the follower asks for the
+// log again and skips the bytes it has, checking that the bytes it skips end as its own copy
+// ends (a log that changed under it, e.g. rotated by the kubelet, fails the follow; the archive
+// falls back to reading the whole log at the end). A stream that ends cleanly while the container
+// still runs (a proxy cut) is followed again. At the end the kubelet's last lines (tailLines) must
+// be the last bytes of the copy, else the follow is dropped and the whole log is read.
+// Not followed: a container's earlier runs (`previous`); the archive keeps the last run's log.
+import { mkdir, open, rm, type FileHandle } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { IncomingMessage } from 'node:http';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { KubeConfig } from '@kubernetes/client-node';
+import type { ObjectStore } from '../history/object-store.js';
+import type { Log as LogFn } from './informers.js';
+import { openPodLog } from './log-request.js';
+
+/** S3's smallest part (only the last may be smaller): the most a followed pod spools. */
+export const FOLLOW_PART_BYTES = 5 * 1024 * 1024;
+/** The copy's last bytes kept in memory: to check a replay joins up, and the end check. */
+const TAIL_BYTES = 64 * 1024;
+/** The end check asks the kubelet for this many last lines (at most TAIL_BYTES of them). */
+const TAIL_LINES = 100;
+/** A cut stream is followed again up to this many times in a row without a new byte. */
+const MAX_FAILURES = 5;
+/** After a clean end, how long to wait for the pod's end before asking whether the container still runs. */
+const QUIET_MS = 5_000;
+
+/** The line that ends an archive cut at the size cap. */
+export const capMarker = (maxBytes: number) => `\n[log archive: cut at ${maxBytes} bytes; the rest of this log was not kept]\n`;
+
+/** A few part-sized buffers shared by every follower: the memory of sending parts, whatever the number of pods. */
+export class PartBuffers {
+  private readonly free: Buffer[] = [];
+  private readonly waiting: ((buffer: Buffer) => void)[] = [];
+  constructor(count: number) {
+    for (let i = 0; i < count; i++) this.free.push(Buffer.allocUnsafe(FOLLOW_PART_BYTES));
+  }
+
+  async use<T>(work: (buffer: Buffer) => Promise<T>): Promise<T> {
+    const buffer = this.free.pop() ?? await new Promise<Buffer>((ok) => this.waiting.push(ok));
+    try {
+      return await work(buffer);
+    } finally {
+      const next = this.waiting.shift();
+      if (next) next(buffer); else this.free.push(buffer);
+    }
+  }
+}
+
+export interface LogFollowerOptions {
+  kc: KubeConfig;
+  store: ObjectStore;
+  namespace: string;
+  pod: string;
+  container?: string;
+  /** The archive's object. */
+  key: string;
+  spoolDir: string;
+  /** Spool file name (the pod's uid): unique per pod. */
+  spoolName: string;
+  buffers: PartBuffers;
+  /** The archive keeps at most this many bytes of the log, then capMarker. */
+  maxBytes: number;
+  isLeader: () => boolean;
+  /** Whether the pod's container still runs (a fresh read of the pod): after a stream that ended cleanly. */
+  stillRunning: () => Promise<boolean>;
+  log: LogFn;
+}
+
+class Mismatch extends Error {}
+
+export class LogFollower {
+  /** Bytes of the log the follower has (sent as parts or in the spool). */
+  private confirmed = 0;
+  private tail = Buffer.alloc(0);
+  private spool?: FileHandle;
+  private spoolBytes = 0;
+  private uploadId?: string;
+  private readonly etags: { part: number; etag: string }[] = [];
+  private capped = false;
+  private failed?: string;
+  private ending = false;
+  private wakeEnding?: () => void;
+  private readonly endingSignal = new Promise<void>((ok) => { this.wakeEnding = ok; });
+  private readonly stop = new AbortController();
+  private readonly running: Promise<void>;
+
+  constructor(private readonly options: LogFollowerOptions) {
+    this.running = this.run().catch((error: unknown) => { this.failed ??= (error as Error).message ?? String(error); });
+  }
+
+  /** Bytes already sent to the store (the test's and the bench's view of progress). */
+  get sentBytes(): number {
+    return this.confirmed - this.spoolBytes;
+  }
+
+  /**
+   * The pod has ended: reads what is left, checks the end, sends the last part and completes
+   * the upload. False when the follow cannot vouch for the whole log (the caller reads it all).
+   */
+  async finish(): Promise<boolean> {
+    this.ending = true;
+    this.wakeEnding?.();
+    await this.running;
+    try {
+      if (this.failed || this.stop.signal.aborted) throw new Error(this.failed ?? 'stopped');
+      if (this.uploadId === undefined) throw new Error('less than a part: read whole');
+      if (this.capped) await this.write(Buffer.from(capMarker(this.options.maxBytes)));
+      else if (!(await this.endMatches())) throw new Error('the log\'s last lines are not the copy\'s');
+      if (!this.options.isLeader()) throw new Error('no longer the leader');
+      if (this.spoolBytes > 0) await this.sendPart();
+      await this.options.store.completeMultipart(this.options.key, this.uploadId, this.etags);
+      this.uploadId = undefined;
+      return true;
+    } catch (error) {
+      if (this.uploadId !== undefined) this.options.log(`log follow of ${this.options.pod}: ${(error as Error).message}; reading the whole log`);
+      return false;
+    } finally {
+      await this.discard();
+    }
+  }
+
+  /** Stops following (the pod went, leadership was lost, the service stops): nothing is kept. */
+  async close(): Promise<void> {
+    this.stop.abort();
+    this.wakeEnding?.();
+    await this.running;
+    await this.discard();
+  }
+
+  private async discard(): Promise<void> {
+    const uploadId = this.uploadId;
+    this.uploadId = undefined;
+    if (uploadId !== undefined) await this.options.store.abortMultipart(this.options.key, uploadId).catch(() => undefined);
+    await this.spool?.close().catch(() => undefined);
+    this.spool = undefined;
+    await rm(join(this.options.spoolDir, this.options.spoolName), { force: true });
+  }
+
+  private async run(): Promise<void> {
+    let failures = 0;
+    while (!this.stop.signal.aborted && !this.capped) {
+      const before = this.confirmed;
+      try {
+        await this.readOnce(!this.ending);
+        if (this.ending || this.capped) return;
+        // A clean end: the container ended (its pod's end comes soon) or a proxy cut the stream.
+        await Promise.race([this.endingSignal, sleep(QUIET_MS, undefined, { signal: this.stop.signal }).catch(() => undefined)]);
+        if (this.ending || this.stop.signal.aborted) return;
+        if (!(await this.options.stillRunning())) { await this.endingSignal; return; }
+        this.options.log(`log follow of ${this.options.pod}: the stream ended while the container runs; following again from byte ${this.confirmed}`);
+      } catch (error) {
+        if (this.stop.signal.aborted) return;
+        if (error instanceof Mismatch) throw error;
+        failures = this.confirmed > before ? 1 : failures + 1;
+        if (failures > MAX_FAILURES) throw error;
+        this.options.log(`log follow of ${this.options.pod}: ${(error as Error).message}; following again from byte ${this.confirmed}`);
+        await sleep(250 * 2 ** failures, undefined, { signal: this.stop.signal }).catch(() => undefined);
+      }
+    }
+  }
+
+  /** One read of the log (followed, or the whole of an ended one): skips what the follower has, keeps the rest. */
+  private async readOnce(follow: boolean): Promise<void> {
+    const res = await openPodLog(this.options.kc, {
+      namespace: this.options.namespace, pod: this.options.pod, container: this.options.container, follow, signal: this.stop.signal,
+    });
+    let position = 0;
+    try {
+      for await (const chunk of res as AsyncIterable<Buffer>) {
+        let bytes = chunk;
+        if (position < this.confirmed) {
+          const skipped = Math.min(bytes.length, this.confirmed - position);
+          this.checkReplay(bytes.subarray(0, skipped), position);
+          position += skipped;
+          bytes = bytes.subarray(skipped);
+          if (bytes.length === 0) continue;
+        }
+        const room = this.options.maxBytes - this.confirmed;
+        if (bytes.length >= room) {
+          await this.keep(bytes.subarray(0, room));
+          this.capped = true;
+          return;
+        }
+        await this.keep(bytes);
+        position += bytes.length;
+      }
+    } finally {
+      (res as IncomingMessage).destroy();
+    }
+  }
+
+  /** Replayed bytes [at, at + bytes.length) must equal the copy where the copy's tail covers them. */
+  private checkReplay(bytes: Buffer, at: number): void {
+    const tailStart = this.confirmed - this.tail.length;
+    const from = Math.max(at, tailStart);
+    const to = at + bytes.length;
+    if (from >= to) return;
+    if (!bytes.subarray(from - at, to - at).equals(this.tail.subarray(from - tailStart, to - tailStart))) {
+      throw new Mismatch('the log changed under the follower (rotated?)');
+    }
+  }
+
+  private async keep(bytes: Buffer): Promise<void> {
+    await this.write(bytes);
+    this.confirmed += bytes.length;
+    this.tail = this.tail.length + bytes.length <= TAIL_BYTES ? Buffer.concat([this.tail, bytes]) : Buffer.concat([this.tail, bytes]).subarray(-TAIL_BYTES);
+  }
+
+  /** Into the spool; each full part goes to the store (the stream waits meanwhile). */
+  private async write(bytes: Buffer): Promise<void> {
+    if (!this.spool) {
+      await mkdir(this.options.spoolDir, { recursive: true, mode: 0o700 });
+      this.spool = await open(join(this.options.spoolDir, this.options.spoolName), 'w+', 0o600);
+    }
+    for (let offset = 0; offset < bytes.length;) {
+      const n = Math.min(FOLLOW_PART_BYTES - this.spoolBytes, bytes.length - offset);
+      await this.spool.write(bytes, offset, n, this.spoolBytes);
+      this.spoolBytes += n;
+      offset += n;
+      if (this.spoolBytes === FOLLOW_PART_BYTES) await this.sendPart();
+    }
+  }
+
+  private async sendPart(): Promise<void> {
+    if (!this.options.isLeader()) throw new Error('no longer the leader');
+    const { store, key } = this.options;
+    if (this.uploadId === undefined) {
+      await store.abortUnfinished(key).catch(() => undefined); // a former leader's: replaced by this one
+      this.uploadId = await store.startMultipart(key);
+    }
+    const uploadId = this.uploadId;
+    const size = this.spoolBytes;
+    await this.options.buffers.use(async (buffer) => {
+      const { bytesRead } = await this.spool!.read(buffer, 0, size, 0);
+      if (bytesRead !== size) throw new Error(`the spool file gave ${bytesRead} of ${size} bytes`);
+      this.etags.push(await store.uploadPart(key, uploadId, this.etags.length + 1, buffer.subarray(0, size)));
+    });
+    this.spoolBytes = 0;
+  }
+
+  /** The kubelet's last lines of the ended container are the last bytes of the copy. */
+  private async endMatches(): Promise<boolean> {
+    const res = await openPodLog(this.options.kc, { namespace: this.options.namespace, pod: this.options.pod, container: this.options.container, tailLines: TAIL_LINES });
+    const chunks: Buffer[] = [];
+    let bytes = 0;
+    for await (const chunk of res as AsyncIterable<Buffer>) {
+      bytes += chunk.length;
+      if (bytes > TAIL_BYTES) { res.destroy(); return false; }
+      chunks.push(chunk);
+    }
+    const last = Buffer.concat(chunks);
+    return last.length > 0 && last.length <= this.tail.length && this.tail.subarray(this.tail.length - last.length).equals(last);
+  }
+}

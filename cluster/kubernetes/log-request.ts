@@ -1,0 +1,54 @@
+// One container's log as a plain HTTP response from the apiserver, for the log archive's
+// follower. client-node's Log helper pipes its response into the caller's stream, and a pipe
+// does not pass errors on: a follow stream cut mid-run (an apiserver restarting) would look
+// like a log that stopped. Here a cut connection is an error on the response, and the caller
+// tells a clean end from a broken one.
+import type { IncomingMessage } from 'node:http';
+import { request as httpRequest } from 'node:http';
+import { request as httpsRequest, type RequestOptions } from 'node:https';
+import type { KubeConfig } from '@kubernetes/client-node';
+import { KubeApiError } from './json-call.js';
+
+export interface PodLogQuery {
+  namespace: string;
+  pod: string;
+  container?: string;
+  follow?: boolean;
+  /** Only the last N lines (the end check of a followed log). */
+  tailLines?: number;
+  signal?: AbortSignal;
+}
+
+/** Error answers are read up to this much, for their message. */
+const MAX_ERROR_BYTES = 64 * 1024;
+
+/** Resolves to the response once the apiserver answered 200; a non-2xx answer is a KubeApiError. */
+export async function openPodLog(kc: KubeConfig, query: PodLogQuery): Promise<IncomingMessage> {
+  const server = kc.getCurrentCluster()?.server;
+  if (!server) throw new Error('the kubeconfig names no cluster server');
+  const url = new URL(`/api/v1/namespaces/${encodeURIComponent(query.namespace)}/pods/${encodeURIComponent(query.pod)}/log`, server);
+  if (query.container) url.searchParams.set('container', query.container);
+  if (query.follow) url.searchParams.set('follow', 'true');
+  if (query.tailLines !== undefined) url.searchParams.set('tailLines', String(query.tailLines));
+  const options: RequestOptions = { headers: {} };
+  await kc.applyToHTTPSOptions(options);
+  const send = url.protocol === 'https:' ? httpsRequest : httpRequest;
+  return new Promise<IncomingMessage>((ok, fail) => {
+    const req = send(url, { ...options, method: 'GET', ...(query.signal ? { signal: query.signal } : {}) }, (res) => {
+      const status = res.statusCode ?? 0;
+      if (status >= 200 && status < 300) { ok(res); return; }
+      const chunks: Buffer[] = [];
+      let bytes = 0;
+      res.on('data', (chunk: Buffer) => { if ((bytes += chunk.length) <= MAX_ERROR_BYTES) chunks.push(chunk); });
+      res.once('error', fail);
+      res.once('end', () => {
+        const text = Buffer.concat(chunks).toString('utf8');
+        let body: unknown = text;
+        try { body = JSON.parse(text); } catch { /* plain text */ }
+        fail(new KubeApiError(status, body));
+      });
+    });
+    req.once('error', fail);
+    req.end();
+  });
+}
