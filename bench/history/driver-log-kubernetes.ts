@@ -7,11 +7,13 @@
 //   end → released     the driver pod's phase Succeeded (watch event) → the pod's finalizer
 //                      removed (watch event): what archiving adds before the pod may go
 //   end → final        the same phase → the application's record COMPLETED (the controller)
-//   RSS                this process (controller, archiver, and the fake kubelet serving the
+//   sent before the end  bytes of the log the archive had sent while the pod ran (its follow)
+//   RSS                (also from the submission on, while the log is followed) this process (controller, archiver, and the fake kubelet serving the
 //                      log) sampled every 20 ms from the driver's end until the release
 //
 //   node --import tsx bench/history/driver-log-kubernetes.ts   (scripts/setup.sh with SETUP_TEST_TOOLS=1)
-//   env: LOG_MB (100)
+//   env: LOG_MB (100), LOG_SECONDS (30: the driver writes its log evenly over that long, as a
+//   run does; 0: all at once just before it ends, the worst case for following)
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Watch, type V1Pod } from '@kubernetes/client-node';
@@ -30,6 +32,7 @@ import { tempDir } from '../../test/helpers/temp.js';
 import { envNumber, fmt, load, saveSummary, table } from '../lib.js';
 
 const LOG_MB = envNumber('LOG_MB', 100);
+const LOG_SECONDS = envNumber('LOG_SECONDS', 30);
 
 async function main() {
   const spark = realSpark();
@@ -53,10 +56,16 @@ async function main() {
 
     const chatty = join(dir, 'chatty.py');
     writeFileSync(chatty, [
-      'import sys',
+      'import sys, time',
       `total = ${LOG_MB} * 1024 * 1024`,
+      `seconds = ${LOG_SECONDS}`,
       'written = n = 0',
+      'start = time.time()',
       'while written < total:',
+      '    ahead = start + seconds * written / total - time.time()',
+      '    if ahead > 0:',
+      '        sys.stdout.flush()',
+      '        time.sleep(ahead)',
       "    line = '26/11/26 01:%02d:%02d INFO TaskSetManager: Finished task %d.0 in stage 3.0 (TID %d) in 12 ms on 10.0.0.7 (executor 1) (%d/10000) padding %s\\n' % (n // 60 % 60, n % 60, n, n, n, 'x' * 60)",
       '    sys.stdout.write(line)',
       '    written += len(line)',
@@ -77,7 +86,15 @@ async function main() {
     let finalAt: number | undefined;
     const rss = () => process.memoryUsage().rss / 1024 / 1024;
     let atEnd = 0;
+    let sentAtEnd: number | undefined;
     let peak = 0;
+    // While the driver runs too: following its log must not grow memory either.
+    const atSubmit = rss();
+    let runPeak = atSubmit;
+    const runSampler = setInterval(() => {
+      runPeak = Math.max(runPeak, rss());
+      if (endedAt === undefined) sentAtEnd = cluster.archiver?.sentBytes(appName) ?? sentAtEnd;
+    }, 20);
     let sampler: NodeJS.Timeout | undefined;
     const released = new Promise<void>((ok, fail) => {
       void new Watch(clients.kc).watch(`/api/v1/namespaces/${namespace}/pods`, { fieldSelector: `metadata.name=${appName}` }, (_type: string, pod: V1Pod) => {
@@ -91,6 +108,7 @@ async function main() {
         if (endedAt !== undefined && releasedAt === undefined && !(pod.metadata?.finalizers ?? []).includes(LOG_ARCHIVE_FINALIZER)) {
           releasedAt = now;
           clearInterval(sampler);
+          clearInterval(runSampler);
           ok();
         }
       }, (error: unknown) => { if (releasedAt === undefined) fail(new Error(`the watch ended: ${String(error)}`)); }).then((request) => t.teardown(() => request.abort()));
@@ -112,13 +130,15 @@ async function main() {
       ['archived log', `${fmt((size ?? 0) / 1024 / 1024, 1)} MB`, ''],
       ['driver pod Succeeded → finalizer removed', `${fmt(releasedAt! - endedAt!)} ms`, '< 1 s'],
       ['driver pod Succeeded → record final', `${fmt(finalAt! - endedAt!)} ms`, ''],
+      ['sent to the store while the pod ran', sentAtEnd === undefined ? 'not followed' : `${fmt(sentAtEnd / 1024 / 1024, 1)} MB`, 'most of it'],
       ['process RSS at the end → peak until released', `${fmt(atEnd)} → ${fmt(peak)} MB`, 'flat'],
+      ['process RSS at submission → peak until released', `${fmt(atSubmit)} → ${fmt(runPeak)} MB`, 'flat'],
     ];
-    process.stdout.write(`\nDriver log of ${LOG_MB} MB, Kubernetes mode on the test bed (load at start ${startLoad}, at end ${load()})\n${table(['what', 'figure', 'goal'], rows)}\n`);
+    process.stdout.write(`\nDriver log of ${LOG_MB} MB written over ${LOG_SECONDS} s, Kubernetes mode on the test bed (load at start ${startLoad}, at end ${load()})\n${table(['what', 'figure', 'goal'], rows)}\n`);
     saveSummary('driver-log-kubernetes', [
-      { bench: 'driver log (k8s)', metric: `end → released, ${LOG_MB} MB log`, value: `${fmt(releasedAt! - endedAt!)} ms`, goal: '< 1000 ms', verdict: releasedAt! - endedAt! < 1000 ? 'ok' : 'above goal' },
+      { bench: 'driver log (k8s)', metric: `end → released, ${LOG_MB} MB log over ${LOG_SECONDS} s`, value: `${fmt(releasedAt! - endedAt!)} ms`, goal: '< 1000 ms', verdict: releasedAt! - endedAt! < 1000 ? 'ok' : 'above goal' },
       { bench: 'driver log (k8s)', metric: 'RSS growth while archiving', value: `${fmt(peak - atEnd)} MB`, goal: 'flat', verdict: 'info' },
-    ], { endedAt, releasedAt, finalAt, atEnd, peak, size });
+    ], { endedAt, releasedAt, finalAt, atEnd, peak, size, sentAtEnd });
   } finally {
     for (const fn of teardowns.reverse()) await Promise.resolve(fn()).catch(() => undefined);
   }

@@ -213,7 +213,8 @@ export class LogFollower {
   private async keep(bytes: Buffer): Promise<void> {
     await this.write(bytes);
     this.confirmed += bytes.length;
-    this.tail = this.tail.length + bytes.length <= TAIL_BYTES ? Buffer.concat([this.tail, bytes]) : Buffer.concat([this.tail, bytes]).subarray(-TAIL_BYTES);
+    this.tail = bytes.length >= TAIL_BYTES ? Buffer.from(bytes.subarray(bytes.length - TAIL_BYTES))
+      : Buffer.concat([this.tail.subarray(Math.max(0, this.tail.length + bytes.length - TAIL_BYTES)), bytes]);
   }
 
   /** Into the spool; each full part goes to the store (the stream waits meanwhile). */
