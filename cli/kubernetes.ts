@@ -58,6 +58,8 @@ export async function apiCommand(argv: string[]): Promise<number> {
       'node-pools': { type: 'string', description: 'the node-pool file; its policy section says whether users may act on applications of other keys, its history section where event logs and archived logs are' },
       placement: { type: 'string', description: 'as the webhook\'s --placement: the API admits its own driver pods with the same rules' },
       retention: { type: 'string', default: '30d', description: 'how long ended applications, their event logs and archived logs are kept (30d, 12h, 90m; off: for ever)' },
+      'log-follow-limit': { type: 'string', default: '32', description: 'archive the logs of at most this many running pods as they run (5 MiB of /tmp each); the others are read whole at their end (0: none)' },
+      'log-archive-max-mb': { type: 'string', default: '1024', description: 'an archived log keeps at most this many MiB, then a line saying it was cut' },
       ...fairShareFlags,
     },
   });
@@ -66,6 +68,10 @@ export async function apiCommand(argv: string[]): Promise<number> {
   const leaseSeconds = Number(values['lease-seconds']);
   if (!Number.isInteger(leaseSeconds) || leaseSeconds < 1) throw new Error('--lease-seconds takes a whole number of seconds, at least 1');
   const delayMs = shutdownDelayMs(values['shutdown-delay-seconds']);
+  const followLimit = Number(values['log-follow-limit']);
+  const maxLogMiB = Number(values['log-archive-max-mb']);
+  if (!Number.isInteger(followLimit) || followLimit < 0) throw new Error('--log-follow-limit takes a whole number, at least 0');
+  if (!Number.isInteger(maxLogMiB) || maxLogMiB < 1) throw new Error('--log-archive-max-mb takes a whole number of MiB, at least 1');
   const clients = kubeClients(values.kubeconfig);
   // --keys-secret: keys verified against a watched copy of the Secret, so a revocation counts
   // within the watch's latency on every replica (submit-api/auth/secret-key-store.ts).
@@ -79,6 +85,7 @@ export async function apiCommand(argv: string[]): Promise<number> {
   const cluster = new KubernetesCluster({
     clients, namespace: values.namespace, controller: values.controller === 'on',
     lease: timingForLease(leaseSeconds * 1000), logArchive: historyWiring.logArchive,
+    logFollow: { followLimit, maxLogBytes: maxLogMiB * 1024 * 1024 },
     // The webhook's node-pool file (the chart gives both the same): Applications are written with their config.
     rules: values['node-pools'] ? rulesFrom(values['node-pools'], values.namespace, values.placement) : undefined,
   });

@@ -285,6 +285,8 @@ export class LogArchiver {
       this.options.log(`log archive: ${appName} ${container} (followed)`);
       return;
     }
+    // A follow's or a former leader's unfinished upload of this log would cost storage for ever.
+    await this.options.archive.store.abortUnfinished(this.options.archive.key(appName, container)).catch(() => undefined);
     const abort = new AbortController();
     const res = await openPodLog(this.options.clients.kc, { namespace: this.options.namespace, pod: pod.metadata!.name!, container: containerName, signal: abort.signal });
     try {

@@ -22,7 +22,7 @@ export interface PodLogQuery {
 /** Error answers are read up to this much, for their message. */
 const MAX_ERROR_BYTES = 64 * 1024;
 
-/** Resolves to the response once the apiserver answered 200; a non-2xx answer is a KubeApiError. */
+/** Resolves to the response once the apiserver answered 200; any other answer is a KubeApiError. */
 export async function openPodLog(kc: KubeConfig, query: PodLogQuery): Promise<IncomingMessage> {
   const server = kc.getCurrentCluster()?.server;
   if (!server) throw new Error('the kubeconfig names no cluster server');
@@ -36,7 +36,9 @@ export async function openPodLog(kc: KubeConfig, query: PodLogQuery): Promise<In
   return new Promise<IncomingMessage>((ok, fail) => {
     const req = send(url, { ...options, method: 'GET', ...(query.signal ? { signal: query.signal } : {}) }, (res) => {
       const status = res.statusCode ?? 0;
-      if (status >= 200 && status < 300) { ok(res); return; }
+      if (status === 200) { ok(res); return; }
+      // 204: the apiserver knows no node to ask (the pod is not bound): no log to read, as client-node says too.
+      if (status === 204) { res.resume(); fail(new KubeApiError(status, `no log of ${query.pod} to read (the apiserver answered 204: no node serves it)`)); return; }
       const chunks: Buffer[] = [];
       let bytes = 0;
       res.on('data', (chunk: Buffer) => { if ((bytes += chunk.length) <= MAX_ERROR_BYTES) chunks.push(chunk); });

@@ -12,7 +12,7 @@ import t from 'tap';
 import { kubeClients } from '../../cluster/kubernetes/client.js';
 import { KubernetesCluster } from '../../cluster/kubernetes/kubernetes-cluster.js';
 import { LogArchive } from '../../cluster/kubernetes/log-archive.js';
-import { FOLLOW_PART_BYTES } from '../../cluster/kubernetes/log-follower.js';
+import { capMarker, FOLLOW_PART_BYTES } from '../../cluster/kubernetes/log-follower.js';
 import { buildApi } from '../../submit-api/app.js';
 import { FakeKubelet } from '../../testbed/fake-kubelet.js';
 import { startS3Server } from '../../testbed/s3-server.js';
@@ -126,4 +126,59 @@ t.test('a running driver\'s log is archived while it runs, exactly, across a cut
   t.equal(archived.length, expected.length, 'the archive has as many bytes as the log');
   t.ok(archived.equals(expected), 'the archive is the log byte for byte (no line lost or doubled)');
   t.equal(await stored(), 0, 'no unfinished upload is left');
+});
+
+// 8 MiB of lines, then the end: for the size cap.
+const EIGHT_MIB = `
+import sys
+n = 0
+written = 0
+while written < 8 * 1024 * 1024:
+    line = 'line %08d %s\\n' % (n, 'y' * (n % 61))
+    sys.stdout.write(line)
+    written += len(line)
+    n += 1
+`;
+
+t.test('an archived log is cut at the size cap with a line that says so, followed or read whole at the end', { skip, timeout: 600_000 }, async (t) => {
+  const dir = tempDir(t, 'subsvc-log-cap-');
+  const s3 = await startS3Server(s3Binary!, join(dir, 's3'));
+  t.teardown(() => s3.stop());
+  const bed = await startKubeBed(t, { rules: { archiveLogs: true } });
+  const { namespace, clients } = bed;
+  await bed.api.close();
+  const messages: string[] = [];
+  const maxLogBytes = 6 * MiB;
+  const kubelet = new FakeKubelet({ clients, namespace, dataDir: join(dir, 'kubelet'), ...spark!, cores: 1 });
+  await kubelet.start();
+  t.teardown(() => kubelet.stop());
+  const script = join(dir, 'eight.py');
+  writeFileSync(script, EIGHT_MIB);
+
+  // followLimit 1: the log is followed; 0: read whole when the pod ends. The cap holds either way.
+  for (const followLimit of [1, 0]) {
+    const cluster = new KubernetesCluster({
+      clients: kubeClients(bed.testbed.kubeconfig), namespace, logArchive: new LogArchive(s3.store, 'spark-logs'),
+      logFollow: { spoolDir: join(dir, 'spool'), followLimit, maxLogBytes }, log: (message) => { messages.push(message); t.comment(message); },
+    });
+    await cluster.start();
+    const api = await buildApi({ cluster, auth: { enabled: false, store: { verify: () => undefined } } });
+    const url = await api.listen({ port: 0, host: '127.0.0.1' });
+    const submitted = await httpCall(url, 'POST', '/api/apps/', { jobName: `eight-${followLimit}`, configOverrides: { type: 'Python', mainApplicationFile: `local://${script}`, executor: { cores: 1, instances: 1 } } });
+    if (submitted.status !== 201) throw new Error(`submission answered ${submitted.status}: ${submitted.body}`);
+    const appName = (submitted.json as { appName: string }).appName;
+    const ended = await eventually(() => clients.core.readNamespacedPod({ name: appName, namespace }), (pod) => pod.status?.phase !== 'Running' && pod.status?.phase !== 'Pending' && !pod.metadata?.finalizers?.includes(LOG_ARCHIVE_FINALIZER), { timeoutMs: 300_000, intervalMs: 250, what: 'the driver to end and be let go' });
+    t.equal(ended.status?.phase, 'Succeeded', 'the driver wrote its log and ended');
+    await api.close();
+    await cluster.close();
+
+    const log = readFileSync(join(dir, 'kubelet', 'logs', `${appName}.log`));
+    t.ok(log.length > maxLogBytes, `the log (${log.length} bytes) is above the cap`);
+    const chunks: Buffer[] = [];
+    for await (const chunk of (await s3.store.read(`spark-logs/${appName}/driver.log`))!) chunks.push(chunk as Buffer);
+    const archived = Buffer.concat(chunks);
+    t.ok(archived.equals(Buffer.concat([log.subarray(0, maxLogBytes), Buffer.from(capMarker(maxLogBytes))])), `followLimit ${followLimit}: the first ${maxLogBytes} bytes, then the line that says the log was cut`);
+    const how = followLimit > 0 ? `${appName} driver (followed)` : `${appName} driver (${archived.length} bytes)`;
+    t.ok(messages.some((m) => m.includes(how)), `followLimit ${followLimit}: ${followLimit > 0 ? 'followed' : 'read whole at the end'}`);
+  }
 });
