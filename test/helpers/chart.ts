@@ -1,8 +1,11 @@
-// The Helm chart installed on the test bed's real node with the images this repository builds,
-// for the tests that use the installed service (chart-install, chart-faults, chart-spark): images built and
-// imported, the release namespace enforcing `restricted`, `helm install --wait`, an admin key in
-// the auth Secret, and the API reached through its Service's ClusterIP.
-import { execFile, spawnSync } from 'node:child_process';
+// The Helm chart installed onto the test bed's real node as a platform team installs it, for the
+// tests of the installed service (chart-install, chart-faults, chart-spark, kernel-node): the
+// images this repository builds (images/build.sh, cached) imported into the node's containerd,
+// the release namespace enforcing the `restricted` Pod Security Standard (every pod of the
+// chart's must meet it), values naming those images, `helm install --wait`, and the API reached
+// through its Service's ClusterIP. What the tests differ in are options of `installChart`:
+// more values, the node labelled as the values' one pool, an admin key made up front.
+import { execFile, execFileSync, spawnSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { Agent, request } from 'node:http';
 import { join } from 'node:path';
@@ -10,16 +13,20 @@ import { promisify } from 'node:util';
 import type { V1Pod } from '@kubernetes/client-node';
 import type { CreatedKey } from '../../submit-api/auth/key-store.js';
 import { SecretKeyStore } from '../../submit-api/auth/secret-key-store.js';
+import { buildRules } from '../../webhook/domain/index.js';
 import { chartDir, helmBinary } from '../manifests/helm.js';
+import { repoRoot } from './api.js';
 import { eventually } from './kubernetes.js';
-import { buildImages, imageValues, serviceVersion } from './chart-install.js';
 import { type RealNodeBed, realNodeUnavailable, startRealNodeBed } from './real-node.js';
-
-export { buildImages, imageValues, serviceVersion };
+import { labelPoolNode, NODE_POOL, SPARK_RUNTIME_IMAGE } from './spark-node.js';
 
 export const RELEASE = 'ss';
+/** The release namespace. */
 export const NS = 'submission-service';
+/** The applications namespace (the chart's default). */
 export const APPS = 'spark-apps';
+export const KERNEL_IMAGE = 'localhost/submission-service/kernel:3.5.7';
+export const AUTH_SECRET = 'submission-service-auth';
 
 interface TestLike { teardown(fn: () => unknown): void }
 
@@ -27,6 +34,33 @@ interface TestLike { teardown(fn: () => unknown): void }
 export function chartNodeUnavailable(): string | false {
   const missing = ['mmdebstrap', 'buildah'].filter((tool) => spawnSync('sh', ['-c', `command -v ${tool}`]).status !== 0);
   return realNodeUnavailable() ?? (missing.length ? `needs ${missing.join(', ')} (apt-get install mmdebstrap buildah)` : false);
+}
+
+/** images/build.sh's archives (built, or found in its cache): `name -> path`. */
+export function buildImages(): Map<string, string> {
+  const out = execFileSync('bash', [join(repoRoot, 'images', 'build.sh')],
+    { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'], timeout: 100 * 60_000 });
+  return new Map(out.trim().split('\n').map((line) => line.split(' ') as [string, string]));
+}
+
+/** The service's version: the image tag images/build.sh gives the service image. */
+export const serviceVersion = (): string =>
+  JSON.parse(execFileSync('node', ['-p', 'JSON.stringify(require("./package.json").version)'], { cwd: repoRoot, encoding: 'utf8' })) as string;
+
+/** The images this repository builds, as values name them for a registry. */
+export const imageValues = (version: string) => ({
+  image: { repository: 'localhost/submission-service/submission-service', tag: version },
+  images: { '3.5.7': SPARK_RUNTIME_IMAGE },
+});
+
+/** `helm ARGS --kubeconfig …`, asynchronous: the test's event loop (and its requests) go on meanwhile. */
+export function helmOn(bed: RealNodeBed): (args: string[]) => Promise<string> {
+  return async (args) => (await promisify(execFile)(helmBinary(), [...args, '--kubeconfig', bed.testbed.kubeconfig], { encoding: 'utf8' })).stdout;
+}
+
+/** `kubectl ARGS` against the test bed, asynchronous like helmOn. */
+export function kubectlOn(bed: RealNodeBed): (args: string[]) => Promise<string> {
+  return async (args) => (await promisify(execFile)('kubectl', ['--kubeconfig', bed.testbed.kubeconfig, ...args], { encoding: 'utf8', maxBuffer: 1 << 22 })).stdout;
 }
 
 export const readyPod = (pod: V1Pod) => pod.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false;
@@ -59,50 +93,75 @@ export function send(agent: Agent, base: URL, method: string, path: string, key:
 
 export const post = (agent: Agent, base: URL, path: string, key: string, body: unknown) => send(agent, base, 'POST', path, key, body);
 
+export interface ChartOptions {
+  /** Values merged over the images' (and the node pool's); `notebookService` is merged one level down. */
+  values?: Record<string, unknown>;
+  /** Runs once the release namespace exists, before `helm install`: what must be there before the chart's pods start (a Secret the values name). */
+  prepare?: (bed: RealNodeBed) => Promise<void>;
+  /** The node labelled as the one node of the one pool the values then declare, so that admitted Spark pods are placed on it. */
+  nodePool?: boolean;
+  /** false: no admin key (the test makes the keys it needs); default: one, accepted by the replicas. */
+  adminKey?: boolean;
+  /** Sockets of the keep-alive agent to the API's Service (default 4). */
+  agentSockets?: number;
+}
+
 export interface InstalledChart {
   bed: RealNodeBed;
   version: string;
   /** The values file of the install (JSON is YAML), for upgrades. */
   values: string;
-  /** helm with the test bed's kubeconfig; asynchronous, so requests of this process go on meanwhile. */
   helm: (args: string[]) => Promise<string>;
+  kubectl: (args: string[]) => Promise<string>;
   installSeconds: number;
-  admin: CreatedKey;
+  /** The chart's auth Secret, as `submission-service keys create --secret NS/submission-service-auth` writes it. */
   keys: SecretKeyStore;
+  /** Absent with `adminKey: false`. */
+  admin?: CreatedKey;
+  /** Resolves once the replicas accept the key (they watch the auth Secret): a dry run through the apiserver and the webhook. */
+  accepted(key: string): Promise<void>;
   /** The API's Service (ClusterIP, port 80): from the host as from any pod, through kube-proxy's rules. */
   base: URL;
   agent: Agent;
 }
 
-/** Builds and imports the images, installs the chart (every Deployment Ready) and makes an admin key the replicas accept. */
-export async function installChart(t: TestLike, extraValues: Record<string, unknown> = {}, agentSockets = 4): Promise<InstalledChart> {
-  const archives = buildImages();
+/** Builds and imports the images, installs the chart (every Deployment Ready) and, unless told not to, makes an admin key the replicas accept. */
+export async function installChart(t: TestLike, options: ChartOptions & { adminKey: false }): Promise<InstalledChart>;
+export async function installChart(t: TestLike, options?: ChartOptions & { adminKey?: true }): Promise<InstalledChart & { admin: CreatedKey }>;
+export async function installChart(t: TestLike, options: ChartOptions = {}): Promise<InstalledChart> {
+  const archives = buildImages(); // before the node: a cold build takes long
   const bed = await startRealNodeBed(t);
   for (const archive of archives.values()) await bed.node.importImage(archive);
   const version = serviceVersion();
-  const helm = async (args: string[]) => (await promisify(execFile)(helmBinary(), [...args, '--kubeconfig', bed.testbed.kubeconfig], { encoding: 'utf8' })).stdout;
-  // Values as a platform team writes them for its registry.
+  const helm = helmOn(bed);
+  // The node is the values' one pool, labelled as a platform team labels its nodes (README, "Placement").
+  if (options.nodePool) await labelPoolNode(bed.core, buildRules({ nodePools: [NODE_POOL], namespace: APPS }).placement.instanceTypeLabel);
+  await bed.core.createNamespace({ body: { metadata: { name: NS, labels: { 'pod-security.kubernetes.io/enforce': 'restricted', 'pod-security.kubernetes.io/enforce-version': 'latest' } } } });
+  await options.prepare?.(bed);
+  const given = options.values ?? {};
+  // Values as a platform team writes them for its registry (JSON is YAML).
   const values = join(bed.dir, 'values.yaml');
   writeFileSync(values, JSON.stringify({
     ...imageValues(version),
-    notebookService: { kernelImage: 'localhost/submission-service/kernel:3.5.7' },
-    ...extraValues,
+    ...(options.nodePool ? { nodePools: [NODE_POOL] } : {}),
+    ...given,
+    notebookService: { kernelImage: KERNEL_IMAGE, ...(given.notebookService as object | undefined) },
   }, null, 2));
-  // The release namespace enforces `restricted`: every pod of the chart's must meet it.
-  await bed.core.createNamespace({ body: { metadata: { name: NS, labels: { 'pod-security.kubernetes.io/enforce': 'restricted', 'pod-security.kubernetes.io/enforce-version': 'latest' } } } });
   const installStart = Date.now();
   // --wait: helm returns once every Deployment has its pods Ready.
   await helm(['install', RELEASE, chartDir, '--namespace', NS, '--values', values, '--wait', '--timeout', '15m']);
   const installSeconds = (Date.now() - installStart) / 1000;
 
-  // As `submission-service keys create --role admin --secret NS/submission-service-auth` makes it.
-  const keys = new SecretKeyStore({ kc: bed.kc, core: bed.core, namespace: NS, name: 'submission-service-auth' });
-  const admin = await keys.create('admin', 'chart test');
+  const keys = new SecretKeyStore({ kc: bed.kc, core: bed.core, namespace: NS, name: AUTH_SECRET });
   const service = await bed.core.readNamespacedService({ name: 'submission-service', namespace: NS });
   const base = new URL(`http://${service.spec!.clusterIP}:80`);
-  const agent = new Agent({ keepAlive: true, maxSockets: agentSockets });
+  const agent = new Agent({ keepAlive: true, maxSockets: options.agentSockets ?? 4 });
   t.teardown(() => agent.destroy());
-  // The replicas watch the auth Secret: the new key counts within the watch's latency.
-  await eventually(() => post(agent, base, '/api/apps/?dryRun=true', admin.key, { jobName: 'probe' }), (r) => r.status === 200, { what: 'the new key to be accepted (a dry run: through the apiserver and the webhook)', timeoutMs: 60_000 });
-  return { bed, version, values, helm, installSeconds, admin, keys, base, agent };
+  const accepted = async (key: string) => {
+    await eventually(() => post(agent, base, '/api/apps/?dryRun=true', key, { jobName: 'probe' }), (r) => r.status === 200,
+      { what: 'a new key to be accepted (a dry run: through the apiserver and the webhook)', timeoutMs: 120_000 });
+  };
+  const admin = options.adminKey === false ? undefined : await keys.create('admin', 'chart test');
+  if (admin) await accepted(admin.key);
+  return { bed, version, values, helm, kubectl: kubectlOn(bed), installSeconds, keys, admin, accepted, base, agent };
 }

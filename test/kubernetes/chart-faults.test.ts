@@ -15,19 +15,16 @@
 // The node is cordoned while the faults run and the chart's pods tolerate the cordon: the 200+
 // driver pods wait Pending instead of starting 200 JVMs on two cores, the service's own
 // replacement pods still schedule.
-import { spawnSync } from 'node:child_process';
 import t from 'tap';
 import { AppsV1Api, CustomObjectsApi, type V1Pod } from '@kubernetes/client-node';
 import { APPLICATIONS, GROUP, VERSION } from '../../cluster/kubernetes/client.js';
 import type { ApplicationResource } from '../../cluster/kubernetes/records.js';
 import { ANNOTATION_ADMITTED, LABEL_JOB } from '../../webhook/domain/index.js';
 import { NODE_NAME } from '../../testbed/real-node.js';
-import { APPS, installChart, NS, readyPod, send } from '../helpers/chart.js';
+import { APPS, chartNodeUnavailable, installChart, NS, readyPod, send } from '../helpers/chart.js';
 import { eventually } from '../helpers/kubernetes.js';
-import { realNodeUnavailable } from '../helpers/real-node.js';
 
-const missing = ['mmdebstrap', 'buildah'].filter((tool) => spawnSync('sh', ['-c', `command -v ${tool}`]).status !== 0);
-const skip = realNodeUnavailable() ?? (missing.length ? `needs ${missing.join(', ')} (apt-get install mmdebstrap buildah)` : false);
+const skip = chartNodeUnavailable();
 t.setTimeout(120 * 60_000);
 
 const SUBMISSIONS = 200;
@@ -46,18 +43,19 @@ const tally = (statuses: Status[]) => Object.entries(statuses.reduce<Record<stri
 t.test('faults of the installed chart', { skip }, async (t) => {
   // 0 turns the per-key limits off: two keys send 200 submissions within seconds.
   const chart = await installChart(t, {
-    limits: { submissionsPerMinute: 0, applicationsPerKey: 0 },
-    tolerations: [{ key: 'node.kubernetes.io/unschedulable', operator: 'Exists', effect: 'NoSchedule' }],
-  }, IN_FLIGHT);
-  const { bed, base, agent, keys } = chart;
+    values: {
+      limits: { submissionsPerMinute: 0, applicationsPerKey: 0 },
+      tolerations: [{ key: 'node.kubernetes.io/unschedulable', operator: 'Exists', effect: 'NoSchedule' }],
+    },
+    agentSockets: IN_FLIGHT,
+  });
+  const { bed, base, agent, keys, accepted } = chart;
   const { core, kc } = bed;
   const apps = kc.makeApiClient(AppsV1Api);
   const custom = kc.makeApiClient(CustomObjectsApi);
   const userA = await keys.create('user', 'faults A');
   const userB = await keys.create('user', 'faults B');
-  for (const key of [userA, userB]) {
-    await eventually(() => send(agent, base, 'POST', '/api/apps/?dryRun=true', key.key, { jobName: 'probe' }), (r) => r.status === 200, { what: 'the user key to be accepted', timeoutMs: 60_000 });
-  }
+  for (const key of [userA, userB]) await accepted(key.key);
   await core.patchNode({ name: NODE_NAME, body: [{ op: 'add', path: '/spec/unschedulable', value: true }] });
 
   /** What the apiserver holds of one run's submissions, and what of it is half-made. */

@@ -10,16 +10,13 @@
 // Service gets an admitted, sized driver pod; `helm upgrade` with a changed value rolls the
 // api and webhook pods while submissions keep coming, and none fails; `helm uninstall` removes
 // the release and leaves what the chart says it keeps (manifests/README.md, "Uninstall").
-import { spawnSync } from 'node:child_process';
 import t from 'tap';
 import { AdmissionregistrationV1Api, ApiextensionsV1Api, AppsV1Api } from '@kubernetes/client-node';
-import { APPS, installChart, NS, post, RELEASE, readyPod } from '../helpers/chart.js';
+import { APPS, chartNodeUnavailable, installChart, NS, post, RELEASE, readyPod } from '../helpers/chart.js';
 import { eventually } from '../helpers/kubernetes.js';
-import { realNodeUnavailable } from '../helpers/real-node.js';
 import { chartDir } from '../manifests/helm.js';
 
-const missing = ['mmdebstrap', 'buildah'].filter((tool) => spawnSync('sh', ['-c', `command -v ${tool}`]).status !== 0);
-const skip = realNodeUnavailable() ?? (missing.length ? `needs ${missing.join(', ')} (apt-get install mmdebstrap buildah)` : false);
+const skip = chartNodeUnavailable();
 
 // A cold image build alone takes tens of minutes on two busy cores.
 t.setTimeout(120 * 60_000);

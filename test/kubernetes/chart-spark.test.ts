@@ -10,24 +10,19 @@
 // (no object written per application); a pod claiming that name is refused; the application
 // ends COMPLETED, and once its pods are gone its log is still read through the API (from the
 // log archive in S3), by its owner and no other user key.
-import { writeFileSync } from 'node:fs';
-import { Agent } from 'node:http';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import t from 'tap';
 import { Exec, type KubeConfig } from '@kubernetes/client-node';
-import { SecretKeyStore } from '../../submit-api/auth/secret-key-store.js';
 import { nodeIp } from '../../testbed/real-node.js';
 import { startS3Server } from '../../testbed/s3-server.js';
 import {
   ANNOTATION_ADMITTED, cpuQuantity, DEFAULT_DRIVER_SERVICE, LABEL_APP, parseMemoryMib, podMemoryMib, SPARK_ROLE,
 } from '../../webhook/domain/index.js';
-import { buildImages, chartNodeUnavailable, imageValues, post, send as call, serviceVersion } from '../helpers/chart.js';
-import { helmOn } from '../helpers/chart-install.js';
+import { APPS, chartNodeUnavailable, installChart, NS, post, send as call } from '../helpers/chart.js';
 import { eventually } from '../helpers/kubernetes.js';
-import { startRealNodeBed } from '../helpers/real-node.js';
-import { labelPoolNode, NODE_POOL, PI_PY, SPARK_RUNTIME_IMAGE } from '../helpers/spark-node.js';
-import { chartDir } from '../manifests/helm.js';
+import { PI_PY, SPARK_RUNTIME_IMAGE } from '../helpers/spark-node.js';
+import { tempDir } from '../helpers/temp.js';
 
 const s3Binary = process.env.SUBMISSION_SERVICE_S3_SERVER;
 const skip = chartNodeUnavailable() || (s3Binary ? false : 'no S3 server (test/s3/build.sh; scripts/test.sh sets SUBMISSION_SERVICE_S3_SERVER)');
@@ -35,9 +30,6 @@ const skip = chartNodeUnavailable() || (s3Binary ? false : 'no S3 server (test/s
 // A cold image build alone takes tens of minutes on two busy cores.
 t.setTimeout(120 * 60_000);
 
-const RELEASE = 'ss';
-const NS = 'submission-service';
-const APPS = 'spark-apps';
 const CREDENTIALS = 'spark-history-s3';
 
 /** stdout of `command` in a pod's container, through the apiserver; fails unless it exits 0. */
@@ -56,54 +48,40 @@ const terminal = (state: string | undefined) => state === 'COMPLETED' || state =
 
 t.test('pi.py through the installed chart: executors reach the driver by DNS, the log outlives the pods', { skip }, async (t) => {
   const started = Date.now();
-  const archives = buildImages();
-  const bed = await startRealNodeBed(t);
-  const { core, kc } = bed;
-  for (const archive of archives.values()) await bed.node.importImage(archive);
   // On the machine's own address, not loopback: the api pods and Spark's pods write to it.
-  const s3 = await startS3Server(s3Binary!, join(bed.dir, 's3'), 'spark-history', nodeIp());
+  const s3 = await startS3Server(s3Binary!, join(tempDir(t, 'chart-spark-s3-'), 's3'), 'spark-history', nodeIp());
   t.teardown(() => s3.stop());
   await s3.store.ensureFolder('spark-events');
-  const credentials = { type: 'Opaque', stringData: { AWS_ACCESS_KEY_ID: s3.accessKey, AWS_SECRET_ACCESS_KEY: s3.secretKey } };
+  const credentials = { metadata: { name: CREDENTIALS }, type: 'Opaque', stringData: { AWS_ACCESS_KEY_ID: s3.accessKey, AWS_SECRET_ACCESS_KEY: s3.secretKey } };
 
   // Values as a platform team writes them: this node as the one pool, history in S3. Small
   // CPU requests and one replica each: the node has two cores, and the driver and executor need them.
   const small = { requests: { cpu: '10m', memory: '128Mi' }, limits: { memory: '512Mi' } };
-  const values = join(bed.dir, 'values.yaml');
-  writeFileSync(values, JSON.stringify({
-    ...imageValues(serviceVersion()),
-    nodePools: [NODE_POOL],
-    history: {
-      eventLogDir: `s3a://${s3.bucket}/spark-events`, s3Endpoint: s3.endpoint, credentialsSecret: CREDENTIALS,
-      server: { image: SPARK_RUNTIME_IMAGE, resources: { requests: { cpu: '10m', memory: '512Mi' }, limits: { memory: '1Gi' } } },
+  const { bed, installSeconds, keys, accepted, base, agent } = await installChart(t, {
+    nodePool: true,
+    adminKey: false,
+    values: {
+      history: {
+        eventLogDir: `s3a://${s3.bucket}/spark-events`, s3Endpoint: s3.endpoint, credentialsSecret: CREDENTIALS,
+        server: { image: SPARK_RUNTIME_IMAGE, resources: { requests: { cpu: '10m', memory: '512Mi' }, limits: { memory: '1Gi' } } },
+      },
+      notebookService: { enabled: false },
+      api: { replicas: 1, resources: small },
+      webhook: { replicas: 1, resources: small },
     },
-    notebookService: { enabled: false },
-    api: { replicas: 1, resources: small },
-    webhook: { replicas: 1, resources: small },
-  }, null, 2));
-  const helm = helmOn(bed);
-  await labelPoolNode(core, 'node.kubernetes.io/instance-type'); // the chart's placement: generic
-  await core.createNamespace({ body: { metadata: { name: NS } } });
-  // The api and the History Server read S3 with it from the start; drivers from the apps namespace.
-  await core.createNamespacedSecret({ namespace: NS, body: { metadata: { name: CREDENTIALS }, ...credentials } });
-  const installStart = Date.now();
-  await helm(['install', RELEASE, chartDir, '--namespace', NS, '--values', values, '--wait', '--timeout', '15m']);
-  const installSeconds = (Date.now() - installStart) / 1000;
-  await core.createNamespacedSecret({ namespace: APPS, body: { metadata: { name: CREDENTIALS }, ...credentials } });
+    // The api and the History Server read S3 with it from the start.
+    prepare: async ({ core }) => { await core.createNamespacedSecret({ namespace: NS, body: credentials }); },
+  });
+  const { core, kc } = bed;
+  // Drivers read it from the applications namespace (the chart makes that namespace).
+  await core.createNamespacedSecret({ namespace: APPS, body: credentials });
 
   const service = await core.readNamespacedService({ name: DEFAULT_DRIVER_SERVICE, namespace: APPS });
   t.equal(service.spec?.clusterIP, 'None', 'the chart made one headless drivers\' Service in the applications namespace');
 
-  const store = new SecretKeyStore({ kc, core, namespace: NS, name: 'submission-service-auth' });
-  const alice = await store.create('user', 'chart-spark test: submits');
-  const bob = await store.create('user', 'chart-spark test: another team');
-  const api = await core.readNamespacedService({ name: 'submission-service', namespace: NS });
-  const base = new URL(`http://${api.spec!.clusterIP}:80`);
-  const agent = new Agent({ keepAlive: true, maxSockets: 4 });
-  t.teardown(() => agent.destroy());
-  // The replica watches the auth Secret: the new keys count within the watch's latency.
-  await eventually(() => post(agent, base, '/api/apps/?dryRun=true', alice.key, { jobName: 'probe' }), (r) => r.status === 200,
-    { what: 'the new key to be accepted', timeoutMs: 120_000 });
+  const alice = await keys.create('user', 'chart-spark test: submits');
+  const bob = await keys.create('user', 'chart-spark test: another team');
+  await accepted(alice.key);
 
   const res = await post(agent, base, '/api/apps/', alice.key, {
     jobName: 'pi', configOverrides: { type: 'Python', mainApplicationFile: PI_PY, arguments: ['200'], executor: { cores: 1, instances: 1 } },

@@ -10,46 +10,35 @@
 // the kernel still answers; deleting the kernel removes its driver and executor pods.
 import t from 'tap';
 import { Watch, type V1Pod } from '@kubernetes/client-node';
-import { SecretKeyStore } from '../../submit-api/auth/secret-key-store.js';
 import { ANNOTATION_ADMITTED, LABEL_APP, SPARK_ROLE } from '../../webhook/domain/index.js';
-import { APPS_NAMESPACE, buildImages, installChart, KERNEL_IMAGE, kubectlOn, RELEASE_NAMESPACE } from '../helpers/chart-install.js';
+import { APPS, AUTH_SECRET, chartNodeUnavailable, installChart, KERNEL_IMAGE, NS } from '../helpers/chart.js';
 import { eventually } from '../helpers/kubernetes.js';
-import { startRealNodeBed } from '../helpers/real-node.js';
 import { http } from '../helpers/service.js';
-import { sparkNodeUnavailable } from '../helpers/spark-node.js';
 import { KernelClient, startJupyter, toolsEnv } from '../gateway/jupyter.js';
 import { interruptStopsSparkJob } from '../gateway/kernel-lifecycle.js';
 
-const skip = sparkNodeUnavailable() ?? (toolsEnv() ? false : 'needs the tools virtualenv (jupyter_server)');
+const skip = chartNodeUnavailable() || (toolsEnv() ? false : 'needs the tools virtualenv (jupyter_server)');
 
 // A cold image build alone takes tens of minutes on two busy cores.
 t.setTimeout(120 * 60_000);
 
-const AUTH_SECRET = 'submission-service-auth';
-
 t.test('a notebook kernel from the kernel image, started by the installed chart', { skip }, async (t) => {
   const started = Date.now();
-  const archives = buildImages();
-  const bed = await startRealNodeBed(t);
+  const { bed, kubectl, keys, admin, base } = await installChart(t, { nodePool: true });
   const { core, kc } = bed;
-  const kubectl = kubectlOn(bed);
-  await installChart(bed, archives);
 
-  // Keys, as a platform engineer makes them (README, "Notebooks on Kubernetes"): an admin's for
-  // the kernel template, and the notebook service's own key, which the Jupyter server is given
-  // as its auth_token. The notebook service reads `gateway.key` when its pod starts.
-  const keys = new SecretKeyStore({ kc, core, namespace: RELEASE_NAMESPACE, name: AUTH_SECRET });
-  const admin = (await keys.create('admin', 'kernel-node test')).key;
+  // The notebook service's own key, as a platform engineer makes it (README, "Notebooks on
+  // Kubernetes"): the Jupyter server is given it as its auth_token; the notebook service reads
+  // `gateway.key` when its pod starts. The admin's key is for the kernel template.
   const gatewayKey = (await keys.create('user', 'notebook-service')).key;
-  await kubectl(['-n', RELEASE_NAMESPACE, 'patch', 'secret', AUTH_SECRET, '--type', 'merge', '-p', JSON.stringify({ stringData: { 'gateway.key': gatewayKey } })]);
-  await kubectl(['-n', RELEASE_NAMESPACE, 'rollout', 'restart', 'deployment/submission-service-gateway']);
-  await kubectl(['-n', RELEASE_NAMESPACE, 'rollout', 'status', 'deployment/submission-service-gateway', '--timeout=10m']);
+  await kubectl(['-n', NS, 'patch', 'secret', AUTH_SECRET, '--type', 'merge', '-p', JSON.stringify({ stringData: { 'gateway.key': gatewayKey } })]);
+  await kubectl(['-n', NS, 'rollout', 'restart', 'deployment/submission-service-gateway']);
+  await kubectl(['-n', NS, 'rollout', 'status', 'deployment/submission-service-gateway', '--timeout=10m']);
 
   // The Services' ClusterIPs, reached from this host through kube-proxy's rules.
-  const clusterIp = async (name: string) => (await core.readNamespacedService({ name, namespace: RELEASE_NAMESPACE })).spec!.clusterIP!;
-  const apiBase = `http://${await clusterIp('submission-service')}`;
-  const notebooks = `http://${await clusterIp('notebook-service')}/notebooks`;
-  const api = (method: string, path: string, body?: unknown, key = admin) => http(apiBase, method, path, body, { 'x-api-key': key }).catch((error: Error) => ({ status: 0, json: undefined, text: error.message }));
+  const notebookService = await core.readNamespacedService({ name: 'notebook-service', namespace: NS });
+  const notebooks = `http://${notebookService.spec!.clusterIP!}/notebooks`;
+  const api = (method: string, path: string, body?: unknown, key = admin.key) => http(base.origin, method, path, body, { 'x-api-key': key }).catch((error: Error) => ({ status: 0, json: undefined, text: error.message }));
 
   // A kernel template: one executor to start with, two at most (the node has two cores).
   const template = { name: 'notebook', config: { pythonVersion: '3', engineVersion: '3.5.7', executor: { cores: 1, instances: 1 }, engineConf: { 'spark.dynamicAllocation.maxExecutors': '2' } } };
@@ -73,7 +62,7 @@ t.test('a notebook kernel from the kernel image, started by the installed chart'
   // Every pod of the kernel's application, as the apiserver saw it (executors may be given back
   // by dynamic allocation before a list would see them).
   const seen = new Map<string, V1Pod>();
-  const watch = await new Watch(kc).watch(`/api/v1/namespaces/${APPS_NAMESPACE}/pods`, { labelSelector: `${LABEL_APP}=${appName}` },
+  const watch = await new Watch(kc).watch(`/api/v1/namespaces/${APPS}/pods`, { labelSelector: `${LABEL_APP}=${appName}` },
     (_type, pod: V1Pod) => { if (!seen.has(pod.metadata!.name!) || pod.spec?.nodeName) seen.set(pod.metadata!.name!, pod); }, () => undefined);
   t.teardown(() => watch.abort());
 
@@ -82,7 +71,7 @@ t.test('a notebook kernel from the kernel image, started by the installed chart'
   const sum = await client.execute('sc.parallelize(range(1000), 8).sum()', 900_000);
   t.equal(sum.result, '499500', sum.stderr || JSON.stringify(sum.error) || jupyter.output().slice(-2000));
 
-  const driver = await core.readNamespacedPod({ name: appName, namespace: APPS_NAMESPACE });
+  const driver = await core.readNamespacedPod({ name: appName, namespace: APPS });
   t.equal(driver.spec!.containers[0].image, KERNEL_IMAGE, 'the driver runs the kernel image');
   t.equal(driver.metadata?.annotations?.[ANNOTATION_ADMITTED] !== undefined, true, 'admitted by the chart\'s webhook');
   const executors = [...seen.values()].filter((p) => p.metadata?.labels?.[SPARK_ROLE] === 'executor');
@@ -104,7 +93,7 @@ t.test('a notebook kernel from the kernel image, started by the installed chart'
   // Deleting the kernel removes its application, the driver pod and its executors.
   const deleted = await jp('DELETE', `/api/kernels/${id}`);
   t.equal(deleted.status, 204, deleted.text);
-  const left = await eventually(() => core.listNamespacedPod({ namespace: APPS_NAMESPACE, labelSelector: `${LABEL_APP}=${appName}` }),
+  const left = await eventually(() => core.listNamespacedPod({ namespace: APPS, labelSelector: `${LABEL_APP}=${appName}` }),
     (list) => list.items.length === 0, { what: 'the kernel\'s driver and executor pods to be gone', timeoutMs: 300_000, intervalMs: 1_000 });
   t.same(left.items, [], 'no pod of the kernel is left');
   t.equal((await api('GET', `/api/apps/?labelSelector=kernel.submission-service.io/id=${id}`, undefined, gatewayKey)).json.items.length, 0, 'its application is gone from the API');
