@@ -15,8 +15,10 @@
 //
 // Goal (issue 16): driver Running p99 <= 2 s above the bare pod start; >= 10x faster than spark-submit.
 import type { V1Pod } from '@kubernetes/client-node';
+import { register as metrics } from 'prom-client';
 import { envNumber, fmt, load, percentileSorted, table } from '../lib.js';
 import { runSparkSubmit, sparkSubmitArgs, submissionAuth } from './testbed.js';
+import { sample } from '../../test/helpers/metrics.js';
 import { PI_PY, SPARK_RUNTIME_IMAGE, sparkNodeUnavailable, startSparkNodeBed } from '../../test/helpers/spark-node.js';
 import { TEST_IMAGE } from '../../testbed/node-config.js';
 import { LABEL_APP, SPARK_ROLE } from '../../webhook/domain/index.js';
@@ -39,6 +41,9 @@ async function until<T>(read: () => Promise<T>, ok: (value: T) => boolean, what:
 }
 
 const isRunning = (pod: V1Pod | undefined) => pod?.status?.phase === 'Running';
+/** The in-process controller's config copies (its writes, kind="config", every outcome): 0 when the API has the webhook's rules. */
+const configCopies = async () => sample(await metrics.metrics(), 'submission_service_controller_writes_total', { kind: 'config' });
+
 const stats = (values: number[]) => {
   const sorted = [...values].sort((a, b) => a - b);
   return [fmt(percentileSorted(sorted, 50)), fmt(percentileSorted(sorted, 99)), fmt(sorted.at(-1) ?? NaN)];
@@ -64,6 +69,7 @@ async function main(): Promise<void> {
   const executor: number[] = [];
   const submit: number[] = [];
   const peer: number[] = [];
+  let copies = NaN;
   try {
     for (let i = 0; i < APPS; i++) {
       // The node's own start: a pod of the small test image, create -> Running.
@@ -121,6 +127,7 @@ async function main(): Promise<void> {
       process.stderr.write(`run ${i + 1}/${APPS}: bare ${fmt(bare.at(-1)!)} ms, driver ${fmt(driver.at(-1)!)} ms, executor ${fmt(executor.at(-1)!)} ms, spark-submit driver ${fmt(submit.at(-1)!)} ms${operator ? `, operator driver ${fmt(peer.at(-1)!)} ms` : ''} (load ${load()})\n`);
     }
   } finally {
+    copies = await configCopies().catch(() => NaN);
     for (const fn of teardowns.reverse()) await fn();
   }
   process.stdout.write(`${table(['start (ms)', 'p50', 'p99', 'max'], [
@@ -129,7 +136,8 @@ async function main(): Promise<void> {
     ['POST /api/apps/ -> first executor Running', ...stats(executor)],
     ['spark-submit --deploy-mode cluster -> driver Running', ...stats(submit)],
     ...(operator ? [['Spark Operator v2.5.1: SparkApplication -> driver Running', ...stats(peer)]] : []),
-  ])}\n${APPS} bare pods and applications, ${submit.length} of each slow one, one at a time, load ${load()}\n`);
+  ])}\n${APPS} bare pods and applications, ${submit.length} of each slow one, one at a time, load ${load()}; `
+    + `config copies by the controller: ${copies} (the Application is written with its admitted config)\n`);
 }
 
 await main();

@@ -92,9 +92,11 @@ export async function startSparkNodeBed(t: TestLike): Promise<SparkNodeBed> {
     dnsNames: ['localhost'], ipAddresses: ['127.0.0.1'],
     registration: { name: 'submission-service', url: `https://127.0.0.1:${webhookPort}/mutate-pods` },
   });
-  // The API with the dashboard on top (the Spark UI proxy), as the CLI builds it; auth off.
+  // The API with the dashboard on top (the Spark UI proxy), as the CLI builds it; auth off. With
+  // the webhook's rules, as the chart and `testbed up` give them: the Application is written with
+  // its admitted config, and the controller copies nothing (the product's path, for the benches too).
   const apiClients = kubeClients(bed.testbed.kubeconfig);
-  const cluster = new KubernetesCluster({ clients: apiClients, namespace: NAMESPACE });
+  const cluster = new KubernetesCluster({ clients: apiClients, namespace: NAMESPACE, rules });
   await cluster.start();
   const app = await buildService({ cluster, auth: { enabled: false, store: { verify: () => undefined, byId: () => undefined } }, sessionSecret: randomBytes(32) });
   const baseUrl = await app.listen({ port: 0, host: '127.0.0.1' });
