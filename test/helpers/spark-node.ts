@@ -3,7 +3,7 @@
 // imported into the node's containerd, and on top what the service needs in a cluster: the
 // namespace and CRDs, the drivers' service account and Role (as the chart gives them), the
 // webhook registered with its CA, and the API with the dashboard in Kubernetes mode (its
-// controller included).
+// controller included, the webhook's rules and its own identity, as the chart runs it).
 // The node is one node pool: it is labelled as such, and the pool's schedulable maxima
 // leave room for a driver and two executors on this machine's two cores.
 import { execFileSync, spawnSync } from 'node:child_process';
@@ -18,6 +18,7 @@ import { buildService } from '../../cli/service.js';
 import { startWebhookService } from '../../cli/webhook-service.js';
 import { KubernetesCluster } from '../../cluster/kubernetes/kubernetes-cluster.js';
 import { freePort } from '../../lib/free-port.js';
+import { ensureApiIdentity } from '../../testbed/api-identity.js';
 import { NODE_NAME } from '../../testbed/real-node.js';
 import { type AdmissionRules, buildRules, DEFAULT_DRIVER_SERVICE } from '../../webhook/domain/index.js';
 import { repoRoot } from './api.js';
@@ -86,16 +87,20 @@ export async function startSparkNodeBed(t: TestLike): Promise<SparkNodeBed> {
   await bootstrap(clients, rules, false);
   await ensureDriverAccount(clients, NAMESPACE, rules.serviceAccount);
   await ensureDriverService(clients, NAMESPACE, DEFAULT_DRIVER_SERVICE);
+  // The API writes with its own service account, as in the chart and `testbed up`: its admitted
+  // driver pods skip the webhook; Spark's executor pods and anyone else's still go through it.
+  const identity = await ensureApiIdentity(clients, NAMESPACE, join(bed.dir, 'testbed'));
   const webhookPort = await freePort();
   const webhook = await startWebhookService({
     clients, rules, certDir: join(bed.dir, 'certs'), port: webhookPort, host: '127.0.0.1',
     dnsNames: ['localhost'], ipAddresses: ['127.0.0.1'],
-    registration: { name: 'submission-service', url: `https://127.0.0.1:${webhookPort}/mutate-pods` },
+    registration: { name: 'submission-service', url: `https://127.0.0.1:${webhookPort}/mutate-pods`, apiUser: identity.user },
   });
   // The API with the dashboard on top (the Spark UI proxy), as the CLI builds it; auth off. With
-  // the webhook's rules, as the chart and `testbed up` give them: the Application is written with
-  // its admitted config, and the controller copies nothing (the product's path, for the benches too).
-  const apiClients = kubeClients(bed.testbed.kubeconfig);
+  // the webhook's rules, as the chart and `testbed up` give them: it admits its driver pods
+  // itself and writes each Application with the admitted config, so the controller copies
+  // nothing (the product's path, for the benches too).
+  const apiClients = kubeClients(identity.kubeconfig);
   const cluster = new KubernetesCluster({ clients: apiClients, namespace: NAMESPACE, rules });
   await cluster.start();
   const app = await buildService({ cluster, auth: { enabled: false, store: { verify: () => undefined, byId: () => undefined } }, sessionSecret: randomBytes(32) });
