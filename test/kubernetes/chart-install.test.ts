@@ -46,7 +46,7 @@ t.test('the chart, installed on a real node', { skip }, async (t) => {
     const res = await post(agent, base, '/api/apps/', admin.key, { jobName: 'first', configOverrides: { executor: { cores: 2 } } });
     t.equal(res.status, 201, JSON.stringify(res.json));
     const pod = await core.readNamespacedPod({ name: res.json.appName, namespace: APPS });
-    t.equal(pod.metadata?.annotations?.['submission-service/admitted-by'], 'submission-service-rules/v1', 'admitted by the installed webhook');
+    t.equal(pod.metadata?.annotations?.['submission-service/admitted-by'], 'submission-service-rules/v1', 'admitted with the installed chart\'s rules');
     t.ok(pod.metadata?.annotations?.['submission-service/sizing'], 'with its sizing decision');
     t.equal(pod.spec!.containers[0].image, 'localhost/submission-service/spark:3.5.7', 'the Spark image of the values');
     t.ok(pod.spec!.containers[0].resources?.requests?.cpu, 'sized');

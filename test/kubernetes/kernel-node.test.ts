@@ -73,7 +73,7 @@ t.test('a notebook kernel from the kernel image, started by the installed chart'
 
   const driver = await core.readNamespacedPod({ name: appName, namespace: APPS });
   t.equal(driver.spec!.containers[0].image, KERNEL_IMAGE, 'the driver runs the kernel image');
-  t.equal(driver.metadata?.annotations?.[ANNOTATION_ADMITTED] !== undefined, true, 'admitted by the chart\'s webhook');
+  t.equal(driver.metadata?.annotations?.[ANNOTATION_ADMITTED] !== undefined, true, 'admitted with the chart\'s rules');
   const executors = [...seen.values()].filter((p) => p.metadata?.labels?.[SPARK_ROLE] === 'executor');
   t.ok(executors.length >= 1, `executor pods of the kernel's application: ${executors.map((p) => p.metadata!.name).join(', ')}`);
   for (const executor of executors) {
