@@ -62,25 +62,28 @@ t.test('a warm pool hands out kernels with Spark up, refills, and keeps claims a
   const b = (await pooledApps()).find((app) => app.labels[ID] !== a)!.labels[ID];
 
   t.equal(await first.stop('SIGKILL'), 'SIGKILL');
-  const second = await startService(t, { dataDir, env: sparkEnv(), args });
+  // Restarted without the 3 s culling: until the Jupyter server has dialled the new gateway, the
+  // claimed kernel has no connection, and on a loaded machine that can outlast 3 s (the culler
+  // would then rightly end it; what is checked here is the claim kept, not culling).
+  const second = await startService(t, { dataDir, env: sparkEnv(), args: args.slice(0, -2) });
   t.equal(second.url, base, 'the same address');
   const listed = await listedIds();
   t.ok(listed.includes(a), 'the restarted gateway lists the claimed kernel (its launcher said so)');
   t.notOk(listed.includes(b), 'and not the unclaimed one');
-  const back = Date.now();
   let x: string | undefined;
-  while (x === undefined && Date.now() - back < 60_000) {
+  await until(async () => {
     try { x = (await clientA.execute('x', 4000)).result; } catch { /* the Jupyter server reconnects */ }
-  }
+    return x !== undefined;
+  }, { timeoutMs: 180_000, intervalMs: 250, what: 'the claimed kernel to answer after the restart' });
   t.equal(x, '42', 'the claimed kernel kept its state');
 
-  await until(poolReady, { timeoutMs: 60_000, intervalMs: 250, what: 'the unclaimed kernel ready again after the restart' });
+  await until(poolReady, { timeoutMs: 240_000, intervalMs: 250, what: 'the unclaimed kernel ready again after the restart' });
   const again = await jp('POST', '/api/kernels', { name: 'notebook' });
   t.equal(again.status, 201, again.text);
   t.equal(again.json.id, b, 'the next POST gets the kernel that was unclaimed before the restart, not the claimed one');
   const clientB = await socket(b);
   t.equal((await clientB.execute('sc.parallelize(range(10)).count()', 60_000)).result, '10', 'with Spark up');
-  await until(async () => (await pooledApps()).some((app) => ![a, b].includes(app.labels[ID])), { timeoutMs: 60_000, intervalMs: 250, what: 'a third pooled kernel' });
+  await until(async () => (await pooledApps()).some((app) => ![a, b].includes(app.labels[ID])), { timeoutMs: 240_000, intervalMs: 250, what: 'a third pooled kernel' });
   t.equal((await pooledApps()).length, 3, 'the pool refilled once more: two claimed kernels and one waiting');
   const c = (await pooledApps()).find((app) => ![a, b].includes(app.labels[ID]))!.labels[ID];
 
@@ -90,7 +93,7 @@ t.test('a warm pool hands out kernels with Spark up, refills, and keeps claims a
   await until(async () => {
     const ids = (await pooledApps()).map((app) => app.labels[ID]);
     return !ids.includes(c) && ids.length === 3;
-  }, { timeoutMs: 60_000, intervalMs: 500, what: 'the waiting kernel replaced after the template changed' });
+  }, { timeoutMs: 240_000, intervalMs: 500, what: 'the waiting kernel replaced after the template changed' });
   t.ok((await pooledApps()).some((app) => ![a, b, c].includes(app.labels[ID])), 'a changed template replaces the waiting kernel; claimed ones stay');
 
   t.equal((await api('DELETE', '/api/config-templates/notebook', undefined, admin)).status, 204);
