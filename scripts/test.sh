@@ -51,7 +51,7 @@ read -r pass fail skip < <(awk '
 # The failures by name, just above the count: a CI log that keeps only its tail still says which.
 awk '
   /^# Subtest: / { file = substr($0, 12); next }
-  /^    not ok [0-9]+ - / && $0 !~ /# TODO/ { sub(/^    not ok [0-9]+ - /, ""); print "failed: " file " > " $0; named[file] = 1; next }
+  /^    not ok [0-9]+ - / && $0 !~ /# TODO/ { sub(/^    not ok [0-9]+ - /, ""); sub(/ # time=.*/, ""); print "failed: " file " > " $0; named[file] = 1; next }
   /^not ok [0-9]+ - / { name = $0; sub(/^not ok [0-9]+ - /, "", name); sub(/ # .*/, "", name); if (!(name in named)) print "failed: " name " (outside its tests)" }
 ' "$out" >&2
 files_seen=$(grep -cE '^(not )?ok [0-9]+ - ' "$out")
