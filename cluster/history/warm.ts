@@ -64,6 +64,11 @@ export class HistoryWarmer {
     return () => { this.listeners.delete(listener); };
   }
 
+  /** At a start: queues the runs that ended last (`recentRuns`, REWARM), most recent first. */
+  warmRecent(runs: Iterable<[string, IndexedRun]>): void {
+    for (const [appName, run] of recentRuns(runs, Date.now())) this.warm(appName, run);
+  }
+
   /** Queues the run's replay if its log is big enough and complete or no longer written; whether it was queued. */
   warm(appName: string, run: IndexedRun | undefined): boolean {
     if (!run || run.bytes < WARM_BYTES || this.stop.signal.aborted) return false;

@@ -8,7 +8,7 @@ import type { ObjectStore } from '../history/object-store.js';
 import { S3EventLogIndex } from '../history/s3-event-log-index.js';
 import { runAvailable, settleRun, untilServed } from '../history/settle.js';
 import type { HistoryTarget, SparkHistory, WarmedListener } from '../history/spark-history.js';
-import { HistoryWarmer, recentRuns } from '../history/warm.js';
+import { HistoryWarmer } from '../history/warm.js';
 import type { LogArchive } from './log-archive.js';
 
 export interface KubernetesHistoryOptions {
@@ -54,7 +54,7 @@ export class KubernetesSparkHistory implements SparkHistory {
     this.ready = options.store.ensureFolder(options.eventLogPrefix);
     // This replica's page cache is empty after a restart (and so is a restarted History Server's memory):
     // the runs that ended last are warmed again.
-    background(this.ready.then(() => this.index.refresh()).then(() => this.rewarm()), 'could not prepare the event log directory');
+    background(this.ready.then(() => this.index.refresh()).then(() => this.warmer.warmRecent(this.index.runs())), 'could not prepare the event log directory');
   }
 
   run(appName: string): { sparkAppId: string; completed: boolean } | undefined {
@@ -63,11 +63,6 @@ export class KubernetesSparkHistory implements SparkHistory {
 
   onWarmed(listener: WarmedListener): () => void {
     return this.warmer.onWarmed(listener);
-  }
-
-  /** Queues the runs that ended last (warm.ts, REWARM) for their replay, most recent first. */
-  private rewarm(): void {
-    for (const [appName, run] of recentRuns(this.index.runs(), Date.now())) this.warmer.warm(appName, run);
   }
 
   available(app: { appName: string; endedAt: string | null; config?: { engineConf?: Record<string, string> } }): boolean {

@@ -6,7 +6,7 @@ import type { EventFeed } from '../events.js';
 import { EventLogIndex } from '../history/event-log-index.js';
 import { runAvailable, settleRun, untilServed } from '../history/settle.js';
 import type { HistoryTarget, SparkHistory, WarmedListener } from '../history/spark-history.js';
-import { HistoryWarmer, recentRuns } from '../history/warm.js';
+import { HistoryWarmer } from '../history/warm.js';
 import { LocalHistoryServer } from './history-server.js';
 import type { LocalLogger } from './logger.js';
 
@@ -53,7 +53,7 @@ export class LocalSparkHistory implements SparkHistory {
       }
     });
     // Replays are in the History Server's memory only: after a restart, the runs that ended last are warmed again.
-    background(this.index.refresh().then(() => this.rewarm()), 'could not read the event logs');
+    background(this.index.refresh().then(() => this.warmer.warmRecent(this.index.runs())), 'could not read the event logs');
   }
 
   run(appName: string): { sparkAppId: string; completed: boolean } | undefined {
@@ -62,11 +62,6 @@ export class LocalSparkHistory implements SparkHistory {
 
   onWarmed(listener: WarmedListener): () => void {
     return this.warmer.onWarmed(listener);
-  }
-
-  /** Queues the runs that ended last (warm.ts, REWARM) for their replay, most recent first. */
-  private rewarm(): void {
-    for (const [appName, run] of recentRuns(this.index.runs(), Date.now())) this.warmer.warm(appName, run);
   }
 
   available(app: { appName: string; endedAt: string | null; config?: { engineConf?: Record<string, string> } }): boolean {
