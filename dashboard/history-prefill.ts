@@ -8,6 +8,7 @@ import { get } from 'node:http';
 import { gunzipSync } from 'node:zlib';
 import type { HistoryTarget } from '../cluster/history/spark-history.js';
 import { cacheKey, collectAnswer, type HistoryPageCache, STATIC_CACHE_CONTROL } from './history-cache.js';
+import { historyPath } from './history-paths.js';
 import { forViewer } from './spark-ui-access.js';
 
 /** At most this many of a run's job pages are put in the cache. */
@@ -75,10 +76,11 @@ export async function prefillHistory(options: PrefillOptions): Promise<number> {
     added++;
     return answer;
   };
-  const runPath = `/history/${target.sparkAppId}`; // as history-paths.ts writes it, so the keys match
+  // The History Server's paths of the pages, as the proxy maps the same pages (so the keys match).
+  const pagePath = (rest: string) => historyPath(rest, target.sparkAppId)!;
   const jobsJson = await getRaw(new URL(`/api/v1/applications/${encodeURIComponent(target.sparkAppId)}/jobs`, target.server), {}, cache.maxEntryBytes, signal);
   const jobs = jobsJson ? (JSON.parse(jobsJson.body.toString('utf8')) as Array<{ jobId: number; status?: string }>) : [];
-  const pages = [`${runPath}/jobs/`, ...firstJobs(jobs).map((id) => `${runPath}/jobs/job/?id=${id}`), `${runPath}/stages/`];
+  const pages = [pagePath('/jobs/'), ...firstJobs(jobs).map((id) => `${pagePath('/jobs/job/')}?id=${id}`), pagePath('/stages/')];
   const statics = new Set<string>();
   for (const page of pages) {
     const [path, query] = page.split('?') as [string, string | undefined];
