@@ -6,9 +6,9 @@
 // the machine (node-cleanup.ts). One node per machine: port 10250 and the paths the kubelet
 // hard-codes are the machine's, so a lock file says who has it.
 import { type ChildProcess, execFile, execFileSync, spawn } from 'node:child_process';
-import { closeSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { closeSync, existsSync, fstatSync, mkdirSync, openSync, readFileSync, readSync, rmSync, writeFileSync } from 'node:fs';
 import { networkInterfaces } from 'node:os';
-import { delimiter, join } from 'node:path';
+import { basename, delimiter, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { CoreV1Api, KubeConfig, type V1Node } from '@kubernetes/client-node';
@@ -116,7 +116,18 @@ export async function startRealNode(options: RealNodeOptions): Promise<RealNode>
   writeNodeState(p, state);
   const ip = nodeIp();
   const children: Daemons = {};
+  let stopping = false;
+  // A daemon that dies while the node should run says so at once, with its log's last lines:
+  // a test that then times out (a Service never routed, a pod never started) names the cause.
+  const daemon = (logFile: string, args: string[]) => {
+    const child = spawnDaemon(binDir, logFile, args);
+    child.once('exit', (code, signal) => {
+      if (!stopping) process.stderr.write(`testbed: ${args[0] === 'run' ? basename(args[1]) : args[0]} exited (${code ?? signal}) while the node runs; the end of ${logFile}:\n${logTail(logFile)}\n`);
+    });
+    return child;
+  };
   const stop = async () => {
+    stopping = true;
     await stopNode(p, binDir, children);
     const held = readLock();
     if (held?.dir === p.dir) rmSync(NODE_LOCK, { force: true });
@@ -135,12 +146,12 @@ export async function startRealNode(options: RealNodeOptions): Promise<RealNode>
     await run('ip', ['link', 'set', BRIDGE, 'up']);
     const readyPort = await freePort();
     writeFileSync(p.corefile, corefile({ kubeconfig: options.kubeconfig, readyPort }));
-    const dns = daemon(binDir, p.dnsLog, ['run', join(binDir, 'coredns'), '-conf', p.corefile]);
+    const dns = daemon(p.dnsLog, ['run', join(binDir, 'coredns'), '-conf', p.corefile]);
     children.dns = dns;
     state.pids.coredns = dns.pid!;
     writeNodeState(p, state);
 
-    const containerd = daemon(binDir, p.containerdLog, ['run', join(binDir, 'containerd'), '--config', p.containerdConfig]);
+    const containerd = daemon(p.containerdLog, ['run', join(binDir, 'containerd'), '--config', p.containerdConfig]);
     children.containerd = containerd;
     state.pids.containerd = containerd.pid!;
     writeNodeState(p, state);
@@ -148,7 +159,7 @@ export async function startRealNode(options: RealNodeOptions): Promise<RealNode>
     for (const image of ['pause.tar', 'testbox.tar']) await importImage(binDir, p.socket, join(binDir, image));
 
     const kubeletKubeconfig = options.nodeKubeconfig && existsSync(options.nodeKubeconfig) ? options.nodeKubeconfig : options.kubeconfig;
-    const kubelet = daemon(binDir, p.kubeletLog, ['kubelet', '--config', p.kubeletConfig, '--kubeconfig', kubeletKubeconfig,
+    const kubelet = daemon(p.kubeletLog, ['kubelet', '--config', p.kubeletConfig, '--kubeconfig', kubeletKubeconfig,
       '--root-dir', p.kubeletRoot, '--hostname-override', NODE_NAME, '--node-ip', ip, '--v=1']);
     children.kubelet = kubelet;
     state.pids.kubelet = kubelet.pid!;
@@ -162,7 +173,7 @@ export async function startRealNode(options: RealNodeOptions): Promise<RealNode>
     // Healthy once it has written the Services' rules (the "kubernetes" Service among them).
     const healthzPort = await freePort();
     writeFileSync(p.kubeProxyConfig, kubeProxyConfig({ kubeconfig: options.kubeconfig, healthzPort, metricsPort: await freePort() }));
-    const proxy = daemon(binDir, p.kubeProxyLog, ['kube-proxy', '--config', p.kubeProxyConfig, '--v=1']);
+    const proxy = daemon(p.kubeProxyLog, ['kube-proxy', '--config', p.kubeProxyConfig, '--v=1']);
     children.proxy = proxy;
     state.pids.kubeProxy = proxy.pid!;
     writeNodeState(p, state);
@@ -181,12 +192,25 @@ function readLock(): { dir: string; owner: number } | undefined {
 export const ready = (node: V1Node) => node.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false;
 
 /** `testnode ARGS` with its log in `logFile`; it gets SIGTERM if this process dies (PR_SET_PDEATHSIG). */
-function daemon(binDir: string, logFile: string, args: string[]): ChildProcess {
+function spawnDaemon(binDir: string, logFile: string, args: string[]): ChildProcess {
   const log = openSync(logFile, 'a');
   // containerd finds its shim, and the shim runc's sibling tools, on PATH.
   const child = spawn(join(binDir, 'testnode'), args, { stdio: ['ignore', log, log], env: { ...process.env, PATH: `${binDir}${delimiter}${process.env.PATH ?? ''}` } });
   closeSync(log);
   return child;
+}
+
+/** The last lines of a log (from its last 8 KiB), for a message. */
+export function logTail(file: string, lines = 20): string {
+  try {
+    const fd = openSync(file, 'r');
+    try {
+      const size = fstatSync(fd).size;
+      const buffer = Buffer.alloc(Math.min(size, 8192));
+      readSync(fd, buffer, 0, buffer.length, size - buffer.length);
+      return buffer.toString('utf8').trimEnd().split('\n').slice(-lines).join('\n');
+    } finally { closeSync(fd); }
+  } catch { return '(no log)'; }
 }
 
 const exited = (child: ChildProcess) => child.exitCode !== null || child.signalCode !== null;

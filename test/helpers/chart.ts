@@ -16,6 +16,8 @@ import { SecretKeyStore } from '../../submit-api/auth/secret-key-store.js';
 import { buildRules } from '../../webhook/domain/index.js';
 import { chartDir, helmBinary } from '../manifests/helm.js';
 import { repoRoot } from './api.js';
+import { nodePaths } from '../../testbed/node-config.js';
+import { logTail } from '../../testbed/real-node.js';
 import { eventually } from './kubernetes.js';
 import { type RealNodeBed, realNodeUnavailable, startRealNodeBed } from './real-node.js';
 import { labelPoolNode, NODE_POOL, SPARK_RUNTIME_IMAGE } from './spark-node.js';
@@ -68,7 +70,7 @@ export const readyPod = (pod: V1Pod) => pod.status?.conditions?.some((c) => c.ty
 export interface Answer { status: number | string; json?: any; text?: string }
 
 /** One request, answered or failed: the status (or the error's code: ECONNRESET, timeout...) and the body. */
-export function send(agent: Agent, base: URL, method: string, path: string, key: string, body?: unknown): Promise<Answer> {
+export function send(agent: Agent | false, base: URL, method: string, path: string, key: string, body?: unknown): Promise<Answer> {
   const data = body === undefined ? undefined : JSON.stringify(body);
   return new Promise((resolve) => {
     const req = request({
@@ -91,7 +93,7 @@ export function send(agent: Agent, base: URL, method: string, path: string, key:
   });
 }
 
-export const post = (agent: Agent, base: URL, path: string, key: string, body: unknown) => send(agent, base, 'POST', path, key, body);
+export const post = (agent: Agent | false, base: URL, path: string, key: string, body: unknown) => send(agent, base, 'POST', path, key, body);
 
 export interface ChartOptions {
   /** Values merged over the images' (and the node pool's); `notebookService` is merged one level down. */
@@ -123,6 +125,15 @@ export interface InstalledChart {
   /** The API's Service (ClusterIP, port 80): from the host as from any pod, through kube-proxy's rules. */
   base: URL;
   agent: Agent;
+}
+
+/** `waiting`, failing with the end of kube-proxy's log added: whether it runs and synced is the first question. */
+async function withProxyLog<T>(bed: RealNodeBed, waiting: Promise<T>): Promise<T> {
+  try {
+    return await waiting;
+  } catch (error) {
+    throw new Error(`${(error as Error).message}\nthe end of kube-proxy's log:\n${logTail(nodePaths(bed.node.dir).kubeProxyLog)}`);
+  }
 }
 
 /** Builds and imports the images, installs the chart (every Deployment Ready) and, unless told not to, makes an admin key the replicas accept. */
@@ -157,9 +168,14 @@ export async function installChart(t: TestLike, options: ChartOptions = {}): Pro
   const base = new URL(`http://${service.spec!.clusterIP}:80`);
   const agent = new Agent({ keepAlive: true, maxSockets: options.agentSockets ?? 4 });
   t.teardown(() => agent.destroy());
+  // Each probe on a connection of its own (agent false): a ClusterIP without kube-proxy's rules
+  // yet goes out by the default route, and a kept-alive socket to whatever answered there
+  // would stay with it after the rules are written.
+  await withProxyLog(bed, eventually(() => send(false, base, 'GET', '/healthz', ''), (r) => r.status === 200,
+    { what: `the API through its Service (${base.host}: kube-proxy's rules)`, timeoutMs: 120_000 }));
   const accepted = async (key: string) => {
-    await eventually(() => post(agent, base, '/api/apps/?dryRun=true', key, { jobName: 'probe' }), (r) => r.status === 200,
-      { what: 'a new key to be accepted (a dry run: through the apiserver and the webhook)', timeoutMs: 120_000 });
+    await withProxyLog(bed, eventually(() => post(false, base, '/api/apps/?dryRun=true', key, { jobName: 'probe' }), (r) => r.status === 200,
+      { what: 'a new key to be accepted (a dry run: through the apiserver and the webhook)', timeoutMs: 120_000 }));
   };
   const admin = options.adminKey === false ? undefined : await keys.create('admin', 'chart test');
   if (admin) await accepted(admin.key);
