@@ -3,7 +3,8 @@
 // node is stopped, and what it did to the machine undone, in the test's teardown (or
 // earlier by the test, to check that nothing is left).
 import { join } from 'node:path';
-import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
+import { PassThrough } from 'node:stream';
+import { CoreV1Api, Exec, KubeConfig } from '@kubernetes/client-node';
 import { nodeIp, type RealNode, startRealNode } from '../../testbed/real-node.js';
 import { startTestbed, type Testbed } from '../../testbed/control-plane.js';
 import { tempDir } from './temp.js';
@@ -33,4 +34,16 @@ export async function startRealNodeBed(t: TestLike): Promise<RealNodeBed> {
   const kc = new KubeConfig();
   kc.loadFromFile(testbed.kubeconfig);
   return { dir, testbed, node, kc, core: kc.makeApiClient(CoreV1Api) };
+}
+
+/** stdout of `command` run in a pod's container through the apiserver (what `kubectl exec` does); fails unless it exits 0. */
+export async function execInPod(kc: KubeConfig, namespace: string, pod: string, container: string, command: string[]): Promise<string> {
+  const out = new PassThrough();
+  let output = '';
+  out.on('data', (d: Buffer) => { output += d.toString(); });
+  const status = await new Promise<string>((ok, fail) => {
+    new Exec(kc).exec(namespace, pod, container, command, out, null, null, false, (s) => ok(s.status ?? 'none')).catch(fail);
+  });
+  if (status !== 'Success') throw new Error(`${command.join(' ')} in ${pod}: ${status}`);
+  return output;
 }

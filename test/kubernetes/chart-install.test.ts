@@ -7,14 +7,17 @@
 // release namespace enforces the `restricted` Pod Security Standard, so every pod of ours must
 // meet it. Checked: every pod Ready; the webhook registered (its own CA in caBundle) and
 // admitting, reached by the apiserver through its Service; a submission through the API's
-// Service gets an admitted, sized driver pod; `helm upgrade` with a changed value rolls the
+// Service gets an admitted, sized driver pod with no review by the webhook (the API admits its
+// own pods), while the admin's pod with the same mark is reviewed; `helm upgrade` with a changed value rolls the
 // api and webhook pods while submissions keep coming, and none fails; `helm uninstall` removes
 // the release and leaves what the chart says it keeps (manifests/README.md, "Uninstall").
 import t from 'tap';
 import { AdmissionregistrationV1Api, ApiextensionsV1Api, AppsV1Api } from '@kubernetes/client-node';
 import { APPS, chartNodeUnavailable, installChart, NS, post, RELEASE, readyPod } from '../helpers/chart.js';
 import { eventually } from '../helpers/kubernetes.js';
+import { sample } from '../helpers/metrics.js';
 import { chartDir } from '../manifests/helm.js';
+import { ANNOTATION_ADMITTED, LABEL_JOB } from '../../webhook/domain/index.js';
 
 const skip = chartNodeUnavailable();
 
@@ -42,7 +45,19 @@ t.test('the chart, installed on a real node', { skip }, async (t) => {
     t.same(hook.clientConfig.service, { namespace: NS, name: 'submission-service-webhook', path: '/mutate-pods', port: 443 }, `${hook.name}: called through its Service`);
   }
 
-  await t.test('a submission through the Service gets an admitted, sized driver pod', async (t) => {
+  // Reviews the chart's webhook pods answered, summed over their /metrics (pod IP, metrics port).
+  const webhookReviews = async () => {
+    const pods = (await core.listNamespacedPod({ namespace: NS, labelSelector: 'app.kubernetes.io/component=webhook' })).items;
+    let sum = 0;
+    for (const pod of pods) {
+      const port = pod.spec!.containers[0].ports!.find((p) => p.name === 'metrics')!.containerPort;
+      sum += sample(await (await fetch(`http://${pod.status!.podIP!}:${port}/metrics`)).text(), 'submission_service_admissions_total');
+    }
+    return sum;
+  };
+
+  await t.test('a submission through the Service gets an admitted, sized driver pod, without a call to the webhook', async (t) => {
+    const reviewsBefore = await webhookReviews();
     const res = await post(agent, base, '/api/apps/', admin.key, { jobName: 'first', configOverrides: { executor: { cores: 2 } } });
     t.equal(res.status, 201, JSON.stringify(res.json));
     const pod = await core.readNamespacedPod({ name: res.json.appName, namespace: APPS });
@@ -50,6 +65,18 @@ t.test('the chart, installed on a real node', { skip }, async (t) => {
     t.ok(pod.metadata?.annotations?.['submission-service/sizing'], 'with its sizing decision');
     t.equal(pod.spec!.containers[0].image, 'localhost/submission-service/spark:3.5.7', 'the Spark image of the values');
     t.ok(pod.spec!.containers[0].resources?.requests?.cpu, 'sized');
+    // The API admitted it in-process under its own service account; the chart's matchConditions
+    // skip exactly that (docs/security.md). The same pod written by the admin is reviewed.
+    t.equal(await webhookReviews(), reviewsBefore, 'the webhook answered no review for the API\'s pod');
+    // Anyone else's pod with the mark is still reviewed (a dry run: nothing is created).
+    await core.createNamespacedPod({
+      namespace: APPS, dryRun: 'All',
+      body: {
+        metadata: { name: 'team-marked', labels: { [LABEL_JOB]: 'team' }, annotations: { [ANNOTATION_ADMITTED]: pod.metadata!.annotations![ANNOTATION_ADMITTED]! } },
+        spec: { restartPolicy: 'Never', containers: [{ name: 'spark-kubernetes-driver', image: 'example/anything' }] },
+      },
+    });
+    t.equal(await webhookReviews(), reviewsBefore + 1, 'the admin\'s pod with the same mark is reviewed');
   });
 
   await t.test('helm upgrade with a changed value rolls api and webhook while submissions keep coming', async (t) => {

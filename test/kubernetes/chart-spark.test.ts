@@ -11,9 +11,7 @@
 // ends COMPLETED, and once its pods are gone its log is still read through the API (from the
 // log archive in S3), by its owner and no other user key.
 import { join } from 'node:path';
-import { PassThrough } from 'node:stream';
 import t from 'tap';
-import { Exec, type KubeConfig } from '@kubernetes/client-node';
 import { nodeIp } from '../../testbed/real-node.js';
 import { startS3Server } from '../../testbed/s3-server.js';
 import {
@@ -21,6 +19,7 @@ import {
 } from '../../webhook/domain/index.js';
 import { APPS, chartNodeUnavailable, installChart, NS, post, send as call } from '../helpers/chart.js';
 import { eventually } from '../helpers/kubernetes.js';
+import { execInPod } from '../helpers/real-node.js';
 import { PI_PY, SPARK_RUNTIME_IMAGE } from '../helpers/spark-node.js';
 import { tempDir } from '../helpers/temp.js';
 
@@ -31,18 +30,6 @@ const skip = chartNodeUnavailable() || (s3Binary ? false : 'no S3 server (test/s
 t.setTimeout(120 * 60_000);
 
 const CREDENTIALS = 'spark-history-s3';
-
-/** stdout of `command` in a pod's container, through the apiserver; fails unless it exits 0. */
-async function exec(kc: KubeConfig, pod: string, container: string, command: string[]): Promise<string> {
-  const out = new PassThrough();
-  let output = '';
-  out.on('data', (d: Buffer) => { output += d.toString(); });
-  const status = await new Promise<string>((ok, fail) => {
-    new Exec(kc).exec(APPS, pod, container, command, out, null, null, false, (s) => ok(s.status ?? 'none')).catch(fail);
-  });
-  if (status !== 'Success') throw new Error(`${command.join(' ')} in ${pod}: ${status}`);
-  return output;
-}
 
 const terminal = (state: string | undefined) => state === 'COMPLETED' || state === 'FAILED' || state === 'KILLED' || state === 'UNKNOWN';
 
@@ -116,7 +103,7 @@ t.test('pi.py through the installed chart: executors reach the driver by DNS, th
   const driverUrl = executor.spec?.containers[0].env?.find((e) => e.name === 'SPARK_DRIVER_URL')?.value;
   t.equal(driverUrl, `spark://CoarseGrainedScheduler@${dnsName}:7078`, 'the executor dials the driver\'s DNS name');
   // The cluster's DNS answers that name, from inside the executor, with the driver pod's IP.
-  const resolved = await exec(kc, executor.metadata!.name!, executor.spec!.containers[0].name, ['getent', 'hosts', dnsName]).catch((error: Error) => `(${error.message})`);
+  const resolved = await execInPod(kc, APPS, executor.metadata!.name!, executor.spec!.containers[0].name, ['getent', 'hosts', dnsName]).catch((error: Error) => `(${error.message})`);
   t.match(resolved, new RegExp(`^${driver.status!.podIP!.replaceAll('.', '\\.')}\\s`), `${dnsName} resolves to the driver pod's IP in the executor`);
 
   // Only the pod of that name may publish it: an impostor claiming the driver's hostname is refused.

@@ -13,10 +13,10 @@
 // `kubectl delete application`, a driver killed
 // mid-run, and a team's own pod sized by admission.
 import { execFile } from 'node:child_process';
-import { PassThrough } from 'node:stream';
 import t from 'tap';
-import { Exec, type KubeConfig, type V1Pod } from '@kubernetes/client-node';
+import type { V1Pod } from '@kubernetes/client-node';
 import { eventually } from '../helpers/kubernetes.js';
+import { execInPod } from '../helpers/real-node.js';
 import { PI_PY, SPARK_RUNTIME_IMAGE, sparkNodeUnavailable, startSparkNodeBed } from '../helpers/spark-node.js';
 import {
   ANNOTATION_ADMITTED, ANNOTATION_OVERRIDES, cpuQuantity, DRIVER_CONTAINER, LABEL_APP, LABEL_JOB, parseMemoryMib, podMemoryMib, readConfig, SPARK_ROLE,
@@ -28,18 +28,6 @@ t.setTimeout(90 * 60_000);
 
 /** A Secret the rules let submissions mount (helpers/spark-node.ts). */
 const CLOUD_SECRET = 'gcp-key';
-
-/** stdout of `command` run in a pod's container, through the apiserver; fails unless it exits 0. */
-async function exec(kc: KubeConfig, namespace: string, pod: string, container: string, command: string[]): Promise<string> {
-  const out = new PassThrough();
-  let output = '';
-  out.on('data', (d: Buffer) => { output += d.toString(); });
-  const status = await new Promise<string>((ok, fail) => {
-    new Exec(kc).exec(namespace, pod, container, command, out, null, null, false, (s) => ok(s.status ?? 'none')).catch(fail);
-  });
-  if (status !== 'Success') throw new Error(`${command.join(' ')} in ${pod}: ${status}`);
-  return output;
-}
 
 const terminal = (state: string | undefined) => state === 'COMPLETED' || state === 'FAILED' || state === 'KILLED' || state === 'UNKNOWN';
 
@@ -59,7 +47,7 @@ t.test('Spark cluster mode on a real node', { skip: unavailable }, async (t) => 
   const keyJson = JSON.stringify({ type: 'service_account', project_id: 'testbed', client_email: 'spark@testbed.example' });
   await core.createNamespacedSecret({ namespace, body: { metadata: { name: CLOUD_SECRET }, stringData: { 'key.json': keyJson } } });
   /** The key file a container's GOOGLE_APPLICATION_CREDENTIALS names, read inside it. */
-  const credentials = (pod: string, container: string) => exec(bed.kc, namespace, pod, container, ['sh', '-c', 'cat "$GOOGLE_APPLICATION_CREDENTIALS"']);
+  const credentials = (pod: string, container: string) => execInPod(bed.kc, namespace, pod, container, ['sh', '-c', 'cat "$GOOGLE_APPLICATION_CREDENTIALS"']);
 
   t.test('pi.py runs in a driver container with executor pods Spark created, ends COMPLETED, its log readable', async (t) => {
     const res = await bed.call('POST', '/api/apps/', {
@@ -148,7 +136,7 @@ t.test('Spark cluster mode on a real node', { skip: unavailable }, async (t) => 
     await eventually(() => pods(`${SPARK_ROLE}=executor,${LABEL_APP}=${appName}`), (list) => running(list).length >= 1,
       { what: 'an executor Running (the job runs)', timeoutMs: 400_000, intervalMs: 1_000 });
     // The driver's JVM killed inside its container, as the kernel's OOM killer would.
-    await exec(bed.kc, namespace, appName, DRIVER_CONTAINER, ['sh', '-c', 'pkill -KILL -f "org[.]apache[.]spark[.]deploy[.]SparkSubmit"']);
+    await execInPod(bed.kc, namespace, appName, DRIVER_CONTAINER, ['sh', '-c', 'pkill -KILL -f "org[.]apache[.]spark[.]deploy[.]SparkSubmit"']);
     const app = await eventually(async () => (await bed.call('GET', `/api/apps/${appName}`)).json as { state?: string; stateDetail?: string },
       (a) => terminal(a.state), { what: `${appName} to end`, timeoutMs: 120_000, intervalMs: 1_000 });
     t.equal(app.state, 'FAILED');
