@@ -180,7 +180,7 @@ export async function startWebhookService(options: WebhookServiceOptions) {
     admit: (pod) => admitPod(pod, {
       rules,
       templates: (name) => cache.templates.get(name),
-      applications: (name) => cache.applications.get(name),
+      applications: (name, uid) => cache.driverConfig(name, uid),
       newAppName,
     }),
   });

@@ -1,37 +1,65 @@
-// What the webhook needs besides the pod, fed by informers so that admission never waits
-// on a list call: config templates by name, and the effective config of known drivers
-// (executors are sized from it). Bounded LRU maps; the informers restart after errors
-// (informers.ts). A miss is filled with one GET; only 404 means absent: any other failure
-// (an RBAC 403, a timeout) is logged and thrown, so the review is denied with 503 (fail
-// closed) instead of answering "template not found".
+// What the webhook needs besides the pod: config templates by name, fed by an informer so
+// that admission never waits on a list call, and the effective config of the drivers whose
+// executors it sizes. Drivers are not watched: executors are far rarer than drivers per unit of
+// apiserver work (the API admits its own drivers, so a watch of every driver pod was the
+// webhook's main cost per submission), so an executor's driver is read with one GET on a miss,
+// shared by the executors that miss it at once, and kept in a bounded LRU keyed by the driver
+// pod's uid (a driver re-created under the same name is another application). The informer
+// restarts after errors (informers.ts). Only 404 means absent: any other failure (an RBAC 403,
+// a timeout) is logged and thrown, so the review is denied with 503 (fail closed) instead of
+// answering "template not found" or letting an executor through unsized.
 import type { KubernetesObject, V1Pod } from '@kubernetes/client-node';
 import { LRUCache } from 'lru-cache';
 import type { ApplicationConfig } from '../../schemas/index.js';
-import { LABEL_APP, LABEL_JOB, LABEL_TEMPLATE, readConfigAnnotation, SPARK_ROLE } from '../../webhook/domain/index.js';
+import { executorDriver, LABEL_JOB, LABEL_TEMPLATE, readConfigAnnotation, SPARK_ROLE } from '../../webhook/domain/index.js';
 import { GROUP, type KubeClients, TEMPLATES, VERSION } from './client.js';
+import { withTimeout } from './call-timeout.js';
 import { statusCode } from './errors.js';
 import { type Log, type ResilientInformer, resilientInformer } from './informers.js';
 import { admissionCacheLookups, malformedAnnotations } from './metrics.js';
 
 type TemplateObject = KubernetesObject & { spec?: { config?: ApplicationConfig } };
 
+/** A driver pod of ours, as one GET read it. */
+interface KnownDriver { name: string; config: ApplicationConfig }
+
+const MAX_DRIVERS = 50_000;
+/**
+ * A driver GET shared by reviews must not hang them all on a dead connection: past this it
+ * fails (each review has given up after its own 2 s by then; a later one reads again).
+ */
+const DRIVER_READ_TIMEOUT_MS = 5_000;
+
 export class AdmissionCache {
   readonly templates = new LRUCache<string, ApplicationConfig>({ max: 10_000 });
-  readonly applications = new LRUCache<string, ApplicationConfig>({ max: 50_000 });
-  private readonly informers: ResilientInformer<KubernetesObject>[] = [];
-  private synced = 0;
+  /** Drivers of ours by pod uid. */
+  private readonly drivers = new LRUCache<string, KnownDriver>({ max: MAX_DRIVERS });
+  /**
+   * The uid of the last driver of ours read under a name ('' when the pod under that name is not
+   * ours), for executors that name their driver by our label only. A driver gone since (404)
+   * keeps its entry: its last executors may still be arriving.
+   */
+  private readonly driverNames = new LRUCache<string, string>({ max: MAX_DRIVERS });
+  /**
+   * GETs in flight, shared by the reviews that miss the same driver at once (single flight):
+   * by uid, so that a GET started before a driver was re-created under its name never answers
+   * for the new one's executors; `name/<name>` for executors named by label only.
+   */
+  private readonly reading = new Map<string, Promise<void>>();
+  private informer?: ResilientInformer<KubernetesObject>;
   private readonly log: Log;
 
   constructor(private readonly clients: KubeClients, private readonly namespace: string, log?: Log) {
     this.log = log ?? ((message) => void process.stderr.write(`${message}\n`));
   }
 
+  /** Ready once the templates are listed; drivers are read when an executor needs one. */
   get ready(): boolean {
-    return this.synced === 2;
+    return this.informer !== undefined;
   }
 
   async start(): Promise<void> {
-    const { kc, core, custom } = this.clients;
+    const { kc, custom } = this.clients;
     const ns = this.namespace;
     const templates = resilientInformer<TemplateObject>(kc, 'config templates', `/apis/${GROUP}/${VERSION}/namespaces/${ns}/${TEMPLATES}`,
       () => custom.listNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: ns, plural: TEMPLATES }) as never, { log: this.log });
@@ -39,34 +67,25 @@ export class AdmissionCache {
     templates.informer.on('add', putTemplate);
     templates.informer.on('update', putTemplate);
     templates.informer.on('delete', (t) => { if (t.metadata?.name) this.templates.delete(t.metadata.name); });
-
-    const selector = `${LABEL_JOB},${SPARK_ROLE}=driver`;
-    const drivers = resilientInformer<V1Pod>(kc, 'driver pods (admission)', `/api/v1/namespaces/${ns}/pods`,
-      () => core.listNamespacedPod({ namespace: ns, labelSelector: selector }), { labelSelector: selector, log: this.log });
-    // A config annotation edited into something unreadable after admission is said, counted
-    // and skipped (the config admission cached for it, if any, stays: it is what was admitted).
-    const putDriver = (pod: V1Pod) => {
-      const { config, problem } = readConfigAnnotation(pod);
-      if (problem) {
-        malformedAnnotations.inc({ component: 'webhook' });
-        this.log(`admission cache: driver pod ${pod.metadata?.name}: ${problem}; skipped`);
-      }
-      if (pod.metadata?.name && config) this.applications.set(pod.metadata.name, config);
-    };
-    drivers.informer.on('add', putDriver);
-    drivers.informer.on('update', putDriver);
-    // Deleted drivers stay cached: their last executors may still be arriving.
-
-    for (const informer of [templates, drivers] as ResilientInformer<KubernetesObject>[]) {
-      await informer.start();
-      this.synced++;
-      this.informers.push(informer);
-    }
+    await templates.start();
+    this.informer = templates as ResilientInformer<KubernetesObject>;
   }
 
   /**
-   * Fills what a review needs and the watches have not delivered yet (a template created a
-   * moment ago, an executor's driver admitted a moment ago): one GET on a miss, then cached.
+   * The effective config of an executor's driver, as `prepare` read it: by the driver pod's uid
+   * where the executor names it (its owner reference), else by name (the last driver of ours
+   * read under it). Undefined: not a driver of ours.
+   */
+  driverConfig(name: string, uid?: string): ApplicationConfig | undefined {
+    const key = uid ?? this.driverNames.get(name);
+    if (!key) return undefined;
+    const known = this.drivers.get(key);
+    return known?.name === name ? known.config : undefined;
+  }
+
+  /**
+   * Fills what a review needs and the watch has not delivered yet (a template created a
+   * moment ago) or is not watched (an executor's driver): one GET on a miss, then cached.
    * Rejects when the apiserver fails for a reason other than "absent".
    */
   async prepare(review: unknown): Promise<void> {
@@ -74,26 +93,50 @@ export class AdmissionCache {
     const labels = pod?.metadata?.labels ?? {};
     const template = labels[LABEL_TEMPLATE];
     if (template) await this.fetchTemplate(template);
-    if (labels[SPARK_ROLE] === 'executor') {
-      const driver = labels[LABEL_APP] ?? pod?.metadata?.ownerReferences?.find((o) => o.kind === 'Pod')?.name;
-      if (driver) {
-        const hit = this.applications.has(driver);
-        admissionCacheLookups.inc({ cache: 'drivers', result: hit ? 'hit' : 'miss' });
-        if (!hit) await this.fetchDriver(driver);
-      }
+    if (pod && labels[SPARK_ROLE] === 'executor') {
+      const driver = executorDriver(pod, this.namespace);
+      if (driver) await this.fetchDriver(driver.name, driver.uid);
     }
   }
 
-  private async fetchDriver(name: string): Promise<void> {
-    const pod = await this.absentOn404(`driver pod ${name}`, () => this.clients.core.readNamespacedPod({ name, namespace: this.namespace }));
-    if (!pod?.metadata?.labels?.[LABEL_JOB]) return; // no such driver, or not ours: the executor is not ours and passes untouched
-    const { config, problem } = readConfigAnnotation(pod);
-    // Ours, but its config is unreadable: sizing the executor from nothing would be a wrong answer.
+  /** An executor's driver: a hit by uid, else one GET (shared with the reviews in flight for it). */
+  private async fetchDriver(name: string, uid: string | undefined): Promise<void> {
+    if (uid && this.drivers.has(uid)) {
+      admissionCacheLookups.inc({ cache: 'drivers', result: 'hit' });
+      return;
+    }
+    // An executor named by our label only (not how Spark writes them) reads its driver every time.
+    const key = uid ?? `name/${name}`;
+    const inFlight = this.reading.get(key);
+    admissionCacheLookups.inc({ cache: 'drivers', result: inFlight ? 'shared' : 'miss' });
+    if (inFlight) return inFlight;
+    const read = this.readDriver(name).finally(() => this.reading.delete(key));
+    this.reading.set(key, read);
+    return read;
+  }
+
+  /**
+   * Reads the pod under `name` and keeps it by uid and as the latest under its name when it is a
+   * driver of ours (our job label, a config). A 404 changes nothing. Ours but with an unreadable
+   * config: sizing its executors from nothing would be a wrong answer, so the review fails.
+   */
+  private async readDriver(name: string): Promise<void> {
+    const pod = await this.absentOn404(`driver pod ${name}`, () => withTimeout(`reading driver pod ${name}`, DRIVER_READ_TIMEOUT_MS,
+      (options) => this.clients.core.readNamespacedPod({ name, namespace: this.namespace }, options)));
+    if (!pod) return;
+    const uid = pod.metadata?.uid;
+    const ours = Boolean(pod.metadata?.labels?.[LABEL_JOB]);
+    const { config, problem } = ours ? readConfigAnnotation(pod) : {};
     if (problem) {
       malformedAnnotations.inc({ component: 'webhook' });
       throw new Error(`driver pod ${name}: ${problem}`);
     }
-    if (config) this.applications.set(name, config);
+    if (!uid || !config) {
+      this.driverNames.set(name, ''); // not ours: its executors get the policy's allowances
+      return;
+    }
+    this.drivers.set(uid, { name, config });
+    this.driverNames.set(name, uid);
   }
 
   /** A freshly created template may not have arrived yet: one GET on a miss, then cached. */
@@ -119,6 +162,6 @@ export class AdmissionCache {
   }
 
   async stop(): Promise<void> {
-    await Promise.all(this.informers.map((informer) => informer.stop()));
+    await this.informer?.stop();
   }
 }

@@ -14,7 +14,7 @@ export const watchRestarts = once('submission_service_watch_restarts_total', () 
 
 export const admissionCacheLookups = once('submission_service_admission_cache_lookups_total', () => new Counter({
   name: 'submission_service_admission_cache_lookups_total',
-  help: "Admission cache lookups (templates, drivers of executors): hit, or miss (filled with one GET).",
+  help: "Admission cache lookups (templates, drivers of executors): hit, miss (filled with one GET), or shared (waited for the GET another review started).",
   labelNames: ['cache', 'result'],
 }));
 

@@ -1,19 +1,20 @@
 // A driver pod whose config annotation is edited into something unreadable after admission
 // (annotations of a pod can be changed; admission only sees the create): on the real
 // apiserver, nothing crashes, it is reported, and everything keeps serving.
-// - the API and the controller (in this process) and the webhook (in this process) see the
-//   update through their informers: no unhandled rejection (which ends a Node process);
+// - the API and the controller (in this process) see the update through their informers: no
+//   unhandled rejection (which ends a Node process); the webhook (in this process) reads the
+//   driver on its first executor and refuses that executor with 503 rather than size it from nothing;
 // - the application's stateDetail says so, in the API and in the status the controller writes;
 // - it is counted (submission_service_malformed_annotations_total);
-// - a new API replica, a new webhook cache and a new controller start with that pod in their
-//   first list (before: a failed start, so a crash loop, and with failurePolicy Fail no pod
+// - a new API replica and a new controller start with that pod in their first list (and a new
+//   webhook cache, which lists templates only) (before: a failed start, so a crash loop, and with failurePolicy Fail no pod
 //   could be created in the namespace);
 // - admission goes on: a new submission is admitted.
 import t from 'tap';
 import { register } from 'prom-client';
 import { AdmissionCache } from '../../cluster/kubernetes/admission-cache.js';
 import { ANNOTATION_CONFIG, ANNOTATION_OVERRIDES } from '../../webhook/domain/index.js';
-import { eventually, startApi, startKubeBed } from '../helpers/kubernetes.js';
+import { eventually, sparkExecutorPod, startApi, startKubeBed } from '../helpers/kubernetes.js';
 
 async function counter(name: string, labels: string): Promise<number> {
   if (!register.getSingleMetric(name)) return 0;
@@ -59,7 +60,14 @@ t.test('a malformed config annotation is reported, never fatal', async (t) => {
   t.match(status?.stateDetail, /config cannot be read/, "in the Application's status");
   t.equal((await bed.call('GET', `/api/apps/${appName}/submission`)).status, 200, 'what it was submitted with still answers');
   await eventually(() => counter('submission_service_malformed_annotations_total', 'component="api"'), (n) => n > apiBefore, { what: 'the API to count it' });
-  await eventually(() => counter('submission_service_malformed_annotations_total', 'component="webhook"'), (n) => n > webhookBefore, { what: 'the webhook to count it' });
+  // An executor of that driver: the webhook reads the driver (it does not watch drivers) and
+  // refuses to size the executor from an unreadable config.
+  const driver = await core.readNamespacedPod({ name: appName, namespace: bed.namespace });
+  const executor = await core.createNamespacedPod({ namespace: bed.namespace, body: sparkExecutorPod(driver, 1, bed.namespace) })
+    .then(() => undefined, (e: { code?: number; body?: unknown }) => e);
+  t.equal(executor?.code, 503, 'its executor is refused with 503');
+  t.match(String(executor?.body), /annotation is not JSON/, 'saying why');
+  t.ok(await counter('submission_service_malformed_annotations_total', 'component="webhook"') > webhookBefore, 'the webhook counts it');
   t.pass('counted by the API and by the webhook');
 
   // A new API replica (and controller candidate) started now, with it in its first list.

@@ -47,9 +47,9 @@ t.test('placement by the real scheduler', async (t) => {
   });
 
   t.test('executors land on the pool they were sized for: nowhere smaller fits', async (t) => {
-    for (const { appName } of Object.values(apps)) {
-      await eventually(async () => bed.webhook.cache.applications.has(appName), Boolean, { what: `the webhook to know ${appName}` });
-    }
+    // The webhook reads a driver on its first executor. The 2-core application's executor below
+    // comes after its driver is gone: a dry run of one now, while it runs, as Spark's first request.
+    await core.createNamespacedPod({ namespace, body: sparkExecutorPod(apps[2].driver, 0, namespace), dryRun: 'All' });
     // 6 cores: 5100m fits only the 8-core node (the others allow 1700m and 3400m).
     const e6 = await core.createNamespacedPod({ namespace, body: sparkExecutorPod(apps[6].driver, 1, namespace) });
     t.equal(e6.spec!.containers[0].resources?.requests?.cpu, '5100m');

@@ -60,8 +60,7 @@ t.test('admission through the real apiserver', async (t) => {
     t.equal(res.status, 201);
     const appName = res.json.appName;
     const driver = await core.readNamespacedPod({ name: appName, namespace });
-    // The webhook learns drivers from a watch; the executor waits for it as Spark's would.
-    await eventually(async () => bed.webhook.cache.applications.has(appName), Boolean, { what: 'the webhook to know the driver' });
+    // No wait for the webhook to know the driver: it reads it (one GET) on its first executor.
     const executor = await create(sparkExecutorPod(driver, 1, namespace));
     const { requests, limits } = executor.spec!.containers[0].resources!;
     t.equal(requests?.cpu, '3400m', 'cpu of the 4-core pool share');
@@ -78,7 +77,6 @@ t.test('admission through the real apiserver', async (t) => {
     t.equal(res.status, 201);
     const appName = res.json.appName;
     const driver = await core.readNamespacedPod({ name: appName, namespace });
-    await eventually(async () => bed.webhook.cache.applications.has(appName), Boolean, { what: 'the webhook to know the driver' });
     const variants: [string, (pod: V1Pod) => void, RegExp][] = [
       ['hostpath', (pod) => { pod.spec!.volumes = [{ name: 'root', hostPath: { path: '/' } }]; }, /hostPath/],
       // (the reason arrives as JSON inside the apiserver's message: its quotes are escaped)

@@ -183,7 +183,9 @@ if (skip) {
       [api, { namespace: APPS, verb: 'update', group: 'coordination.k8s.io', resource: 'leases', name: 'someone-else' }, false],
 
       [webhook, { namespace: APPS, verb: 'create', resource: 'pods' }, false],
-      [webhook, { namespace: APPS, verb: 'watch', resource: 'pods' }, true],
+      [webhook, { namespace: APPS, verb: 'get', resource: 'pods' }, true], // an executor's driver, by name
+      [webhook, { namespace: APPS, verb: 'watch', resource: 'pods' }, false],
+      [webhook, { namespace: APPS, verb: 'list', resource: 'pods' }, false],
       [webhook, { namespace: APPS, verb: 'list', ...ss('configtemplates') }, true],
       [webhook, { namespace: APPS, verb: 'create', ...ss('configtemplates') }, false],
       [webhook, { verb: 'patch', group: 'admissionregistration.k8s.io', resource: 'mutatingwebhookconfigurations', name: mwc }, true],

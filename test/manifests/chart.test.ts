@@ -166,7 +166,7 @@ t.test('RBAC: least privilege', async (t) => {
     { apiGroups: ['coordination.k8s.io'], resources: ['leases'], resourceNames: ['submission-service-controller'], verbs: ['get', 'update'] },
   ]);
   t.same(role('submission-service-webhook', 'spark-apps'), [
-    { apiGroups: [''], resources: ['pods'], verbs: ['get', 'list', 'watch'] },
+    { apiGroups: [''], resources: ['pods'], verbs: ['get'] }, // an executor's driver, by name; no watch of pods
     { apiGroups: ['submission-service.io'], resources: ['configtemplates'], verbs: ['get', 'list', 'watch'] },
   ]);
   t.same(role('spark-driver', 'spark-apps'), [

@@ -31,7 +31,8 @@ const teamAdmitted = load('team-labeled-pod.admitted') as V1Pod;
  */
 const captured: AdmissionContext = {
   ...context,
-  applications: (name) => (name === bareAdmitted.metadata!.name ? readConfig(bareAdmitted) : context.applications(name)),
+  applications: (name, uid) => (name === bareAdmitted.metadata!.name && (uid === undefined || uid === bareAdmitted.metadata!.uid)
+    ? readConfig(bareAdmitted) : context.applications(name, uid)),
   newAppName: (jobName) => (jobName === teamAdmitted.metadata!.labels![LABEL_JOB]
     ? teamAdmitted.metadata!.labels![LABEL_APP]
     : context.newAppName(jobName)),

@@ -51,3 +51,13 @@ t.test('an executor of an unknown driver is denied a hostPath, and otherwise let
   t.equal(passed.outcome, 'ignored');
   t.equal(passed.review.response.allowed, true);
 });
+
+t.test('an executor is its driver\'s only in the driver\'s namespace, and by the uid its owner reference names', async (t) => {
+  // The fixture's driver is known in spark-apps (context.ts) under the uid its owner reference names.
+  const sized = reviewWith(() => undefined);
+  t.equal(sized.outcome, 'admitted', 'the fixture executor is sized');
+  const elsewhere = reviewWith((pod) => { pod.metadata!.namespace = 'team-b'; });
+  t.equal(elsewhere.outcome, 'ignored', 'the same pod in another namespace names no driver of ours (owner references never cross namespaces)');
+  const forgedUid = reviewWith((pod) => { pod.metadata!.ownerReferences![0].uid = '00000000-0000-4000-8000-000000000000'; });
+  t.equal(forgedUid.outcome, 'ignored', 'another uid under the driver\'s name: another (deleted or re-created) driver');
+});

@@ -14,8 +14,12 @@ import { checkOverrides } from './policy.js';
 export interface AdmissionContext {
   rules: AdmissionRules;
   templates: TemplateLookup;
-  /** Effective config of a known application, by appName (executors are sized from it). */
-  applications: (appName: string) => ApplicationConfig | undefined;
+  /**
+   * Effective config of a known application (executors are sized from it), by its driver pod's
+   * name, and by that pod's uid where the executor names it (executorDriver): a driver deleted
+   * and re-created under the same name is another application.
+   */
+  applications: (appName: string, driverUid?: string) => ApplicationConfig | undefined;
   /** Names a team's pod that came with generateName only. */
   newAppName: (jobName: string) => string;
 }
@@ -84,15 +88,23 @@ function admitDriver(pod: V1Pod, jobName: string, ctx: AdmissionContext): Admiss
   };
 }
 
-/** The driver an executor belongs to: our label (copied by Spark), else its owner reference. */
-function executorApp(pod: V1Pod): string | undefined {
-  return pod.metadata?.labels?.[LABEL_APP]
-    ?? pod.metadata?.ownerReferences?.find((o) => o.kind === 'Pod')?.name;
+/**
+ * The driver pod an executor belongs to: its owner reference (name and uid, as Spark writes
+ * it), else our app label (copied by Spark). Only a driver in the rules' namespace is ours:
+ * a pod in another namespace names none (owner references never cross namespaces).
+ */
+export function executorDriver(pod: V1Pod, namespace: string): { name: string; uid?: string } | undefined {
+  if (pod.metadata?.namespace && pod.metadata.namespace !== namespace) return undefined;
+  const owner = pod.metadata?.ownerReferences?.find((o) => o.kind === 'Pod' && o.apiVersion === 'v1');
+  if (owner?.name) return { name: owner.name, uid: owner.uid };
+  const label = pod.metadata?.labels?.[LABEL_APP];
+  return label ? { name: label } : undefined;
 }
 
 function admitExecutor(pod: V1Pod, ctx: AdmissionContext): Admission {
-  const appName = executorApp(pod);
-  const config = appName ? ctx.applications(appName) : undefined;
+  const driver = executorDriver(pod, ctx.rules.namespace);
+  const appName = pod.metadata?.labels?.[LABEL_APP] ?? driver?.name;
+  const config = driver ? ctx.applications(driver.name, driver.uid) : undefined;
   // Service account, Secrets and volumes are checked on every executor, ours or not (executor-guard.ts).
   const refusal = executorPodRefusal(pod, config, ctx.rules);
   if (refusal) return { outcome: 'refused', status: 403, body: { message: refusal } };
