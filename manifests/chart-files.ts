@@ -69,6 +69,9 @@ export function valuesSchema(): Record<string, unknown> {
       history: object({
         ...historyValues(),
         retention: { type: 'string', pattern: '^([0-9]+(\\.[0-9]+)?[smhd]?|off)$' },
+        // --log-follow-limit and --log-archive-max-mb of the api (cli/kubernetes.ts)
+        logFollowLimit: { type: 'integer', minimum: 0 },
+        logArchiveMaxMb: { type: 'integer', minimum: 1 },
         server: component({ image: string, port, runAsUser: { type: 'integer', minimum: 1 } }),
       }),
       auth: object({ enabled: { type: 'boolean' }, existingSecret: string }),

@@ -226,6 +226,24 @@ t.test('the History Server runs as the image\'s own user (Hadoop\'s login needs 
   t.equal(container?.securityContext?.readOnlyRootFilesystem, true, 'the rest of the container security context stays');
 });
 
+t.test('the log follow\'s limits are values: the api gets them as its flags, the code\'s defaults by default', async (t) => {
+  const flag = (objects: typeof defaults, name: string) => {
+    const args = named<V1Deployment>(objects, 'Deployment', 'submission-service-api')!.spec!.template.spec!.containers[0].args!;
+    const at = args.indexOf(name);
+    return at < 0 ? undefined : args[at + 1];
+  };
+  t.equal(flag(defaults, '--log-follow-limit'), '32', 'default: 32 followed pods (cli/kubernetes.ts)');
+  t.equal(flag(defaults, '--log-archive-max-mb'), '1024', 'default: 1024 MiB');
+  const set = renderChart({ 'history.logFollowLimit': '0', 'history.logArchiveMaxMb': '64' });
+  t.equal(flag(set, '--log-follow-limit'), '0', 'history.logFollowLimit → --log-follow-limit');
+  t.equal(flag(set, '--log-archive-max-mb'), '64', 'history.logArchiveMaxMb → --log-archive-max-mb');
+  for (const bad of ['history.logFollowLimit=-1', 'history.logArchiveMaxMb=0', 'history.logFollowLimit=many']) {
+    const result = helm(['template', 'ss', chartDir, '--set', bad]);
+    t.not(result.status, 0, `${bad} refused by the values schema`);
+    t.match(result.output, /logFollowLimit|logArchiveMaxMb/);
+  }
+});
+
 t.test('the processes accept the arguments the chart gives them', async (t) => {
   const cli = fileURLToPath(new URL('../../cli/main.ts', import.meta.url));
   for (const name of ['api', 'webhook']) {
