@@ -12,6 +12,7 @@ import { createServer, type Server } from 'node:https';
 import { mkdirSync } from 'node:fs';
 import { open } from 'node:fs/promises';
 import { join } from 'node:path';
+import { Readable } from 'node:stream';
 import type { V1Pod } from '@kubernetes/client-node';
 import { generateCa, issueServingCert } from '../certs/generate.js';
 import { LABEL_JOB, readConfig, SPARK_ROLE } from '../webhook/domain/index.js';
@@ -21,6 +22,7 @@ import { unlessExists } from '../cluster/kubernetes/errors.js';
 import { logStream } from '../cluster/local/log-stream.js';
 import { isAlive, killGroup, readExitCode, startDriverPod } from '../cluster/local/process-runner.js';
 import { localCores } from '../cluster/local/spark-command.js';
+import { LogTimes, withTimes } from './fake-kubelet-log-times.js';
 import { materializeSecretVolumes, removeSecretVolumes } from './secret-volumes.js';
 
 export interface FakeKubeletOptions {
@@ -44,7 +46,13 @@ export interface FakeKubeletOptions {
   log?: (message: string) => void;
 }
 
-interface Running { pid: number; startTicks: number; logFile: string; exitFile: string; startedAt: string; done: boolean }
+interface Running {
+  pid: number; startTicks: number; logFile: string; exitFile: string; startedAt: string; done: boolean;
+  /** When each line was first seen (timestamps=true, sinceTime). */
+  times: LogTimes;
+  /** Log bytes served by /containerLogs so far (tailLines reads not counted). */
+  served: number;
+}
 
 export class FakeKubelet {
   readonly nodeName = 'fake-kubelet';
@@ -188,10 +196,11 @@ export class FakeKubelet {
     const exitFile = join(this.options.dataDir, 'logs', `${name}.exit`);
     const machine = { sparkSubmit: this.options.sparkSubmit, python: this.options.python, workDir: join(this.options.dataDir, 'work', name) };
     const started = startDriverPod(pod, machine, localCores(readConfig(pod), this.options.cores), { logFile, exitFile });
-    const run: Running = { ...started, logFile, exitFile, startedAt: new Date().toISOString(), done: false };
+    const run: Running = { ...started, logFile, exitFile, startedAt: new Date().toISOString(), done: false, times: new LogTimes(logFile), served: 0 };
     this.running.set(name, run);
     void this.report(pod, { phase: 'Running', running: { startedAt: run.startedAt } });
     void started.exited.then(async () => {
+      await run.times.stop();
       run.done = true;
       const code = readExitCode(exitFile) ?? 137;
       await this.report(pod, {
@@ -234,10 +243,20 @@ export class FakeKubelet {
     res.writeHead(200, { 'content-type': 'text/plain' });
     const tailLines = parsed.searchParams.get('tailLines');
     if (tailLines !== null) { res.end(await lastLines(run.logFile, Number(tailLines))); return; }
-    const stream = logStream({ file: run.logFile, follow: parsed.searchParams.get('follow') === 'true', ended: () => run.done || !isAlive(run.pid, run.startTicks) });
+    const file = logStream({ file: run.logFile, follow: parsed.searchParams.get('follow') === 'true', ended: () => run.done || !isAlive(run.pid, run.startTicks) });
+    const sinceTime = parsed.searchParams.get('sinceTime');
+    const stream = Readable.from(withTimes(file, run.times, {
+      timestamps: parsed.searchParams.get('timestamps') === 'true', sinceMs: sinceTime === null ? undefined : Date.parse(sinceTime), counted: (bytes) => { run.served += bytes; },
+    }), { objectMode: false });
+    stream.once('close', () => file.destroy());
     this.logResponses.add(res);
     res.once('close', () => { stream.destroy(); this.logResponses.delete(res); });
     stream.pipe(res);
+  }
+
+  /** Test-double behaviour: the bytes of a pod's log served by /containerLogs so far (tailLines reads not counted). */
+  servedLogBytes(podName: string): number {
+    return this.running.get(podName)?.served ?? 0;
   }
 
   /** Test-double behaviour: cuts every log stream being served (a kubelet or network failing mid-stream); the count cut. */

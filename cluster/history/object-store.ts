@@ -127,6 +127,37 @@ export class ObjectStore {
     await this.client.removeIncompleteUpload(this.bucket, key);
   }
 
+  /** Whether `uploadId` is an unfinished multipart upload of `key` (a former leader's, to go on with). */
+  async hasUpload(key: string, uploadId: string): Promise<boolean> {
+    for await (const upload of this.client.listIncompleteUploads(this.bucket, key, false)) {
+      if (upload.key === key && upload.uploadId === uploadId) return true;
+    }
+    return false;
+  }
+
+  /** A small object in one PUT (a followed log's state). */
+  async put(key: string, bytes: Buffer, contentType = 'application/json'): Promise<void> {
+    await this.client.putObject(this.bucket, key, bytes, bytes.length, { 'Content-Type': contentType });
+  }
+
+  /** A small object read whole, refused above `maxBytes`; undefined when there is none. */
+  async readSmall(key: string, maxBytes: number): Promise<Buffer | undefined> {
+    const body = await this.read(key);
+    if (!body) return undefined;
+    const chunks: Buffer[] = [];
+    let bytes = 0;
+    for await (const chunk of body) {
+      bytes += (chunk as Buffer).length;
+      if (bytes > maxBytes) { body.destroy(); throw new Error(`${key} is above ${maxBytes} bytes`); }
+      chunks.push(chunk as Buffer);
+    }
+    return Buffer.concat(chunks);
+  }
+
+  async remove(key: string): Promise<void> {
+    await this.client.removeObject(this.bucket, key);
+  }
+
   /**
    * Makes `prefix` a directory for S3A: Spark's event log writer and History Server both refuse a
    * log directory that does not exist, and on S3 a directory exists once an object is under it.

@@ -21,6 +21,7 @@ import type { ObjectStore } from '../history/object-store.js';
 import type { AppCache } from './app-cache.js';
 import type { KubeClients } from './client.js';
 import type { Log as LogFn } from './informers.js';
+import { removeFollowState } from './follow-state.js';
 import { capMarker, LogFollower, PartBuffers } from './log-follower.js';
 import { openPodLog } from './log-request.js';
 
@@ -148,11 +149,11 @@ export class LogArchiver {
     await this.stopFollowing();
   }
 
-  /** Leadership lost (or the service stops): the next leader follows or reads whole. */
+  /** Leadership lost (or the service stops): the next leader goes on with the uploads (follow-state.ts) or reads whole. */
   async stopFollowing(): Promise<void> {
     const all = [...this.followers.values()];
     this.followers.clear();
-    await Promise.all(all.map(({ follower }) => follower.close()));
+    await Promise.all(all.map(({ follower }) => follower.close(true)));
   }
 
   touchAll(): void {
@@ -181,7 +182,7 @@ export class LogArchiver {
     if (this.followers.size >= (this.options.followLimit ?? DEFAULT_FOLLOW_LIMIT)) return;
     const { clients, namespace, archive } = this.options;
     const follower = new LogFollower({
-      kc: clients.kc, store: archive.store, namespace, pod: name, container: containerName, key: archive.key(appName, container),
+      kc: clients.kc, store: archive.store, namespace, pod: name, podUid: uid, container: containerName, key: archive.key(appName, container),
       spoolDir: this.options.spoolDir ?? join(tmpdir(), 'submission-service-log-spool'), spoolName: `${uid}.part`, buffers: this.buffers,
       maxBytes: this.options.maxLogBytes ?? DEFAULT_MAX_LOG_BYTES, isLeader: this.options.isLeader, log: this.options.log,
       stillRunning: async () => runs(await clients.core.readNamespacedPod({ name, namespace })),
@@ -287,6 +288,7 @@ export class LogArchiver {
     }
     // A follow's or a former leader's unfinished upload of this log would cost storage for ever.
     await this.options.archive.store.abortUnfinished(this.options.archive.key(appName, container)).catch(() => undefined);
+    await removeFollowState(this.options.archive.store, this.options.archive.key(appName, container));
     const abort = new AbortController();
     const res = await openPodLog(this.options.clients.kc, { namespace: this.options.namespace, pod: pod.metadata!.name!, container: containerName, signal: abort.signal });
     try {

@@ -16,6 +16,10 @@ export interface PodLogQuery {
   follow?: boolean;
   /** Only the last N lines (the end check of a followed log). */
   tailLines?: number;
+  /** Each line starts with its time (RFC3339 with nanoseconds) and a space. */
+  timestamps?: boolean;
+  /** Only lines of this time (RFC3339, whole seconds) on. */
+  sinceTime?: string;
   signal?: AbortSignal;
 }
 
@@ -30,6 +34,8 @@ export async function openPodLog(kc: KubeConfig, query: PodLogQuery): Promise<In
   if (query.container) url.searchParams.set('container', query.container);
   if (query.follow) url.searchParams.set('follow', 'true');
   if (query.tailLines !== undefined) url.searchParams.set('tailLines', String(query.tailLines));
+  if (query.timestamps) url.searchParams.set('timestamps', 'true');
+  if (query.sinceTime !== undefined) url.searchParams.set('sinceTime', query.sinceTime);
   const options: RequestOptions = { headers: {} };
   await kc.applyToHTTPSOptions(options);
   const send = url.protocol === 'https:' ? httpsRequest : httpRequest;

@@ -3,8 +3,11 @@
 // FakeKubelet — a TEST DOUBLE of a kubelet running the driver as a local process and serving its
 // log through the apiserver). The driver writes its log in steps and waits between them for the
 // test, so the test sees full parts in the store while the pod still runs; the follow stream is
-// cut by the kubelet, then the controller is replaced by another (the Lease moves); the archive
-// must still be the log byte for byte, and the follow (not a whole read at the end) wrote it.
+// cut by the kubelet, then the controller is replaced by another (the Lease moves), which goes on
+// with the upload the first one left (its state beside the archive; lines found again by their
+// times, which FakeKubelet serves as a kubelet does) instead of reading the log again from its
+// start; the archive must still be the log byte for byte, and the follow (not a whole read at the
+// end) wrote it.
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Client } from 'minio';
@@ -103,14 +106,16 @@ t.test('a running driver\'s log is archived while it runs, exactly, across a cut
   await eventually(stored, (bytes) => bytes >= 3 * FOLLOW_PART_BYTES, { timeoutMs: 120_000, intervalMs: 250, what: 'the third part after the cut' });
   t.ok(messages.some((m) => m.includes(appName) && /following again from byte [1-9]/.test(m)), 'the follower resumed after the cut');
 
-  // Another controller takes over (this one stops and hands the Lease on): it follows the log anew.
+  // Another controller takes over (this one stops and hands the Lease on): it goes on with the upload.
   await api.close();
   await cluster.close();
-  t.equal(await stored(), 0, 'the stopped controller left no unfinished upload behind');
+  const left = await stored();
+  t.ok(left >= 3 * FOLLOW_PART_BYTES, `the stopped controller left its upload (${left} bytes) for the next leader`);
+  const servedBefore = kubelet.servedLogBytes(appName);
   cluster = controller();
   await cluster.start();
-  await eventually(stored, (bytes) => bytes >= 3 * FOLLOW_PART_BYTES, { timeoutMs: 120_000, intervalMs: 250, what: 'the new leader\'s parts' });
-  t.ok(await running(), 'the new leader sent its parts while the driver ran');
+  await eventually(async () => messages.some((m) => m.includes(appName) && /going on from byte [1-9]/.test(m)), (found) => found, { timeoutMs: 120_000, intervalMs: 250, what: 'the new leader to go on with the upload' });
+  t.ok(await running(), 'the new leader took the upload over while the driver ran');
 
   writeFileSync(join(dir, 'go-2'), '');
   await eventually(() => clients.core.readNamespacedPod({ name: appName, namespace }), (pod) => pod.status?.phase === 'Succeeded' && !pod.metadata?.finalizers?.includes(LOG_ARCHIVE_FINALIZER), { timeoutMs: 120_000, intervalMs: 250, what: 'the driver to end and be let go' });
@@ -126,6 +131,9 @@ t.test('a running driver\'s log is archived while it runs, exactly, across a cut
   t.equal(archived.length, expected.length, 'the archive has as many bytes as the log');
   t.ok(archived.equals(expected), 'the archive is the log byte for byte (no line lost or doubled)');
   t.equal(await stored(), 0, 'no unfinished upload is left');
+  const servedAfter = kubelet.servedLogBytes(appName) - servedBefore;
+  t.ok(servedAfter < expected.length - FOLLOW_PART_BYTES, `the new leader read ${servedAfter} bytes of the ${expected.length}-byte log: not again what the first one had sent`);
+  t.notOk(await s3.store.size(`${key}.follow.json`), 'the follow\'s state went with the completed upload');
 });
 
 // 8 MiB of lines, then the end: for the size cap.
