@@ -1,7 +1,8 @@
 // The pages people open first of an ended run, put into the proxy's cache (history-cache.ts) as
 // soon as the History Server has replayed the run (cluster/history/warm.ts), so that the first
 // open is answered from memory like the later ones: the jobs list, the first jobs' pages (failed
-// ones first), the stages list, and Spark's scripts and styles they name. Asked as a browser
+// ones first), the stages list, the first jobs' stage pages (those a user opens from a job's
+// page), and Spark's scripts and styles they name. Asked as a browser
 // does (gzip, under the application's prefix), one request at a time: the History Server is the
 // one replaying the next run meanwhile.
 import { get } from 'node:http';
@@ -13,6 +14,11 @@ import { forViewer } from './spark-ui-access.js';
 
 /** At most this many of a run's job pages are put in the cache. */
 export const FIRST_JOBS = 3;
+/** At most this many stage pages (of the first jobs) are put in the cache. */
+export const FIRST_STAGES = 3;
+
+interface JobData { jobId: number; status?: string; stageIds?: number[] }
+interface StageData { stageId: number; attemptId: number; status?: string }
 
 interface Answer { headers: Record<string, string | string[] | undefined>; body: Buffer }
 
@@ -49,6 +55,40 @@ export function firstJobs(jobs: Array<{ jobId: number; status?: string }>): numb
     .map((job) => job.jobId);
 }
 
+/**
+ * The stage pages opened from the first jobs' pages, as `?id=…&attempt=…` (the links' own query):
+ * each first job's stages, failed ones first, then as its page lists them (the latest first), each
+ * at its last attempt; stages that never ran (skipped) have no page worth keeping. At most FIRST_STAGES.
+ */
+export function firstStages(jobs: JobData[], stages: StageData[]): string[] {
+  const attempts = new Map<number, StageData>();
+  for (const stage of stages) {
+    if (stage.status === 'SKIPPED') continue;
+    const known = attempts.get(stage.stageId);
+    if (!known || stage.attemptId > known.attemptId) attempts.set(stage.stageId, stage);
+  }
+  const failed = (id: number) => Number(attempts.get(id)?.status === 'FAILED');
+  const chosen: string[] = [];
+  for (const jobId of firstJobs(jobs)) {
+    const ids = [...(jobs.find((job) => job.jobId === jobId)?.stageIds ?? [])].sort((a, b) => failed(b) - failed(a) || b - a);
+    for (const id of ids) {
+      const stage = attempts.get(id);
+      const query = stage && `?id=${id}&attempt=${stage.attemptId}`;
+      if (query && !chosen.includes(query)) chosen.push(query);
+      if (chosen.length === FIRST_STAGES) return chosen;
+    }
+  }
+  return chosen;
+}
+
+/** A History Server REST answer as JSON (an empty list when it is missing or too big). */
+async function restList<T>(server: string | URL, path: string, maxBytes: number, signal: AbortSignal): Promise<T[]> {
+  const answer = await getRaw(new URL(path, server), {}, maxBytes, signal);
+  if (!answer) return [];
+  const parsed = JSON.parse(answer.body.toString('utf8')) as unknown;
+  return Array.isArray(parsed) ? parsed as T[] : [];
+}
+
 export interface PrefillOptions {
   cache: HistoryPageCache;
   target: HistoryTarget;
@@ -78,9 +118,13 @@ export async function prefillHistory(options: PrefillOptions): Promise<number> {
   };
   // The History Server's paths of the pages, as the proxy maps the same pages (so the keys match).
   const pagePath = (rest: string) => historyPath(rest, target.sparkAppId)!;
-  const jobsJson = await getRaw(new URL(`/api/v1/applications/${encodeURIComponent(target.sparkAppId)}/jobs`, target.server), {}, cache.maxEntryBytes, signal);
-  const jobs = jobsJson ? (JSON.parse(jobsJson.body.toString('utf8')) as Array<{ jobId: number; status?: string }>) : [];
-  const pages = [pagePath('/jobs/'), ...firstJobs(jobs).map((id) => `${pagePath('/jobs/job/')}?id=${id}`), pagePath('/stages/')];
+  const api = `/api/v1/applications/${encodeURIComponent(target.sparkAppId)}`;
+  const jobs = await restList<JobData>(target.server, `${api}/jobs`, cache.maxEntryBytes, signal);
+  const stages = jobs.length > 0 ? await restList<StageData>(target.server, `${api}/stages`, cache.maxEntryBytes, signal) : [];
+  const pages = [
+    pagePath('/jobs/'), ...firstJobs(jobs).map((id) => `${pagePath('/jobs/job/')}?id=${id}`), pagePath('/stages/'),
+    ...firstStages(jobs, stages).map((query) => `${pagePath('/stages/stage/')}${query}`),
+  ];
   const statics = new Set<string>();
   for (const page of pages) {
     const [path, query] = page.split('?') as [string, string | undefined];

@@ -9,7 +9,7 @@ import t from 'tap';
 import type { IndexedRun } from '../../cluster/history/event-log-index.js';
 import { recentRuns, REWARM, WARM_BYTES } from '../../cluster/history/warm.js';
 import { acceptsGzip, cacheKey, collectAnswer, HistoryPageCache, type CacheableRequest } from '../../dashboard/history-cache.js';
-import { FIRST_JOBS, firstJobs, staticPaths } from '../../dashboard/history-prefill.js';
+import { FIRST_JOBS, FIRST_STAGES, firstJobs, firstStages, staticPaths } from '../../dashboard/history-prefill.js';
 
 const body = (bytes: number, fill = 'x') => Buffer.from(fill.repeat(bytes));
 
@@ -107,6 +107,20 @@ t.test('the warm-up fetches the first jobs and the static files the pages name',
     + `<script src="${prefix}/static/webui.js"></script><script src="${prefix}/static/webui.js"></script>`
     + `<script src="/dashboard/apps/b-1/spark-ui/static/other.js"></script><a href="${prefix}/history/local-1/jobs/">`;
   t.same(staticPaths(html, prefix), ['/static/bootstrap.min.css', '/static/webui.js'], "its own prefix's static files, once each");
+});
+
+t.test('the warm-up fetches the stage pages a user opens from the first jobs, at their last attempt, bounded', async (t) => {
+  const jobs = [{ jobId: 0, stageIds: [0, 1] }, { jobId: 1, status: 'FAILED', stageIds: [2, 3, 4] }, { jobId: 2, stageIds: [1, 5] }];
+  const stages = [
+    { stageId: 0, attemptId: 0, status: 'COMPLETE' }, { stageId: 1, attemptId: 0, status: 'COMPLETE' },
+    { stageId: 2, attemptId: 0, status: 'COMPLETE' }, { stageId: 3, attemptId: 0, status: 'FAILED' }, { stageId: 3, attemptId: 1, status: 'FAILED' },
+    { stageId: 4, attemptId: 0, status: 'SKIPPED' }, { stageId: 5, attemptId: 0, status: 'COMPLETE' },
+  ];
+  t.same(firstStages(jobs, stages), ['?id=3&attempt=1', '?id=2&attempt=0', '?id=1&attempt=0'],
+    'the failed job first, its failed stage first at its last attempt, then the latest; a skipped stage has no page');
+  t.same(firstStages([{ jobId: 0, stageIds: [0, 1] }], stages.slice(0, 2)), ['?id=1&attempt=0', '?id=0&attempt=0'], 'one job: its stages as its page lists them');
+  t.equal(firstStages([{ jobId: 0, stageIds: Array.from({ length: 50 }, (_, i) => i) }], Array.from({ length: 50 }, (_, stageId) => ({ stageId, attemptId: 0 }))).length, FIRST_STAGES);
+  t.same(firstStages([{ jobId: 0 }], []), [], 'no stages known: none');
 });
 
 t.test('a restart warms again the runs that ended last, most recent first, bounded', async (t) => {
