@@ -55,11 +55,15 @@ export class TimestampSplitter {
   private first = true;
   /** The time of the line being read, until its first byte comes (a start always has a byte after it). */
   private startTime?: LineTime;
+  /** The last time's whole seconds and zone as printed, and their value: lines of one second parse once. */
+  private secondsKey = Buffer.alloc(0);
+  private seconds = 0;
 
   constructor(private readonly fromSinceTime: boolean) {}
 
   feed(chunk: Buffer): { content: Buffer; starts: LineStart[] } {
-    const pieces: Buffer[] = [];
+    // Every line is copied once into `out` (a log has a line of ~100 bytes: no object per line but its start).
+    const out = Buffer.allocUnsafe(chunk.length);
     const starts: LineStart[] = [];
     let length = 0;
     let i = 0;
@@ -74,8 +78,7 @@ export class TimestampSplitter {
       if (this.state === 'line') {
         const end = newline < 0 ? chunk.length : newline + 1;
         if (this.startTime) { starts.push({ at: length, time: this.startTime }); this.startTime = undefined; }
-        pieces.push(chunk.subarray(i, end));
-        length += end - i;
+        length += chunk.copy(out, length, i, end);
         i = end;
         if (newline >= 0) this.state = 'time';
         continue;
@@ -87,7 +90,9 @@ export class TimestampSplitter {
         this.pending = Buffer.concat([this.pending, chunk.subarray(i)]);
         break;
       }
-      const time = readable ? parseLineTime(Buffer.concat([this.pending, chunk.subarray(i, stop)]).toString('latin1')) : undefined;
+      let time: LineTime | undefined;
+      if (readable && this.pending.length === 0) time = this.parse(chunk, i, stop);
+      else if (readable) { const whole = Buffer.concat([this.pending, chunk.subarray(i, stop)]); time = this.parse(whole, 0, whole.length); }
       this.pending = Buffer.alloc(0);
       const first = this.first;
       this.first = false;
@@ -101,7 +106,30 @@ export class TimestampSplitter {
         throw new Error('a log line without its time: the kubelet did not honour timestamps=true');
       }
     }
-    return { content: pieces.length === 1 ? pieces[0]! : Buffer.concat(pieces, length), starts };
+    return { content: out.subarray(0, length), starts };
+  }
+
+  /** parseLineTime of bytes[from, to), reading the digits of the fraction itself and the rest once per second. */
+  private parse(bytes: Buffer, from: number, to: number): LineTime | undefined {
+    if (to - from < 20) return undefined;
+    let at = from + 19;
+    let nanos = 0;
+    if (bytes[at] === 0x2e) {
+      let digits = 0;
+      for (at++; at < to && digits < 9 && bytes[at]! >= 0x30 && bytes[at]! <= 0x39; at++, digits++) nanos = nanos * 10 + bytes[at]! - 0x30;
+      if (digits === 0) return undefined;
+      for (; digits < 9; digits++) nanos *= 10;
+    }
+    const key = this.secondsKey;
+    const zone = to - at;
+    if (key.length !== 19 + zone || bytes.compare(key, 0, 19, from, from + 19) !== 0 || bytes.compare(key, 19, key.length, at, to) !== 0) {
+      const fresh = Buffer.concat([bytes.subarray(from, from + 19), bytes.subarray(at, to)]);
+      const parsed = parseLineTime(fresh.toString('latin1'));
+      if (!parsed) return undefined;
+      this.secondsKey = fresh;
+      this.seconds = parsed.seconds;
+    }
+    return { seconds: this.seconds, nanos };
   }
 }
 
