@@ -32,7 +32,8 @@ import { tempDir } from '../../test/helpers/temp.js';
 import { envNumber, fmt, load, saveSummary, table } from '../lib.js';
 
 const LOG_MB = envNumber('LOG_MB', 100);
-const LOG_SECONDS = envNumber('LOG_SECONDS', 30);
+// 0 is a setting of its own (all at once), which envNumber would take for "not set".
+const LOG_SECONDS = process.env.LOG_SECONDS?.trim() === '0' ? 0 : envNumber('LOG_SECONDS', 30);
 
 async function main() {
   const spark = realSpark();
