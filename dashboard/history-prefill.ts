@@ -81,6 +81,14 @@ export function firstStages(jobs: JobData[], stages: StageData[]): string[] {
   return chosen;
 }
 
+/** What a stage page's scripts ask for once it has loaded (Spark 3.5's stagepage.js): the stage, its task summary, the executors. */
+const QUANTILES = '0,0.25,0.5,0.75,1.0';
+export function stagePageData(api: string, stageQuery: string): string[] {
+  const [, id, attempt] = /^\?id=(\d+)&attempt=(\d+)$/.exec(stageQuery) ?? [];
+  if (id === undefined) return [];
+  return [`${api}/stages/${id}/${attempt}`, `${api}/stages/${id}/${attempt}/taskSummary?quantiles=${QUANTILES}`, `${api}/allexecutors`];
+}
+
 /** A History Server REST answer as JSON (an empty list when it is missing or too big). */
 async function restList<T>(server: string | URL, path: string, maxBytes: number, signal: AbortSignal): Promise<T[]> {
   const answer = await getRaw(new URL(path, server), {}, maxBytes, signal);
@@ -121,15 +129,18 @@ export async function prefillHistory(options: PrefillOptions): Promise<number> {
   const api = `/api/v1/applications/${encodeURIComponent(target.sparkAppId)}`;
   const jobs = await restList<JobData>(target.server, `${api}/jobs`, cache.maxEntryBytes, signal);
   const stages = jobs.length > 0 ? await restList<StageData>(target.server, `${api}/stages`, cache.maxEntryBytes, signal) : [];
+  const stagePages = firstStages(jobs, stages);
   const pages = [
     pagePath('/jobs/'), ...firstJobs(jobs).map((id) => `${pagePath('/jobs/job/')}?id=${id}`), pagePath('/stages/'),
-    ...firstStages(jobs, stages).map((query) => `${pagePath('/stages/stage/')}${query}`),
+    ...stagePages.map((query) => `${pagePath('/stages/stage/')}${query}`),
+    // The data a stage page asks for is most of its first open (a 10,000-task stage's summary); the task table's own pages are not guessed.
+    ...new Set(stagePages.flatMap((query) => stagePageData(api, query))),
   ];
   const statics = new Set<string>();
   for (const page of pages) {
     const [path, query] = page.split('?') as [string, string | undefined];
     const answer = await fetchInto(path, query === undefined ? '' : `?${query}`);
-    if (answer) for (const file of staticPaths(text(answer), prefix)) statics.add(file);
+    if (answer && !path.startsWith('/api/')) for (const file of staticPaths(text(answer), prefix)) statics.add(file);
   }
   for (const file of statics) await fetchInto(file);
   return added;

@@ -69,6 +69,11 @@ t.test("B never reads A's cached history page; a restart warms A's run again", {
   t.equal(stagePage.status, 200, "A's first open of that stage page");
   t.match(stagePage.text, /Details for Stage/, 'the stage page from the history');
   t.same(await counts(), { ...afterA, hit: afterA.hit + 1 }, 'answered from the cache the warm-up filled, no miss');
+  // What the stage page's scripts ask for next (stagepage.js): its task summary, warmed too.
+  const runId = /\/history\/([\w-]+)\//.exec(stageLink!)?.[1];
+  const summary = await alice(`/dashboard/apps/${appName}/spark-ui/api/v1/applications/${runId}/stages/0/0/taskSummary?quantiles=0,0.25,0.5,0.75,1.0`, gzip);
+  t.equal(summary.status, 200, 'the stage\'s task summary through the link');
+  t.same(await counts(), { ...afterA, hit: afterA.hit + 2 }, 'from the cache too');
 
   for (const path of [page, `/dashboard/apps/${appName}/spark-ui/jobs/`, `/dashboard/apps/${appName}/spark-ui/`]) {
     const refused = await bob(path, gzip);
@@ -77,10 +82,10 @@ t.test("B never reads A's cached history page; a restart warms A's run again", {
   }
   const anonymous = await http(service.url, 'GET', page, undefined, gzip);
   t.equal(anonymous.status, 401, 'without a key: refused');
-  t.same(await counts(), { ...afterA, hit: afterA.hit + 1 }, "the cache was not even asked for B's or the anonymous requests");
+  t.same(await counts(), { ...afterA, hit: afterA.hit + 2 }, "the cache was not even asked for B's or the anonymous requests");
   const byAdmin = await admin(page, gzip);
   t.equal(byAdmin.status, 200, 'an admin reads it');
-  t.equal((await counts()).hit, afterA.hit + 2, 'from the cache too');
+  t.equal((await counts()).hit, afterA.hit + 3, 'from the cache too');
   // Spark's scripts on a live-style path (/stages/stage/) ask for the list of every run to learn their run's id.
   const list = await alice(`/dashboard/apps/${appName}/spark-ui/api/v1/applications`);
   t.equal(list.status, 200, 'the list of runs through the link');

@@ -9,7 +9,7 @@ import t from 'tap';
 import type { IndexedRun } from '../../cluster/history/event-log-index.js';
 import { recentRuns, REWARM, WARM_BYTES } from '../../cluster/history/warm.js';
 import { acceptsGzip, cacheKey, collectAnswer, HistoryPageCache, type CacheableRequest } from '../../dashboard/history-cache.js';
-import { FIRST_JOBS, FIRST_STAGES, firstJobs, firstStages, staticPaths } from '../../dashboard/history-prefill.js';
+import { FIRST_JOBS, FIRST_STAGES, firstJobs, firstStages, stagePageData, staticPaths } from '../../dashboard/history-prefill.js';
 
 const body = (bytes: number, fill = 'x') => Buffer.from(fill.repeat(bytes));
 
@@ -121,6 +121,9 @@ t.test('the warm-up fetches the stage pages a user opens from the first jobs, at
   t.same(firstStages([{ jobId: 0, stageIds: [0, 1] }], stages.slice(0, 2)), ['?id=1&attempt=0', '?id=0&attempt=0'], 'one job: its stages as its page lists them');
   t.equal(firstStages([{ jobId: 0, stageIds: Array.from({ length: 50 }, (_, i) => i) }], Array.from({ length: 50 }, (_, stageId) => ({ stageId, attemptId: 0 }))).length, FIRST_STAGES);
   t.same(firstStages([{ jobId: 0 }], []), [], 'no stages known: none');
+  t.same(stagePageData('/api/v1/applications/local-1', '?id=3&attempt=1'), [
+    '/api/v1/applications/local-1/stages/3/1', '/api/v1/applications/local-1/stages/3/1/taskSummary?quantiles=0,0.25,0.5,0.75,1.0', '/api/v1/applications/local-1/allexecutors',
+  ], 'and what its scripts ask for, as stagepage.js spells it');
 });
 
 t.test('a restart warms again the runs that ended last, most recent first, bounded', async (t) => {
