@@ -1,5 +1,5 @@
 // Driver processes seen from outside: their records on disk, whether their process group
-// is alive, and a last-resort cleanup so no test leaves a driver running.
+// is alive, and a last-resort cleanup so no test leaves a driver (or a History Server) running.
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { isAlive } from '../../cluster/local/process-runner.js';
@@ -46,8 +46,16 @@ export function liveGroupMembers(pgid: number): number[] {
   return out;
 }
 
-/** SIGKILLs every driver process group recorded in dataDir that is still ours. */
+/**
+ * SIGKILLs every driver process group recorded in dataDir that is still ours, and the History
+ * Server the service started (its pid file in run/): a service killed with SIGKILL cannot end
+ * its children, and the next start that would is not coming.
+ */
 export function killDrivers(dataDir: string): void {
+  try {
+    const [pid, startTicks] = readFileSync(join(dataDir, 'run', 'history-server.pid'), 'utf8').trim().split(' ').map(Number);
+    if (pid > 1 && isAlive(pid, startTicks)) process.kill(-pid, 'SIGKILL');
+  } catch { /* none started, or gone already */ }
   for (const { run } of storedApps(dataDir)) {
     if (!run) continue;
     // A pid whose process now has another start time belongs to someone else; while our
