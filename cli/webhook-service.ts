@@ -1,5 +1,6 @@
-// The webhook process: watch-fed caches, certificates (issued, rotated, CA published in
-// the MutatingWebhookConfiguration), and the HTTPS server running the pure admission.
+// The webhook process: its admission cache (templates watched, executors' drivers read on a
+// miss), certificates (issued, rotated, CA published in the MutatingWebhookConfiguration), and
+// the HTTPS server running the pure admission.
 //
 // Certificates live in --cert-dir (one replica), or in a Secret shared by all replicas
 // (`certSecret`). With the Secret, it is the source of truth: every check ensures it holds
