@@ -4,7 +4,7 @@
 // service registered with its CA) and the API in Kubernetes mode on a real port.
 // Everything started here is stopped in the test's teardown.
 import { join } from 'node:path';
-import { AdmissionregistrationV1Api, type V1MutatingWebhookConfiguration, type V1Pod } from '@kubernetes/client-node';
+import { AdmissionregistrationV1Api, CoreV1Api, CustomObjectsApi, KubeConfig, type V1MutatingWebhookConfiguration, type V1Pod } from '@kubernetes/client-node';
 import type { FastifyInstance } from 'fastify';
 import { createFakeNodes, ensureCrds, ensureNamespace } from '../../cluster/kubernetes/bootstrap.js';
 import { APPLICATIONS, GROUP, type KubeClients, kubeClients, TEMPLATES, VERSION } from '../../cluster/kubernetes/client.js';
@@ -166,6 +166,23 @@ export async function startKubeBed(t: TestLike, options: KubeBedOptions = {}): P
     },
   };
   return bed;
+}
+
+/**
+ * Clients acting as the existing service account `name` in `namespace` (a TokenRequest token,
+ * the bed's server and CA): what that identity's RBAC allows, nothing more.
+ */
+export async function clientsAs(admin: KubeClients, namespace: string, name: string): Promise<KubeClients> {
+  const token = await admin.core.createNamespacedServiceAccountToken({ name, namespace, body: { spec: { audiences: [] } } });
+  const cluster = admin.kc.getCurrentCluster()!;
+  const kc = new KubeConfig();
+  kc.loadFromOptions({
+    clusters: [{ name: 'bed', server: cluster.server, caData: cluster.caData, skipTLSVerify: false }],
+    users: [{ name, token: token.status!.token }],
+    contexts: [{ name, cluster: 'bed', user: name }],
+    currentContext: name,
+  });
+  return { kc, core: kc.makeApiClient(CoreV1Api), custom: kc.makeApiClient(CustomObjectsApi), server: cluster.server };
 }
 
 /** Waits until `read` gives a value `ok` accepts; fails with the last value seen. */

@@ -4,15 +4,13 @@
 // "template not found"; hits and misses are counted. A lookup that does not answer in time (the
 // webhook's link to the apiserver hangs) is denied with 503 too, never answered from the miss.
 import t from 'tap';
-import { CoreV1Api, CustomObjectsApi, KubeConfig } from '@kubernetes/client-node';
 import { register } from 'prom-client';
 import { AdmissionCache } from '../../cluster/kubernetes/admission-cache.js';
-import type { KubeClients } from '../../cluster/kubernetes/client.js';
 import { join } from 'node:path';
 import { startWebhookService } from '../../cli/webhook-service.js';
 import { kubeClients } from '../../cluster/kubernetes/client.js';
 import { mutatingWebhookConfiguration } from '../../webhook/server/registration.js';
-import { freePort, register as registerWebhook, sparkExecutorPod, startKubeBed, WEBHOOK_NAME } from '../helpers/kubernetes.js';
+import { clientsAs, freePort, register as registerWebhook, sparkExecutorPod, startKubeBed, WEBHOOK_NAME } from '../helpers/kubernetes.js';
 import { startStallProxy } from '../helpers/stall-proxy.js';
 import type { V1MutatingWebhookConfiguration } from '@kubernetes/client-node';
 
@@ -32,16 +30,7 @@ t.test('admission cache: 404 is absent, 403 fails closed', async (t) => {
   const bed = await startKubeBed(t);
   const { core } = bed.clients;
   await core.createNamespacedServiceAccount({ namespace: bed.namespace, body: { metadata: { name: 'nobody' } } });
-  const token = await core.createNamespacedServiceAccountToken({ name: 'nobody', namespace: bed.namespace, body: { spec: { audiences: [] } } });
-  const admin = bed.clients.kc.getCurrentCluster()!;
-  const kc = new KubeConfig();
-  kc.loadFromOptions({
-    clusters: [{ name: 'bed', server: admin.server, caData: admin.caData, skipTLSVerify: false }],
-    users: [{ name: 'nobody', token: token.status!.token }],
-    contexts: [{ name: 'nobody', cluster: 'bed', user: 'nobody' }],
-    currentContext: 'nobody',
-  });
-  const nobody: KubeClients = { kc, core: kc.makeApiClient(CoreV1Api), custom: kc.makeApiClient(CustomObjectsApi), server: admin.server };
+  const nobody = await clientsAs(bed.clients, bed.namespace, 'nobody');
 
   const allowed = new AdmissionCache(bed.clients, bed.namespace, () => undefined);
   await allowed.prepare(review('absent'));

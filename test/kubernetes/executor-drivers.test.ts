@@ -10,16 +10,15 @@
 //   is not the pod's under that name.
 import t from 'tap';
 import { join } from 'node:path';
-import { CoreV1Api, CustomObjectsApi, KubeConfig, RbacAuthorizationV1Api, type V1MutatingWebhookConfiguration, type V1Pod } from '@kubernetes/client-node';
+import { RbacAuthorizationV1Api, type V1MutatingWebhookConfiguration, type V1Pod } from '@kubernetes/client-node';
 import { register } from 'prom-client';
 import { startWebhookService } from '../../cli/webhook-service.js';
-import type { KubeClients } from '../../cluster/kubernetes/client.js';
 import { apiStatus } from '../../cluster/kubernetes/errors.js';
 import {
   ANNOTATION_ADMITTED, ANNOTATION_CONFIG, bareDriverPod, LABEL_APP, LABEL_JOB, readConfig, SPARK_ROLE,
 } from '../../webhook/domain/index.js';
 import { mutatingWebhookConfiguration } from '../../webhook/server/registration.js';
-import { eventually, freePort, register as registerWebhook, sparkExecutorPod, startKubeBed, WEBHOOK_NAME } from '../helpers/kubernetes.js';
+import { clientsAs, eventually, freePort, register as registerWebhook, sparkExecutorPod, startKubeBed, WEBHOOK_NAME } from '../helpers/kubernetes.js';
 
 /** submission_service_admission_cache_lookups_total{cache="drivers",result} now. */
 async function driverLookups(result: 'hit' | 'miss' | 'shared'): Promise<number> {
@@ -52,16 +51,7 @@ t.test("executors' drivers, read on a miss", async (t) => {
     roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'webhook' },
     subjects: [{ kind: 'ServiceAccount', name: 'webhook', namespace }],
   } });
-  const token = await core.createNamespacedServiceAccountToken({ name: 'webhook', namespace, body: { spec: { audiences: [] } } });
-  const admin = bed.clients.kc.getCurrentCluster()!;
-  const kc = new KubeConfig();
-  kc.loadFromOptions({
-    clusters: [{ name: 'bed', server: admin.server, caData: admin.caData, skipTLSVerify: false }],
-    users: [{ name: 'webhook', token: token.status!.token }],
-    contexts: [{ name: 'webhook', cluster: 'bed', user: 'webhook' }],
-    currentContext: 'webhook',
-  });
-  const clients: KubeClients = { kc, core: kc.makeApiClient(CoreV1Api), custom: kc.makeApiClient(CustomObjectsApi), server: admin.server };
+  const clients = await clientsAs(bed.clients, namespace, 'webhook');
 
   const port = await freePort();
   let reviews = 0;
