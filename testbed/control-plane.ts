@@ -3,11 +3,12 @@
 // started in a directory and ready once it prints "READY <kubeconfig> <server>".
 // One starter for `testbed up`, the tests and the benches.
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { closeSync, existsSync, mkdirSync, openSync, readFileSync } from 'node:fs';
+import { closeSync, existsSync, mkdirSync, openSync } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { freePort } from '../lib/free-port.js';
+import { logTail } from './log-tail.js';
 
 const buildScript = fileURLToPath(new URL('../test/cluster/build.sh', import.meta.url));
 
@@ -77,7 +78,7 @@ export async function startTestbed(dir: string, options: TestbedOptions = {}): P
   try {
     const { kubeconfig, server } = await new Promise<{ kubeconfig: string; server: string }>((ok, fail) => {
       const timer = setTimeout(() => fail(new Error(`the test bed was not ready within ${readyTimeoutMs} ms; see ${logFile}`)), readyTimeoutMs);
-      child.once('exit', (code) => { clearTimeout(timer); fail(new Error(`the test bed exited (${code}) before it was ready: ${tail(logFile)}`)); });
+      child.once('exit', (code) => { clearTimeout(timer); fail(new Error(`the test bed exited (${code}) before it was ready: ${logTail(logFile, 15)}`)); });
       createInterface({ input: child.stdout! }).on('line', (line) => {
         const [word, kubeconfig, server] = line.split(' ');
         if (word === 'READY') { clearTimeout(timer); ok({ kubeconfig, server }); }
@@ -90,6 +91,3 @@ export async function startTestbed(dir: string, options: TestbedOptions = {}): P
   }
 }
 
-function tail(file: string): string {
-  try { return readFileSync(file, 'utf8').split('\n').slice(-15).join('\n'); } catch { return '(no log)'; }
-}

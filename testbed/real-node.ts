@@ -6,12 +6,13 @@
 // the machine (node-cleanup.ts). One node per machine: port 10250 and the paths the kubelet
 // hard-codes are the machine's, so a lock file says who has it.
 import { type ChildProcess, execFile, execFileSync, spawn } from 'node:child_process';
-import { closeSync, existsSync, fstatSync, mkdirSync, openSync, readFileSync, readSync, rmSync, writeFileSync } from 'node:fs';
+import { closeSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { networkInterfaces } from 'node:os';
 import { basename, delimiter, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { CoreV1Api, KubeConfig, type V1Node } from '@kubernetes/client-node';
+import { logTail } from './log-tail.js';
 import { cleanUpNode, hostBefore, readNodeState, writeNodeState, type NodeState } from './node-cleanup.js';
 import { BRIDGE, cniConfig, containerdConfig, corefile, GATEWAY, kubeletConfig, kubeProxyConfig, nodePaths, type NodePaths, POD_SUBNET } from './node-config.js';
 import { freePort } from '../lib/free-port.js';
@@ -122,7 +123,7 @@ export async function startRealNode(options: RealNodeOptions): Promise<RealNode>
   const daemon = (logFile: string, args: string[]) => {
     const child = spawnDaemon(binDir, logFile, args);
     child.once('exit', (code, signal) => {
-      if (!stopping) process.stderr.write(`testbed: ${args[0] === 'run' ? basename(args[1]) : args[0]} exited (${code ?? signal}) while the node runs; the end of ${logFile}:\n${logTail(logFile)}\n`);
+      if (!stopping) process.stderr.write(`testbed: ${args[0] === 'run' ? basename(args[1]) : args[0]} exited (${code ?? signal}) while the node runs; the end of ${logFile}:\n${logTail(logFile, 20)}\n`);
     });
     return child;
   };
@@ -198,19 +199,6 @@ function spawnDaemon(binDir: string, logFile: string, args: string[]): ChildProc
   const child = spawn(join(binDir, 'testnode'), args, { stdio: ['ignore', log, log], env: { ...process.env, PATH: `${binDir}${delimiter}${process.env.PATH ?? ''}` } });
   closeSync(log);
   return child;
-}
-
-/** The last lines of a log (from its last 8 KiB), for a message. */
-export function logTail(file: string, lines = 20): string {
-  try {
-    const fd = openSync(file, 'r');
-    try {
-      const size = fstatSync(fd).size;
-      const buffer = Buffer.alloc(Math.min(size, 8192));
-      readSync(fd, buffer, 0, buffer.length, size - buffer.length);
-      return buffer.toString('utf8').trimEnd().split('\n').slice(-lines).join('\n');
-    } finally { closeSync(fd); }
-  } catch { return '(no log)'; }
 }
 
 const exited = (child: ChildProcess) => child.exitCode !== null || child.signalCode !== null;

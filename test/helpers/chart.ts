@@ -17,7 +17,7 @@ import { buildRules } from '../../webhook/domain/index.js';
 import { chartDir, helmBinary } from '../manifests/helm.js';
 import { repoRoot } from './api.js';
 import { nodePaths } from '../../testbed/node-config.js';
-import { logTail } from '../../testbed/real-node.js';
+import { logTail } from '../../testbed/log-tail.js';
 import { eventually } from './kubernetes.js';
 import { type RealNodeBed, realNodeUnavailable, startRealNodeBed } from './real-node.js';
 import { labelPoolNode, NODE_POOL, SPARK_RUNTIME_IMAGE } from './spark-node.js';
@@ -132,7 +132,7 @@ async function withProxyLog<T>(bed: RealNodeBed, waiting: Promise<T>): Promise<T
   try {
     return await waiting;
   } catch (error) {
-    throw new Error(`${(error as Error).message}\nthe end of kube-proxy's log:\n${logTail(nodePaths(bed.node.dir).kubeProxyLog)}`);
+    throw new Error(`${(error as Error).message}\nthe end of kube-proxy's log:\n${logTail(nodePaths(bed.node.dir).kubeProxyLog, 20)}`);
   }
 }
 
