@@ -10,7 +10,8 @@
 // resource, watch events sent, webhook calls, and CPU ms per process.
 //
 //   node --import tsx bench/kubernetes/controller-ceiling.ts
-//   env: CEILING_COUNT (400 per phase), CEILING_CONCURRENCY (16), CEILING_ROUNDS (2), SUBMISSION_SERVICE_TESTBED
+//   env: CEILING_COUNT (400 per phase), CEILING_CONCURRENCY (16), CEILING_ROUNDS (2), SUBMISSION_SERVICE_TESTBED,
+//        CEILING_PIN=1 (the control plane on a core of its own, as on a real cluster: pin.ts)
 import { Agent as HttpAgent, request as httpRequest } from 'node:http';
 import { CustomObjectsApi, type V1Pod } from '@kubernetes/client-node';
 import { newAppName } from '../../cluster/app-name.js';
@@ -21,11 +22,13 @@ import { bareDriverPod } from '../../webhook/domain/driver-pod.js';
 import { envNumber, fmt, load, saveSummary, table } from '../lib.js';
 import { type PhaseCosts, perItem, servePid, snapshot } from './costs.js';
 import { type RawClient, rawClient, send } from './raw-client.js';
+import { pinControlPlane } from './pin.js';
 import { deleteAllPods, NAMESPACE, SPARK_IMAGE, withClusterUp } from './testbed.js';
 
 const COUNT = envNumber('CEILING_COUNT', 400);
 const CONCURRENCY = envNumber('CEILING_CONCURRENCY', 16);
 const ROUNDS = envNumber('CEILING_ROUNDS', 2);
+const PIN = process.env.CEILING_PIN === '1';
 const GOAL = 0.7;
 const CEILING_NS = 'ceiling';
 const JOB = 'bench';
@@ -124,6 +127,8 @@ await withClusterUp('controller-ceiling', async (tb) => {
   const raw = rawClient(tb.kc, CONCURRENCY);
   const metricsClient = rawClient(tb.kc, 1);
   const pid = servePid(tb.dir);
+  const cores = PIN ? pinControlPlane(pid) : 'every process on every core';
+  process.stderr.write(`${cores}\n`);
   // The API's client is as bare as the ceiling's: node:http on kept-alive connections.
   const api = new URL(`${tb.baseUrl}/api/apps/`);
   const apiAgent = new HttpAgent({ keepAlive: true, maxSockets: CONCURRENCY });
@@ -175,6 +180,7 @@ await withClusterUp('controller-ceiling', async (tb) => {
   const ratio = apiRate / ceilingRate;
   const admittedRate = sum(results.admittedCeiling) / results.admittedCeiling.length;
   console.log(`\n## Submissions with the controller vs the apiserver's raw ceiling (load at the rounds' starts: ${results.loads.join('; ')}; now ${load()})\n`);
+  console.log(`Cores: ${cores}.\n`);
   console.log(table(['path', 'per minute (rounds)', 'mean'], [
     [`Application + bare pod, raw keep-alive HTTPS, ${CONCURRENCY} in flight`, results.ceiling.map((r) => fmt(r)).join(', '), fmt(ceilingRate)],
     [`POST /api/apps/ (admitted by the API, controller running), ${CONCURRENCY} in flight`, results.api.map((r) => fmt(r)).join(', '), fmt(apiRate)],
@@ -185,7 +191,7 @@ await withClusterUp('controller-ceiling', async (tb) => {
   console.log(costTable(costs.ceiling, costs.api));
   console.log(`\nThe ceiling with the admitted pod, per item:\n`);
   console.log(costTable(costs.ceiling, costs.admittedCeiling, 'ceiling, admitted pod'));
-  saveSummary('kubernetes-controller-ceiling', [
-    { bench: 'k8s controller', metric: `submissions/min vs raw ceiling (${CONCURRENCY} in flight)`, value: `${fmt(apiRate)} vs ${fmt(ceilingRate)} = ${(ratio * 100).toFixed(1)}%`, goal: `>= ${GOAL * 100}%`, verdict: ratio >= GOAL ? 'ok' : 'below goal' },
+  saveSummary(PIN ? 'kubernetes-controller-ceiling-pinned' : 'kubernetes-controller-ceiling', [
+    { bench: 'k8s controller', metric: `submissions/min vs raw ceiling (${CONCURRENCY} in flight${PIN ? ', control plane pinned' : ''})`, value: `${fmt(apiRate)} vs ${fmt(ceilingRate)} = ${(ratio * 100).toFixed(1)}%`, goal: `>= ${GOAL * 100}%`, verdict: ratio >= GOAL ? 'ok' : 'below goal' },
   ], { results, costs, failures, count: COUNT, concurrency: CONCURRENCY });
 });

@@ -34,19 +34,19 @@ function nodeRole(pid: number): string {
   }
 }
 
-/** The CPU time of `servePid` (the service: API, controller) and of each of its descendants, named by role. */
-function processCpu(servePid: number): Map<string, number> {
+/** The control plane's Go process, as costs name it. */
+export const CONTROL_PLANE = 'apiserver + etcd (one Go process)';
+export const SERVICE = 'service (API, controller)';
+
+/** `servePid` (the service: API, controller) and each of its descendants, named by role, with their CPU ms so far. */
+export function testbedProcesses(servePid: number): { pid: number; role: string; cpuMs: number }[] {
   const all = new Map<number, { ppid: number; comm: string; cpuMs: number }>();
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
     const stat = procStat(Number(entry));
     if (stat) all.set(Number(entry), stat);
   }
-  const cpu = new Map<string, number>();
-  const add = (name: string, ms: number) => cpu.set(name, (cpu.get(name) ?? 0) + ms);
-  const serve = all.get(servePid);
-  if (serve) add('service (API, controller)', serve.cpuMs);
-  const descend = (pid: number, depth: number): boolean => {
+  const descends = (pid: number, depth: number): boolean => {
     for (let p = pid, i = 0; i < depth; i++) {
       const parent = all.get(p)?.ppid;
       if (parent === servePid) return true;
@@ -55,10 +55,21 @@ function processCpu(servePid: number): Map<string, number> {
     }
     return false;
   };
+  const found: { pid: number; role: string; cpuMs: number }[] = [];
+  const serve = all.get(servePid);
+  if (serve) found.push({ pid: servePid, role: SERVICE, cpuMs: serve.cpuMs });
   for (const [pid, stat] of all) {
-    if (pid === servePid || !descend(pid, 4)) continue;
-    add(stat.comm === 'testbed' ? 'apiserver + etcd (one Go process)' : stat.comm === 'node' ? nodeRole(pid) : stat.comm, stat.cpuMs);
+    if (pid === servePid || !descends(pid, 4)) continue;
+    found.push({ pid, role: stat.comm === 'testbed' ? CONTROL_PLANE : stat.comm === 'node' ? nodeRole(pid) : stat.comm, cpuMs: stat.cpuMs });
   }
+  return found;
+}
+
+/** The CPU time of each process of the test bed, by role, and of this bench. */
+function processCpu(servePid: number): Map<string, number> {
+  const cpu = new Map<string, number>();
+  const add = (name: string, ms: number) => cpu.set(name, (cpu.get(name) ?? 0) + ms);
+  for (const { role, cpuMs } of testbedProcesses(servePid)) add(role, cpuMs);
   const own = process.cpuUsage();
   add('bench client (this process)', (own.user + own.system) / 1000);
   return cpu;
