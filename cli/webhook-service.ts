@@ -160,34 +160,44 @@ export async function startWebhookService(options: WebhookServiceOptions) {
     return run;
   };
 
-  await check();
-  // Plain HTTP beside the HTTPS port: Prometheus scrapes it without our private CA.
-  const metrics: MetricsServer | undefined = options.metricsPort === undefined ? undefined
-    : await startMetricsServer({ port: options.metricsPort, host: options.host, onError: (error) => logger.error({ err: error }, 'metrics scrape failed') });
-  server = await startWebhookServer({
-    logger,
-    port: options.port,
-    host: options.host,
-    certFile: files.paths.cert,
-    keyFile: files.paths.key,
-    onReview: options.onReview,
-    onEvent: (event) => {
-      if (event.type === 'cert-reloaded') logger.info(event.message);
-      else log(`${event.type}: ${event.message}`);
-    },
-    ready: () => cache.ready,
-    drain: options.drain,
-    prepare: (review) => cache.prepare(review),
-    admit: (pod) => admitPod(pod, {
-      rules,
-      templates: (name) => cache.templates.get(name),
-      applications: (name, uid) => cache.driverConfig(name, uid),
-      newAppName,
-    }),
-  });
-  // File mode publishes once serving (a missing configuration, created whole, sends pods at
-  // once); Secret mode has published in its check, before installing the files.
-  if (!shared) await publish(currentBundle);
+  let metrics: MetricsServer | undefined;
+  try {
+    await check();
+    // Plain HTTP beside the HTTPS port: Prometheus scrapes it without our private CA.
+    metrics = options.metricsPort === undefined ? undefined
+      : await startMetricsServer({ port: options.metricsPort, host: options.host, onError: (error) => logger.error({ err: error }, 'metrics scrape failed') });
+    server = await startWebhookServer({
+      logger,
+      port: options.port,
+      host: options.host,
+      certFile: files.paths.cert,
+      keyFile: files.paths.key,
+      onReview: options.onReview,
+      onEvent: (event) => {
+        if (event.type === 'cert-reloaded') logger.info(event.message);
+        else log(`${event.type}: ${event.message}`);
+      },
+      ready: () => cache.ready,
+      drain: options.drain,
+      prepare: (review) => cache.prepare(review),
+      admit: (pod) => admitPod(pod, {
+        rules,
+        templates: (name) => cache.templates.get(name),
+        applications: (name, uid) => cache.driverConfig(name, uid),
+        newAppName,
+      }),
+    });
+    // File mode publishes once serving (a missing configuration, created whole, sends pods at
+    // once); Secret mode has published in its check, before installing the files.
+    if (!shared) await publish(currentBundle);
+  } catch (error) {
+    // A start that fails half-way (no certificate, no port, no registration) leaves nothing
+    // behind: the caller may try again in the same process (tests, an embedding service).
+    await server?.close().catch(() => undefined);
+    await metrics?.close().catch(() => undefined);
+    await cache.stop().catch(() => undefined);
+    throw error;
+  }
   // Renewal writes new files; the server reloads them without a restart.
   // A failed check is retried at the next tick; it is said, not swallowed.
   const timer = setInterval(() => void check().catch((error: Error) => log(`certificate check failed: ${error.message}`)), options.rotationCheckMs ?? 3_600_000);

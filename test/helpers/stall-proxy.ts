@@ -14,6 +14,8 @@ export interface StallProxy {
   kubeconfig(original: string, path: string): string;
   stall(): void;
   sever(): void;
+  /** Client connections open through the proxy now. */
+  open(): number;
   resume(): void;
   close(): Promise<void>;
 }
@@ -21,6 +23,7 @@ export interface StallProxy {
 export async function startStallProxy(target: URL): Promise<StallProxy> {
   let mode: 'pass' | 'stall' | 'sever' = 'pass';
   const sockets = new Set<Socket>();
+  const clients = new Set<Socket>();
   const track = (socket: Socket) => {
     sockets.add(socket);
     socket.on('close', () => sockets.delete(socket));
@@ -36,6 +39,8 @@ export async function startStallProxy(target: URL): Promise<StallProxy> {
   const server = createServer((client) => {
     if (mode === 'sever') { client.destroy(); return; }
     const upstream = connect(Number(target.port), target.hostname);
+    clients.add(client);
+    client.on('close', () => clients.delete(client));
     track(client);
     track(upstream);
     forward(client, upstream);
@@ -64,6 +69,7 @@ export async function startStallProxy(target: URL): Promise<StallProxy> {
       mode = 'sever';
       for (const socket of sockets) socket.destroy();
     },
+    open: () => clients.size,
     resume() {
       mode = 'pass';
       for (const socket of sockets) socket.resume();

@@ -6,11 +6,12 @@
 import t from 'tap';
 import { register } from 'prom-client';
 import { AdmissionCache } from '../../cluster/kubernetes/admission-cache.js';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { startWebhookService } from '../../cli/webhook-service.js';
 import { kubeClients } from '../../cluster/kubernetes/client.js';
 import { mutatingWebhookConfiguration } from '../../webhook/server/registration.js';
-import { clientsAs, freePort, register as registerWebhook, sparkExecutorPod, startKubeBed, WEBHOOK_NAME } from '../helpers/kubernetes.js';
+import { clientsAs, eventually, freePort, register as registerWebhook, sparkExecutorPod, startKubeBed, WEBHOOK_NAME } from '../helpers/kubernetes.js';
 import { startStallProxy } from '../helpers/stall-proxy.js';
 import type { V1MutatingWebhookConfiguration } from '@kubernetes/client-node';
 
@@ -43,6 +44,23 @@ t.test('admission cache: 404 is absent, 403 fails closed', async (t) => {
   t.match(logged.join('\n'), /config template nightly failed \(403\)/, 'and it is logged');
 
   t.equal(logged.length, 1);
+});
+
+t.test('a webhook start that fails after its cache started leaves no watch behind', async (t) => {
+  const bed = await startKubeBed(t);
+  // Its apiserver connections go through a proxy that counts them.
+  const proxy = await startStallProxy(new URL(bed.testbed.server));
+  t.teardown(() => proxy.close());
+  const clients = kubeClients(proxy.kubeconfig(bed.testbed.kubeconfig, join(bed.dir, 'counted-kubeconfig')));
+  // The certificate directory cannot be made (a file is in its way): the start fails at its
+  // first certificate check, after the templates' informer has started.
+  const blocked = join(bed.dir, 'not-a-directory');
+  writeFileSync(blocked, 'x');
+  await t.rejects(startWebhookService({
+    clients, rules: bed.rules, certDir: join(blocked, 'certs'), port: await freePort(), host: '127.0.0.1', dnsNames: ['localhost'],
+  }), /ENOTDIR|not a directory/, 'the start fails');
+  await eventually(async () => proxy.open(), (open) => open === 0, { what: 'no connection of the failed webhook open (its templates watch stopped)' });
+  t.equal(proxy.open(), 0, 'no connection left open');
 });
 
 t.test("a lookup that does not answer in time is denied with 503, not answered from the miss", async (t) => {
