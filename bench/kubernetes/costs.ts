@@ -36,7 +36,7 @@ function nodeRole(pid: number): string {
 
 /** The control plane's Go process, as costs name it. */
 export const CONTROL_PLANE = 'apiserver + etcd (one Go process)';
-export const SERVICE = 'service (API, controller)';
+const SERVICE = 'service (API, controller)';
 
 /** `servePid` (the service: API, controller) and each of its descendants, named by role, with their CPU ms so far. */
 export function testbedProcesses(servePid: number): { pid: number; role: string; cpuMs: number }[] {
