@@ -16,6 +16,8 @@ export interface StallProxy {
   sever(): void;
   /** Client connections open through the proxy now. */
   open(): number;
+  /** Client connections accepted since the proxy started. */
+  accepted(): number;
   resume(): void;
   close(): Promise<void>;
 }
@@ -24,6 +26,7 @@ export async function startStallProxy(target: URL): Promise<StallProxy> {
   let mode: 'pass' | 'stall' | 'sever' = 'pass';
   const sockets = new Set<Socket>();
   const clients = new Set<Socket>();
+  let accepted = 0;
   const track = (socket: Socket) => {
     sockets.add(socket);
     socket.on('close', () => sockets.delete(socket));
@@ -40,6 +43,7 @@ export async function startStallProxy(target: URL): Promise<StallProxy> {
     if (mode === 'sever') { client.destroy(); return; }
     const upstream = connect(Number(target.port), target.hostname);
     clients.add(client);
+    accepted++;
     client.on('close', () => clients.delete(client));
     track(client);
     track(upstream);
@@ -70,6 +74,7 @@ export async function startStallProxy(target: URL): Promise<StallProxy> {
       for (const socket of sockets) socket.destroy();
     },
     open: () => clients.size,
+    accepted: () => accepted,
     resume() {
       mode = 'pass';
       for (const socket of sockets) socket.resume();

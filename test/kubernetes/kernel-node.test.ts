@@ -11,7 +11,7 @@
 import t from 'tap';
 import { Watch, type V1Pod } from '@kubernetes/client-node';
 import { ANNOTATION_ADMITTED, LABEL_APP, SPARK_ROLE } from '../../webhook/domain/index.js';
-import { APPS, AUTH_SECRET, chartNodeUnavailable, installChart, KERNEL_IMAGE, NS } from '../helpers/chart.js';
+import { APPS, AUTH_SECRET, chartNodeUnavailable, installChart, KERNEL_IMAGE, NS, send } from '../helpers/chart.js';
 import { eventually } from '../helpers/kubernetes.js';
 import { http } from '../helpers/service.js';
 import { KernelClient, startJupyter, toolsEnv } from '../gateway/jupyter.js';
@@ -46,9 +46,13 @@ t.test('a notebook kernel from the kernel image, started by the installed chart'
   const created = await eventually(() => api('POST', '/api/config-templates/', template), (r) => r.status !== 401 && r.status !== 0, { what: 'the admin key to be accepted', timeoutMs: 120_000, intervalMs: 500 });
   t.equal(created.status, 201, created.text);
   // The restarted notebook service answers with its own key, and lists the template as a kernel.
-  const specs = await eventually(() => http(`${notebooks}`, 'GET', '/api/kernelspecs', undefined, { authorization: `token ${gatewayKey}` }).catch(() => undefined),
-    (r) => r?.status === 200, { what: 'the notebook service to accept its own key', timeoutMs: 300_000, intervalMs: 500 });
-  t.ok(specs!.json.kernelspecs.notebook, 'the template is a kernel spec of the installed notebook service');
+  // Each probe on a connection of its own (agent false), as installChart's: while kube-proxy
+  // has no rule yet for the restarted Service's endpoints, its ClusterIP goes out by the
+  // default route (this machine's egress answers 404), and a kept-alive socket would stay there.
+  const notebooksBase = new URL(`http://${notebookService.spec!.clusterIP!}:80`);
+  const specs = await eventually(() => send(false, notebooksBase, 'GET', '/notebooks/api/kernelspecs', gatewayKey),
+    (r) => r.status === 200, { what: 'the notebook service to accept its own key', timeoutMs: 300_000, intervalMs: 500 });
+  t.ok(specs.json.kernelspecs.notebook, 'the template is a kernel spec of the installed notebook service');
 
   const jupyter = await startJupyter(t, bed.dir, notebooks, gatewayKey);
   const jp = (method: string, path: string, body?: unknown) => http(jupyter.url, method, `${path}${path.includes('?') ? '&' : '?'}token=${jupyter.token}`, body);
