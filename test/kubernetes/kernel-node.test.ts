@@ -37,7 +37,8 @@ t.test('a notebook kernel from the kernel image, started by the installed chart'
 
   // The Services' ClusterIPs, reached from this host through kube-proxy's rules.
   const notebookService = await core.readNamespacedService({ name: 'notebook-service', namespace: NS });
-  const notebooks = `http://${notebookService.spec!.clusterIP!}/notebooks`;
+  const notebooksBase = new URL(`http://${notebookService.spec!.clusterIP!}:80`);
+  const notebooks = `${notebooksBase.origin}/notebooks`;
   const api = (method: string, path: string, body?: unknown, key = admin.key) => http(base.origin, method, path, body, { 'x-api-key': key }).catch((error: Error) => ({ status: 0, json: undefined, text: error.message }));
 
   // A kernel template: one executor to start with, two at most (the node has two cores).
@@ -49,7 +50,6 @@ t.test('a notebook kernel from the kernel image, started by the installed chart'
   // Each probe on a connection of its own (agent false), as installChart's: while kube-proxy
   // has no rule yet for the restarted Service's endpoints, its ClusterIP goes out by the
   // default route (this machine's egress answers 404), and a kept-alive socket would stay there.
-  const notebooksBase = new URL(`http://${notebookService.spec!.clusterIP!}:80`);
   const specs = await eventually(() => send(false, notebooksBase, 'GET', '/notebooks/api/kernelspecs', gatewayKey),
     (r) => r.status === 200, { what: 'the notebook service to accept its own key', timeoutMs: 300_000, intervalMs: 500 });
   t.ok(specs.json.kernelspecs.notebook, 'the template is a kernel spec of the installed notebook service');
