@@ -9,7 +9,7 @@ import { execFileSync } from 'node:child_process';
 import { availableParallelism } from 'node:os';
 import { CONTROL_PLANE, testbedProcesses } from './costs.js';
 
-/** `taskset -a -p MASK PID`: every thread of the process, and those it starts later. */
+/** `taskset -a -c -p CPUS PID`: every thread of the process, and those it starts later. */
 function pin(pid: number, cpus: string): void {
   execFileSync('taskset', ['-a', '-c', '-p', cpus, String(pid)], { stdio: 'ignore' });
 }
