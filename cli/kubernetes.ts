@@ -13,6 +13,7 @@ import { defaultDataDir, parseSecretRef, readNodePools } from './config.js';
 import { kubernetesHistory } from './kubernetes-history.js';
 import { rulesFrom } from './rules.js';
 import { fairShareFlags, fairShareFrom } from './fair-share-flags.js';
+import { parseIdempotencyWindow } from '../submit-api/idempotency.js';
 import { buildService } from './service.js';
 import { apiGatewayProof } from './gateway-wiring.js';
 import { Drain } from '../lib/drain.js';
@@ -60,6 +61,7 @@ export async function apiCommand(argv: string[]): Promise<number> {
       retention: { type: 'string', default: '30d', description: 'how long ended applications, their event logs and archived logs are kept (30d, 12h, 90m; off: for ever)' },
       'log-follow-limit': { type: 'string', default: '32', description: 'archive the logs of at most this many running pods as they run (5 MiB of /tmp each); the others are read whole at their end (0: none)' },
       'log-archive-max-mb': { type: 'string', default: '1024', description: 'an archived log keeps at most this many MiB, then a line saying it was cut' },
+      'idempotency-window': { type: 'string', default: '24h', description: 'how long an Idempotency-Key answers with the application it made (24h, 90m, 45s)' },
       ...fairShareFlags,
     },
   });
@@ -109,6 +111,7 @@ export async function apiCommand(argv: string[]): Promise<number> {
     gatewayProof: apiGatewayProof(false),
     fairShare: fairShareFrom(values, values['node-pools']),
     history,
+    idempotencyWindowMs: parseIdempotencyWindow(values['idempotency-window']),
   });
   const drain = new Drain();
   drain.attach(api.server);

@@ -18,6 +18,7 @@ import { apiGatewayProof, dialable, gatewaySecret, kernelsPerKeyFlag, localGatew
 import { defaultDataDir, findSpark, javaProblem, listFlag } from './config.js';
 import { rulesFrom } from './rules.js';
 import { fairShareFlags, fairShareFrom } from './fair-share-flags.js';
+import { parseIdempotencyWindow } from '../submit-api/idempotency.js';
 import { buildService } from './service.js';
 import { adminOnlyStore, chooseSandbox, type SandboxMode } from './local-sandbox.js';
 
@@ -43,6 +44,8 @@ export async function localCommand(argv: string[]): Promise<number> {
       'kernels-per-key': kernelsPerKeyFlag,
       sandbox: { type: 'string', default: 'auto' },
       'driver-user': { type: 'string', default: 'nobody' },
+      // How long an Idempotency-Key answers with the application it made (README, "Safe retries").
+      'idempotency-window': { type: 'string', default: '24h' },
       ...fairShareFlags,
     },
   });
@@ -99,6 +102,7 @@ export async function localCommand(argv: string[]): Promise<number> {
     gatewayProof: proof,
     fairShare,
     sparkUiHost,
+    idempotencyWindowMs: parseIdempotencyWindow(values['idempotency-window']),
   });
   // The notebook gateway on the same server, calling the API over HTTP like any client would.
   const self = () => dialable(values.host, api.server.address());

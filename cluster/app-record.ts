@@ -15,6 +15,21 @@ export interface AppRecord extends Required<Pick<Application, 'appName' | 'jobNa
   submittedBy: string | null;
   /** Every state entered, oldest first (Kubernetes mode: written by the controller). */
   transitions?: Transition[];
+  /**
+   * `<scoped key hash>.<body fingerprint>` when submitted with an Idempotency-Key
+   * (submit-api/idempotency.ts): kept with the record (local mode) or as the Application's
+   * annotation ANNOTATION_IDEMPOTENCY (Kubernetes mode), never shown by the API.
+   */
+  idempotency?: string;
+}
+
+/** The driver pod's and the Application's annotation carrying AppRecord.idempotency. */
+export const ANNOTATION_IDEMPOTENCY = 'submission-service/idempotency';
+
+/** The record's `idempotency` field from a driver pod's or an Application's annotations (none: no field). */
+export function idempotencyOf(object: { metadata?: { annotations?: Record<string, string> } } | undefined): Pick<AppRecord, 'idempotency'> {
+  const mark = object?.metadata?.annotations?.[ANNOTATION_IDEMPOTENCY];
+  return mark === undefined ? {} : { idempotency: mark };
 }
 
 export interface Transition { state: ApplicationState; at: string; detail?: string }

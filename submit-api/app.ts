@@ -42,6 +42,8 @@ export interface ApiOptions {
   version?: string;
   /** The notebook gateway's proof (lib/gateway-proof.ts): submissions with kernel labels need it; undefined: refused. */
   gatewayProof?: string;
+  /** How long an Idempotency-Key answers with the application it made (idempotency.ts); default 24 h. */
+  idempotencyWindowMs?: number;
 }
 
 export async function buildApi(options: ApiOptions): Promise<FastifyInstance> {
@@ -80,7 +82,7 @@ export async function buildApi(options: ApiOptions): Promise<FastifyInstance> {
   await app.register(auditPlugin);
   await installOpenApi(app, options.version ?? '0.1.0', options.auth.enabled);
   const fairShare = await installFairShare(app, { cluster: options.cluster, auth: options.auth, limits: { ...defaultFairShare, ...options.fairShare } });
-  await app.register(appRoutes, { cluster: options.cluster, policy: options.policy ?? defaultPolicy, history: options.history, gatewayProof: options.gatewayProof, fairShare });
+  await app.register(appRoutes, { cluster: options.cluster, policy: options.policy ?? defaultPolicy, history: options.history, gatewayProof: options.gatewayProof, fairShare, idempotencyWindowMs: options.idempotencyWindowMs });
   await app.register(appEventRoutes, { cluster: options.cluster, history: options.history, fairShare });
   await app.register(configTemplateRoutes, { templates: options.cluster.templates });
   // Followed logs must not hold a shutdown open. (fastify's forceCloseConnections option

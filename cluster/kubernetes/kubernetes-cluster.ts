@@ -30,6 +30,7 @@ import type { LeaseTiming } from './lease-decision.js';
 import { isLogContainer, type LogArchive, LogArchiver, type LogArchiverOptions, type LogContainer } from './log-archive.js';
 import { Reconciler } from './reconciler.js';
 import { type ApplicationResource, applicationResource, desiredStatus, toRecord } from './records.js';
+import { ANNOTATION_IDEMPOTENCY, idempotencyOf } from '../app-record.js';
 import { KubernetesTemplateStore } from './template-store.js';
 
 export interface KubernetesClusterOptions {
@@ -143,6 +144,9 @@ export class KubernetesCluster implements Cluster {
         draft.spec.config = expected.config;
         if (Object.keys(expected.annotations).length > 0) draft.metadata.annotations = expected.annotations;
       }
+      // The Idempotency-Key's mark (submit-api/idempotency.ts) goes with the Application: any replica compares it.
+      const { idempotency } = idempotencyOf(bare);
+      if (idempotency !== undefined) draft.metadata.annotations = { ...draft.metadata.annotations, [ANNOTATION_IDEMPOTENCY]: idempotency };
       owner = await this.call(`record application ${appName}`, () =>
         postJson<ApplicationResource>(this.options.clients.kc, `/apis/${GROUP}/${VERSION}/namespaces/${this.ns}/${APPLICATIONS}?fieldManager=${FIELD_MANAGER}`, draft));
     }

@@ -8,6 +8,7 @@ import type { V1ContainerStatus, V1Pod } from '@kubernetes/client-node';
 import type { ApplicationConfig, ApplicationState } from '../../schemas/index.js';
 import { applicationLabels, readConfig, readConfigAnnotation } from '../../webhook/domain/index.js';
 import { type AppRecord, isTerminal, type Transition } from '../cluster.js';
+import { idempotencyOf } from '../app-record.js';
 
 export interface ApplicationStatus {
   state?: ApplicationState;
@@ -140,6 +141,7 @@ export function toRecord(resource: ApplicationResource, status: ApplicationStatu
     labels: applicationLabels(resource.metadata.labels),
     submittedBy: resource.spec.submittedBy ?? null,
     transitions: status.transitions ?? [],
+    ...idempotencyOf(resource),
   };
   if (status.stateDetail) record.stateDetail = status.stateDetail;
   return record;

@@ -9,7 +9,7 @@ import type { V1Pod } from '@kubernetes/client-node';
 import { type AdmissionRules, admitPod, ANNOTATION_SUBMITTED_BY, applicationLabels, KERNEL_CLAIMER_LABEL, LABEL_JOB, LABEL_TEMPLATE, withLauncherTokenFile } from '../../webhook/domain/index.js';
 import type { AppRecord, Cluster, CreateOptions, CreateResult, ListQuery, Page } from '../cluster.js';
 import { ConflictError, isTerminal } from '../cluster.js';
-import { applyChange } from '../app-record.js';
+import { applyChange, idempotencyOf } from '../app-record.js';
 import { type AppEventType, EventFeed } from '../events.js';
 import { matchesQuery, pageOf } from '../paging.js';
 import { logStream } from './log-stream.js';
@@ -114,6 +114,7 @@ export class LocalCluster implements Cluster {
       labels: applicationLabels(pod.metadata?.labels),
       submittedBy: pod.metadata?.annotations?.[ANNOTATION_SUBMITTED_BY] ?? null,
       transitions: [{ state: 'PENDING', at: createdAt }],
+      ...idempotencyOf(pod),
     };
     if (dryRun) return { ok: true, record, get pod() { return admission.pod; } };
     if (this.records.get(record.appName)) throw new ConflictError(`application ${record.appName} exists`);

@@ -13,6 +13,7 @@ import type { FairShare } from '../fair-share.js';
 import { countSubmission } from '../metrics.js';
 import { countsSchema, countStates, skipBytes, submissionSchema, summaryListSchema, toApplication, toSummary } from '../present.js';
 import { labelSelectorQuery, parseLabelSelector, searchQuery } from './list-filters.js';
+import { bodyFingerprint, IDEMPOTENCY_HEADER, Idempotency, parseIdempotencyKey, scopedKeyHash, withIdempotencyMark } from '../idempotency.js';
 import { redactConfig, redactEnvFor, seesEnvOf } from '../redact-env.js';
 import { launcherTokenOf, refuseServiceLabels } from '../service-labels.js';
 
@@ -41,7 +42,8 @@ const appNameParams = {
   properties: { appName: { type: 'string', maxLength: 63 } },
 } as const;
 
-export async function appRoutes(app: FastifyInstance, { cluster, policy, history, gatewayProof, fairShare }: { cluster: Cluster; policy: SubmissionPolicy; history?: SparkHistory; gatewayProof?: string; fairShare: FairShare }) {
+export async function appRoutes(app: FastifyInstance, { cluster, policy, history, gatewayProof, fairShare, idempotencyWindowMs }: { cluster: Cluster; policy: SubmissionPolicy; history?: SparkHistory; gatewayProof?: string; fairShare: FairShare; idempotencyWindowMs?: number }) {
+  const idempotency = new Idempotency(cluster, idempotencyWindowMs);
   /** 404 when absent; 403 when a user key acts on an application another key submitted (policy.ts). */
   const ownApplication = async (request: FastifyRequest<{ Params: { appName: string } }>, action: string) => {
     const record = await cluster.get(request.params.appName);
@@ -57,33 +59,45 @@ export async function appRoutes(app: FastifyInstance, { cluster, policy, history
     config: { ...fairShare.submissionRate },
     schema: {
       summary: 'Submit an application',
-      description: 'Merges the template with configOverrides, fills in defaults, sizes the pods to fit the node pools and writes the driver pod. With dryRun=true, the same path runs and nothing is created (answer 200).',
+      description: 'Merges the template with configOverrides, fills in defaults, sizes the pods to fit the node pools and writes the driver pod. With dryRun=true, the same path runs and nothing is created (answer 200). With an Idempotency-Key header (a quoted string, at most 255 characters; IETF draft "The Idempotency-Key HTTP Header Field"), a repeat of the same key by the same API key with the same body within the idempotency window (default 24 h) answers the application the first request made (200, not a second run); the same key with another body answers 422 (code IDEMPOTENCY_KEY_REUSED); a malformed key 400.',
       tags: ['apps'],
       body: ref(schemaIds.submission),
       querystring: { type: 'object', additionalProperties: false, properties: { dryRun: { type: 'boolean', default: false } } },
-      response: { 200: ref(schemaIds.application), 201: ref(schemaIds.application), ...errorResponses, 409: ref(schemaIds.error), 422: ref(schemaIds.unschedulableError), 429: ref(schemaIds.error) },
+      headers: { type: 'object', properties: { 'idempotency-key': { type: 'string', maxLength: 1024, description: 'Makes the submission safe to repeat: an sf-string such as "8e03978e-40d5-43e8-bc93-6894a57f9324" (a bare token is accepted too)' } } },
+      response: { 200: ref(schemaIds.application), 201: ref(schemaIds.application), ...errorResponses, 409: ref(schemaIds.error), 422: { anyOf: [ref(schemaIds.unschedulableError), ref(schemaIds.error)] }, 429: ref(schemaIds.error) },
     },
   }, async (request, reply) => {
     const { jobName, configTemplateName, configOverrides, labels } = request.body;
     refuseServiceLabels(request.body, request.headers, gatewayProof);
+    const key = parseIdempotencyKey(request.headers[IDEMPOTENCY_HEADER]);
     const launcherToken = launcherTokenOf(request.headers, gatewayProof);
-    const pod = bareDriverPod({ appName: newAppName(jobName), jobName, namespace: '', configTemplateName, configOverrides, labels, submittedBy: request.apiKey?.id });
     const dryRun = request.query.dryRun === true;
-    // Counted toward the key's unfinished applications from now on (429 when it holds its cap).
-    const counted = dryRun ? undefined : fairShare.reserveApplication(request);
-    const result = await cluster.createDriver(pod, { dryRun, launcherToken }).catch((error: unknown) => { counted?.(); throw error; });
-    counted?.(result.ok ? result.record : undefined);
-    if (!result.ok) {
-      // A refusal at 5xx (admission threw, a cluster fault passed back) is never answered unlogged.
-      if (result.status >= 500) request.log.error({ statusCode: result.status, body: result.body }, 'submission refused by the cluster');
-      return reply.code(result.status).send(result.body);
-    }
-    request.auditTarget = result.record.appName;
-    if (dryRun) {
-      const { appName, jobName: job, configTemplateName: template, labels: own, config } = result.record;
-      return reply.code(200).send({ appName, jobName: job, configTemplateName: template, labels: own, config });
-    }
-    return reply.code(201).send(toApplication(result.record, history));
+    const create = async (appName: string, mark?: string) => {
+      const bare = bareDriverPod({ appName, jobName, namespace: '', configTemplateName, configOverrides, labels, submittedBy: request.apiKey?.id });
+      const pod = mark === undefined ? bare : withIdempotencyMark(bare, mark);
+      // Counted toward the key's unfinished applications from now on (429 when it holds its cap).
+      const counted = dryRun ? undefined : fairShare.reserveApplication(request);
+      const result = await cluster.createDriver(pod, { dryRun, launcherToken }).catch((error: unknown) => { counted?.(); throw error; });
+      counted?.(result.ok ? result.record : undefined);
+      if (!result.ok) {
+        // A refusal at 5xx (admission threw, a cluster fault passed back) is never answered unlogged.
+        if (result.status >= 500) request.log.error({ statusCode: result.status, body: result.body }, 'submission refused by the cluster');
+        return reply.code(result.status).send(result.body);
+      }
+      request.auditTarget = result.record.appName;
+      if (dryRun) {
+        const { appName: name, jobName: job, configTemplateName: template, labels: own, config } = result.record;
+        return reply.code(200).send({ appName: name, jobName: job, configTemplateName: template, labels: own, config });
+      }
+      return reply.code(201).send(toApplication(result.record, history));
+    };
+    // A dry run keeps nothing, so it needs no key's record.
+    if (key === undefined || dryRun) return create(newAppName(jobName));
+    const keyHash = scopedKeyHash(request.apiKey?.id, key);
+    return idempotency.submit(keyHash, bodyFingerprint(request.body), create, (record) => {
+      request.auditTarget = record.appName;
+      return reply.code(200).send(redactEnvFor(toApplication(record, history), request.apiKey));
+    });
   });
 
   app.get<{ Querystring: { jobName?: string; state?: never; labelSelector?: string; q?: string; limit: number; cursor?: string; view: 'full' | 'summary' } }>('/api/apps/', {

@@ -70,6 +70,7 @@ export interface TestApiOptions {
   gatewayProof?: string;
   /** Per-key limits (submit-api/fair-share.ts); default: the service's defaults. */
   fairShare?: ApiOptions['fairShare'];
+  idempotencyWindowMs?: number;
   /** Proxied Spark UIs on a host of their own (dashboard/spark-ui-access.ts). */
   sparkUiHost?: string;
 }
@@ -102,6 +103,7 @@ export async function startTestApi(t: TestLike, options: TestApiOptions = {}): P
     gatewayProof: options.gatewayProof,
     fairShare: options.fairShare,
     sparkUiHost: options.sparkUiHost,
+    idempotencyWindowMs: options.idempotencyWindowMs,
   });
   // Registered after tempDir's teardown, so it runs first (tap runs teardowns in reverse).
   t.teardown(async () => {
