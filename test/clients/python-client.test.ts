@@ -1,0 +1,95 @@
+// The Python client (clients/python) against the live service in local mode: its pytest suite
+// runs in a virtualenv of its own (cached by hash, like scripts/setup.sh's), each pytest test
+// reported here as a subtest. Also: its models are what generate_models.py makes from schemas/.
+import { execFile, execFileSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { join } from 'node:path';
+import t from 'tap';
+import { repoRoot } from '../helpers/api.js';
+import { startService } from '../helpers/service.js';
+import { tempDir } from '../helpers/temp.js';
+
+const clientDir = join(repoRoot, 'clients', 'python');
+const DEPENDENCIES = ['setuptools>=61', 'wheel', 'httpx>=0.24,<1', 'pytest>=7', 'pytest-asyncio>=0.21'];
+
+function run(command: string, args: string[], options: { cwd?: string; env?: NodeJS.ProcessEnv } = {}): Promise<{ code: number; output: string }> {
+  return new Promise((ok) => {
+    execFile(command, args, { ...options, maxBuffer: 64 * 1024 * 1024 }, (error, stdout, stderr) => {
+      const code = error ? (typeof error.code === 'number' ? error.code : 1) : 0;
+      ok({ code, output: `${stdout}${stderr}` });
+    });
+  });
+}
+
+/** A virtualenv with the client's dependencies, made once per pyproject.toml and Python version. */
+async function clientVenv(): Promise<string> {
+  const version = execFileSync('python3', ['--version'], { encoding: 'utf8' });
+  const hash = createHash('sha256').update(readFileSync(join(clientDir, 'pyproject.toml'))).update(version).update(DEPENDENCIES.join('\n')).digest('hex').slice(0, 12);
+  const cache = join(homedir(), '.cache', 'submission-service');
+  const venv = join(cache, `pyclient-${hash}`);
+  if (!existsSync(join(venv, '.complete'))) {
+    // Built aside and renamed into place: a concurrent run never uses a half-made one (its bin/
+    // scripts then name the old path: only `bin/python -m …` is used).
+    const building = `${venv}.${process.pid}`;
+    mkdirSync(cache, { recursive: true });
+    rmSync(building, { recursive: true, force: true });
+    const made = await run('python3', ['-m', 'venv', building]);
+    if (made.code !== 0) throw new Error(`python3 -m venv failed:\n${made.output}`);
+    const pip = await run(join(building, 'bin', 'python'), ['-m', 'pip', 'install', '--disable-pip-version-check', '-q', ...DEPENDENCIES]);
+    if (pip.code !== 0) throw new Error(`pip install failed:\n${pip.output}`);
+    writeFileSync(join(building, '.complete'), '');
+    if (!existsSync(join(venv, '.complete'))) {
+      rmSync(venv, { recursive: true, force: true });
+      renameSync(building, venv);
+    } else rmSync(building, { recursive: true, force: true });
+  }
+  return venv;
+}
+
+interface PytestCase { name: string; failure?: string; skipped?: string }
+
+/** The test cases of a JUnit XML report (pytest --junitxml). */
+function junitCases(xml: string): PytestCase[] {
+  const cases: PytestCase[] = [];
+  const unescape = (s: string) => s.replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&quot;/g, '"').replace(/&apos;/g, "'").replace(/&amp;/g, '&');
+  for (const m of xml.matchAll(/<testcase\b([^>]*?)(\/>|>([\s\S]*?)<\/testcase>)/g)) {
+    const name = unescape(/\bname="([^"]*)"/.exec(m[1])?.[1] ?? '?');
+    const body = m[3] ?? '';
+    const failure = /<(failure|error)\b[^>]*?(?:message="([^"]*)")?[^>]*>([\s\S]*?)<\/\1>/.exec(body) ?? /<(failure|error)\b[^>]*?message="([^"]*)"[^>]*\/>/.exec(body);
+    const skipped = /<skipped\b[^>]*?message="([^"]*)"/.exec(body);
+    cases.push({ name, ...(failure ? { failure: unescape(`${failure[2] ?? ''}\n${failure[3] ?? ''}`) } : {}), ...(skipped ? { skipped: unescape(skipped[1]) } : {}) });
+  }
+  return cases;
+}
+
+t.test('the client\'s models are what generate_models.py makes from schemas/ today', async (t) => {
+  const check = await run('python3', [join(clientDir, 'generate_models.py'), '--check']);
+  t.equal(check.code, 0, `clients/python/src/submission_service/models.py is up to date (run python3 clients/python/generate_models.py)\n${check.output}`);
+});
+
+t.test('the client\'s pytest suite passes against the live service', async (t) => {
+  const venv = await clientVenv();
+  // The client as it is in this checkout, installed the way its README says (without a build
+  // directory left from an earlier run, which setuptools would reuse).
+  rmSync(join(clientDir, 'build'), { recursive: true, force: true });
+  const install = await run(join(venv, 'bin', 'python'), ['-m', 'pip', 'install', '--disable-pip-version-check', '-q', '--no-deps', '--no-build-isolation', '--force-reinstall', clientDir]);
+  t.equal(install.code, 0, `pip install ./clients/python\n${install.output}`);
+  const dataDir = tempDir(t);
+  const service = await startService(t, { dataDir: join(dataDir, 'data'), args: ['--cores', '2'] });
+  const report = join(dataDir, 'pytest.xml');
+  const pytest = await run(join(venv, 'bin', 'python'), ['-m', 'pytest', '-q', '-p', 'no:cacheprovider', `--junitxml=${report}`, 'tests'], {
+    cwd: clientDir,
+    env: { ...process.env, SUBMISSION_SERVICE_URL: service.url, SUBMISSION_SERVICE_EXAMPLES: join(repoRoot, 'examples') },
+  });
+  const cases = existsSync(report) ? junitCases(readFileSync(report, 'utf8')) : [];
+  t.ok(cases.length >= 8, `pytest ran the suite (${cases.length} tests)\n${pytest.output.slice(-4000)}`);
+  for (const c of cases) {
+    await t.test(c.name, async (t) => {
+      t.equal(c.skipped, undefined, 'not skipped');
+      t.equal(c.failure, undefined, c.failure ?? 'passed');
+    });
+  }
+  t.equal(pytest.code, 0, `pytest exit code\n${pytest.output.slice(-4000)}`);
+});
