@@ -273,7 +273,7 @@ export interface ApplicationList {
  */
 export interface Application {
   /**
-   * `<jobName>-<yyyymmdd>-<hhmmss>-<5 random>`: the driver pod's name and the application's id.
+   * `<jobName>-<yyyymmdd>-<hhmmss>-<5 random>` (submitted with an Idempotency-Key: `idem-<24 hex>-<n>`): the driver pod's name and the application's id.
    */
   appName: string;
   jobName: string;
