@@ -27,6 +27,36 @@ def test_submit_and_wait_follow_pi_to_completed_with_its_log(client, job, pi_ove
     assert whole == text.encode(), "the followed log is the whole log"
     rest = "".join(client.logs(app["appName"], offset=100)).encode()
     assert rest == whole[100:]
+    # A connection broken mid-log is resumed at the next byte.
+    transport = CutLogOnce()
+    with Client(str(client._http.base_url), transport=transport) as cut:
+        assert "".join(cut.logs(app["appName"])).encode() == whole
+    assert transport.requests == 2, "read again from the offset it reached"
+
+
+class CutLogOnce(httpx.HTTPTransport):
+    """Breaks the first log answer after its first 100 bytes."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.requests = 0
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        response = super().handle_request(request)
+        if not request.url.path.endswith("/log"):
+            return response
+        self.requests += 1
+        if self.requests > 1:
+            assert request.url.params["offset"] == "100"
+            return response
+        body = response.read()[:100]
+
+        class Cut(httpx.SyncByteStream):
+            def __iter__(self):
+                yield body
+                raise httpx.ReadError("connection cut", request=request)
+
+        return httpx.Response(response.status_code, headers=response.headers, stream=Cut(), request=request)
 
 
 async def test_async_client_submits_waits_and_follows(url, job, pi_overrides):
@@ -149,3 +179,60 @@ def test_templates_crud(client, job):
     client.delete_template(name)
     with pytest.raises(NotFoundError):
         client.get_template(name)
+
+
+class CutEventsOnce(httpx.HTTPTransport):
+    """Breaks the first events stream right after a chunk that carries a `changed` event."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.cut = False
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        response = super().handle_request(request)
+        if request.url.path != "/api/apps/events" or self.cut:
+            return response
+        inner, owner = response.stream, self
+
+        class Cut(httpx.SyncByteStream):
+            def __iter__(self):
+                for chunk in inner:
+                    yield chunk
+                    if b"event: changed" in chunk:
+                        owner.cut = True
+                        raise httpx.ReadError("connection cut", request=request)
+
+            def close(self) -> None:
+                response.close()
+
+        return httpx.Response(response.status_code, headers=response.headers, stream=Cut(), request=request)
+
+
+def test_events_reconnect_with_last_event_id_after_a_broken_connection(url, job, pi_overrides):
+    transport = CutEventsOnce()
+    with Client(url, transport=transport) as cut, Client(url) as client:
+        stream = cut.events(job_name=job)
+        assert next(stream).type == "ready"
+        app = client.submit(job_name=job, config_overrides=pi_overrides)
+        client.stop(app["appName"])
+        seen = []
+        for event in stream:
+            assert event.type != "reset", "a resumed position is held: no reset"
+            if event.type == "changed":
+                seen.append((event.id, event.data["state"]))
+                if event.data["state"] == "KILLED":
+                    break
+        stream.close()
+    # Cut only after a chunk was read on: KILLED came over the connection resumed with Last-Event-ID.
+    assert transport.cut, "the stream was broken once"
+    ids = [i for i, _ in seen]
+    assert len(set(ids)) == len(ids), "nothing twice"
+    assert seen[0][1] == "PENDING" and seen[-1][1] == "KILLED", "nothing missed from the first state to the last"
+
+
+def test_events_from_an_unknown_position_answer_reset(client):
+    stream = client.events(last_event_id="00000000.1")
+    first, second = next(stream), next(stream)
+    stream.close()
+    assert [first.type, second.type] == ["ready", "reset"]
+    assert second.id
