@@ -1,9 +1,11 @@
 // POST /api/apps/ with an Idempotency-Key (submit-api/idempotency.ts), local mode: repeats answer
 // the first application, a race makes one, another body is refused, the window ends it.
 import t from 'tap';
+import { FileKeyStore } from '../../submit-api/auth/key-store.js';
 import { startTestApi } from '../helpers/api.js';
 import { fakeJob } from '../helpers/fake-spark-submit.js';
 import { until } from '../helpers/poll.js';
+import { tempDir } from '../helpers/temp.js';
 import { bodyFingerprint, parseIdempotencyKey, parseIdempotencyWindow } from '../../submit-api/idempotency.js';
 
 const body = (lines = 1) => ({ jobName: 'idem', configOverrides: fakeJob({ lines }), labels: { team: 'data' } });
@@ -53,6 +55,22 @@ t.test('keys are separate: another key makes another application; no key, always
   const d = await api.call('POST', '/api/apps/', body());
   t.same([a.status, b.status, c.status, d.status], [201, 201, 201, 201]);
   t.equal(new Set([a, b, c, d].map((r) => r.json.appName)).size, 4);
+});
+
+t.test('a key is scoped to the API key that sends it: another caller\'s same key is its own', async (t) => {
+  const keys = new FileKeyStore(tempDir(t));
+  const api = await startTestApi(t, { auth: { enabled: true, store: keys } });
+  const [alice, bob] = [keys.create('user', 'alice'), keys.create('user', 'bob')];
+  const as = (who: { key: string }) => ({ 'x-api-key': who.key, 'idempotency-key': '"shared"' });
+  const first = await api.call('POST', '/api/apps/', body(1), as(alice));
+  t.equal(first.status, 201);
+  const other = await api.call('POST', '/api/apps/', body(2), as(bob));
+  t.equal(other.status, 201, 'bob\'s request with another body is not refused as a reuse of alice\'s key');
+  t.not(other.json.appName, first.json.appName);
+  const again = await api.call('POST', '/api/apps/', body(1), as(bob));
+  t.equal(again.status, 422, 'bob\'s own key, now with another body than his first');
+  t.equal(again.json.code, 'IDEMPOTENCY_KEY_REUSED');
+  t.equal((await api.call('POST', '/api/apps/', body(1), as(alice))).json.appName, first.json.appName, 'alice still gets hers');
 });
 
 t.test('a malformed key answers 400 with the header as the field', async (t) => {
