@@ -68,12 +68,16 @@ export function valuesSchema(): Record<string, unknown> {
       // Event logs and archived logs in object storage, and Spark's History Server (README "History").
       history: object({
         ...historyValues(),
+        // The drivers' own S3 key (only eventLogDir's prefix); empty: they get credentialsSecret, the controller's (docs/security.md).
+        driverCredentialsSecret: { anyOf: [dnsLabel, { const: '' }] },
         retention: { type: 'string', pattern: '^([0-9]+(\\.[0-9]+)?[smhd]?|off)$' },
         // --log-follow-limit and --log-archive-max-mb of the api (cli/kubernetes.ts)
         logFollowLimit: { type: 'integer', minimum: 0 },
         logArchiveMaxMb: { type: 'integer', minimum: 1 },
         server: component({ image: string, port, runAsUser: { type: 'integer', minimum: 1 } }),
       }),
+      // NetworkPolicies: drivers' UI port and the History Server reachable only from the service's pods (where the CNI enforces them).
+      networkPolicy: object({ enabled: { type: 'boolean' } }),
       auth: object({ enabled: { type: 'boolean' }, existingSecret: string }),
       notebookService: object({
         enabled: { type: 'boolean' }, replicas: { type: 'integer', minimum: 0, maximum: 1 }, port, resources,

@@ -5,7 +5,7 @@ import t from 'tap';
 import { parseS3Url } from '../../cluster/history/object-store.js';
 import { isLogContainer } from '../../cluster/kubernetes/log-archive.js';
 import { eventLogRules, logArchiveDir } from '../../cli/rules.js';
-import { applyDefaults, buildRules, eventLogEnv, LOG_ARCHIVE_FINALIZER, renderDriverPod, renderExecutorPod } from '../../webhook/domain/index.js';
+import { applyDefaults, buildRules, eventLogEnv, executorPodRefusal, LOG_ARCHIVE_FINALIZER, renderDriverPod, renderExecutorPod } from '../../webhook/domain/index.js';
 
 const pools = [{ cloudProvider: 'gce' as const, instanceName: 'n1-standard-2', cpu: 2, memoryMib: 7680, preemptible: false }];
 const s3 = { endpoint: 'http://minio.storage.svc:9000', pathStyleAccess: true, credentialsSecret: 'spark-history-s3' };
@@ -16,8 +16,7 @@ t.test('event logs in object storage: S3A settings and the Secret by name, overr
   t.equal(conf['spark.eventLog.dir'], 's3a://logs/spark-events');
   t.equal(conf['spark.hadoop.fs.s3a.endpoint'], s3.endpoint);
   t.equal(conf['spark.hadoop.fs.s3a.path.style.access'], 'true');
-  t.equal(conf['spark.kubernetes.executor.secretKeyRef.AWS_ACCESS_KEY_ID'], 'spark-history-s3:AWS_ACCESS_KEY_ID', 'executors get the key id from the Secret');
-  t.equal(conf['spark.kubernetes.executor.secretKeyRef.AWS_SECRET_ACCESS_KEY'], 'spark-history-s3:AWS_SECRET_ACCESS_KEY');
+  t.notOk(Object.keys(conf).some((key) => key.startsWith('spark.kubernetes.executor.secretKeyRef.')), 'executors get no object-store key: only the driver writes the event log');
   t.same(eventLogEnv(rules.eventLog, conf), [
     { name: 'AWS_ACCESS_KEY_ID', valueFrom: { secretKeyRef: { name: 'spark-history-s3', key: 'AWS_ACCESS_KEY_ID' } } },
     { name: 'AWS_SECRET_ACCESS_KEY', valueFrom: { secretKeyRef: { name: 'spark-history-s3', key: 'AWS_SECRET_ACCESS_KEY' } } },
@@ -71,4 +70,14 @@ t.test('s3a:// addresses and log names', async (t) => {
   t.equal(parseS3Url('s3a://UPPER/x'), undefined, 'not a bucket name');
   t.ok(isLogContainer('driver') && isLogContainer('executor-1') && isLogContainer('executor-42'));
   t.notOk(isLogContainer('executor-0') || isLogContainer('executor-1/../x') || isLogContainer('sidecar'));
+});
+
+t.test('an executor pod that names the event log\'s Secret is refused: only the driver holds the key', async (t) => {
+  const rules = buildRules({ nodePools: pools, eventLog: { dir: 's3a://logs/spark-events', s3 } });
+  const config = applyDefaults({ type: 'Python', mainApplicationFile: 'local:///x.py' }, rules);
+  const executor = (env: { name: string; valueFrom: { secretKeyRef: { name: string; key: string } } }[]) =>
+    ({ metadata: { name: 'pi-1-exec-1' }, spec: { containers: [{ name: 'spark-kubernetes-executor', env }] } });
+  const withKey = executor([{ name: 'AWS_SECRET_ACCESS_KEY', valueFrom: { secretKeyRef: { name: 'spark-history-s3', key: 'AWS_SECRET_ACCESS_KEY' } } }]);
+  t.match(executorPodRefusal(withKey, config, rules), /secret "spark-history-s3"/);
+  t.equal(executorPodRefusal(executor([]), config, rules), undefined, 'the executor as Spark now writes it is admitted');
 });

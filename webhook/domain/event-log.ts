@@ -64,10 +64,8 @@ export function eventLogDefaults(rules: EventLogRules | undefined): Record<strin
   if (s3) defaults['spark.hadoop.fs.s3a.directory.marker.retention'] = 'keep';
   if (s3?.endpoint) defaults['spark.hadoop.fs.s3a.endpoint'] = s3.endpoint;
   if (s3?.pathStyleAccess !== undefined) defaults['spark.hadoop.fs.s3a.path.style.access'] = String(s3.pathStyleAccess);
-  // Executors are Spark's pods: Spark adds these variables to them from the Secret (names only here).
-  if (s3?.credentialsSecret) {
-    for (const name of S3_CREDENTIAL_VARIABLES) defaults[`spark.kubernetes.executor.secretKeyRef.${name}`] = `${s3.credentialsSecret}:${name}`;
-  }
+  // Executors get no credentials: only the driver writes the event log, and every pod that
+  // holds the key is one more place user code can read it from (docs/security.md "Object storage").
   return defaults;
 }
 

@@ -45,10 +45,9 @@ export function executorPodRefusal(pod: V1Pod, config: ApplicationConfig | undef
   if (account !== undefined && !accounts.includes(account)) {
     return `executor pod ${name}: service account "${account}" is not its application's (allowed: ${accounts.join(', ')})`;
   }
-  // The event log's object-storage credentials: Spark gives them to every executor of a run
-  // that writes its event log there (event-log.ts); the driver already holds them.
-  const eventLogSecret = rules.eventLog?.s3?.credentialsSecret;
-  const secrets = [...(config ? (config.executor?.secrets ?? []).map((s) => s.name) : rules.policy.secrets), ...(eventLogSecret ? [eventLogSecret] : [])];
+  // Not the event log's object-storage credentials: only the driver writes the event log
+  // (event-log.ts), so an executor that names that Secret is refused like any other.
+  const secrets = config ? (config.executor?.secrets ?? []).map((s) => s.name) : rules.policy.secrets;
   const foreign = podSecretNames(pod).find((secret) => !secrets.includes(secret));
   if (foreign !== undefined) {
     return `executor pod ${name}: secret "${foreign}" is not one its application's config mounts into executors (allowed: ${secrets.join(', ') || 'none'})`;

@@ -69,7 +69,7 @@ prometheus.io/path: /metrics
 {{/* The node-pool file's history section (cli/rules.ts, cli/kubernetes-history.ts), as JSON. */}}
 {{- define "ss.historySection" -}}
 {{- if include "ss.historyOn" . -}}
-{{- $h := dict "enabled" true "eventLogDir" .Values.history.eventLogDir "pathStyleAccess" .Values.history.pathStyleAccess "credentialsSecret" .Values.history.credentialsSecret "serverUrl" (printf "http://submission-service-history.%s.svc:%v" .Release.Namespace .Values.history.server.port) -}}
+{{- $h := dict "enabled" true "eventLogDir" .Values.history.eventLogDir "pathStyleAccess" .Values.history.pathStyleAccess "credentialsSecret" (include "ss.driverCredentialsSecret" .) "serverUrl" (printf "http://submission-service-history.%s.svc:%v" .Release.Namespace .Values.history.server.port) -}}
 {{- with .Values.history.logArchiveDir }}{{ $_ := set $h "logArchiveDir" . }}{{ end -}}
 {{- with .Values.history.s3Endpoint }}{{ $_ := set $h "s3Endpoint" . }}{{ end -}}
 {{- toJson $h -}}
@@ -78,7 +78,19 @@ prometheus.io/path: /metrics
 {{- end -}}
 {{- end -}}
 
-{{/* S3A's credentials from history.credentialsSecret, as environment variables (never in a ConfigMap). */}}
+{{/* The Secret drivers get (the node-pool file's history.credentialsSecret): the drivers' own key
+when one is set, else the controller's (NOTES.txt says what that shares). */}}
+{{- define "ss.driverCredentialsSecret" -}}
+{{ .Values.history.driverCredentialsSecret | default .Values.history.credentialsSecret }}
+{{- end -}}
+
+{{/* Whether drivers hold the controller's own key (no driverCredentialsSecret of their own). */}}
+{{- define "ss.driversShareControllerKey" -}}
+{{- if eq (include "ss.driverCredentialsSecret" .) .Values.history.credentialsSecret }}true{{ end -}}
+{{- end -}}
+
+{{/* S3A's credentials from history.credentialsSecret (the controller's key: api and History
+Server only), as environment variables (never in a ConfigMap). */}}
 {{- define "ss.historyCredentials" -}}
 {{- if include "ss.historyOn" . }}
 {{- range list "AWS_ACCESS_KEY_ID" "AWS_SECRET_ACCESS_KEY" }}

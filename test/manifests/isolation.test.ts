@@ -1,0 +1,118 @@
+// The chart's boundaries between applications (issue 25), rendered by Helm itself: NetworkPolicies
+// that let only the service's pods reach a driver's Spark UI and the History Server, judged by a
+// small evaluator of NetworkPolicy's own rules (the test bed's CNI enforces none, see
+// manifests/README.md); and the object-store keys: drivers get their own Secret, never the
+// controller's, executors none, and the install notes say in plain words what is still shared.
+import type { V1ConfigMap, V1Deployment, V1NetworkPolicy, V1NetworkPolicyPeer, V1NetworkPolicyPort } from '@kubernetes/client-node';
+import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { loadYaml } from '@kubernetes/client-node';
+import t from 'tap';
+import { rulesFrom } from '../../cli/rules.js';
+import { applyDefaults } from '../../webhook/domain/index.js';
+import { RELEASE_NAMESPACE, chartDir, helm, named, ofKind, renderChart } from './helm.js';
+
+const HISTORY = { 'history.eventLogDir': 's3a://logs/spark-events', 'history.server.image': 'spark-runtime:1' };
+const APPS = 'spark-apps';
+
+interface Client { namespace: string; labels: Record<string, string> }
+
+const matches = (selector: { matchLabels?: Record<string, string>; matchExpressions?: { key: string; operator: string; values?: string[] }[] } | undefined, labels: Record<string, string>) =>
+  Object.entries(selector?.matchLabels ?? {}).every(([k, v]) => labels[k] === v)
+  && (selector?.matchExpressions ?? []).every((e) => e.operator === 'In' && e.values!.includes(labels[e.key] ?? '\0'));
+
+function peerAdmits(peer: V1NetworkPolicyPeer, policyNamespace: string, client: Client): boolean {
+  const namespaceOk = peer.namespaceSelector ? matches(peer.namespaceSelector, { 'kubernetes.io/metadata.name': client.namespace }) : client.namespace === policyNamespace;
+  return namespaceOk && (!peer.podSelector || matches(peer.podSelector, client.labels));
+}
+
+const portAdmits = (rule: V1NetworkPolicyPort, port: number) =>
+  (rule.protocol ?? 'TCP') === 'TCP' && port >= Number(rule.port) && port <= (rule.endPort ?? Number(rule.port));
+
+/** Whether `client` may open TCP `port` on a pod with `podLabels` in `namespace`, by these policies (NetworkPolicy's semantics: selected pods admit only what some rule allows). */
+function reachable(policies: V1NetworkPolicy[], namespace: string, podLabels: Record<string, string>, client: Client, port: number): boolean {
+  const selecting = policies.filter((p) => p.metadata!.namespace === namespace && matches(p.spec!.podSelector, podLabels));
+  if (selecting.length === 0) return true;
+  return selecting.some((p) => (p.spec!.ingress ?? []).some((rule) => {
+    // The client library's typed reading names the field `_from`; a plain YAML reading `from`.
+    const from = rule._from ?? (rule as { from?: V1NetworkPolicyPeer[] }).from;
+    return (!from || from.some((peer) => peerAdmits(peer, namespace, client)))
+      && (!rule.ports || rule.ports.some((r) => portAdmits(r, port)));
+  }));
+}
+
+const component = (name: string) => ({ 'app.kubernetes.io/name': 'submission-service', 'app.kubernetes.io/instance': 'ss', 'app.kubernetes.io/component': name });
+const api: Client = { namespace: RELEASE_NAMESPACE, labels: component('api') };
+const gateway: Client = { namespace: RELEASE_NAMESPACE, labels: component('gateway') };
+const otherDriver: Client = { namespace: APPS, labels: { 'spark-role': 'driver', 'submission-service/app-name': 'b-1' } };
+const executor: Client = { namespace: APPS, labels: { 'spark-role': 'executor' } };
+const elsewhere: Client = { namespace: 'team-x', labels: component('api') };
+const driverLabels = { 'spark-role': 'driver', 'submission-service/app-name': 'a-1' };
+
+t.test('a driver\'s Spark UI port answers only the api and the notebook service; its other ports stay open to executors', async (t) => {
+  const policies = ofKind<V1NetworkPolicy>(renderChart(HISTORY), 'NetworkPolicy');
+  const ui = (client: Client) => reachable(policies, APPS, driverLabels, client, 4040);
+  t.ok(ui(api), 'the api\'s UI proxy reaches 4040');
+  t.ok(ui(gateway), 'the notebook service reaches 4040');
+  t.notOk(ui(otherDriver), 'another application\'s driver does not');
+  t.notOk(ui(executor), 'an executor does not');
+  t.notOk(ui(elsewhere), 'a pod labelled like the api in another namespace does not');
+  for (const port of [7078, 7079, 4041, 40000]) t.ok(reachable(policies, APPS, driverLabels, executor, port), `executors still reach the driver's port ${port}`);
+  t.ok(reachable(policies, APPS, { 'spark-role': 'executor' }, otherDriver, 4040), 'executors are not selected (their driver dials them)');
+});
+
+t.test('the History Server answers only the api', async (t) => {
+  const policies = ofKind<V1NetworkPolicy>(renderChart(HISTORY), 'NetworkPolicy');
+  const history = (client: Client) => reachable(policies, RELEASE_NAMESPACE, component('history'), client, 18080);
+  t.ok(history(api), 'the api\'s dashboard proxy reaches it');
+  t.notOk(history(otherDriver), 'a driver does not');
+  t.notOk(history(gateway), 'the notebook service does not');
+  t.notOk(history({ namespace: RELEASE_NAMESPACE, labels: { run: 'debug' } }), 'another pod of the release namespace does not');
+  t.notOk(named(renderChart(), 'NetworkPolicy', 'submission-service-history'), 'no History Server, no policy for it');
+  t.same(ofKind(renderChart({ ...HISTORY, 'networkPolicy.enabled': 'false' }), 'NetworkPolicy'), [], 'networkPolicy.enabled=false installs none');
+});
+
+function rulesOf(objects: ReturnType<typeof renderChart>, t: { teardown(fn: () => void): void }) {
+  const dir = mkdtempSync(join(tmpdir(), 'ss-isolation-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const file = join(dir, 'node-pools.json');
+  writeFileSync(file, named<V1ConfigMap>(objects, 'ConfigMap', 'submission-service-config')!.data!['node-pools.json']);
+  return rulesFrom(file, APPS);
+}
+
+const secretsOf = (objects: ReturnType<typeof renderChart>, deployment: string) =>
+  named<V1Deployment>(objects, 'Deployment', deployment)!.spec!.template.spec!.containers[0]!.env!
+    .filter((e) => e.name.startsWith('AWS_')).map((e) => e.valueFrom?.secretKeyRef?.name);
+
+t.test('drivers get their own object-store key, never the controller\'s; executors none', async (t) => {
+  const objects = renderChart({ ...HISTORY, 'history.credentialsSecret': 'controller-s3', 'history.driverCredentialsSecret': 'drivers-s3' });
+  const rules = rulesOf(objects, t);
+  t.equal(rules.eventLog?.s3?.credentialsSecret, 'drivers-s3', 'admission hands drivers the drivers\' Secret');
+  t.same(secretsOf(objects, 'submission-service-api'), ['controller-s3', 'controller-s3'], 'the api (log archive, index) holds the controller\'s key');
+  t.same(secretsOf(objects, 'submission-service-history'), ['controller-s3', 'controller-s3'], 'so does the History Server');
+  const conf = applyDefaults({}, rules).engineConf!;
+  t.same(Object.keys(conf).filter((k) => k.includes('secretKeyRef')), [], 'executors get no key');
+});
+
+t.test('the install notes say in plain words what drivers can reach in object storage', async (t) => {
+  // Helm prints NOTES.txt only at install (which wants a cluster): a copy of the chart renders it
+  // as a template, the text wrapped in a define and handed out as one JSON string.
+  const dir = mkdtempSync(join(tmpdir(), 'ss-notes-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  cpSync(chartDir, dir, { recursive: true });
+  const text = readFileSync(join(chartDir, 'templates', 'NOTES.txt'), 'utf8');
+  writeFileSync(join(dir, 'templates', 'notes-as-object.yaml'), `{{- define "test.notes" }}${text}{{- end }}\nkind: Notes\ntext: {{ include "test.notes" . | toJson }}\n`);
+  const notes = (sets: Record<string, string>) => {
+    const args = Object.entries(sets).flatMap(([k, v]) => ['--set', `${k}=${v}`]);
+    const result = helm(['template', 'ss', dir, '--namespace', RELEASE_NAMESPACE, '--show-only', 'templates/notes-as-object.yaml', ...args]);
+    if (result.status !== 0) throw new Error(`helm template failed:\n${result.output}`);
+    return String((JSON.parse(JSON.stringify(loadYaml(result.output))) as { text: string }).text).replace(/\s+/g, ' ');
+  };
+  t.match(notes(HISTORY), /Object storage is NOT separated per application: drivers get history\.credentialsSecret, the same key the controller uses/);
+  const own = notes({ ...HISTORY, 'history.driverCredentialsSecret': 'drivers-s3' });
+  t.match(own, /Drivers get drivers-s3, not the controller's key/);
+  t.match(own, /this chart cannot give each application a key of its own/);
+  t.match(notes({ ...HISTORY, 'networkPolicy.enabled': 'false' }), /any pod in the cluster can open every driver's Spark UI/);
+  t.match(notes(HISTORY), /take effect only if the cluster's network plugin enforces NetworkPolicy/);
+});
