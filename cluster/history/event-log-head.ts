@@ -39,6 +39,8 @@ export const firstEventFileName = (sparkAppId: string): string => `events_1_${sp
 /** Every entry name Spark gives a run's log in the directory: another log of that id would be served as this run. */
 export const entryNamesOf = (sparkAppId: string): string[] => [`eventlog_v2_${sparkAppId}`, sparkAppId, `${sparkAppId}.inprogress`];
 
+// Spark writes each event as compact JSON, "Event" first; the History Server lists a log by lines
+// of exactly these prefixes (so a line written otherwise names no run to it, nor to the service).
 const isIdentityEvent = (line: string) =>
   line.startsWith('{"Event":"SparkListenerEnvironmentUpdate"') || line.startsWith('{"Event":"SparkListenerApplicationStart"');
 

@@ -80,9 +80,16 @@ async function refusal(source: string, eventLogDir: string, entry: string, appNa
   // log of that id may be in the history already (it is another run's: the same id, two runs).
   if (sparkAppIdOfEntry(entry) !== identity.sparkAppId) return `it is named after run ${sparkAppIdOfEntry(entry)} but says it is run ${identity.sparkAppId}`;
   for (const name of entryNamesOf(identity.sparkAppId)) {
-    if (await exists(join(eventLogDir, name))) return `run ${identity.sparkAppId} has a log in the history already (${name})`;
+    if (await exists(join(eventLogDir, name))) return `run ${identity.sparkAppId} has a log in the history already (${name}${await heldBy(eventLogDir, name)})`;
   }
   return undefined;
+}
+
+/** `, application <name>'s`: whose the history's entry is, for the report. */
+async function heldBy(eventLogDir: string, entry: string): Promise<string> {
+  const head = await firstEventFile(eventLogDir, entry).catch(() => undefined);
+  const owner = head ? (await readIdentity(head).catch(() => undefined))?.identity?.appName : undefined;
+  return owner === undefined ? '' : `, application ${owner}'s`;
 }
 
 /**

@@ -74,7 +74,7 @@ t.test("an entry of another run's name is not replaced; other names are not take
   mkdirSync(join(own, 'notes'));
   t.same(await collect(), []);
   t.equal(readFileSync(join(theirs, 'events_1_local-5'), 'utf8'), before, "the other run's log is untouched");
-  t.match(warnings.sort(), [/eventlog_v2_local-5: run local-5 has a log in the history already/, /notes: a folder that is not a rolling event log/]);
+  t.match(warnings.sort(), [/eventlog_v2_local-5: run local-5 has a log in the history already \(eventlog_v2_local-5, application other-1's\)/, /notes: a folder that is not a rolling event log/]);
   t.ok(existsSync(join(own, 'eventlog_v2_local-5')), 'left in the work dir (deleted with the application)');
 });
 
@@ -87,7 +87,7 @@ t.test("a log named after another run, or claiming another run's id, stays where
   writeRollingLog(own, 'local-7', 'pi-1');
   t.same(await collect(), ['eventlog_v2_local-7'], 'its own log, named after its own run, moves');
   t.same(readdirSync(history).sort(), ['eventlog_v2_local-6', 'eventlog_v2_local-7']);
-  t.match(warnings.sort(), [/^local-6.inprogress: it is named after run local-6 but says it is run local-8/, /^local-6: run local-6 has a log in the history already \(eventlog_v2_local-6\)/]);
+  t.match(warnings.sort(), [/^local-6.inprogress: it is named after run local-6 but says it is run local-8/, /^local-6: run local-6 has a log in the history already \(eventlog_v2_local-6, application other-1's\)/]);
 });
 
 t.test("the driver's command line: the service's directory becomes the driver's own", async (t) => {
