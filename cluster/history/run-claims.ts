@@ -31,7 +31,9 @@ export type Judgement = { verdict: 'accept' } | { verdict: 'wait' } | { verdict:
 export function judgeLog(entry: string, identity: RunIdentity, held: HeldRuns): Judgement {
   const named = sparkAppIdOfEntry(entry);
   if (named !== identity.sparkAppId) {
-    return { verdict: 'refuse', reason: `it is named after run ${named ?? '?'} but says it is run ${identity.sparkAppId}`, owner: named ? held.ownerOfRun(named)?.appName : undefined };
+    // The report names whose run it borrows: the one its name is, else the one it claims.
+    const owner = (named === undefined ? undefined : held.ownerOfRun(named)) ?? held.ownerOfRun(identity.sparkAppId);
+    return { verdict: 'refuse', reason: `it is named after run ${named ?? '?'} but says it is run ${identity.sparkAppId}`, owner: owner?.appName };
   }
   const owner = held.ownerOfRun(identity.sparkAppId);
   if (owner && owner.appName !== (identity.appName ?? null)) {
