@@ -1,49 +1,29 @@
 // Which event log in a directory belongs to which application: read once per log (its head
 // only, up to a byte cap), then answered from memory. Local mode's logs are plain files; the
-// History Server renders them, this index only tells the service which run is whose.
+// History Server renders them, this index only tells the service which run is whose, by what
+// each log says (run-claims.ts), never by its file's name.
 import { createReadStream } from 'node:fs';
 import { readdir, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import { createInterface } from 'node:readline';
-import { identityFromLines, sparkAppIdOfEntry } from './event-log-head.js';
+import { firstEventFileName, HEAD_BYTES, type HeadReading, identityFromHead, sparkAppIdOfEntry } from './event-log-head.js';
+import { type IndexedRun, type Refusal, RunClaims } from './run-claims.js';
 
-export interface IndexedRun {
-  sparkAppId: string;
-  /** The log's entry in the directory (a rolling log's folder, or a file). */
-  entry: string;
-  /** Spark closed the log: the run ended (a killed driver's log stays in progress). */
-  completed: boolean;
-  /** The log's size in bytes (all its files), as last read: what a replay of it costs. */
-  bytes: number;
-  /** When the log was last written (its newest file), ms since the epoch: about when the run ended. */
-  modifiedMs: number;
-}
+export type { IndexedRun } from './run-claims.js';
 
-/** The environment line carries the whole classpath: heads are read up to this many bytes. */
-const HEAD_BYTES = 4 * 1024 * 1024;
-
+/** The file holding an entry's head: the file itself, or a rolling log's first file (named after the same run). */
 export async function firstEventFile(dir: string, entry: string): Promise<string | undefined> {
   const path = join(dir, entry);
   const info = await stat(path);
   if (!info.isDirectory()) return path;
-  const files = (await readdir(path)).filter((f) => /^events_1_/.test(f) && !/\.(lz4|lzf|snappy|zstd)$/.test(f));
-  return files.length > 0 ? join(path, files[0]) : undefined;
+  const named = sparkAppIdOfEntry(entry);
+  if (!named) return undefined;
+  const first = firstEventFileName(named);
+  return (await readdir(path)).includes(first) ? join(path, first) : undefined;
 }
 
-export async function readIdentity(file: string) {
-  const stream = createReadStream(file, { encoding: 'utf8', end: HEAD_BYTES - 1 });
-  const events: string[] = []; // only the two kinds identityFromLines reads
-  try {
-    for await (const line of createInterface({ input: stream, crlfDelay: Infinity })) {
-      if (!line.startsWith('{"Event":"SparkListenerEnvironmentUpdate"') && !line.startsWith('{"Event":"SparkListenerApplicationStart"')) continue;
-      events.push(line);
-      const identity = identityFromLines(events);
-      if (identity) return identity;
-    }
-    return undefined;
-  } finally {
-    stream.destroy();
-  }
+/** The identity in a file's head, reading at most HEAD_BYTES of it. */
+export function readIdentity(file: string): Promise<HeadReading> {
+  return identityFromHead(createReadStream(file, { end: HEAD_BYTES - 1 }));
 }
 
 /** An entry's size (a single file's, or the sum of a rolling log's files) and its newest file's time. */
@@ -67,21 +47,29 @@ async function isCompleted(dir: string, entry: string, sparkAppId: string): Prom
   return files.includes(`appstatus_${sparkAppId}`);
 }
 
+export interface EventLogIndexOptions {
+  onError?: (error: unknown, entry: string) => void;
+  /** A log named after, or claiming, another run or application (run-claims.ts). */
+  onRefused?: (refusal: Refusal) => void;
+}
+
 export class EventLogIndex {
-  private readonly byApp = new Map<string, IndexedRun>();
-  /** Entries read already: their appName, or null for a log that is not one of ours (or unreadable). */
-  private readonly seen = new Map<string, string | null>();
+  private readonly claims: RunClaims;
+  private readonly onError: (error: unknown, entry: string) => void;
   private refreshing: Promise<void> | undefined;
 
-  constructor(readonly dir: string, private readonly onError: (error: unknown, entry: string) => void = () => {}) {}
+  constructor(readonly dir: string, options: EventLogIndexOptions = {}) {
+    this.onError = options.onError ?? (() => {});
+    this.claims = new RunClaims('local', options.onRefused ?? (() => {}));
+  }
 
   lookup(appName: string): IndexedRun | undefined {
-    return this.byApp.get(appName);
+    return this.claims.lookup(appName);
   }
 
   /** Every run read so far, by appName. */
   runs(): IterableIterator<[string, IndexedRun]> {
-    return this.byApp.entries();
+    return this.claims.runs();
   }
 
   /** Reads the logs that appeared since the last call; one refresh at a time (callers share it). */
@@ -92,11 +80,10 @@ export class EventLogIndex {
 
   /** Deletes an application's event log (retention, or the application deleted). */
   async remove(appName: string): Promise<void> {
-    const run = this.byApp.get(appName);
+    const run = this.claims.lookup(appName);
     if (!run) return;
     await rm(join(this.dir, run.entry), { recursive: true, force: true });
-    this.byApp.delete(appName);
-    this.seen.delete(run.entry);
+    this.claims.forget(run.entry);
   }
 
   private async scan(): Promise<void> {
@@ -105,47 +92,39 @@ export class EventLogIndex {
       throw error;
     });
     const present = new Set(entries);
-    for (const entry of [...this.seen.keys()]) if (!present.has(entry)) this.forget(entry);
+    for (const entry of this.claims.entries()) if (!present.has(entry)) this.claims.forget(entry);
     for (const entry of entries) {
-      const sparkAppId = sparkAppIdOfEntry(entry);
-      if (!sparkAppId) continue;
-      const known = this.seen.get(entry);
+      if (!sparkAppIdOfEntry(entry)) continue;
+      const known = this.claims.known(entry);
       if (known === null) continue;
       if (known !== undefined) {
-        const run = this.byApp.get(known);
+        const run = this.claims.runOf(entry);
         if (run && !run.completed) {
-          run.completed = await isCompleted(this.dir, entry, sparkAppId);
+          run.completed = await isCompleted(this.dir, entry, run.sparkAppId);
           Object.assign(run, await entrySize(this.dir, entry).catch(() => ({})));
         }
         continue;
       }
-      await this.read(entry, sparkAppId);
+      await this.read(entry);
     }
   }
 
-  private async read(entry: string, sparkAppId: string): Promise<void> {
+  private async read(entry: string): Promise<void> {
     try {
       const file = await firstEventFile(this.dir, entry);
-      const identity = file ? await readIdentity(file) : undefined;
-      if (!identity) {
+      const reading = file ? await readIdentity(file) : undefined;
+      if (!reading?.identity) {
         // Not yet written that far (a driver still starting): read again at the next refresh,
         // unless the head is past the cap already (not a log this index can place).
-        if (file && (await stat(file)).size >= HEAD_BYTES) this.seen.set(entry, null);
+        if (reading?.pastCap) this.claims.unplaceable(entry);
         return;
       }
-      this.seen.set(entry, identity.appName ?? null);
-      if (!identity.appName) return;
-      this.byApp.set(identity.appName, { sparkAppId, entry, completed: await isCompleted(this.dir, entry, sparkAppId), ...await entrySize(this.dir, entry) });
+      const { sparkAppId } = reading.identity;
+      this.claims.admit(entry, reading.identity, { completed: await isCompleted(this.dir, entry, sparkAppId), ...await entrySize(this.dir, entry) });
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code === 'ENOENT') return; // removed meanwhile
-      this.seen.set(entry, null);
+      this.claims.unplaceable(entry);
       this.onError(error, entry);
     }
-  }
-
-  private forget(entry: string): void {
-    const appName = this.seen.get(entry);
-    this.seen.delete(entry);
-    if (appName && this.byApp.get(appName)?.entry === entry) this.byApp.delete(appName);
   }
 }

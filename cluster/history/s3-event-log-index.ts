@@ -1,33 +1,47 @@
 // Which event log in object storage belongs to which application (Kubernetes mode): the S3
-// counterpart of event-log-index.ts. Each log's head is read once (a ranged GET up to a byte
-// cap), then answered from memory; a listing per refresh finds new logs and closed ones.
-import { createInterface } from 'node:readline';
-import { identityFromLines, sparkAppIdOfEntry } from './event-log-head.js';
-import type { IndexedRun } from './event-log-index.js';
+// counterpart of event-log-index.ts. Each log's head is read once (a GET stopped at a byte
+// cap), then answered from memory; a listing per refresh finds new logs and closed ones. A log
+// is known by what it says, never by its key (run-claims.ts).
+import { firstEventFileName, identityFromHead, sparkAppIdOfEntry } from './event-log-head.js';
+import type { Refusal } from './run-claims.js';
+import { type IndexedRun, RunClaims } from './run-claims.js';
 import type { ObjectStore } from './object-store.js';
 
-/** The environment line carries the whole classpath: heads are read up to this many bytes. */
-const HEAD_BYTES = 4 * 1024 * 1024;
+/** What one listing tells of an entry (a rolling log's folder, or a single-file log). */
+interface Listed {
+  bytes: number;
+  /** Its newest object's time: about when the run ended. */
+  modifiedMs: number;
+  /** Its oldest object's time (the store's clock): which of two logs claiming one run came first. */
+  firstMs: number;
+  /** A rolling log's `appstatus_<id>` (Spark closed it), as the entry's name says the id. */
+  closed: boolean;
+}
 
-const isIdentityEvent = (line: string) =>
-  line.startsWith('{"Event":"SparkListenerEnvironmentUpdate"') || line.startsWith('{"Event":"SparkListenerApplicationStart"');
+export interface S3EventLogIndexOptions {
+  onError?: (error: unknown, entry: string) => void;
+  /** A log named after, or claiming, another run or application (run-claims.ts). */
+  onRefused?: (refusal: Refusal) => void;
+}
 
 export class S3EventLogIndex {
-  private readonly byApp = new Map<string, IndexedRun>();
-  /** Entries read already: their appName, or null for a log that is not one of ours (or unreadable). */
-  private readonly seen = new Map<string, string | null>();
+  private readonly claims: RunClaims;
+  private readonly onError: (error: unknown, entry: string) => void;
   private refreshing: Promise<void> | undefined;
 
   /** `prefix`: the event log directory's key prefix in the bucket (no trailing slash; may be empty). */
-  constructor(private readonly store: ObjectStore, private readonly prefix: string, private readonly onError: (error: unknown, entry: string) => void = () => {}) {}
+  constructor(private readonly store: ObjectStore, private readonly prefix: string, options: S3EventLogIndexOptions = {}) {
+    this.onError = options.onError ?? (() => {});
+    this.claims = new RunClaims('s3', options.onRefused ?? (() => {}));
+  }
 
   lookup(appName: string): IndexedRun | undefined {
-    return this.byApp.get(appName);
+    return this.claims.lookup(appName);
   }
 
   /** Every run read so far, by appName. */
   runs(): IterableIterator<[string, IndexedRun]> {
-    return this.byApp.entries();
+    return this.claims.runs();
   }
 
   refresh(): Promise<void> {
@@ -37,12 +51,11 @@ export class S3EventLogIndex {
 
   /** Deletes an application's event log (retention, or the application deleted). */
   async remove(appName: string): Promise<void> {
-    const run = this.byApp.get(appName);
+    const run = this.claims.lookup(appName);
     if (!run) return;
     // A rolling log is a folder: its prefix ends with a slash (app-1/ must not take app-10/).
     await this.store.removePrefix(run.entry.startsWith('eventlog_v2_') ? `${this.key(run.entry)}/` : this.key(run.entry));
-    this.byApp.delete(appName);
-    this.seen.delete(run.entry);
+    this.claims.forget(run.entry);
   }
 
   /** The key of an entry (a rolling log's folder, or a single-file log). */
@@ -50,75 +63,62 @@ export class S3EventLogIndex {
     return this.prefix ? `${this.prefix}/${entry}` : entry;
   }
 
-  private async scan(): Promise<void> {
+  /** One listing of the whole directory: its entries, their sizes and times, which rolling logs are closed. */
+  private async list(): Promise<Map<string, Listed>> {
     const base = this.prefix ? `${this.prefix}/` : '';
-    // One listing of the whole directory: entries, and which rolling logs are closed (appstatus_).
-    const entries = new Set<string>();
-    const closed = new Set<string>();
-    const bytes = new Map<string, number>();
-    const modified = new Map<string, number>();
+    const entries = new Map<string, Listed>();
     for await (const item of this.store.list(base, true)) {
       if (!('key' in item)) continue;
       const [entry, file] = item.key.slice(base.length).split('/');
       if (!entry) continue;
-      entries.add(entry);
-      bytes.set(entry, (bytes.get(entry) ?? 0) + item.size);
-      modified.set(entry, Math.max(modified.get(entry) ?? 0, item.lastModified.getTime()));
+      const time = item.lastModified.getTime();
+      const listed = entries.get(entry) ?? { bytes: 0, modifiedMs: 0, firstMs: Infinity, closed: false };
+      listed.bytes += item.size;
+      listed.modifiedMs = Math.max(listed.modifiedMs, time);
+      listed.firstMs = Math.min(listed.firstMs, time);
       // appstatus_<id> once Spark closed the log; appstatus_<id>.inprogress while it writes.
-      if (file === `appstatus_${sparkAppIdOfEntry(entry)}`) closed.add(entry);
+      if (file === `appstatus_${sparkAppIdOfEntry(entry)}`) listed.closed = true;
+      entries.set(entry, listed);
     }
-    for (const entry of [...this.seen.keys()]) if (!entries.has(entry)) this.forget(entry);
-    for (const entry of entries) {
-      const sparkAppId = sparkAppIdOfEntry(entry);
-      if (!sparkAppId) continue;
-      const completed = entry.startsWith('eventlog_v2_') ? closed.has(entry) : !entry.endsWith('.inprogress');
-      const known = this.seen.get(entry);
-      if (known === null) continue;
-      if (known !== undefined) {
-        const run = this.byApp.get(known);
-        if (run) Object.assign(run, { completed, bytes: bytes.get(entry) ?? 0, modifiedMs: modified.get(entry) ?? 0 });
-        continue;
-      }
-      await this.read(entry, sparkAppId, completed, bytes.get(entry) ?? 0, modified.get(entry) ?? 0);
-    }
+    return entries;
   }
 
-  private async read(entry: string, sparkAppId: string, completed: boolean, size: number, modifiedMs: number): Promise<void> {
-    const key = entry.startsWith('eventlog_v2_') ? `${this.key(entry)}/events_1_${sparkAppId}` : this.key(entry);
+  private async scan(): Promise<void> {
+    const entries = await this.list();
+    for (const entry of this.claims.entries()) if (!entries.has(entry)) this.claims.forget(entry);
+    const state = (entry: string, listed: Listed) => ({
+      completed: entry.startsWith('eventlog_v2_') ? listed.closed : !entry.endsWith('.inprogress'),
+      bytes: listed.bytes, modifiedMs: listed.modifiedMs,
+    });
+    const unread: Array<[string, Listed]> = [];
+    for (const [entry, listed] of entries) {
+      if (!sparkAppIdOfEntry(entry)) continue;
+      const known = this.claims.known(entry);
+      if (known === null) continue;
+      const run = known === undefined ? undefined : this.claims.runOf(entry);
+      if (run) Object.assign(run, state(entry, listed));
+      else if (known === undefined) unread.push([entry, listed]);
+    }
+    // The log written first keeps a run both claim, whatever order a listing (or a restart) gives.
+    unread.sort(([, a], [, b]) => a.firstMs - b.firstMs);
+    for (const [entry, listed] of unread) await this.read(entry, () => state(entry, listed));
+  }
+
+  private async read(entry: string, state: () => Omit<IndexedRun, 'sparkAppId' | 'entry'>): Promise<void> {
+    const named = sparkAppIdOfEntry(entry)!;
+    const key = entry.startsWith('eventlog_v2_') ? `${this.key(entry)}/${firstEventFileName(named)}` : this.key(entry);
     try {
       const body = await this.store.read(key);
       if (!body) return; // not written yet: read again at the next refresh
-      const events: string[] = [];
-      let bytes = 0;
-      let identity: ReturnType<typeof identityFromLines>;
-      try {
-        for await (const line of createInterface({ input: body, crlfDelay: Infinity })) {
-          bytes += Buffer.byteLength(line) + 1;
-          if (isIdentityEvent(line)) {
-            events.push(line);
-            identity = identityFromLines(events);
-            if (identity) break;
-          }
-          if (bytes >= HEAD_BYTES) break;
-        }
-      } finally {
-        body.destroy();
-      }
-      if (!identity) {
-        if (bytes >= HEAD_BYTES) this.seen.set(entry, null); // not a log this index can place
+      const reading = await identityFromHead(body);
+      if (!reading.identity) {
+        if (reading.pastCap) this.claims.unplaceable(entry); // not a log this index can place
         return;
       }
-      this.seen.set(entry, identity.appName ?? null);
-      if (identity.appName) this.byApp.set(identity.appName, { sparkAppId, entry, completed, bytes: size, modifiedMs });
+      this.claims.admit(entry, reading.identity, state());
     } catch (error) {
-      this.seen.set(entry, null);
+      this.claims.unplaceable(entry);
       this.onError(error, entry);
     }
-  }
-
-  private forget(entry: string): void {
-    const appName = this.seen.get(entry);
-    this.seen.delete(entry);
-    if (appName && this.byApp.get(appName)?.entry === entry) this.byApp.delete(appName);
   }
 }

@@ -5,6 +5,7 @@
 import { isTerminal } from '../cluster.js';
 import type { EventFeed } from '../events.js';
 import type { ObjectStore } from '../history/object-store.js';
+import { describeRefusal } from '../history/run-claims.js';
 import { S3EventLogIndex } from '../history/s3-event-log-index.js';
 import { runAvailable, settleRun, untilServed } from '../history/settle.js';
 import type { HistoryTarget, SparkHistory, WarmedListener } from '../history/spark-history.js';
@@ -40,7 +41,10 @@ export class KubernetesSparkHistory implements SparkHistory {
 
   constructor(private readonly options: KubernetesHistoryOptions) {
     this.retentionMs = options.retentionMs;
-    this.index = new S3EventLogIndex(options.store, options.eventLogPrefix, (error, entry) => options.log(`could not read the event log ${entry}: ${String(error)}`));
+    this.index = new S3EventLogIndex(options.store, options.eventLogPrefix, {
+      onError: (error, entry) => options.log(`could not read the event log ${entry}: ${String(error)}`),
+      onRefused: (refusal) => options.log(describeRefusal(refusal)),
+    });
     this.warmer = new HistoryWarmer({ server: () => Promise.resolve(options.server), log: options.log });
     const background = (work: Promise<unknown>, what: string) => {
       work.catch((error: unknown) => options.log(`${what}: ${(error as Error)?.message ?? String(error)}`));

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { isTerminal } from '../cluster.js';
 import type { EventFeed } from '../events.js';
 import { EventLogIndex } from '../history/event-log-index.js';
+import { describeRefusal } from '../history/run-claims.js';
 import { runAvailable, settleRun, untilServed } from '../history/settle.js';
 import type { HistoryTarget, SparkHistory, WarmedListener } from '../history/spark-history.js';
 import { HistoryWarmer } from '../history/warm.js';
@@ -36,7 +37,10 @@ export class LocalSparkHistory implements SparkHistory {
   constructor(options: LocalHistoryOptions) {
     this.retentionMs = options.retentionMs;
     const dir = eventLogDir(options.dataDir);
-    this.index = new EventLogIndex(dir, (error, entry) => options.log.warn({ err: error, entry }, 'could not read an event log'));
+    this.index = new EventLogIndex(dir, {
+      onError: (error, entry) => options.log.warn({ err: error, entry }, 'could not read an event log'),
+      onRefused: (refusal) => options.log.warn({ entry: refusal.entry, appName: refusal.identity.appName, owner: refusal.owner }, describeRefusal(refusal)),
+    });
     this.server = new LocalHistoryServer({
       sparkClass: options.sparkClass, python: options.python, logDir: dir,
       runDir: join(options.dataDir, 'run'), logFile: join(options.dataDir, 'logs', 'history-server.log'),

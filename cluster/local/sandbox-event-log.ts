@@ -9,13 +9,15 @@
 //
 // What the driver left is untrusted: only Spark's own entries are moved (a rolling log's folder
 // of plain files, or one plain file; no links, no subfolders), only when the log's head names
-// this application (a driver could write a log claiming another app's name), and never over an
-// entry that exists (another run's id).
+// this application (a driver could write a log claiming another app's name), is named after the
+// run id it holds, and that id has no log in the history yet (a driver could claim another run's
+// id: the History Server serves a run by that id alone, so the link would open the other run).
 import { chownSync, mkdirSync } from 'node:fs';
 import { cp, lstat, readdir, rename, rm } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { firstEventFile, readIdentity } from '../history/event-log-index.js';
-import { sparkAppIdOfEntry } from '../history/event-log-head.js';
+import { entryNamesOf, sparkAppIdOfEntry } from '../history/event-log-head.js';
+import { countRefusedLog } from '../history/run-claims.js';
 import { type DriverSandbox, SANDBOX_WORK_DIR } from './sandbox.js';
 
 /** The folder a sandboxed driver writes its event log into, as it sees it. */
@@ -53,8 +55,12 @@ export function prepareEventLogDir(sandbox: DriverSandbox, workDir: string): voi
   if (sandbox.user) chownSync(dir, sandbox.user.uid, sandbox.user.gid);
 }
 
+async function exists(path: string): Promise<boolean> {
+  return lstat(path).then(() => true, () => false);
+}
+
 /** Why an entry the driver left is not moved, or undefined when it is Spark's log of this application. */
-async function refusal(source: string, entry: string, appName: string): Promise<string | undefined> {
+async function refusal(source: string, eventLogDir: string, entry: string, appName: string): Promise<string | undefined> {
   if (!sparkAppIdOfEntry(entry)) return 'not an event log name';
   const path = join(source, entry);
   const info = await lstat(path);
@@ -67,13 +73,23 @@ async function refusal(source: string, entry: string, appName: string): Promise<
     return 'not a plain file';
   }
   const head = await firstEventFile(source, entry);
-  const identity = head ? await readIdentity(head) : undefined;
-  if (identity?.appName !== appName) return `its head names ${identity?.appName === undefined ? 'no application' : `application ${identity.appName}`}`;
+  const identity = head ? (await readIdentity(head)).identity : undefined;
+  if (!identity) return 'its head names no run';
+  if (identity.appName !== appName) return `its head names application ${identity.appName ?? '(none)'}, not ${appName}`;
+  // The History Server serves a run by the id inside its log: the name must say the same, and no
+  // log of that id may be in the history already (it is another run's: the same id, two runs).
+  if (sparkAppIdOfEntry(entry) !== identity.sparkAppId) return `it is named after run ${sparkAppIdOfEntry(entry)} but says it is run ${identity.sparkAppId}`;
+  for (const name of entryNamesOf(identity.sparkAppId)) {
+    if (await exists(join(eventLogDir, name))) return `run ${identity.sparkAppId} has a log in the history already (${name}${await heldBy(eventLogDir, name)})`;
+  }
   return undefined;
 }
 
-async function exists(path: string): Promise<boolean> {
-  return lstat(path).then(() => true, () => false);
+/** `, application <name>'s`: whose the history's entry is, for the report. */
+async function heldBy(eventLogDir: string, entry: string): Promise<string> {
+  const head = await firstEventFile(eventLogDir, entry).catch(() => undefined);
+  const owner = head ? (await readIdentity(head).catch(() => undefined))?.identity?.appName : undefined;
+  return owner === undefined ? '' : `, application ${owner}'s`;
 }
 
 /**
@@ -88,8 +104,12 @@ export async function collectEventLogs(workDir: string, eventLogDir: string, app
   });
   const moved: string[] = [];
   for (const entry of entries) {
-    const why = await refusal(source, entry, appName).catch((error: Error) => error.message);
-    if (why) { warn(entry, why); continue; }
+    const why = await refusal(source, eventLogDir, entry, appName).catch((error: Error) => error.message);
+    if (why) {
+      countRefusedLog('sandbox');
+      warn(entry, why);
+      continue;
+    }
     const target = join(eventLogDir, entry);
     if (await exists(target)) { warn(entry, 'an entry of that name exists already'); continue; }
     try {

@@ -65,9 +65,9 @@ t.test("whose a log is: the environment's mark and the start's id", async (t) =>
   t.equal(sparkAppIdOfEntry('.history-index'), undefined);
   const env = JSON.stringify({ Event: 'SparkListenerEnvironmentUpdate', 'Spark Properties': { [APP_NAME_PROPERTY]: 'pi-1', 'spark.app.name': 'pi' } });
   const start = JSON.stringify({ Event: 'SparkListenerApplicationStart', 'App Name': 'pi', 'App ID': 'local-17' });
-  t.same(identityFromLines([env, start]), { sparkAppId: 'local-17', appName: 'pi-1' });
+  t.same(identityFromLines([env, start]), { sparkAppId: 'local-17', appName: 'pi-1', sparkAppName: 'pi' });
   t.equal(identityFromLines([env]), undefined, 'not yet started: read again later');
-  t.same(identityFromLines([JSON.stringify({ Event: 'SparkListenerEnvironmentUpdate', 'Spark Properties': {} }), start]), { sparkAppId: 'local-17', appName: undefined }, 'a run the service did not submit');
+  t.same(identityFromLines([JSON.stringify({ Event: 'SparkListenerEnvironmentUpdate', 'Spark Properties': {} }), start]), { sparkAppId: 'local-17', appName: undefined, sparkAppName: 'pi' }, 'a run the service did not submit');
   t.equal(identityFromLines([`${env.slice(0, 50)}`]), undefined, 'a torn line');
 });
 

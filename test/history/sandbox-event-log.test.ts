@@ -8,6 +8,7 @@ import t from 'tap';
 import { collectEventLogs, SANDBOX_EVENT_LOG_DIR, sandboxedConf, workEventLogDir } from '../../cluster/local/sandbox-event-log.js';
 import type { DriverSandbox } from '../../cluster/local/sandbox.js';
 import { APP_NAME_PROPERTY } from '../../webhook/domain/index.js';
+import { writeSingleLog } from '../helpers/event-logs.js';
 import { tempDir } from '../helpers/temp.js';
 
 /** The head of a real rolling event log: the environment (with the run's mark), then the start. */
@@ -73,8 +74,20 @@ t.test("an entry of another run's name is not replaced; other names are not take
   mkdirSync(join(own, 'notes'));
   t.same(await collect(), []);
   t.equal(readFileSync(join(theirs, 'events_1_local-5'), 'utf8'), before, "the other run's log is untouched");
-  t.match(warnings.sort(), [/eventlog_v2_local-5: an entry of that name exists already/, /notes: a folder that is not a rolling event log/]);
+  t.match(warnings.sort(), [/eventlog_v2_local-5: run local-5 has a log in the history already \(eventlog_v2_local-5, application other-1's\)/, /notes: a folder that is not a rolling event log/]);
   t.ok(existsSync(join(own, 'eventlog_v2_local-5')), 'left in the work dir (deleted with the application)');
+});
+
+t.test("a log named after another run, or claiming another run's id, stays where the driver left it", async (t) => {
+  const { history, own, warnings, collect } = setup(t);
+  writeRollingLog(history, 'local-6', 'other-1');
+  // Its own run (local-8) under another run's name; and another run's id inside, under a name of its own kind.
+  writeSingleLog(own, 'local-6.inprogress', { sparkAppId: 'local-8', appName: 'pi-1' });
+  writeSingleLog(own, 'local-6', { sparkAppId: 'local-6', appName: 'pi-1' });
+  writeRollingLog(own, 'local-7', 'pi-1');
+  t.same(await collect(), ['eventlog_v2_local-7'], 'its own log, named after its own run, moves');
+  t.same(readdirSync(history).sort(), ['eventlog_v2_local-6', 'eventlog_v2_local-7']);
+  t.match(warnings.sort(), [/^local-6.inprogress: it is named after run local-6 but says it is run local-8/, /^local-6: run local-6 has a log in the history already \(eventlog_v2_local-6, application other-1's\)/]);
 });
 
 t.test("the driver's command line: the service's directory becomes the driver's own", async (t) => {

@@ -1,0 +1,86 @@
+// A hostile driver's event log against another user's run (local mode, `--auth on`, two user
+// keys, bubblewrap, real Spark and its History Server). B's driver knows A's run id and leaves,
+// where its event log goes, files named after A's run: one with B's own id inside, one claiming
+// A's id. The service used to take the id from the file's name, so B's Spark UI link opened A's
+// run (its environment, jobs, event log). Now B's link has no history, A's link shows A's run,
+// and the service says why in a warning that names both applications.
+import { execFileSync } from 'node:child_process';
+import { accessSync, constants, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { delimiter, join } from 'node:path';
+import t from 'tap';
+import { FileKeyStore } from '../../submit-api/auth/key-store.js';
+import { APP_NAME_PROPERTY } from '../../webhook/domain/index.js';
+import { repoRoot } from '../helpers/api.js';
+import { until, waitForState } from '../helpers/poll.js';
+import { http, realSpark, sparkEnv, startService } from '../helpers/service.js';
+
+const spark = realSpark();
+const hasBwrap = (process.env.PATH ?? '').split(delimiter).some((dir) => {
+  try { accessSync(join(dir, 'bwrap'), constants.X_OK); return true; } catch { return false; }
+});
+const skip = !spark ? 'needs the Spark virtualenv' : !hasBwrap ? 'needs bubblewrap (bwrap)' : false;
+
+/** B's driver: no event log of its own; two forged ones, each naming B's application (as the sandbox's move requires). */
+function forger(victimId: string): string {
+  return [
+    'import json, os',
+    'from pyspark.sql import SparkSession',
+    "spark = SparkSession.builder.config('spark.eventLog.enabled', 'false').getOrCreate()",
+    'sc = spark.sparkContext',
+    `mark = sc.getConf().get(${JSON.stringify(APP_NAME_PROPERTY)})`,
+    'def log(app_id):',
+    "    env = {'Event': 'SparkListenerEnvironmentUpdate', 'Spark Properties': {" + JSON.stringify(APP_NAME_PROPERTY) + ": mark, 'spark.app.name': mark}}",
+    "    start = {'Event': 'SparkListenerApplicationStart', 'App Name': mark, 'App ID': app_id, 'Timestamp': 1, 'User': 'b'}",
+    // Compact, as Spark writes it (the History Server lists a log by lines of exactly that form).
+    "    return '\\n'.join(json.dumps(e, separators=(',', ':')) for e in (env, start)) + '\\n'",
+    "own = '/tmp/app/spark-events'",
+    'os.makedirs(own, exist_ok=True)',
+    `victim = ${JSON.stringify(victimId)}`,
+    "open(os.path.join(own, victim + '.inprogress'), 'w').write(log(sc.applicationId))",
+    'open(os.path.join(own, victim), \'w\').write(log(victim))',
+    'print("FORGED", sorted(os.listdir(own)), flush=True)',
+    'spark.stop()',
+  ].join('\n');
+}
+
+t.test("a driver's event log named after, or claiming, another user's run opens nothing of it", { skip, timeout: 600_000 }, async (t) => {
+  // Outside /tmp (drivers get a /tmp of their own).
+  const root = mkdtempSync('/var/tmp/subsvc-forged-log-');
+  t.teardown(() => rmSync(root, { recursive: true, force: true }));
+  const dataDir = join(root, 'data');
+  const store = new FileKeyStore(dataDir);
+  const keys = { alice: store.create('user', 'alice').key, bob: store.create('user', 'bob').key, admin: store.create('admin', 'platform').key };
+  const service = await startService(t, { dataDir, env: sparkEnv(), args: ['--auth', 'on', '--cores', '2'] });
+  const as = (key: string) => (method: string, path: string, body?: unknown) => http(service.url, method, path, body, { 'x-api-key': key });
+  const [alice, bob, admin] = [as(keys.alice), as(keys.bob), as(keys.admin)];
+  const ended = (name: string) => waitForState(async () => (await admin('GET', `/api/apps/${name}`)).json as { state: string }, ['COMPLETED', 'FAILED'], { timeoutMs: 240_000 });
+
+  const a = await alice('POST', '/api/apps/', { jobName: 'pi', configOverrides: { type: 'Python', mainApplicationFile: `local://${join(repoRoot, 'examples', 'pi.py')}`, arguments: ['2'] } });
+  t.equal(a.status, 201, a.status === 201 ? 'A submits pi.py' : a.text);
+  const aName = a.json.appName as string;
+  t.equal(((await ended(aName)) as { state: string }).state, 'COMPLETED');
+  const aEntry = readdirSync(join(dataDir, 'spark-events')).find((e) => e.startsWith('eventlog_v2_'));
+  const aId = aEntry!.slice('eventlog_v2_'.length);
+  await until(async () => ((await alice('GET', `/api/apps/${aName}`)).json as { sparkUi: { state: string } }).sparkUi.state === 'history', { timeoutMs: 60_000, what: `the history of ${aName}` });
+
+  const timeit = execFileSync(spark!.python!, ['-c', 'import timeit; print(timeit.__file__)'], { encoding: 'utf8' }).trim();
+  const b = await bob('POST', '/api/apps/', { jobName: 'forge', configOverrides: { type: 'Python', mainApplicationFile: `local://${timeit}`, arguments: ['-n', '1', '-r', '1', '-s', forger(aId), 'pass'] } });
+  t.equal(b.status, 201, b.status === 201 ? 'B submits its forger' : b.text);
+  const bName = b.json.appName as string;
+  t.equal(((await ended(bName)) as { state: string }).state, 'COMPLETED');
+  t.match((await bob('GET', `/api/apps/${bName}/log`)).text, new RegExp(`FORGED \\['${aId}', '${aId}.inprogress'\\]`), "B's driver left both forged logs");
+
+  const bLink = await bob('GET', `/dashboard/apps/${bName}/spark-ui/environment/`);
+  t.equal(bLink.status, 404, "B's link opens no history");
+  t.notOk(bLink.text.includes(aName), "nothing of A's run through B's link");
+  const bApi = await bob('GET', `/dashboard/apps/${bName}/spark-ui/api/v1/applications/${aId}/environment`);
+  t.notOk(bApi.status === 200 || bApi.text.includes(aName), "nor A's environment through B's link's API path");
+
+  const aLink = await alice('GET', `/dashboard/apps/${aName}/spark-ui/environment/`);
+  t.equal(aLink.status, 200, "A's link still opens A's run");
+  t.ok(aLink.text.includes(aName), "A's environment, with A's application name");
+  t.same(readdirSync(join(dataDir, 'spark-events')).sort(), [aEntry], "the history's directory holds A's log alone");
+  const warnings = service.output().split('\n').filter((line) => line.includes('event log') && line.includes(bName));
+  t.ok(warnings.some((line) => line.includes(`${aId}.inprogress`) && line.includes('is named after run')), 'the forgery under A\'s name is reported');
+  t.ok(warnings.some((line) => line.includes(aName) && line.includes('has a log in the history already')), 'the claim on A\'s id is reported with both applications\' names');
+});
