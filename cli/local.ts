@@ -17,6 +17,7 @@ import { gatewayPlugin } from '../gateway/plugin.js';
 import { apiGatewayProof, dialable, gatewaySecret, kernelsPerKeyFlag, localGatewayKey, localLauncherFile, parseKernelsPerKey, parseWarmPool } from './gateway-wiring.js';
 import { defaultDataDir, findSpark, javaProblem, listFlag } from './config.js';
 import { rulesFrom } from './rules.js';
+import { connectionFlags, connectionLimitsFrom } from './connection-flags.js';
 import { fairShareFlags, fairShareFrom } from './fair-share-flags.js';
 import { buildService } from './service.js';
 import { adminOnlyStore, chooseSandbox, type SandboxMode } from './local-sandbox.js';
@@ -44,6 +45,7 @@ export async function localCommand(argv: string[]): Promise<number> {
       sandbox: { type: 'string', default: 'auto' },
       'driver-user': { type: 'string', default: 'nobody' },
       ...fairShareFlags,
+      ...connectionFlags,
     },
   });
   if (values.auth !== 'on' && values.auth !== 'off') throw new Error('--auth takes on or off');
@@ -99,6 +101,7 @@ export async function localCommand(argv: string[]): Promise<number> {
     gatewayProof: proof,
     fairShare,
     sparkUiHost,
+    ...connectionLimitsFrom(values),
   });
   // The notebook gateway on the same server, calling the API over HTTP like any client would.
   const self = () => dialable(values.host, api.server.address());

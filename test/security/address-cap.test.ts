@@ -6,7 +6,8 @@
 import { request as httpRequest } from 'node:http';
 import { connect, type Socket } from 'node:net';
 import t from 'tap';
-import { addressGroup } from '../../lib/address-cap.js';
+import { connectionLimitsFrom } from '../../cli/connection-flags.js';
+import { addressGroup, defaultPerAddress } from '../../lib/address-cap.js';
 import { startTestApi } from '../helpers/api.js';
 import { until } from '../helpers/poll.js';
 
@@ -66,4 +67,16 @@ t.test('an address group is the IPv4 address or the IPv6 /64', async (t) => {
   t.equal(addressGroup('2001:db8::1'), '2001:db8:0:0::/64');
   t.equal(addressGroup('::1'), '0:0:0:0::/64');
   t.equal(addressGroup(undefined), 'unknown');
+});
+
+t.test('the flags: a whole number each, and no per-address cap behind a proxy unless set', async (t) => {
+  t.same(connectionLimitsFrom({}), { limits: {}, sparkUiLimits: {} }, 'defaults');
+  t.same(connectionLimitsFrom({ 'trust-proxy': true }).limits, { connectionsPerAddress: 0 }, 'behind a proxy every client has its address');
+  t.same(connectionLimitsFrom({ 'trust-proxy': true, 'connections-per-address': '500' }).limits, { connectionsPerAddress: 500 });
+  t.same(connectionLimitsFrom({ 'spark-ui-requests-per-key': '4', 'spark-ui-answer-seconds': '60', 'spark-ui-answer-mib': '10' }).sparkUiLimits,
+    { requestsPerKey: 4, answerMs: 60_000, answerBytes: 10 * 1024 * 1024 });
+  t.throws(() => connectionLimitsFrom({ 'connections-per-address': '-1' }), /whole number/);
+  t.equal(defaultPerAddress(768), 96, 'an eighth of a 1,024-descriptor budget');
+  t.equal(defaultPerAddress(100), 16, 'at least 16');
+  t.equal(defaultPerAddress(786_432), 256, 'at most 256');
 });
