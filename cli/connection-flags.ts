@@ -6,7 +6,7 @@ import { defaultSparkUiLimits, type SparkUiLimits } from '../dashboard/spark-ui-
 import type { ApiLimits } from '../submit-api/limits.js';
 
 export const connectionFlags = {
-  'connections-per-address': { type: 'string', description: 'open HTTP connections one client address (an IPv6 /64) may hold; 0: no cap; default: an eighth of the connections, 16 to 256 (none with --trust-proxy)' },
+  'connections-per-address': { type: 'string', description: 'open HTTP connections one client address (an IPv6 /64) may hold; 0: no cap; default: a quarter of the connections, 16 to 256 (none with --trust-proxy)' },
   'spark-ui-requests-per-key': { type: 'string', description: `proxied Spark UI requests one key (or address) may have open (${defaultSparkUiLimits.requestsPerKey}); 0: no cap` },
   'spark-ui-answer-seconds': { type: 'string', description: `a proxied Spark UI answer is cut after this long (${defaultSparkUiLimits.answerMs / 1000}); 0: never` },
   'spark-ui-answer-mib': { type: 'string', description: `a proxied Spark UI answer is cut past this many MiB (${defaultSparkUiLimits.answerBytes / 1024 / 1024}); 0: never` },

@@ -21,9 +21,12 @@ export function addressGroup(address: string | undefined): string {
   return `${groups.slice(0, 4).map((g) => Number.parseInt(g, 16).toString(16)).join(':')}::/64`;
 }
 
-/** The default cap: an eighth of the server's connections, between 16 and 256. */
+/**
+ * The default cap: a quarter of the server's connections, between 16 and 256 (a 1,024-descriptor
+ * process: 192 of 768, so one address leaves three quarters to the others).
+ */
 export function defaultPerAddress(maxConnections: number): number {
-  return Math.max(16, Math.min(256, Math.floor(maxConnections / 8)));
+  return Math.max(16, Math.min(256, Math.floor(maxConnections / 4)));
 }
 
 const REFUSAL = JSON.stringify({

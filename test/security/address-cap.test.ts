@@ -76,7 +76,7 @@ t.test('the flags: a whole number each, and no per-address cap behind a proxy un
   t.same(connectionLimitsFrom({ 'spark-ui-requests-per-key': '4', 'spark-ui-answer-seconds': '60', 'spark-ui-answer-mib': '10' }).sparkUiLimits,
     { requestsPerKey: 4, answerMs: 60_000, answerBytes: 10 * 1024 * 1024 });
   t.throws(() => connectionLimitsFrom({ 'connections-per-address': '-1' }), /whole number/);
-  t.equal(defaultPerAddress(768), 96, 'an eighth of a 1,024-descriptor budget');
-  t.equal(defaultPerAddress(100), 16, 'at least 16');
+  t.equal(defaultPerAddress(768), 192, 'a quarter of a 1,024-descriptor budget');
+  t.equal(defaultPerAddress(40), 16, 'at least 16');
   t.equal(defaultPerAddress(786_432), 256, 'at most 256');
 });
