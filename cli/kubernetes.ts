@@ -15,6 +15,7 @@ import { rulesFrom } from './rules.js';
 import { fairShareFlags, fairShareFrom } from './fair-share-flags.js';
 import { parseIdempotencyWindow } from '../submit-api/idempotency.js';
 import { buildService } from './service.js';
+import { connectionFlags, connectionLimitsFrom } from './connection-flags.js';
 import { apiGatewayProof } from './gateway-wiring.js';
 import { Drain } from '../lib/drain.js';
 
@@ -55,6 +56,7 @@ export async function apiCommand(argv: string[]): Promise<number> {
       'lease-seconds': { type: 'string', default: '15', description: 'how long the Lease holds without renewal (client-go\'s 15 s); the renew deadline is 2/3 of it, the retry period 2/15 (10 s and 2 s)' },
       'trust-proxy': { type: 'boolean', default: false, description: 'honour X-Forwarded-Proto/-For from the proxy in front (an ingress): Secure cookies behind TLS' },
       'spark-ui-host': { type: 'string', description: 'serve proxied Spark UIs on this host only (its own origin); absent: on the service\'s host, sandboxed' },
+      ...connectionFlags,
       'keys-secret': { type: 'string', description: 'NAMESPACE/NAME of the Secret whose keys.json holds the API keys (watched; instead of <data-dir>/keys.json)' },
       'node-pools': { type: 'string', description: 'the node-pool file; its policy section says whether users may act on applications of other keys, its history section where event logs and archived logs are' },
       placement: { type: 'string', description: 'as the webhook\'s --placement: the API admits its own driver pods with the same rules' },
@@ -112,6 +114,7 @@ export async function apiCommand(argv: string[]): Promise<number> {
     fairShare: fairShareFrom(values, values['node-pools']),
     history,
     idempotencyWindowMs: parseIdempotencyWindow(values['idempotency-window']),
+    ...connectionLimitsFrom(values),
   });
   const drain = new Drain();
   drain.attach(api.server);

@@ -17,6 +17,7 @@ import { gatewayPlugin } from '../gateway/plugin.js';
 import { apiGatewayProof, dialable, gatewaySecret, kernelsPerKeyFlag, localGatewayKey, localLauncherFile, parseKernelsPerKey, parseWarmPool } from './gateway-wiring.js';
 import { defaultDataDir, findSpark, javaProblem, listFlag } from './config.js';
 import { rulesFrom } from './rules.js';
+import { connectionFlags, connectionLimitsFrom } from './connection-flags.js';
 import { fairShareFlags, fairShareFrom } from './fair-share-flags.js';
 import { parseIdempotencyWindow } from '../submit-api/idempotency.js';
 import { buildService } from './service.js';
@@ -47,6 +48,7 @@ export async function localCommand(argv: string[]): Promise<number> {
       // How long an Idempotency-Key answers with the application it made (README, "Safe retries").
       'idempotency-window': { type: 'string', default: '24h' },
       ...fairShareFlags,
+      ...connectionFlags,
     },
   });
   if (values.auth !== 'on' && values.auth !== 'off') throw new Error('--auth takes on or off');
@@ -103,6 +105,7 @@ export async function localCommand(argv: string[]): Promise<number> {
     fairShare,
     sparkUiHost,
     idempotencyWindowMs: parseIdempotencyWindow(values['idempotency-window']),
+    ...connectionLimitsFrom(values),
   });
   // The notebook gateway on the same server, calling the API over HTTP like any client would.
   const self = () => dialable(values.host, api.server.address());

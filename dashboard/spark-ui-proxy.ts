@@ -5,7 +5,7 @@
 // do: spark-ui-access.ts. Once the driver has
 // ended, the same paths open the run's history (history-ui.ts), from the proxy's cache once the
 // run's log is final (history-cache.ts), after the same checks.
-import type { IncomingMessage } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import httpProxy from 'http-proxy';
 import { type Cluster, isTerminal } from '../cluster/cluster.js';
@@ -16,6 +16,7 @@ import { acceptsGzip, cacheKey, collectAnswer, HistoryPageCache, sendCached, STA
 import { historyPath } from './history-paths.js';
 import { prefillHistory } from './history-prefill.js';
 import { historyRequest, ownRunList } from './history-ui.js';
+import { connectionOwner, ConnectionSlots } from '../lib/connection-slots.js';
 import { hostName } from '../submit-api/host-allowlist.js';
 import { mayActOnApplication, type SubmissionPolicy } from '../webhook/domain/index.js';
 import { cookieValue, type Sessions } from './session.js';
@@ -23,6 +24,7 @@ import {
   GRANT_PARAM, HANDOVER_AUDIENCE, HANDOVER_TTL_MS, UI_AUDIENCE, UI_COOKIE, UI_TTL_MS,
   VIEWER_HEADERS_DROPPED, forViewer, fromThisUi, isKillPath, isStaticAsset, uiCookie, uiPrefix,
 } from './spark-ui-access.js';
+import { defaultSparkUiLimits, ProxiedAnswer, type SparkUiLimits } from './spark-ui-limits.js';
 
 export interface SparkUiProxyOptions {
   cluster: Cluster;
@@ -35,6 +37,8 @@ export interface SparkUiProxyOptions {
   uiHost?: string;
   /** Bytes of ended runs' pages kept in memory (history-cache.ts); 0: none. */
   historyCacheBytes?: number;
+  /** Proxied requests per key, an answer's time and bytes (spark-ui-limits.ts). */
+  limits?: Partial<SparkUiLimits>;
 }
 
 /** The history page cache's default size, and the biggest answer it keeps. */
@@ -44,7 +48,7 @@ const HISTORY_CACHE_ENTRY_BYTES = 4 * 1024 * 1024;
 const MAX_COLLECTING = 8;
 
 /** What a proxied request's answer needs: its prefix and target (redirects), and where the history's answer goes. */
-interface Proxied { prefix: string; target: URL; fromHistory: boolean; cacheAs?: string; staticFile: boolean }
+interface Proxied { prefix: string; target: URL; fromHistory: boolean; cacheAs?: string; staticFile: boolean; answer: ProxiedAnswer }
 
 /** The raw (still encoded) path after `/dashboard/apps/{appName}/spark-ui`: what the driver serves. */
 function rawRest(path: string): string {
@@ -52,8 +56,16 @@ function rawRest(path: string): string {
   return match?.[1] ?? '';
 }
 
+const ERRORS: Record<number, string> = { 400: 'Bad Request', 401: 'Unauthorized', 403: 'Forbidden', 404: 'Not Found', 429: 'Too Many Requests', 502: 'Bad Gateway', 504: 'Gateway Timeout' };
+
+/** A JSON error on a raw response (past fastify: the proxy's own answers). */
+function failRaw(res: ServerResponse, statusCode: number, message: string): void {
+  res.writeHead(statusCode, { 'content-type': 'application/json' });
+  res.end(JSON.stringify({ message, statusCode, error: ERRORS[statusCode] ?? 'Error' }));
+}
+
 function fail(reply: FastifyReply, statusCode: number, message: string) {
-  const error = { 400: 'Bad Request', 401: 'Unauthorized', 403: 'Forbidden', 404: 'Not Found', 502: 'Bad Gateway' }[statusCode] ?? 'Error';
+  const error = ERRORS[statusCode] ?? 'Error';
   return reply.code(statusCode).type('application/json').send({ message, statusCode, error });
 }
 
@@ -69,6 +81,8 @@ export const sparkUiProxy: FastifyPluginAsync<SparkUiProxyOptions> = async (app,
   const { sessions } = opts;
   const uiHostName = opts.uiHost === undefined ? undefined : hostName(opts.uiHost);
   const proxy = httpProxy.createProxyServer({ xfwd: false, proxyTimeout: 30_000 });
+  const limits = { ...defaultSparkUiLimits, ...opts.limits };
+  const inFlight = new ConnectionSlots(limits.requestsPerKey);
   // With authentication off there is no session or key a page could use that any client could
   // not use anyway: the sandbox would protect nothing and cost the UI its scripted tables.
   const sandboxed = uiHostName === undefined && opts.auth.enabled;
@@ -81,9 +95,11 @@ export const sparkUiProxy: FastifyPluginAsync<SparkUiProxyOptions> = async (app,
   // a redirect to the driver itself is turned into one under this request's prefix.
   const proxied = new WeakMap<IncomingMessage, Proxied>();
   const collecting = new Set<string>();
+  proxy.on('proxyReq', (proxyReq, req) => proxied.get(req)?.answer.started(proxyReq));
   proxy.on('proxyRes', (proxyRes, req) => {
     forViewer(proxyRes.headers, sandboxed);
     const at = proxied.get(req);
+    at?.answer.answered(proxyRes);
     // Spark's own files from the History Server (it says no-store) may be kept by the browser.
     if (at?.fromHistory && at.staticFile && proxyRes.statusCode === 200) proxyRes.headers['cache-control'] = STATIC_CACHE_CONTROL;
     // Kept as it streams by: one copy per key at a time, and a few at once (each up to the entry cap).
@@ -104,6 +120,8 @@ export const sparkUiProxy: FastifyPluginAsync<SparkUiProxyOptions> = async (app,
     proxyRes.headers.location = `${path}${url.search}`;
   });
   proxy.on('error', (error, req, res) => {
+    // The viewer left or the answer was cut: the upstream request was destroyed on purpose.
+    if (proxied.get(req)?.answer.ended) return;
     app.log.warn({ url: req.url, err: error.message }, 'Spark UI proxy: the driver did not answer');
     if ('writeHead' in res && !res.headersSent) {
       res.writeHead(502, { 'content-type': 'application/json' });
@@ -209,10 +227,16 @@ export const sparkUiProxy: FastifyPluginAsync<SparkUiProxyOptions> = async (app,
     }
     const target = live ?? history?.target;
     if (!target) return fail(reply, 404, `The Spark UI of ${appName} is available while it runs${opts.history ? ' and, after it ended, from its event log' : ''}; it is not running and has no history (or is unknown).`);
+    // Counted per key (per address without one) until the viewer's response closes.
+    const release = inFlight.take(connectionOwner(who?.identity?.id, request.ip), () => reply.raw.destroy());
+    if (!release) return fail(reply, 429, `At most ${limits.requestsPerKey} Spark UI requests of one key (or address) at once: wait for the open ones to finish.`);
+    reply.raw.once('close', release);
     renewCookie();
+    const answer = new ProxiedAnswer(reply.raw, limits, (res) =>
+      failRaw(res, 504, `The Spark UI did not finish its answer within ${limits.answerMs / 1000} s.`));
     // The driver serves its UI at /; the links it writes start with proxyBase (our prefix).
     proxied.set(request.raw, {
-      prefix, target, fromHistory: history !== undefined, staticFile: isStaticAsset(request.method, rest, query),
+      answer, prefix, target, fromHistory: history !== undefined, staticFile: isStaticAsset(request.method, rest, query),
       cacheAs: history && request.method === 'GET' && history.path === runPath ? cacheAs : undefined,
     });
     request.raw.url = `${history?.path ?? rest}${query}`;

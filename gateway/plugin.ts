@@ -10,7 +10,7 @@ import { GatewayError, KernelRegistry } from './kernel-registry.js';
 import { LauncherAuth } from './launcher-auth.js';
 import { LauncherFiles } from './launcher-files.js';
 import { DEFAULT_KERNELS_PER_KEY } from './kernel-owners.js';
-import type { UpgradeGuardOptions } from './upgrade-guard.js';
+import { crossSiteRefusal, type UpgradeGuardOptions } from './upgrade-guard.js';
 import { kernelRoutes } from './routes/kernels.js';
 import { kernelspecRoutes } from './routes/kernelspecs.js';
 import { versionRoutes } from './routes/version.js';
@@ -83,6 +83,9 @@ const gateway: FastifyPluginAsync<GatewayOptions> = async (app, options) => {
     scope.decorateRequest('gatewayKey', undefined);
     scope.decorateRequest('gatewayCaller', null);
     scope.addHook('onRequest', async (request, reply) => {
+      // Before anything else: a page of another site is refused as its websockets are (upgrade-guard.ts).
+      const crossSite = crossSiteRefusal(request.raw, options.upgrades?.allowedOrigins);
+      if (crossSite) return sendGatewayError(reply, 403, 'Forbidden', crossSite);
       const result = authenticate(options.auth, request.raw);
       if (!result.ok) return sendGatewayError(reply, 401, 'Unauthorized', result.message);
       request.gatewayKey = result.key;

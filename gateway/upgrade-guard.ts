@@ -43,14 +43,30 @@ export function refuseUpgrade(socket: Duplex, status: number, message: string): 
 
 /** Why an upgrade's Origin is refused, or undefined when it may go on. */
 export function originRefusal(request: IncomingMessage, allowed: string[] = []): string | undefined {
+  return !foreignOrigin(request, allowed) ? undefined : `websockets from pages of ${request.headers.origin} are not accepted (${allowedList(allowed)})`;
+}
+
+/**
+ * Why a gateway HTTP request is refused as cross-site, or undefined when it may go on: the same
+ * rule as websockets. With authentication off (local mode's default) any web page could start
+ * kernels with a form or a text/plain POST, which needs no preflight; browsers send Origin
+ * with every such request, and Jupyter's own clients (not browsers) send none.
+ */
+export function crossSiteRefusal(request: IncomingMessage, allowed: string[] = []): string | undefined {
+  return !foreignOrigin(request, allowed) ? undefined : `requests from pages of ${request.headers.origin} are not accepted (${allowedList(allowed)})`;
+}
+
+const allowedList = (allowed: string[]) => `the allowed origins: this service's own${allowed.length ? `, ${allowed.join(', ')}` : ''}; --allowed-origins`;
+
+/** Whether the request comes from a browser page of another origin than this service's or an allowed one. */
+function foreignOrigin(request: IncomingMessage, allowed: string[]): boolean {
   const origin = request.headers.origin;
-  if (origin === undefined || allowed.includes('*')) return undefined;
+  if (origin === undefined || allowed.includes('*')) return false;
   const normalized = origin.trim().toLowerCase().replace(/\/$/, '');
-  if (allowed.some((entry) => entry.trim().toLowerCase().replace(/\/$/, '') === normalized)) return undefined;
+  if (allowed.some((entry) => entry.trim().toLowerCase().replace(/\/$/, '') === normalized)) return false;
   let host: string | undefined;
   try { host = new URL(normalized).host; } catch { host = undefined; } // `null` (sandboxed pages, files): no host
-  if (host !== undefined && host === (request.headers.host ?? '').trim().toLowerCase()) return undefined;
-  return `websockets from pages of ${origin} are not accepted (the allowed origins: this service's own${allowed.length ? `, ${allowed.join(', ')}` : ''}; --allowed-origins)`;
+  return host === undefined || host !== (request.headers.host ?? '').trim().toLowerCase();
 }
 
 /** Makes `serve` the server's upgrade handler behind the checks above; returns the function that detaches it. */

@@ -5,6 +5,7 @@
 // the event feed) are not limited: the timeouts count only until the request has arrived.
 import underPressure from '@fastify/under-pressure';
 import type { FastifyInstance, FastifyServerOptions } from 'fastify';
+import { capConnectionsPerAddress, defaultPerAddress } from '../lib/address-cap.js';
 import { connectionBudget, holdConnectionsBelowFdLimit } from '../lib/fd-limit.js';
 
 export interface ApiLimits {
@@ -18,6 +19,8 @@ export interface ApiLimits {
   checkIntervalMs: number;
   /** Open connections at most; more are closed at once. Never above the open-files budget (lib/fd-limit.ts). */
   maxConnections: number;
+  /** Open connections one client address (an IPv6 /64) may hold; 0: no cap; undefined: lib/address-cap.ts's default from maxConnections. */
+  connectionsPerAddress?: number;
   /** Event-loop delay above which requests are answered 503 (0: never). */
   maxEventLoopDelayMs: number;
 }
@@ -48,6 +51,7 @@ export function serverLimitOptions(limits: ApiLimits): Partial<FastifyServerOpti
 
 export async function installLimits(app: FastifyInstance, limits: ApiLimits): Promise<void> {
   holdConnectionsBelowFdLimit(app.server, app.log, limits.maxConnections);
+  capConnectionsPerAddress(app.server, limits.connectionsPerAddress ?? defaultPerAddress(app.server.maxConnections));
   app.server.headersTimeout = Math.min(limits.headersTimeoutMs, limits.requestTimeoutMs);
   if (limits.maxEventLoopDelayMs > 0) {
     // The start is not load: compiling every route's schemas and reading the state back block

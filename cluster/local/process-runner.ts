@@ -6,7 +6,7 @@ import { chownSync, closeSync, existsSync, mkdirSync, openSync, readdirSync, rea
 import { join } from 'node:path';
 import type { V1Pod } from '@kubernetes/client-node';
 import type { LocalCommand } from './local-command.js';
-import { moveLauncherToken, sandboxedCommand } from './sandbox.js';
+import { driverEnvironment, moveLauncherToken, sandboxedCommand } from './sandbox.js';
 import { prepareEventLogDir } from './sandbox-event-log.js';
 import { type LocalMachine, localDriverCommand } from './spark-command.js';
 
@@ -58,8 +58,9 @@ export function startProcess(command: LocalCommand, logFile: string, exitFile: s
     const child = spawn('/bin/sh', ['-c', WRAPPER, 'driver', command.command, ...command.args], {
       detached: true, // its own process group, and it outlives the service
       stdio: ['ignore', log, log],
-      // The pod's env on top of the service's; the wrapper's own variable last, so no pod sets it.
-      env: { ...process.env, ...command.env, EXIT_FILE: exitFile },
+      // The pod's env on top of the allowlisted part of the service's (sandbox.ts); the wrapper's
+      // own variable last, so no pod sets it.
+      env: { ...driverEnvironment(process.env), ...command.env, EXIT_FILE: exitFile },
     });
     if (child.pid === undefined) throw new Error(`could not start ${command.command}`);
     child.unref();

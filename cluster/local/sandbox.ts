@@ -2,8 +2,8 @@
 // service's rights. Each driver starts inside bubblewrap (Debian's `bwrap`): the whole machine
 // read-only, the data dir (keys.json, session-secret, gateway-secret, records, every other
 // application's log and work dir) and the service user's home replaced by empty tmpfs, a /tmp
-// of its own, its own PID namespace (no /proc of the service or of other drivers), the
-// service's secrets taken out of its environment, its work dir the one place it may write.
+// of its own, its own PID namespace (no /proc of the service or of other drivers), an
+// environment of allowlisted names only (driverEnvironment), its work dir the one place it may write.
 // A service running as root also drops the driver to an unprivileged user (setpriv); one that
 // is not root keeps its uid inside a user namespace, and the mounts alone hide the files.
 import { spawnSync } from 'node:child_process';
@@ -39,6 +39,29 @@ export const SANDBOX_WORK_DIR = '/tmp/app';
 
 /** Variables of the service that no driver may inherit (keys and secrets given through the environment). */
 export const SERVICE_SECRETS = ['SUBMISSION_SERVICE_API_KEY', 'SUBMISSION_SERVICE_GATEWAY_SECRET', 'EXIT_FILE'];
+
+/**
+ * The service's variables a driver inherits, sandboxed or not: where programs and Java are, the
+ * user, locale and time zone, a temp dir, and Spark's, PySpark's and Hadoop's own settings. Any
+ * other (a cloud credential, a token, a proxy URL with a password) stays the service's; what the
+ * pod's env says is added on top (process-runner.ts).
+ */
+export const DRIVER_ENV_NAMES = [
+  'PATH', 'HOME', 'USER', 'LOGNAME', 'SHELL', 'LANG', 'LANGUAGE', 'TZ', 'TMPDIR', 'TERM',
+  'JAVA_HOME', 'HADOOP_HOME', 'HADOOP_CONF_DIR', 'PYTHONIOENCODING',
+];
+/** Prefixes of inherited names: locale categories, Spark's and PySpark's settings (SPARK_HOME, SPARK_CONF_DIR, SPARK_LOCAL_IP, ...). */
+export const DRIVER_ENV_PREFIXES = ['LC_', 'SPARK_', 'PYSPARK_'];
+
+/** The part of `env` (the service's) a driver starts with. */
+export function driverEnvironment(env: NodeJS.ProcessEnv): Record<string, string> {
+  const kept: Record<string, string> = {};
+  for (const [name, value] of Object.entries(env)) {
+    if (value === undefined || SERVICE_SECRETS.includes(name)) continue;
+    if (DRIVER_ENV_NAMES.includes(name) || DRIVER_ENV_PREFIXES.some((prefix) => name.startsWith(prefix))) kept[name] = value;
+  }
+  return kept;
+}
 
 /**
  * `--dir` 0755 for each directory between a hidden path's tmpfs and a readable path below it:

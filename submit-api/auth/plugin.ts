@@ -94,6 +94,8 @@ const auth: FastifyPluginAsync<AuthPluginOptions> = async (app, opts) => {
     const key = keyFromHeaders(request.headers);
     const session = key ? undefined : opts.sessionVerifier?.(request);
     if (session && !SAFE_METHODS.has(request.method) && !request.headers[CSRF_HEADER]) {
+      // Known though refused: the audit line (audit.ts) names the key. No handler runs after a refusal.
+      request.apiKey = session;
       if (log) request.log.info({ url: request.url, keyId: session.id }, 'refused: session write without the CSRF header');
       return refuse(reply, 403, `A write with a session cookie needs the ${CSRF_HEADER} header (cross-site requests are refused).`);
     }
@@ -109,6 +111,7 @@ const auth: FastifyPluginAsync<AuthPluginOptions> = async (app, opts) => {
     const needed = request.routeOptions.config?.role ?? 'user';
     // Unknown roles (a typo in a route, a hand-edited keys file) rank so as to refuse.
     if ((RANK[identity.role] ?? 0) < (RANK[needed] ?? Infinity)) {
+      request.apiKey = identity; // for the audit line, as above
       if (log) request.log.info({ url: redactUrl(request.url), keyId: identity.id }, `refused: needs role ${needed}`);
       return refuse(reply, 403, `This request needs a key with role "${needed}".`);
     }

@@ -82,13 +82,16 @@ export async function appEventRoutes(app: FastifyInstance, { cluster, history, f
     const replay: string[] = [];
     let replayBytes = 0;
     let replaying = true;
+    // The feed measured the replay before delivering it (events.ts); what this caller is shown
+    // may still differ in size, so building stops as soon as it is over the budget.
     const unsubscribe = cluster.events.subscribe(lastEventId, (message) => {
+      if (replaying && replayBytes > budget.maxReplayBytes) return;
       const block = text(message);
       if (block === undefined) return;
       if (!replaying) return writer.send(block);
       replay.push(block);
       replayBytes += block.length;
-    }, { maxReplay: budget.maxReplayEvents });
+    }, { maxReplay: budget.maxReplayEvents, maxReplayBytes: budget.maxReplayBytes });
     replaying = false;
     if (replayBytes > budget.maxReplayBytes) writer.send(resetText(cluster.events.lastId));
     else for (const block of replay) writer.send(block);

@@ -6,7 +6,7 @@ import type { FastifyInstance, InjectOptions } from 'fastify';
 import type { Application, NodePool } from '../../schemas/index.js';
 import { randomBytes } from 'node:crypto';
 import { LocalCluster, type LocalClusterOptions } from '../../cluster/local/local-cluster.js';
-import { buildService } from '../../cli/service.js';
+import { buildService, type ServiceOptions } from '../../cli/service.js';
 import type { KeyLookup } from '../../dashboard/session.js';
 import type { ApiOptions } from '../../submit-api/app.js';
 import type { KeyVerifier } from '../../submit-api/auth/plugin.js';
@@ -73,6 +73,8 @@ export interface TestApiOptions {
   idempotencyWindowMs?: number;
   /** Proxied Spark UIs on a host of their own (dashboard/spark-ui-access.ts). */
   sparkUiHost?: string;
+  /** Proxied Spark UI requests per key, an answer's time and bytes (dashboard/spark-ui-limits.ts). */
+  sparkUiLimits?: ServiceOptions['sparkUiLimits'];
 }
 
 export async function startTestApi(t: TestLike, options: TestApiOptions = {}): Promise<TestApi> {
@@ -104,6 +106,7 @@ export async function startTestApi(t: TestLike, options: TestApiOptions = {}): P
     fairShare: options.fairShare,
     sparkUiHost: options.sparkUiHost,
     idempotencyWindowMs: options.idempotencyWindowMs,
+    sparkUiLimits: options.sparkUiLimits,
   });
   // Registered after tempDir's teardown, so it runs first (tap runs teardowns in reverse).
   t.teardown(async () => {

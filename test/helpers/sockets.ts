@@ -91,6 +91,9 @@ export function slowClients(port: number, count: number): Promise<{ sockets: Soc
     sockets.push(socket);
     socket.on('error', () => ok());
     socket.on('close', () => ok());
+    // Read (and drop) what the server says: a socket nobody reads never sees the server close it
+    // after an answer (the per-address cap's 429), only after a reset.
+    socket.on('data', () => undefined);
     socket.on('connect', () => { socket.write('GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n'); ok(); });
   }));
   return Promise.all(opened).then(() => ({ sockets, open: () => sockets.filter((s) => !s.destroyed && s.readyState === 'open').length }));
