@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import type { FileKeyStore } from '../submit-api/auth/key-store.js';
 import { loadGatewaySecret } from '../gateway/launcher-auth.js';
 import { DEFAULT_KERNELS_PER_KEY } from '../gateway/kernel-owners.js';
+import { DEFAULT_LIFECYCLE, type LifecycleLimits, pingTimeoutFor } from '../gateway/lifecycle-limits.js';
 import { gatewayProof, processGatewayProof } from '../lib/gateway-proof.js';
 import { packageRoot } from '../lib/package-root.js';
 
@@ -36,6 +37,35 @@ export const kernelsPerKeyFlag = { type: 'string', default: String(DEFAULT_KERNE
 export function parseKernelsPerKey(value: string): number {
   if (!/^\d{1,4}$/.test(value)) throw new Error(`--kernels-per-key takes a number of kernels (0: no limit), not ${JSON.stringify(value)}`);
   return Number(value);
+}
+
+const seconds = (ms: number) => String(ms / 1000);
+
+/** The kernels' lifecycle, in seconds (gateway/lifecycle-limits.ts); 0 turns the pings or the launch timeout off. */
+export const lifecycleFlags = {
+  'kernel-launch-timeout': { type: 'string', default: seconds(DEFAULT_LIFECYCLE.launchTimeoutMs) },
+  'kernel-restart-timeout': { type: 'string', default: seconds(DEFAULT_LIFECYCLE.restartTimeoutMs) },
+  'kernel-interrupt-timeout': { type: 'string', default: seconds(DEFAULT_LIFECYCLE.interruptTimeoutMs) },
+  'websocket-ping-interval': { type: 'string', default: seconds(DEFAULT_LIFECYCLE.pingIntervalMs) },
+  // Absent: three pings, at least 30 s, as jupyter_server derives it.
+  'websocket-ping-timeout': { type: 'string' },
+} as const;
+
+export function parseLifecycle(values: { [K in keyof typeof lifecycleFlags]?: string }): LifecycleLimits {
+  const ms = (flag: keyof typeof lifecycleFlags, fallback: number) => {
+    const value = values[flag];
+    if (value === undefined) return fallback;
+    if (!/^\d{1,6}(\.\d{1,3})?$/.test(value)) throw new Error(`--${flag} takes a number of seconds, not ${JSON.stringify(value)}`);
+    return Math.round(Number(value) * 1000);
+  };
+  const pingIntervalMs = ms('websocket-ping-interval', DEFAULT_LIFECYCLE.pingIntervalMs);
+  return {
+    pingIntervalMs,
+    pingTimeoutMs: ms('websocket-ping-timeout', pingTimeoutFor(pingIntervalMs)),
+    launchTimeoutMs: ms('kernel-launch-timeout', DEFAULT_LIFECYCLE.launchTimeoutMs),
+    restartTimeoutMs: ms('kernel-restart-timeout', DEFAULT_LIFECYCLE.restartTimeoutMs),
+    interruptTimeoutMs: ms('kernel-interrupt-timeout', DEFAULT_LIFECYCLE.interruptTimeoutMs),
+  };
 }
 
 /** An address to dial from this machine: a wildcard listen address becomes loopback. */

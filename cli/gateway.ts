@@ -7,7 +7,7 @@ import { holdConnectionsBelowFdLimit } from '../lib/fd-limit.js';
 import { installJsonBodyParser } from '../lib/json-body.js';
 import { FileKeyStore } from '../submit-api/auth/key-store.js';
 import { defaultDataDir, listFlag, parseSecretRef } from './config.js';
-import { dialable, gatewaySecret, kernelsPerKeyFlag, localLauncherFile, ownKeyVerifier, parseKernelsPerKey, parseWarmPool } from './gateway-wiring.js';
+import { dialable, gatewaySecret, kernelsPerKeyFlag, lifecycleFlags, localLauncherFile, ownKeyVerifier, parseKernelsPerKey, parseLifecycle, parseWarmPool } from './gateway-wiring.js';
 import { gatewayProof } from '../lib/gateway-proof.js';
 import { fairShareFrom } from './fair-share-flags.js';
 
@@ -26,6 +26,7 @@ export const gatewayFlags = {
   'kernel-image': { type: 'string' },
   'warm-pool': { type: 'string', multiple: true },
   'kernels-per-key': kernelsPerKeyFlag,
+  ...lifecycleFlags,
   'websockets-per-key': { type: 'string' },
   'allowed-origins': { type: 'string', default: '' },
 } as const;
@@ -66,6 +67,7 @@ export async function gatewayCommand(argv: string[]): Promise<number> {
     kernelImage: values['kernel-image'],
     secret, cullIdleSeconds: Number(values['cull-idle-seconds']), warmPool,
     kernelsPerKey: parseKernelsPerKey(values['kernels-per-key']),
+    lifecycle: parseLifecycle(values),
     // The API accepts kernel labels with this (it has the same SUBMISSION_SERVICE_GATEWAY_SECRET).
     apiProof: gatewayProof(secret),
     websocketsPerKey: fairShareFrom({ 'websockets-per-key': values['websockets-per-key'] }).websocketsPerKey,

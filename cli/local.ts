@@ -14,7 +14,7 @@ import { loadSessionSecret } from '../dashboard/session-secret.js';
 import { FileKeyStore } from '../submit-api/auth/key-store.js';
 import { KERNEL_LABEL } from '../gateway/kernel-registry.js';
 import { gatewayPlugin } from '../gateway/plugin.js';
-import { apiGatewayProof, dialable, gatewaySecret, kernelsPerKeyFlag, localGatewayKey, localLauncherFile, parseKernelsPerKey, parseWarmPool } from './gateway-wiring.js';
+import { apiGatewayProof, dialable, gatewaySecret, kernelsPerKeyFlag, lifecycleFlags, localGatewayKey, localLauncherFile, parseKernelsPerKey, parseLifecycle, parseWarmPool } from './gateway-wiring.js';
 import { defaultDataDir, findSpark, javaProblem, listFlag } from './config.js';
 import { rulesFrom } from './rules.js';
 import { connectionFlags, connectionLimitsFrom } from './connection-flags.js';
@@ -43,6 +43,7 @@ export async function localCommand(argv: string[]): Promise<number> {
       retention: { type: 'string', default: '30d' },
       history: { type: 'string', default: 'on' },
       'kernels-per-key': kernelsPerKeyFlag,
+      ...lifecycleFlags,
       sandbox: { type: 'string', default: 'auto' },
       'driver-user': { type: 'string', default: 'nobody' },
       // How long an Idempotency-Key answers with the application it made (README, "Safe retries").
@@ -113,7 +114,7 @@ export async function localCommand(argv: string[]): Promise<number> {
     auth, apiUrl: () => `http://${self()}`, apiKey: gatewayKey,
     launcherUrl: () => `ws://${self()}/notebooks`, launcherFile: localLauncherFile(),
     secret: gatewaySecret(dataDir), cullIdleSeconds: Number(values['cull-idle-seconds']), warmPool,
-    kernelsPerKey, launcherDir: join(dataDir, 'launchers'), apiProof: proof,
+    kernelsPerKey, launcherDir: join(dataDir, 'launchers'), apiProof: proof, lifecycle: parseLifecycle(values),
     websocketsPerKey: fairShare.websocketsPerKey,
     // Websockets: the HTTP Host allowlist (while auth is off) and browser pages of these origins only.
     upgrades: { allowedHosts: auth.enabled ? undefined : allowedHosts, allowedOrigins: listFlag(values['allowed-origins']) },

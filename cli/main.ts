@@ -9,6 +9,8 @@ const USAGE = `usage: submission-service <command> [options]
                    --allowed-hosts localhost,127.0.0.1,::1 (Host names served while auth is off)
                    --cull-idle-seconds N --warm-pool TEMPLATE=N (repeatable); the notebook gateway at /notebooks
                    --kernels-per-key N (kernels a user key holds at once; default 5, 0: no limit)
+                   --kernel-launch-timeout S (600) --kernel-restart-timeout S (60) --kernel-interrupt-timeout S (10)
+                   --websocket-ping-interval S (30, 0: off) --websocket-ping-timeout S (three pings, ≥ 30); also for gateway
                    --allowed-origins URL,… (browser pages whose websockets are accepted besides this service's own)
                    --spark-ui-host NAME[:PORT] (proxied Spark UIs on a host of their own; default: this host, sandboxed)
   api              the API in Kubernetes mode   --kubeconfig F --namespace NS --port 8080 --auth on|off --keys-secret NS/NAME

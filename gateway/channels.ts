@@ -8,8 +8,10 @@ import type { Duplex } from 'node:stream';
 import type { FastifyBaseLogger } from 'fastify';
 import { WebSocketServer } from 'ws';
 import { authenticate, type GatewayAuthOptions } from './auth.js';
+import { Heartbeat } from './heartbeat.js';
 import type { KernelRegistry } from './kernel-registry.js';
 import type { LauncherAuth } from './launcher-auth.js';
+import { DEFAULT_LIFECYCLE, type LifecycleLimits } from './lifecycle-limits.js';
 import type { SocketSlots } from './socket-slots.js';
 import { guardUpgrades, refuseUpgrade, type UpgradeGuardOptions } from './upgrade-guard.js';
 
@@ -30,11 +32,16 @@ export interface ChannelOptions {
   sockets: SocketSlots;
   /** Host and Origin checks, the handshake's timeout (upgrade-guard.ts). */
   upgrades?: Omit<UpgradeGuardOptions, 'log'>;
+  /** The pings every websocket gets, and how long a silent one is kept (heartbeat.ts). */
+  ping?: Pick<LifecycleLimits, 'pingIntervalMs' | 'pingTimeoutMs'>;
 }
 
 /** Handles upgrades under /notebooks/ on `server`; returns the function that detaches and closes. */
 export function attachChannels(server: Server, options: ChannelOptions): () => void {
   const wss = new WebSocketServer({ noServer: true, skipUTF8Validation: true, maxPayload: MAX_FRAME, perMessageDeflate: false });
+  const ping = options.ping ?? DEFAULT_LIFECYCLE;
+  const heartbeat = new Heartbeat(ping.pingIntervalMs, ping.pingTimeoutMs, options.log);
+  heartbeat.start();
   const onUpgrade = (request: IncomingMessage, socket: Duplex, head: Buffer) => {
     const url = new URL(request.url ?? '/', 'http://gateway');
     const channels = CHANNELS.exec(url.pathname);
@@ -48,7 +55,11 @@ export function attachChannels(server: Server, options: ChannelOptions): () => v
       const sessionId = url.searchParams.get('session_id') ?? '';
       const slot = options.sockets.take(request, socket);
       if (!slot) return refuse(socket, 429, 'Too Many Requests', `This key (or address) holds ${options.sockets.perKey} websockets, the most at once: close one first.`);
-      wss.handleUpgrade(request, socket, head, (ws) => { slot.upgraded(ws); session.addClient(ws, sessionId); });
+      wss.handleUpgrade(request, socket, head, (ws) => {
+        slot.upgraded(ws);
+        heartbeat.watch(ws, 'client');
+        session.addClient(ws, sessionId);
+      });
     } else if (launcher) {
       const id = launcher[1];
       const credential = /^token\s+(\S+)$/i.exec(request.headers.authorization ?? '')?.[1];
@@ -61,7 +72,10 @@ export function attachChannels(server: Server, options: ChannelOptions): () => v
         session.probeLauncher();
         return refuse(socket, 409, 'Conflict', 'This kernel\'s launcher is connected already.');
       }
-      wss.handleUpgrade(request, socket, head, (ws) => session.setLauncher(ws, options.launcherAuth.reconnectSecret(id, credential)));
+      wss.handleUpgrade(request, socket, head, (ws) => {
+        heartbeat.watch(ws, 'launcher');
+        session.setLauncher(ws, options.launcherAuth.reconnectSecret(id, credential));
+      });
     } else {
       refuse(socket, 404, 'Not Found', `No websocket at ${url.pathname}`);
     }
@@ -69,6 +83,7 @@ export function attachChannels(server: Server, options: ChannelOptions): () => v
   const detach = guardUpgrades(server, { ...options.upgrades, log: options.log }, onUpgrade);
   return () => {
     detach();
+    heartbeat.stop();
     for (const ws of wss.clients) ws.terminate();
     wss.close();
   };

@@ -6,10 +6,13 @@ import { EventEmitter, once } from 'node:events';
 import type { FastifyBaseLogger } from 'fastify';
 import { ApiClient, type ApiApplication, ApiError, TERMINAL_STATES } from './api-client.js';
 import type { GatewayCaller } from './auth.js';
+import { type Clock, systemClock, type TimerHandle } from './clock.js';
+import { GatewayError } from './gateway-error.js';
 import { kernelLimitRefusal, mayUseKernel } from './kernel-owners.js';
 import { reconcileKernels } from './kernel-reconcile.js';
 import { KernelSession } from './kernel-session.js';
 import type { LauncherAuth } from './launcher-auth.js';
+import { DEFAULT_LIFECYCLE, type LifecycleLimits } from './lifecycle-limits.js';
 import { idleKernelsTotal } from './metrics.js';
 import { WarmPool } from './warm-pool.js';
 
@@ -45,17 +48,16 @@ export interface RegistryOptions {
   launcherEnv?: (kernelId: string, token: string) => Record<string, string>;
   /** Throws away what launcherEnv wrote for a kernel that is gone. */
   forgetLauncher?: (kernelId: string) => void;
+  /** Launch, restart and interrupt timeouts (lifecycle-limits.ts); absent: the defaults. */
+  lifecycle?: LifecycleLimits;
+  /** Time for the launch timeouts and the sessions' waits; absent: the process's. */
+  clock?: Clock;
 }
 
 /** How long the list waits, after a restart, for launchers to say whether their pool kernel was claimed. */
 const CLAIM_SETTLE_MS = 8000;
 
-/** An error to answer the Jupyter server with: status and `{reason, message}`. */
-export class GatewayError extends Error {
-  constructor(readonly statusCode: number, readonly reason: string, message: string) {
-    super(message);
-  }
-}
+export { GatewayError };
 
 const jobNameFor = (spec: string) => `kernel-${spec}`.slice(0, 41).replace(/-+$/, '');
 
@@ -76,8 +78,14 @@ export class KernelRegistry {
   private foundDone: () => void = () => {};
   /** Starts under way per key id, counted against its limit until their kernel has its owner. */
   private readonly starting = new Map<string, number>();
+  /** Kernels submitted here and not launched yet: ended when their launch timeout passes. */
+  private readonly launchTimers = new Map<string, TimerHandle>();
+  private readonly lifecycle: LifecycleLimits;
+  private readonly clock: Clock;
 
   constructor(private readonly options: RegistryOptions) {
+    this.lifecycle = options.lifecycle ?? DEFAULT_LIFECYCLE;
+    this.clock = options.clock ?? systemClock;
     this.found = new Promise((resolve) => { this.foundDone = resolve; });
     this.pool = new WarmPool(new Map(Object.entries(options.warmPool ?? {})), {
       sessions: () => this.kernels.values(),
@@ -109,6 +117,8 @@ export class KernelRegistry {
     this.foundDone();
     this.stop.abort();
     if (this.cullTimer) clearInterval(this.cullTimer);
+    for (const timer of this.launchTimers.values()) this.clock.clearTimeout(timer);
+    this.launchTimers.clear();
     await this.pool.close();
     await this.following;
   }
@@ -124,7 +134,7 @@ export class KernelRegistry {
     for (const app of plan.found) {
       const id = app.labels![KERNEL_ID_LABEL];
       if (this.kernels.has(id)) continue;
-      const session = this.track(new KernelSession(id, app.labels?.[KERNEL_SPEC_LABEL] ?? 'default', this.options.log, true, app.labels?.[KERNEL_POOL_LABEL]));
+      const session = this.track(this.newSession(id, app.labels?.[KERNEL_SPEC_LABEL] ?? 'default', true, app.labels?.[KERNEL_POOL_LABEL]));
       session.appName = app.appName;
       session.poolVersion = app.labels?.[KERNEL_POOL_CONFIG_LABEL];
       // A pool's kernel says its claimer in its launcher's hello; any other is its submitter's.
@@ -189,14 +199,43 @@ export class KernelRegistry {
     return [...this.kernels.values()].filter((s) => !s.unclaimed && mayUseKernel(caller, s.owner));
   }
 
+  private newSession(id: string, specName: string, adopted: boolean, pool?: string): KernelSession {
+    return new KernelSession(id, specName, this.options.log, adopted, pool, undefined, this.lifecycle, this.clock);
+  }
+
   /** Registers a session and hears what the pool needs to know of it. */
   private track(session: KernelSession): KernelSession {
     this.kernels.set(session.id, session);
     session.onChange = () => {
+      if (session.launched) this.stopLaunchTimer(session.id);
       this.changes.emit('claim');
       if (session.pool !== undefined) this.pool.poke();
     };
     return session;
+  }
+
+  /**
+   * A kernel submitted here has `launchTimeoutMs` to report ready (its driver scheduled, its
+   * launcher connected, Spark started or failed). One that does not is ended with a reason in the
+   * notebook, instead of a notebook that shows `busy` and holds its requests for good (a driver
+   * that never gets a node, an image that cannot be pulled, a SparkContext that hangs).
+   */
+  private startLaunchTimer(session: KernelSession): void {
+    const ms = this.lifecycle.launchTimeoutMs;
+    if (ms <= 0) return;
+    this.launchTimers.set(session.id, this.clock.setTimeout(() => {
+      this.launchTimers.delete(session.id);
+      if (this.kernels.get(session.id) !== session || session.launched || this.ending.has(session.id)) return;
+      const why = `The kernel did not start within ${ms / 1000} s (its driver was not scheduled, or its launcher or Spark did not come up): it was shut down. Start a new one; the application's log says more.`;
+      this.options.log.warn({ kernel: session.id, appName: session.appName, launchTimeoutMs: ms }, 'a kernel did not start in time: ending it');
+      this.end(session.id, undefined, why).catch((error: Error) => this.options.log.error({ err: error, kernel: session.id }, 'could not remove a kernel that did not start'));
+    }, ms));
+  }
+
+  private stopLaunchTimer(id: string): void {
+    const timer = this.launchTimers.get(id);
+    if (timer !== undefined) this.clock.clearTimeout(timer);
+    this.launchTimers.delete(id);
   }
 
   /**
@@ -253,7 +292,8 @@ export class KernelRegistry {
   private async submitKernel(specName: string, key: string | undefined, pool?: { template: string; version: string }, owner?: string, owned?: () => void): Promise<KernelSession> {
     const id = randomUUID();
     const token = this.options.auth.issue(id);
-    const session = this.track(new KernelSession(id, specName, this.options.log, false, pool?.template));
+    const session = this.track(this.newSession(id, specName, false, pool?.template));
+    this.startLaunchTimer(session);
     session.poolVersion = pool?.version;
     session.owner = owner;
     owned?.();
@@ -306,7 +346,7 @@ export class KernelRegistry {
    * has too. A removal that failed leaves it listed as dead, for a DELETE to remove again; its
    * launcher has exited, so the application ends rather than runs unlisted.
    */
-  private end(id: string, callerKey?: string): Promise<void> {
+  private end(id: string, callerKey?: string, why?: string): Promise<void> {
     const session = this.kernels.get(id);
     if (!session) return Promise.resolve();
     // A second ending (a DELETE during a cull) waits for the first.
@@ -314,7 +354,7 @@ export class KernelRegistry {
     if (ending) return ending;
     // A pool's kernel was submitted with the gateway's own key, which alone may remove it.
     const key = session.pool !== undefined ? undefined : callerKey ?? this.keys.get(id);
-    session.shutdown();
+    session.shutdown(why);
     const removed = (async () => {
       if (session.appName) await this.options.api.remove(session.appName, key);
       this.drop(id);
@@ -324,6 +364,7 @@ export class KernelRegistry {
   }
 
   private drop(id: string): void {
+    this.stopLaunchTimer(id);
     this.kernels.delete(id);
     this.keys.delete(id);
     this.options.auth.forget(id);

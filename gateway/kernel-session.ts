@@ -5,8 +5,11 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { WebSocket } from 'ws';
 import { ByteQueue } from './byte-queue.js';
+import { type Clock, systemClock } from './clock.js';
+import { GatewayError } from './gateway-error.js';
 import { IopubRateLimiter, rateNotice } from './iopub-rate-limit.js';
 import { countsAsActivity, type JupyterMessage, parseClientFrame, refusedReply, type Routing, splitKernelFrame, statusMessage, stderrMessage } from './messages.js';
+import { DEFAULT_LIFECYCLE, type LifecycleLimits } from './lifecycle-limits.js';
 import { DEFAULT_LIMITS, type SessionLimits, SLOW_CONSUMER_CLOSE } from './session-limits.js';
 
 export type ExecutionState = 'starting' | 'idle' | 'busy' | 'restarting' | 'dead';
@@ -16,11 +19,17 @@ export type ExecutionState = 'starting' | 'idle' | 'busy' | 'restarting' | 'dead
  */
 export type ClaimState = 'unclaimed' | 'claimed' | 'unknown';
 
-interface Client { ws: WebSocket; sessionId: string }
+/** `replaced`: a newer socket of the same session took its place (its close is not the session leaving). */
+interface Client { ws: WebSocket; sessionId: string; replaced?: boolean }
+/** Who sent a request, and on which channel (statuses of control requests do not say what the shell does). */
+interface Asker { client: Client; channel: string }
 
 const ROUTE_LIMIT = 5000;
-const RESTART_TIMEOUT_MS = 30_000;
 const CLAIM_TIMEOUT_MS = 3000;
+/** The launcher's own requests to the kernel (its restart's reset): their statuses are not the user's work. */
+const LAUNCHER_REQUEST_PREFIX = 'ss-restart-';
+/** Close code for a socket replaced by a newer one of the same session (jupyter_server closes the stale one too). */
+export const REPLACED_CLOSE = 1000;
 
 export interface KernelModel {
   id: string;
@@ -53,9 +62,13 @@ export class KernelSession {
   /** Last iopub sequence number each disconnected session received. */
   private readonly sessionSeen = new Map<string, number>();
   /** msg_id of a request → the client that sent it, so replies go to their asker. */
-  private readonly askers = new Map<string, Client>();
-  private restartWaiters: Array<() => void> = [];
-  private claimWaiters: Array<(confirmed: boolean) => void> = [];
+  private readonly askers = new Map<string, Asker>();
+  /** Answers awaited from the launcher, by the `op` it answers with (ask). */
+  private readonly awaited = new Map<string, Array<(answer: Record<string, unknown> | undefined) => void>>();
+  /** What the kernel itself last said on iopub (the gateway's own `restarting` aside). */
+  private kernelState: 'busy' | 'idle' = 'idle';
+  /** The launcher confirms interrupts and says the kernel's state after a restart (launchers before this did not). */
+  private launcherConfirms = false;
   private buffersWarned = false;
   private sparkFailed = false;
   /** A claim sent, not yet confirmed: no second request may take this kernel meanwhile. */
@@ -80,6 +93,8 @@ export class KernelSession {
     /** The template whose warm pool started this kernel; undefined for a kernel started on request. */
     readonly pool?: string,
     private readonly limits: SessionLimits = DEFAULT_LIMITS,
+    private readonly lifecycle: LifecycleLimits = DEFAULT_LIFECYCLE,
+    private readonly clock: Clock = systemClock,
   ) {
     this.claim = pool === undefined ? 'claimed' : adopted ? 'unknown' : 'unclaimed';
     this.held = new ByteQueue(limits.heldBytes);
@@ -100,6 +115,8 @@ export class KernelSession {
     return this.claim === 'unclaimed' && !this.claiming && this.launcher !== undefined && this.ready && !this.sparkFailed && this.executionState === 'idle';
   }
 
+  /** The launcher has reported Spark started (or failed, or off): the kernel takes requests. */
+  get launched(): boolean { return this.ready; }
   get sparkReady(): boolean { return this.ready && !this.sparkFailed; }
   get sparkBroken(): boolean { return this.ready && this.sparkFailed; }
 
@@ -110,13 +127,8 @@ export class KernelSession {
   async claimIt(owner?: string): Promise<boolean> {
     if (!this.claimable) return false;
     this.claiming = true;
-    const confirmed = new Promise<boolean>((resolve) => {
-      const timer = setTimeout(() => resolve(false), CLAIM_TIMEOUT_MS);
-      this.claimWaiters.push((ok) => { clearTimeout(timer); resolve(ok); });
-    });
     // The launcher keeps the claimer too and says it in every hello (a restarted gateway's owner).
-    this.launcher!.send(JSON.stringify({ op: 'claim', owner }));
-    const ok = await confirmed;
+    const ok = (await this.ask({ op: 'claim', owner }, 'claimed', CLAIM_TIMEOUT_MS)) !== undefined;
     this.claiming = false;
     // Unconfirmed (the launcher gone or too slow): it stays in the pool; a later claim is sent again.
     if (!ok || this.claim !== 'unclaimed') return false;
@@ -147,6 +159,7 @@ export class KernelSession {
 
   addClient(ws: WebSocket, sessionId: string): void {
     const client: Client = { ws, sessionId };
+    this.replaceStale(sessionId);
     const seen = this.sessionSeen.get(sessionId);
     const replayAll = this.adopted && this.clients.size === 0 && this.sessionSeen.size === 0 && seen === undefined;
     this.clients.add(client);
@@ -163,11 +176,29 @@ export class KernelSession {
     ws.on('message', (data: Buffer) => this.fromClient(client, data));
     ws.on('close', (code) => {
       this.log.info({ kernel: this.id, session: sessionId, code }, 'client websocket closed');
+      // A replaced socket's session is still here, on its newer socket: nothing is kept for it.
+      if (client.replaced) return;
       this.clients.delete(client);
       this.sessionSeen.set(sessionId, this.seq);
       if (this.sessionSeen.size > 1000) this.sessionSeen.delete(this.sessionSeen.keys().next().value!);
     });
     ws.on('error', (error) => this.log.info({ kernel: this.id, err: error }, 'client websocket error'));
+  }
+
+  /**
+   * A second socket of the same session replaces the first, as in jupyter_server: the first is
+   * most likely a connection the client has lost and our side has not noticed yet, and two sockets
+   * of one session would each get every reply meant for it.
+   */
+  private replaceStale(sessionId: string): void {
+    if (sessionId === '') return; // no session named: nothing to match
+    for (const stale of this.clients) {
+      if (stale.sessionId !== sessionId) continue;
+      this.log.warn({ kernel: this.id, session: sessionId }, 'replaced a stale websocket of the same session');
+      stale.replaced = true;
+      this.clients.delete(stale);
+      stale.ws.close(REPLACED_CLOSE, 'replaced by a newer connection of the same session');
+    }
   }
 
   private fromClient(client: Client, data: Buffer): void {
@@ -178,7 +209,7 @@ export class KernelSession {
     }
     const { message, text } = frame;
     if (countsAsActivity(message.header.msg_type)) this.lastActivity = new Date();
-    this.askers.set(message.header.msg_id, client);
+    this.askers.set(message.header.msg_id, { client, channel: message.channel });
     if (this.askers.size > ROUTE_LIMIT) this.askers.delete(this.askers.keys().next().value!);
     // Passed on as received: checked above, never re-serialized (but for a channel written in).
     if (this.ready && this.launcher) this.launcher.send(text);
@@ -261,6 +292,8 @@ export class KernelSession {
       if (this.launcher !== ws) return;
       this.launcher = undefined;
       this.log.info({ kernel: this.id }, 'launcher disconnected');
+      // What it was asked and has not answered will not be answered on another socket.
+      this.answerAll(undefined);
     });
     ws.on('error', (error) => this.log.info({ kernel: this.id, err: error }, 'launcher websocket error'));
   }
@@ -278,6 +311,7 @@ export class KernelSession {
     }
     switch (message.op) {
       case 'hello': {
+        this.launcherConfirms = message.confirms === true;
         if (this.claim === 'unknown' && typeof message.claimed === 'boolean') {
           if (message.claimed) {
             if (typeof message.owner === 'string') this.owner = message.owner;
@@ -285,21 +319,18 @@ export class KernelSession {
           }
           else { this.claim = 'unclaimed'; this.onChange(); }
         }
-        if (typeof message.busy === 'boolean' && this.ready) this.executionState = message.busy ? 'busy' : 'idle';
+        if (typeof message.busy === 'boolean') this.kernelState = message.busy ? 'busy' : 'idle';
+        if (typeof message.busy === 'boolean' && this.ready) this.executionState = this.kernelState;
         const spark = message.spark as { ok: boolean; error?: string } | undefined;
         if (spark && !this.ready) this.becomeReady(spark, message.busy === true);
         else if (this.ready) this.flushHeld();
         return;
       }
       case 'spark': return this.becomeReady(message as unknown as { ok: boolean; error?: string }, false);
-      case 'claimed': {
-        for (const done of this.claimWaiters.splice(0)) done(true);
-        return;
-      }
-      case 'restarted': {
-        const waiters = this.restartWaiters;
-        this.restartWaiters = [];
-        for (const done of waiters) done();
+      case 'claimed': case 'restarted': case 'interrupted': {
+        const waiters = this.awaited.get(message.op) ?? [];
+        this.awaited.delete(message.op);
+        for (const done of waiters) done(message);
         return;
       }
       default: this.log.warn({ kernel: this.id, op: message.op }, 'unknown launcher message');
@@ -335,13 +366,16 @@ export class KernelSession {
       }
     }
     if (routing.state !== null) {
-      if (routing.state === 'busy' || routing.state === 'idle') this.executionState = routing.state;
+      // The kernel's own `starting`, parented to nothing, says it was born: the gateway said
+      // `busy` and `idle` for it already (and Kernel Gateway relays none). Late, it would undo them.
+      if (routing.state === 'starting' && routing.parent === '') return;
+      this.noteKernelState(routing);
     } else if (countsAsActivity(routing.msg_type)) this.lastActivity = new Date();
     if (routing.channel === 'iopub') {
       if (!this.admitIopub(routing, text)) return;
       return this.broadcastText(text, true);
     }
-    const asker = this.askers.get(routing.parent);
+    const asker = this.askers.get(routing.parent)?.client;
     // Asked before a gateway restart (no route known): whoever is connected.
     if (!asker) return this.broadcastText(text, false);
     if (this.clients.has(asker)) return this.sendText(asker, text);
@@ -352,6 +386,44 @@ export class KernelSession {
     this.remember(text, asker.sessionId);
   }
 
+
+  /**
+   * The kernel's state, from its statuses. Not from statuses of control requests: ipykernel
+   * handles those on a thread beside the shell and says `idle` after them while a cell still runs.
+   * Not from the launcher's own reset. The gateway's `restarting` and `dead` stay until it says.
+   */
+  private noteKernelState(routing: Routing): void {
+    if (routing.state !== 'busy' && routing.state !== 'idle') return;
+    if (routing.parent.startsWith(LAUNCHER_REQUEST_PREFIX) || this.askers.get(routing.parent)?.channel === 'control') return;
+    this.kernelState = routing.state;
+    if (this.executionState !== 'restarting' && this.executionState !== 'dead') this.executionState = routing.state;
+  }
+
+  /**
+   * Sends the launcher `request` and resolves with its answer (the message whose `op` is
+   * `answer`), or undefined when none came within `ms` or the launcher went away meanwhile.
+   */
+  private ask(request: Record<string, unknown>, answer: string, ms: number): Promise<Record<string, unknown> | undefined> {
+    const launcher = this.launcher;
+    if (!launcher) return Promise.resolve(undefined);
+    return new Promise((resolve) => {
+      const timer = this.clock.setTimeout(() => {
+        const waiters = this.awaited.get(answer) ?? [];
+        const left = waiters.filter((w) => w !== done);
+        if (left.length) this.awaited.set(answer, left); else this.awaited.delete(answer);
+        resolve(undefined);
+      }, ms);
+      const done = (message: Record<string, unknown> | undefined) => { this.clock.clearTimeout(timer); resolve(message); };
+      this.awaited.set(answer, [...(this.awaited.get(answer) ?? []), done]);
+      launcher.send(JSON.stringify(request));
+    });
+  }
+
+  private answerAll(answer: undefined): void {
+    const waiting = [...this.awaited.values()].flat();
+    this.awaited.clear();
+    for (const done of waiting) done(answer);
+  }
 
   /** jupyter_server's iopub rate limit: false when the message is dropped; the user is told once, in the cell. */
   private admitIopub(routing: Routing, text: string): boolean {
@@ -370,31 +442,51 @@ export class KernelSession {
 
   // ---- lifecycle -------------------------------------------------------------------------
 
-  interrupt(): void {
-    this.launcher?.send(JSON.stringify({ op: 'interrupt' }));
+  /**
+   * Cancels the kernel's Spark jobs and interrupts its running cell (the launcher does both).
+   * Throws when the interrupt cannot reach the kernel, or its launcher did not confirm it: a 204
+   * says it was delivered.
+   */
+  async interrupt(): Promise<void> {
+    if (!this.launcher) throw this.unreachable('interrupt');
+    // A launcher from before confirmations: sent is all that can be known.
+    if (!this.launcherConfirms) return void this.launcher.send(JSON.stringify({ op: 'interrupt' }));
+    const confirmed = await this.ask({ op: 'interrupt' }, 'interrupted', this.lifecycle.interruptTimeoutMs);
+    if (this.executionState === 'dead') throw new GatewayError(404, 'Not Found', `Kernel ended while being interrupted: ${this.id}`);
+    if (!confirmed) throw new GatewayError(504, 'Gateway Timeout', `The kernel's launcher did not confirm the interrupt (no answer within ${this.lifecycle.interruptTimeoutMs / 1000} s, or it disconnected): it may not have reached the kernel.`);
   }
 
-  /** Same kernel id, same sockets: `restarting`, a fresh namespace (Spark kept), then `idle`. False: it died meanwhile. */
+  /**
+   * Same kernel id, same sockets: `restarting`, a fresh namespace (Spark kept), then the kernel's
+   * state as its launcher reports it after the reset. False: it died meanwhile; throws when the
+   * restart could not be done or was not confirmed (the kernel's state is then said again).
+   */
   async restart(): Promise<boolean> {
+    if (!this.launcher) throw this.unreachable('restart');
+    if (!this.ready) throw new GatewayError(409, 'Conflict', `Kernel ${this.id} is still starting (Spark is not ready): nothing has run in it yet; restart it once it is idle.`);
     this.executionState = 'restarting';
     this.broadcast(statusMessage('restarting'));
-    if (this.launcher && this.ready) {
-      const done = new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, RESTART_TIMEOUT_MS);
-        this.restartWaiters.push(() => { clearTimeout(timer); resolve(); });
-      });
-      this.launcher.send(JSON.stringify({ op: 'restart' }));
-      await done;
-    }
+    const answer = await this.ask({ op: 'restart' }, 'restarted', this.lifecycle.restartTimeoutMs);
     // Ended while restarting (its application gone): dead stays dead.
     if ((this.executionState as ExecutionState) === 'dead') return false;
-    this.executionState = this.ready ? 'idle' : 'starting';
-    if (this.ready) this.broadcast(statusMessage('idle'));
+    if (answer && typeof answer.busy === 'boolean') this.kernelState = answer.busy ? 'busy' : 'idle';
+    this.executionState = this.kernelState;
+    this.broadcast(statusMessage(this.kernelState));
+    if (!answer) throw new GatewayError(504, 'Gateway Timeout', `The kernel did not confirm its restart (no answer within ${this.lifecycle.restartTimeoutMs / 1000} s, or its launcher disconnected); it is ${this.kernelState}.`);
+    if (answer.ok === false) throw new GatewayError(500, 'Restart failed', `The kernel could not reset its namespace: ${typeof answer.error === 'string' ? answer.error : 'unknown error'}`);
     return true;
   }
 
-  /** Tells the launcher to stop; the application is removed by the caller. */
-  shutdown(): void {
+  private unreachable(action: string): GatewayError {
+    return new GatewayError(409, 'Conflict', `Kernel ${this.id} cannot ${action} now: its launcher is not connected (the driver is starting or reconnecting). Try again in a moment.`);
+  }
+
+  /** Tells the launcher to stop; the application is removed by the caller. `why`: told to the notebook first, with `dead`. */
+  shutdown(why?: string): void {
+    if (why !== undefined && this.executionState !== 'dead') {
+      this.broadcast(stderrMessage(`${why}\n`));
+      this.broadcast(statusMessage('dead'));
+    }
     // Listed as dead until its application is removed (kernel-registry.ts): never claimed or culled again.
     this.executionState = 'dead';
     this.launcher?.send(JSON.stringify({ op: 'shutdown' }));
@@ -418,9 +510,7 @@ export class KernelSession {
     for (const client of this.clients) client.ws.close(code, reason);
     this.launcher?.close(1000, reason);
     this.launcher = undefined;
-    for (const done of this.restartWaiters) done();
-    this.restartWaiters = [];
-    for (const done of this.claimWaiters.splice(0)) done(false);
+    this.answerAll(undefined);
     this.held.clear();
   }
 }

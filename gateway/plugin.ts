@@ -10,6 +10,7 @@ import { GatewayError, KernelRegistry } from './kernel-registry.js';
 import { LauncherAuth } from './launcher-auth.js';
 import { LauncherFiles } from './launcher-files.js';
 import { DEFAULT_KERNELS_PER_KEY } from './kernel-owners.js';
+import { DEFAULT_LIFECYCLE, type LifecycleLimits } from './lifecycle-limits.js';
 import { crossSiteRefusal, type UpgradeGuardOptions } from './upgrade-guard.js';
 import { kernelRoutes } from './routes/kernels.js';
 import { kernelspecRoutes } from './routes/kernelspecs.js';
@@ -58,6 +59,8 @@ export interface GatewayOptions {
   websocketsPerKey?: number;
   /** Host names and browser origins websockets are accepted from (upgrade-guard.ts). */
   upgrades?: Omit<UpgradeGuardOptions, 'log'>;
+  /** Websocket pings, launch, restart and interrupt timeouts (lifecycle-limits.ts); what is absent keeps its default. */
+  lifecycle?: Partial<LifecycleLimits>;
 }
 
 function sendGatewayError(reply: FastifyReply, statusCode: number, reason: string, message: string) {
@@ -68,11 +71,13 @@ const gateway: FastifyPluginAsync<GatewayOptions> = async (app, options) => {
   const files = options.launcherDir ? new LauncherFiles(options.launcherDir) : undefined;
   const launcherAuth = new LauncherAuth(options.secret, files);
   const api = new ApiClient(options.apiUrl, options.apiKey, options.apiProof);
+  const lifecycle: LifecycleLimits = { ...DEFAULT_LIFECYCLE, ...options.lifecycle };
   const registry = new KernelRegistry({
     api, auth: launcherAuth, log: app.log, launcherFile: options.launcherFile,
     launcherUrl: options.launcherUrl, kernelImage: options.kernelImage, cullIdleSeconds: options.cullIdleSeconds ?? 0,
     warmPool: options.warmPool, kernelsPerKey: options.kernelsPerKey ?? DEFAULT_KERNELS_PER_KEY,
     launcherEnv: files && ((id, token) => files.env(id, token)), forgetLauncher: files && ((id) => files.forget(id)),
+    lifecycle,
   });
 
   await app.register(async (scope) => {
@@ -107,7 +112,7 @@ const gateway: FastifyPluginAsync<GatewayOptions> = async (app, options) => {
   const sockets = new SocketSlots(options.websocketsPerKey ?? defaultFairShare.websocketsPerKey, options.auth);
   let detach: (() => void) | undefined;
   app.addHook('onListen', async () => {
-    detach = attachChannels(app.server, { registry, auth: options.auth, launcherAuth, log: app.log, sockets, upgrades: options.upgrades });
+    detach = attachChannels(app.server, { registry, auth: options.auth, launcherAuth, log: app.log, sockets, upgrades: options.upgrades, ping: lifecycle });
     await registry.open();
   });
   app.addHook('preClose', async () => {

@@ -69,9 +69,23 @@ POOLED = bool(os.environ.get("SUBMISSION_SERVICE_KERNEL_POOL"))
 
 STARTED = time.monotonic()
 
+# The driver's stderr as it is now, before ipykernel captures file descriptor 2 (from then on,
+# whatever is written there goes to the notebook, inside whichever cell runs): the launcher's
+# own lines belong to the application's log, never to a user's output.
+try:
+    _LOG_FD = os.dup(2)
+except OSError:
+    _LOG_FD = None
+
 
 def log(*parts):
-    print("[launcher]", *parts, file=sys.__stderr__, flush=True)
+    line = " ".join(str(part) for part in ("[launcher]",) + parts) + "\n"
+    if _LOG_FD is None:
+        return
+    try:
+        os.write(_LOG_FD, line.encode("utf-8", "replace"))
+    except OSError:
+        pass  # nowhere left to log to
 
 
 class SparkState:
@@ -195,6 +209,9 @@ class Bridge:
         self.claimed = False
         # The id of the key that claimed it, said in every hello: a restarted gateway's owner of the kernel.
         self.owner = None
+        # msg_id -> channel of the requests passed to the kernel lately: ipykernel says busy and idle
+        # for control requests too, on a thread beside the shell, so only the others say whether a cell runs.
+        self.request_channels = collections.OrderedDict()
 
     def start(self):
         threading.Thread(target=self._run, name="gateway-bridge", daemon=True).start()
@@ -253,10 +270,14 @@ class Bridge:
         except Exception as error:  # noqa: BLE001 - a bad frame must not stop the relay
             log("undecodable kernel message on", channel, error)
             return
-        if state is not None and not parent_id.startswith(RESTART_PREFIX):
+        if state is not None and not parent_id.startswith(RESTART_PREFIX) and self.request_channels.get(parent_id) != "control":
             self.kernel_busy = state == "busy"
         if channel == "shell" and parent_id.startswith(RESTART_PREFIX):
-            self._send({"op": "restarted"})
+            # The kernel's state after the reset, and whether the reset itself worked.
+            content = json.loads(text.split("\n", 1)[1]).get("content") or {}
+            ok = content.get("status") == "ok"
+            error = None if ok else f"{content.get('ename', 'error')}: {content.get('evalue', '')}"
+            self._send({"op": "restarted", "busy": self.kernel_busy, "ok": ok, "error": error})
             return
         self._send_text(text)
 
@@ -342,7 +363,8 @@ class Bridge:
                 ws.protocol.set_nodelay(True)
             except Exception as error:  # noqa: BLE001 - only slower without it
                 log("could not set TCP_NODELAY:", error)
-            hello = {"op": "hello", "busy": self.kernel_busy, "claimed": self.claimed, "owner": self.owner}
+            # `confirms`: this launcher answers interrupts and restarts with what happened.
+            hello = {"op": "hello", "busy": self.kernel_busy, "claimed": self.claimed, "owner": self.owner, "confirms": True}
             if self.spark_reported is not None:
                 hello["spark"] = self.spark_reported
             await ws.write_message(json.dumps(hello))
@@ -372,7 +394,8 @@ class Bridge:
             self.owner = message.get("owner")
             self._send({"op": "claimed"})
         elif op == "interrupt":
-            self._interrupt()
+            signalled = self._interrupt()
+            self._send({"op": "interrupted", "signalled": signalled})
         elif op == "restart":
             self._restart()
         elif op == "shutdown":
@@ -386,16 +409,28 @@ class Bridge:
                 return
             buffers = [base64.b64decode(b) for b in message.get("buffers") or [] if isinstance(b, str)]
             msg = {k: message.get(k) or {} for k in ("header", "parent_header", "metadata", "content")}
+            self._note_request(msg["header"], channel)
             try:
                 self._send_to_kernel(channel, msg, buffers)
             except Exception as error:  # noqa: BLE001 - a malformed message from a client
                 log("could not pass a message to the kernel:", error)
 
+    def _note_request(self, header, channel):
+        msg_id = header.get("msg_id") if isinstance(header, dict) else None
+        if not isinstance(msg_id, str):
+            return
+        self.request_channels[msg_id] = channel
+        if len(self.request_channels) > 5000:
+            self.request_channels.popitem(last=False)
+
     def _interrupt(self):
+        """Cancels the Spark jobs, then SIGINTs the Python code if a cell runs; True when signalled."""
         # SIGINT alone would leave the JVM's jobs running: cancel them first, then stop the Python code.
         cancel_spark_jobs()
-        if self.kernel_busy:
-            os.kill(os.getpid(), signal.SIGINT)
+        if not self.kernel_busy:
+            return False
+        os.kill(os.getpid(), signal.SIGINT)
+        return True
 
     def _restart(self):
         self._interrupt()

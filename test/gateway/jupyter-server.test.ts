@@ -48,6 +48,7 @@ t.test('a stock jupyter server runs Spark cells on a template kernel', { skip, t
   const sum = await client.execute('sc.parallelize(range(100)).sum()', 180_000);
   t.equal(sum.reply.content.status, 'ok', sum.stderr || `${sum.reply.content.ename}: ${sum.reply.content.evalue}`);
   t.equal(sum.result, '4950');
+  t.notMatch(sum.stderr, /\[launcher\]/, "the launcher's own lines (Spark ready …) stay out of the first cell: they go to the driver's log");
   const sql = await client.execute('sqlContext.sql("select 1 as x").collect()');
   t.equal(sql.result, '[Row(x=1)]');
   const count = await client.execute('spark.range(10).count()');
