@@ -72,6 +72,8 @@ export interface TestApiOptions {
   fairShare?: ApiOptions['fairShare'];
   /** Proxied Spark UIs on a host of their own (dashboard/spark-ui-access.ts). */
   sparkUiHost?: string;
+  /** More LocalCluster options: a key's share of the cores, caps on work dirs and logs. */
+  local?: Pick<LocalClusterOptions, 'keyCoreShare' | 'workDirCap' | 'logCap' | 'sandbox'>;
 }
 
 export async function startTestApi(t: TestLike, options: TestApiOptions = {}): Promise<TestApi> {
@@ -85,6 +87,7 @@ export async function startTestApi(t: TestLike, options: TestApiOptions = {}): P
     pollMs: 100,
     log: options.log,
     writeFile: options.writeFile,
+    ...options.local,
     ...spark,
   });
   // The whole process as the CLI builds it: the API with the dashboard on top.
