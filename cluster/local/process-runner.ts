@@ -54,9 +54,10 @@ function groupAlive(pgid: number): boolean {
 // must not break how its end is recorded), builtins otherwise, and files only its owner reads.
 // The exit code is written in place into the file the service made before the start (its space
 // is taken then: a full disk cannot refuse it). With a log cap, the driver's output goes through
-// the capper (log-capper.ts), which writes the log file.
+// the capper (log-capper.ts), which writes the log file; it runs as the service, outside any
+// sandbox, so with an empty environment: none of the pod's variables (NODE_OPTIONS) reaches it.
 const WRAPPER = 'umask 077; "$@"; code=$?; printf "%s" "$code" 1<>"$EXIT_FILE"; exit "$code"';
-const CAPPED_WRAPPER = 'umask 077; node=$1; capper=$2; cap=$3; shift 3; { "$@"; code=$?; printf "%s" "$code" 1<>"$EXIT_FILE"; } 2>&1 | "$node" "$capper" "$cap" "$EXIT_FILE"';
+const CAPPED_WRAPPER = 'umask 077; node=$1; capper=$2; cap=$3; shift 3; { "$@"; code=$?; printf "%s" "$code" 1<>"$EXIT_FILE"; } 2>&1 | /usr/bin/env -i "$node" "$capper" "$cap" "$EXIT_FILE"';
 
 /** The capper script, beside this module once compiled (from source, the compiled one). */
 function capperScript(): string {

@@ -5,9 +5,9 @@
 // the cap, and the space is given back when the service unmounts it, once the driver ended and
 // its event log was moved out (local-cluster.ts). Memory-backed: docs/security.md weighs that.
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, statSync, statfsSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, statSync, statfsSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
-import { dirname } from 'node:path';
+import { dirname, join } from 'node:path';
 
 /** `64MiB`, `1GiB`, `512KiB`, `1048576`; 0 or `off`: undefined (no cap). */
 export function parseByteSize(text: string, flag: string): number | undefined {
@@ -57,4 +57,12 @@ export async function releaseWorkDir(workDir: string): Promise<void> {
     }
   }
   await rm(workDir, { recursive: true, force: true });
+}
+
+/** Lazily unmounts every work dir below `workRoot` (a data dir's `work/`), for whoever removes a data dir whose drivers were killed. */
+export function unmountWorkDirs(workRoot: string): void {
+  for (const name of existsSync(workRoot) ? readdirSync(workRoot) : []) {
+    const dir = join(workRoot, name);
+    if (isMountPoint(dir)) spawnSync('umount', ['-l', dir]);
+  }
 }

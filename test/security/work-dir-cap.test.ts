@@ -6,7 +6,8 @@
 // waits until the test lets it end. Before the fix its work dir lay on the data dir's filesystem:
 // the writes filled it, and the other key's submission was answered 507.
 import { spawnSync } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { unmountWorkDirs } from '../../cluster/local/work-dir-space.js';
 import { join } from 'node:path';
 import t from 'tap';
 import { FileKeyStore } from '../../submit-api/auth/key-store.js';
@@ -54,8 +55,7 @@ function layout(t: { teardown(fn: () => unknown): void }) {
   const mounted = spawnSync('mount', ['-t', 'tmpfs', '-o', 'size=48m,mode=0700', 'subsvc-test-data', fs]);
   if (mounted.status !== 0) throw new Error(`mount: ${mounted.stderr}`);
   t.teardown(() => {
-    const work = join(fs, 'data', 'work');
-    for (const name of existsSync(work) ? readdirSync(work) : []) spawnSync('umount', ['-l', join(work, name)]);
+    unmountWorkDirs(join(fs, 'data', 'work'));
     spawnSync('umount', ['-l', fs]);
     rmSync(root, { recursive: true, force: true });
   });
