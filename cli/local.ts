@@ -5,6 +5,7 @@ import { parseArgs } from 'node:util';
 import { pino } from 'pino';
 import { RetentionSweeper, parseRetention } from '../cluster/history/retention.js';
 import { LocalCluster } from '../cluster/local/local-cluster.js';
+import { parseByteSize } from '../cluster/local/work-dir-space.js';
 import { eventLogDir, LocalSparkHistory } from '../cluster/local/local-history.js';
 import { makePrivateDir } from '../lib/atomic-file.js';
 import { loggerOptions } from '../lib/logger.js';
@@ -48,6 +49,11 @@ export async function localCommand(argv: string[]): Promise<number> {
       'driver-user': { type: 'string', default: 'nobody' },
       // How long an Idempotency-Key answers with the application it made (README, "Safe retries").
       'idempotency-window': { type: 'string', default: '24h' },
+      // One key's batch applications hold at most this share of --cores (0 or 1: no share).
+      'key-core-share': { type: 'string', default: '0.5' },
+      // A driver's work dir: a tmpfs of this size (as root); its log: this many bytes, head and tail.
+      'work-dir-cap': { type: 'string', default: '1GiB' },
+      'log-cap': { type: 'string', default: '64MiB' },
       ...fairShareFlags,
       ...connectionFlags,
     },
@@ -58,6 +64,12 @@ export async function localCommand(argv: string[]): Promise<number> {
   const warmPool = parseWarmPool(values['warm-pool']);
   if (values.history !== 'on' && values.history !== 'off') throw new Error('--history takes on or off');
   const retentionMs = parseRetention(values.retention);
+  const logCap = parseByteSize(values['log-cap'], '--log-cap');
+  // Work dirs on space of their own need a mount, so root (docs/security.md, "Disk and files").
+  const workDirCapAsked = parseByteSize(values['work-dir-cap'], '--work-dir-cap');
+  const workDirCap = process.getuid?.() === 0 ? workDirCapAsked : undefined;
+  const keyCoreShare = Number(values['key-core-share']);
+  if (!/^\d*\.?\d+$/.test(values['key-core-share']) || keyCoreShare > 1) throw new Error('--key-core-share takes a share of the cores from 0 to 1 (0 or 1: none), such as 0.5');
   const spark = findSpark();
   const store = new FileKeyStore(dataDir);
   // User code never runs as this service: a sandbox for the drivers, else admin keys only (docs/security.md).
@@ -81,7 +93,7 @@ export async function localCommand(argv: string[]): Promise<number> {
   };
   // Kernels start at once beside batch applications instead of queueing for cores (gateway/README.md).
   const driverSandbox = sandbox && withHistory ? { ...sandbox, eventLogDir: eventLogDir(dataDir) } : sandbox;
-  const cluster = new LocalCluster({ dataDir, rules, cores: Number(values.cores), log, interactiveLabel: KERNEL_LABEL, sandbox: driverSandbox, ...spark });
+  const cluster = new LocalCluster({ dataDir, rules, cores: Number(values.cores), log, interactiveLabel: KERNEL_LABEL, sandbox: driverSandbox, keyCoreShare, workDirCap, logCap, ...spark });
   const history = withHistory
     ? new LocalSparkHistory({ dataDir, sparkClass: spark.sparkSubmit.includes('/') ? join(dirname(spark.sparkSubmit), 'spark-class') : 'spark-class', python: spark.python, events: cluster.events, log, retentionMs })
     : undefined;
@@ -120,6 +132,7 @@ export async function localCommand(argv: string[]): Promise<number> {
     upgrades: { allowedHosts: auth.enabled ? undefined : allowedHosts, allowedOrigins: listFlag(values['allowed-origins']) },
   });
   javaProblem().then((java) => { if (java) api.log.warn(java); }, (error: unknown) => api.log.warn({ err: error }, 'could not check the Java version'));
+  if (workDirCapAsked !== undefined && workDirCap === undefined) api.log.warn('work dirs are not capped: a tmpfs per work dir needs the service to run as root (docs/security.md, "Disk and files")');
   api.log.info({ dataDir, nodePools: rules.pools.map((p) => p.instanceName), cores: Number(values.cores), driverSandbox: sandbox ? (sandbox.user ? `bwrap as uid ${sandbox.user.uid}` : 'bwrap') : `none (${problem})` }, 'local mode');
   const address = await api.listen({ port: Number(values.port), host: values.host });
   process.stdout.write(`Submission Service (local mode) at ${address}/api/  notebooks at ${address}/notebooks  data in ${join(dataDir)}\n`);

@@ -4,6 +4,11 @@
 // queued 10,000 applications gets every other turn, not the next 10,000: another key's
 // submission waits only for cores to free, never behind the flood.
 // Pure bookkeeping: the scheduler (local-cluster.ts) asks for the head and says what started.
+//
+// Turns alone do not stop one key from holding every core for as long as its applications run
+// (the queue cannot take cores back). So a key also has a share: it holds at most
+// `keyCoreLimit` batch cores at once, and an application asking for more runs with the share.
+// The anonymous submitter (authentication off: one person) has none.
 
 /** The submitter of anonymous applications (authentication off): one submitter like any other. */
 const ANONYMOUS = '';
@@ -45,12 +50,15 @@ export class FairQueue {
 
   /**
    * Whose turn it is: the oldest application of the submitter holding the fewest cores now
-   * (`usage`), ties to the one served least recently. Undefined when nothing waits.
+   * (`usage`), ties to the one served least recently, among submitters whose oldest `mayStart`
+   * (within its share). Undefined when nothing waits that may start.
    */
-  head(usage: (submitter: string | null) => number): string | undefined {
+  head(usage: (submitter: string | null) => number, mayStart: (submitter: string | null, appName: string) => boolean = () => true): string | undefined {
     let best: { held: number; served: number; appName: string } | undefined;
     for (const [who, list] of this.waiting) {
-      const held = usage(who === ANONYMOUS ? null : who);
+      const submitter = who === ANONYMOUS ? null : who;
+      if (!mayStart(submitter, list[0]!.appName)) continue; // at its share: the others' turn
+      const held = usage(submitter);
       const served = this.servedAt.get(who) ?? 0;
       if (!best || held < best.held || (held === best.held && served < best.served)) best = { held, served, appName: list[0]!.appName };
     }
@@ -73,4 +81,20 @@ export class FairQueue {
     if (list.length === 0) this.waiting.delete(who);
     return true;
   }
+}
+
+/** Batch cores one key may hold at once: `share` of the machine's, at least one. Undefined: no share (0 or 1). */
+export function keyCoreLimit(cores: number, share: number): number | undefined {
+  if (!(share > 0 && share < 1)) return undefined;
+  return Math.max(1, Math.floor(cores * share));
+}
+
+/**
+ * Cores an application of `submitter` starts with, given what it asks for and what its key holds
+ * now: at most the key's share (`limit`); undefined while the key's share is used up.
+ */
+export function coresWithinShare(submitter: string | null, demand: number, held: number, limit: number | undefined): number | undefined {
+  if (submitter === null || limit === undefined) return demand;
+  const cores = Math.min(demand, limit);
+  return held + cores <= limit ? cores : undefined;
 }

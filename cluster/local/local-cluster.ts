@@ -16,7 +16,7 @@ import { logStream } from './log-stream.js';
 import { isAlive, killGroup, readExitCode, staleExitTemp, startDriverPod } from './process-runner.js';
 import { RecordStore, type StoredApp } from './record-store.js';
 import { localCores } from './spark-command.js';
-import { FairQueue } from './fair-queue.js';
+import { coresWithinShare, FairQueue, keyCoreLimit } from './fair-queue.js';
 import { FileTemplateStore } from './template-store.js';
 import { newAppName } from '../app-name.js';
 import { makePrivateDir, removeTempFiles, type WriteFileAtomic } from '../../lib/atomic-file.js';
@@ -25,6 +25,11 @@ import { type SubmissionInfo, submissionInfo } from '../submission-info.js';
 import { serviceFileRefusal } from './service-files.js';
 import type { DriverSandbox } from './sandbox.js';
 import { collectEventLogs } from './sandbox-event-log.js';
+import { mountWorkDir, releaseWorkDir, workDirFull } from './work-dir-space.js';
+import { formatBytes } from './log-cap.js';
+
+/** What an exit file holds until the wrapper writes the code over it: room for any code, and no number. */
+const EXIT_FILE_PLACEHOLDER = ' '.repeat(8);
 
 export interface LocalClusterOptions {
   dataDir: string;
@@ -47,6 +52,12 @@ export interface LocalClusterOptions {
   interactiveLabel?: string;
   /** Drivers start inside this sandbox (sandbox.ts): no driver reads the data dir or runs as the service. */
   sandbox?: DriverSandbox;
+  /** The share of `cores` one key's batch applications may hold at once (fair-queue.ts); undefined or 0: no share. */
+  keyCoreShare?: number;
+  /** Bytes each driver's work dir may take, on a tmpfs of its own (work-dir-space.ts; needs root). Undefined: no cap. */
+  workDirCap?: number;
+  /** Bytes each driver's log file may take: its head and its tail (log-cap.ts). Undefined: no cap. */
+  logCap?: number;
 }
 
 
@@ -170,7 +181,8 @@ export class LocalCluster implements Cluster {
     if (!stored) return false;
     await this.stop(appName);
     await this.records.remove(appName);
-    await Promise.all([stored.run?.logFile, stored.run?.exitFile, this.workDir(appName), this.launcherTokenFile(appName)]
+    await releaseWorkDir(this.workDir(appName));
+    await Promise.all([stored.run?.logFile, stored.run?.exitFile, this.launcherTokenFile(appName)]
       .filter((p): p is string => Boolean(p))
       .map((p) => rm(p, { recursive: true, force: true })));
     this.emit('deleted', stored.record);
@@ -210,13 +222,14 @@ export class LocalCluster implements Cluster {
       this.queue.remove(appName, true);
       this.start(stored, this.demand(stored));
     }
-    for (let appName = this.queue.head(this.coresHeldBy); !this.closed && appName !== undefined; appName = this.queue.head(this.coresHeldBy)) {
+    const next = () => this.queue.head(this.coresHeldBy, (who, name) => this.withinShare(who, name) !== undefined);
+    for (let appName = next(); !this.closed && appName !== undefined; appName = next()) {
       const stored = this.records.get(appName);
       if (!stored || stored.record.state !== 'PENDING') {
         this.queue.remove(appName);
         continue;
       }
-      const cores = this.demand(stored);
+      const cores = this.withinShare(stored.record.submittedBy, appName) ?? this.demand(stored);
       const used = [...this.running].reduce((sum, [name, held]) => sum + (this.interactive.has(name) ? 0 : held), 0);
       if (used > 0 && used + cores > this.options.cores) return;
       this.queue.remove(appName, true);
@@ -232,6 +245,14 @@ export class LocalCluster implements Cluster {
     }
     return held;
   };
+
+  /** Cores `appName` would start with now within its key's share; undefined while the key's share is used up. */
+  private withinShare(submitter: string | null, appName: string): number | undefined {
+    const stored = this.records.get(appName);
+    if (!stored) return 0; // gone: the loop drops it
+    const limit = keyCoreLimit(this.options.cores, this.options.keyCoreShare ?? 0);
+    return coresWithinShare(submitter, this.demand(stored), this.coresHeldBy(submitter), limit);
+  }
 
   private demand({ record }: StoredApp): number {
     return localCores(record.config, this.options.cores);
@@ -263,7 +284,10 @@ export class LocalCluster implements Cluster {
         sparkSubmit: this.options.sparkSubmit, python: this.options.python, workDir: this.workDir(appName), uiPort,
         pythonFirst: this.isInteractive(stored), sandbox: this.options.sandbox,
       };
-      const started = startDriverPod(stored.pod, machine, cores, { logFile, exitFile });
+      // The exit file's space is taken now, so a full disk cannot refuse the code at the end.
+      writeFileSync(exitFile, EXIT_FILE_PLACEHOLDER, { mode: 0o600 });
+      if (this.options.workDirCap !== undefined) mountWorkDir(machine.workDir, this.options.workDirCap);
+      const started = startDriverPod(stored.pod, machine, cores, { logFile, exitFile, logCap: this.options.logCap });
       const run = { pid: started.pid, startTicks: started.startTicks, cores, logFile, exitFile, uiPort };
       const startedAt = new Date().toISOString();
       const running: StoredApp = { ...stored, run, record: applyChange(stored.record, { state: 'RUNNING', startedAt }, startedAt) };
@@ -274,6 +298,7 @@ export class LocalCluster implements Cluster {
     } catch (error) {
       this.running.delete(appName);
       this.interactive.delete(appName);
+      this.releaseWorkDir(appName);
       const current = this.records.get(appName);
       if (current) {
         this.background(
@@ -310,11 +335,15 @@ export class LocalCluster implements Cluster {
       }
       const code = readExitCode(stored.run.exitFile);
       const ended = new Date().toISOString();
+      const cap = this.options.workDirCap;
+      const full = cap !== undefined && workDirFull(this.workDir(appName)) ? `; its work dir was full (its cap: ${formatBytes(cap)})` : '';
       const change: Partial<AppRecord> =
         stored.run.stopRequested ? { state: 'KILLED', stateDetail: 'stopped by a user', endedAt: ended }
         : code === 0 ? { state: 'COMPLETED', stateDetail: 'exit code 0', endedAt: ended }
-        : code !== undefined ? { state: 'FAILED', stateDetail: `exit code ${code}`, endedAt: ended }
+        : code !== undefined ? { state: 'FAILED', stateDetail: `exit code ${code}${full}`, endedAt: ended }
         : { state: 'UNKNOWN', stateDetail: 'the driver process ended without recording an exit code', endedAt: ended };
+      // Its event log is out: the work dir's space goes back (an unmounted tmpfs, or disk).
+      this.releaseWorkDir(appName);
       // The driver has ended whatever the disk says: its cores are free again. A record that
       // could not be written stays RUNNING on disk and is settled from the exit file at the next start.
       try {
@@ -361,6 +390,7 @@ export class LocalCluster implements Cluster {
     for (const app of stored) {
       const { record, run } = app;
       if (record.state === 'PENDING') this.queue.push(record.appName, record.submittedBy, record.createdAt);
+      if (isTerminal(record.state)) this.releaseWorkDir(record.appName); // the service stopped before it did
       if (record.state !== 'RUNNING') continue;
       if (run && isAlive(run.pid, run.startTicks)) {
         this.running.set(record.appName, run.cores);
@@ -376,12 +406,17 @@ export class LocalCluster implements Cluster {
         this.running.set(record.appName, run.cores); // released by finish
         this.background(this.finish(record.appName), record.appName, 'could not record how the driver ended');
       } else {
+        this.releaseWorkDir(record.appName);
         this.background(
           this.update(app, { state: 'UNKNOWN', stateDetail: 'the driver process was gone when the service restarted', endedAt: new Date().toISOString() }, { keepOnFailure: true }),
           record.appName, 'could not record that the driver was gone');
       }
     }
     this.schedule();
+  }
+
+  private releaseWorkDir(appName: string): void {
+    this.background(releaseWorkDir(this.workDir(appName)), appName, 'could not remove the work dir');
   }
 
   private emit(type: AppEventType, record: AppRecord): void {

@@ -4,6 +4,8 @@
 import { spawn } from 'node:child_process';
 import { chownSync, closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { packageRoot } from '../../lib/package-root.js';
 import type { V1Pod } from '@kubernetes/client-node';
 import type { LocalCommand } from './local-command.js';
 import { driverEnvironment, moveLauncherToken, sandboxedCommand } from './sandbox.js';
@@ -50,12 +52,25 @@ function groupAlive(pgid: number): boolean {
 
 // The wrapper does not depend on the driver's environment: absolute paths only (a driver's PATH
 // must not break how its end is recorded), builtins otherwise, and files only its owner reads.
-const WRAPPER = 'umask 077; "$@"; code=$?; printf "%s" "$code" > "$EXIT_FILE.tmp" && /bin/mv -f "$EXIT_FILE.tmp" "$EXIT_FILE"; exit "$code"';
+// The exit code is written in place into the file the service made before the start (its space
+// is taken then: a full disk cannot refuse it). With a log cap, the driver's output goes through
+// the capper (log-capper.ts), which writes the log file; it runs as the service, outside any
+// sandbox, so with an empty environment: none of the pod's variables (NODE_OPTIONS) reaches it.
+const WRAPPER = 'umask 077; "$@"; code=$?; printf "%s" "$code" 1<>"$EXIT_FILE"; exit "$code"';
+const CAPPED_WRAPPER = 'umask 077; node=$1; capper=$2; cap=$3; shift 3; { "$@"; code=$?; printf "%s" "$code" 1<>"$EXIT_FILE"; } 2>&1 | /usr/bin/env -i "$node" "$capper" "$cap" "$EXIT_FILE"';
 
-export function startProcess(command: LocalCommand, logFile: string, exitFile: string): Started {
+/** The capper script, beside this module once compiled (from source, the compiled one). */
+function capperScript(): string {
+  const beside = fileURLToPath(new URL('./log-capper.js', import.meta.url));
+  return existsSync(beside) ? beside : join(packageRoot, 'dist', 'cluster', 'local', 'log-capper.js');
+}
+
+/** `logCap`: the most bytes the log file takes (log-cap.ts); undefined: the driver writes it directly. */
+export function startProcess(command: LocalCommand, logFile: string, exitFile: string, logCap?: number): Started {
   const log = openSync(logFile, 'a', 0o600);
+  const wrapper = logCap === undefined ? [WRAPPER, 'driver'] : [CAPPED_WRAPPER, 'driver', process.execPath, capperScript(), String(logCap)];
   try {
-    const child = spawn('/bin/sh', ['-c', WRAPPER, 'driver', command.command, ...command.args], {
+    const child = spawn('/bin/sh', ['-c', ...wrapper, command.command, ...command.args], {
       detached: true, // its own process group, and it outlives the service
       stdio: ['ignore', log, log],
       // The pod's env on top of the allowlisted part of the service's (sandbox.ts); the wrapper's
@@ -72,16 +87,16 @@ export function startProcess(command: LocalCommand, logFile: string, exitFile: s
 }
 
 /** Runs an admitted driver pod on this machine: local mode's drivers and FakeKubelet's alike. */
-export function startDriverPod(pod: V1Pod, machine: LocalMachine, cores: number, files: { logFile: string; exitFile: string }): Started {
+export function startDriverPod(pod: V1Pod, machine: LocalMachine, cores: number, files: { logFile: string; exitFile: string; logCap?: number }): Started {
   mkdirSync(machine.workDir, { recursive: true, mode: 0o700 });
   const command = localDriverCommand(pod, machine, cores);
   const { sandbox } = machine;
-  if (!sandbox) return startProcess(command, files.logFile, files.exitFile);
+  if (!sandbox) return startProcess(command, files.logFile, files.exitFile, files.logCap);
   // The work dir is the driver user's; the log and exit files stay the service's (the driver
   // writes its log through the descriptor it is given, the wrapper outside writes the exit code).
   if (sandbox.user) chownSync(machine.workDir, sandbox.user.uid, sandbox.user.gid);
   prepareEventLogDir(sandbox, machine.workDir);
-  return startProcess(sandboxedCommand(moveLauncherToken(command, sandbox, machine.workDir), sandbox, machine.workDir), files.logFile, files.exitFile);
+  return startProcess(sandboxedCommand(moveLauncherToken(command, sandbox, machine.workDir), sandbox, machine.workDir), files.logFile, files.exitFile, files.logCap);
 }
 
 /** The exit code the wrapper recorded, if the process ended by itself. */

@@ -7,7 +7,7 @@
 // A service running as root also drops the driver to an unprivileged user (setpriv); one that
 // is not root keeps its uid inside a user namespace, and the mounts alone hide the files.
 import { spawnSync } from 'node:child_process';
-import { accessSync, chownSync, constants, existsSync, mkdirSync, readFileSync, renameSync } from 'node:fs';
+import { accessSync, chownSync, constants, copyFileSync, existsSync, mkdirSync, readFileSync, renameSync, unlinkSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { delimiter, dirname, isAbsolute, join, resolve } from 'node:path';
 import { LAUNCHER_TOKEN_FILE_ENV } from '../../webhook/domain/index.js';
@@ -89,7 +89,14 @@ export function moveLauncherToken(command: LocalCommand, sandbox: DriverSandbox,
   const file = command.env[LAUNCHER_TOKEN_ENV];
   if (!file || !isAbsolute(file) || !resolve(file).startsWith(`${resolve(sandbox.dataDir)}/`) || !existsSync(file)) return command;
   const moved = join(workDir, 'launcher-token');
-  renameSync(file, moved);
+  try {
+    renameSync(file, moved);
+  } catch (error) {
+    // A work dir on a tmpfs of its own (work-dir-space.ts): copied (never over a file), then removed.
+    if ((error as NodeJS.ErrnoException).code !== 'EXDEV') throw error;
+    copyFileSync(file, moved, constants.COPYFILE_EXCL);
+    unlinkSync(file);
+  }
   if (sandbox.user) chownSync(moved, sandbox.user.uid, sandbox.user.gid);
   return { ...command, env: { ...command.env, [LAUNCHER_TOKEN_ENV]: join(SANDBOX_WORK_DIR, 'launcher-token') } };
 }

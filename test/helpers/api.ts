@@ -75,6 +75,8 @@ export interface TestApiOptions {
   sparkUiHost?: string;
   /** Proxied Spark UI requests per key, an answer's time and bytes (dashboard/spark-ui-limits.ts). */
   sparkUiLimits?: ServiceOptions['sparkUiLimits'];
+  /** More LocalCluster options: a key's share of the cores, caps on work dirs and logs. */
+  local?: Pick<LocalClusterOptions, 'keyCoreShare' | 'workDirCap' | 'logCap' | 'sandbox'>;
 }
 
 export async function startTestApi(t: TestLike, options: TestApiOptions = {}): Promise<TestApi> {
@@ -88,6 +90,7 @@ export async function startTestApi(t: TestLike, options: TestApiOptions = {}): P
     pollMs: 100,
     log: options.log,
     writeFile: options.writeFile,
+    ...options.local,
     ...spark,
   });
   // The whole process as the CLI builds it: the API with the dashboard on top.

@@ -6,6 +6,7 @@ import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { exampleClusterFile, repoRoot } from './api.js';
 import { killDrivers } from './drivers.js';
+import { unmountWorkDirs } from '../../cluster/local/work-dir-space.js';
 import { testbedArgs } from '../../testbed/entry.js';
 
 export const binPath = join(repoRoot, 'bin', 'submission-service.js');
@@ -71,6 +72,7 @@ export async function startService(t: TestLike, options: ServiceOptions): Promis
       await exited;
     }
     killDrivers(options.dataDir);
+    unmountWorkDirs(join(options.dataDir, 'work')); // work dirs on a tmpfs (as root), else the data dir cannot be removed
   });
   const url = await new Promise<string>((ok, fail) => {
     const timer = setTimeout(() => fail(new Error(`the service did not start in time:\n${output}`)), options.timeoutMs ?? 300_000); // a safety net: the ready line decides

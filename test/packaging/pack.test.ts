@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import t from 'tap';
 import { repoRoot } from '../helpers/api.js';
 import { killDrivers } from '../helpers/drivers.js';
+import { unmountWorkDirs } from '../../cluster/local/work-dir-space.js';
 import { sample } from '../helpers/metrics.js';
 import { until } from '../helpers/poll.js';
 import { http, realSpark, sparkEnv } from '../helpers/service.js';
@@ -83,6 +84,7 @@ t.test('npm pack, install with production dependencies only, run local mode from
     if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
     await exited;
     killDrivers(dataDir);
+    unmountWorkDirs(join(dataDir, 'work')); // as root, work dirs are mounts
   });
   await until(() => /at http:\/\/\S+\/api\//.test(output) || child.exitCode !== null, { timeoutMs: 60_000, what: 'the installed service to listen' });
   const base = /at (http:\/\/[^\s/]+)\/api\//.exec(output)?.[1];
