@@ -65,9 +65,7 @@ export async function localCommand(argv: string[]): Promise<number> {
   if (values.history !== 'on' && values.history !== 'off') throw new Error('--history takes on or off');
   const retentionMs = parseRetention(values.retention);
   const logCap = parseByteSize(values['log-cap'], '--log-cap');
-  // Work dirs on space of their own need a mount, so root (docs/security.md, "Disk and files").
   const workDirCapAsked = parseByteSize(values['work-dir-cap'], '--work-dir-cap');
-  const workDirCap = process.getuid?.() === 0 ? workDirCapAsked : undefined;
   const keyCoreShare = Number(values['key-core-share']);
   if (!/^\d*\.?\d+$/.test(values['key-core-share']) || keyCoreShare > 1) throw new Error('--key-core-share takes a share of the cores from 0 to 1 (0 or 1: none), such as 0.5');
   const spark = findSpark();
@@ -93,6 +91,10 @@ export async function localCommand(argv: string[]): Promise<number> {
   };
   // Kernels start at once beside batch applications instead of queueing for cores (gateway/README.md).
   const driverSandbox = sandbox && withHistory ? { ...sandbox, eventLogDir: eventLogDir(dataDir) } : sandbox;
+  // Capped work dirs where several people's drivers share the data dir's disk (sandboxed), on
+  // space of their own, which needs a mount, so root (docs/security.md, "Disk and files"). A
+  // single user's unsandboxed drivers keep their spill and shuffle files on disk, uncapped.
+  const workDirCap = sandbox && process.getuid?.() === 0 ? workDirCapAsked : undefined;
   const cluster = new LocalCluster({ dataDir, rules, cores: Number(values.cores), log, interactiveLabel: KERNEL_LABEL, sandbox: driverSandbox, keyCoreShare, workDirCap, logCap, ...spark });
   const history = withHistory
     ? new LocalSparkHistory({ dataDir, sparkClass: spark.sparkSubmit.includes('/') ? join(dirname(spark.sparkSubmit), 'spark-class') : 'spark-class', python: spark.python, events: cluster.events, log, retentionMs })
@@ -132,7 +134,7 @@ export async function localCommand(argv: string[]): Promise<number> {
     upgrades: { allowedHosts: auth.enabled ? undefined : allowedHosts, allowedOrigins: listFlag(values['allowed-origins']) },
   });
   javaProblem().then((java) => { if (java) api.log.warn(java); }, (error: unknown) => api.log.warn({ err: error }, 'could not check the Java version'));
-  if (workDirCapAsked !== undefined && workDirCap === undefined) api.log.warn('work dirs are not capped: a tmpfs per work dir needs the service to run as root (docs/security.md, "Disk and files")');
+  if (sandbox && workDirCapAsked !== undefined && workDirCap === undefined) api.log.warn('work dirs are not capped: a tmpfs per work dir needs the service to run as root (docs/security.md, "Disk and files")');
   api.log.info({ dataDir, nodePools: rules.pools.map((p) => p.instanceName), cores: Number(values.cores), driverSandbox: sandbox ? (sandbox.user ? `bwrap as uid ${sandbox.user.uid}` : 'bwrap') : `none (${problem})` }, 'local mode');
   const address = await api.listen({ port: Number(values.port), host: values.host });
   process.stdout.write(`Submission Service (local mode) at ${address}/api/  notebooks at ${address}/notebooks  data in ${join(dataDir)}\n`);
