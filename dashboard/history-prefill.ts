@@ -90,8 +90,8 @@ export function stagePageData(api: string, stageQuery: string): string[] {
 }
 
 /** A History Server REST answer as JSON (an empty list when it is missing or too big). */
-async function restList<T>(server: string | URL, path: string, maxBytes: number, signal: AbortSignal): Promise<T[]> {
-  const answer = await getRaw(new URL(path, server), {}, maxBytes, signal);
+async function restList<T>(target: HistoryTarget, path: string, maxBytes: number, signal: AbortSignal): Promise<T[]> {
+  const answer = await getRaw(new URL(path, target.server), { ...target.headers }, maxBytes, signal);
   if (!answer) return [];
   const parsed = JSON.parse(answer.body.toString('utf8')) as unknown;
   return Array.isArray(parsed) ? parsed as T[] : [];
@@ -111,7 +111,7 @@ export interface PrefillOptions {
 export async function prefillHistory(options: PrefillOptions): Promise<number> {
   const { cache, target, prefix, signal } = options;
   const run = { sparkAppId: target.sparkAppId, completed: true };
-  const headers = { 'accept-encoding': 'gzip', 'x-forwarded-context': prefix };
+  const headers = { ...target.headers, 'accept-encoding': 'gzip', 'x-forwarded-context': prefix };
   let added = 0;
   const fetchInto = async (path: string, query = ''): Promise<Answer | undefined> => {
     const key = cacheKey({ method: 'GET', run, prefix, path, query, gzip: true });
@@ -127,8 +127,8 @@ export async function prefillHistory(options: PrefillOptions): Promise<number> {
   // The History Server's paths of the pages, as the proxy maps the same pages (so the keys match).
   const pagePath = (rest: string) => historyPath(rest, target.sparkAppId)!;
   const api = `/api/v1/applications/${encodeURIComponent(target.sparkAppId)}`;
-  const jobs = await restList<JobData>(target.server, `${api}/jobs`, cache.maxEntryBytes, signal);
-  const stages = jobs.length > 0 ? await restList<StageData>(target.server, `${api}/stages`, cache.maxEntryBytes, signal) : [];
+  const jobs = await restList<JobData>(target, `${api}/jobs`, cache.maxEntryBytes, signal);
+  const stages = jobs.length > 0 ? await restList<StageData>(target, `${api}/stages`, cache.maxEntryBytes, signal) : [];
   const stagePages = firstStages(jobs, stages);
   const pages = [
     pagePath('/jobs/'), ...firstJobs(jobs).map((id) => `${pagePath('/jobs/job/')}?id=${id}`), pagePath('/stages/'),

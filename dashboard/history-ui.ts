@@ -5,7 +5,7 @@ import type { SparkHistory } from '../cluster/history/spark-history.js';
 import { historyPath, isRunList } from './history-paths.js';
 
 /** `ownRun`: the path is the run's own entry, to answer as the list of every run (isRunList). */
-export type HistoryRequest = { target: URL; path: string; ownRun?: true } | { refused: string } | undefined;
+export type HistoryRequest = { target: URL; path: string; headers?: Readonly<Record<string, string>>; ownRun?: true } | { refused: string } | undefined;
 
 /** The run's own entry in the History Server's list is a few hundred bytes. */
 const RUN_INFO_BYTES = 64 * 1024;
@@ -25,16 +25,17 @@ export async function historyRequest(
   raw.once('close', () => abort.abort());
   const found = await opts.history.target(appName, abort.signal);
   if (!found) return undefined;
-  if (isRunList(rest)) return { target: found.server, path: `/api/v1/applications/${found.sparkAppId}`, ownRun: true };
+  const { headers } = found;
+  if (isRunList(rest)) return { target: found.server, path: `/api/v1/applications/${found.sparkAppId}`, headers, ownRun: true };
   const path = historyPath(rest, found.sparkAppId);
   if (!path) return { refused: `That page is not part of the run of ${appName}.` };
   raw.headers['x-forwarded-context'] = prefix;
-  return { target: found.server, path };
+  return { target: found.server, path, headers };
 }
 
 /** The list of every run as an application's link shows it: its own run alone; undefined when the History Server did not say. */
-export async function ownRunList(target: URL, path: string, signal: AbortSignal): Promise<unknown[] | undefined> {
-  const response = await fetch(new URL(path, target), { signal }).catch(() => undefined);
+export async function ownRunList(target: URL, path: string, signal: AbortSignal, headers?: Readonly<Record<string, string>>): Promise<unknown[] | undefined> {
+  const response = await fetch(new URL(path, target), { headers, signal }).catch(() => undefined);
   if (!response?.ok || Number(response.headers.get('content-length') ?? 0) > RUN_INFO_BYTES) {
     await response?.body?.cancel();
     return undefined;

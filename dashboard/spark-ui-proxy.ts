@@ -221,7 +221,7 @@ export const sparkUiProxy: FastifyPluginAsync<SparkUiProxyOptions> = async (app,
     const history = live ? undefined : await historyRequest(opts, appName, rest, prefix, request.raw);
     if (history && 'refused' in history) return fail(reply, 404, history.refused);
     if (history?.ownRun) {
-      const runs = await ownRunList(history.target, history.path, AbortSignal.timeout(10_000));
+      const runs = await ownRunList(history.target, history.path, AbortSignal.timeout(10_000), history.headers);
       if (!runs) return fail(reply, 502, `The History Server did not describe the run of ${appName}.`);
       return reply.header('x-content-type-options', 'nosniff').header('cache-control', 'no-store').send(runs);
     }
@@ -242,7 +242,8 @@ export const sparkUiProxy: FastifyPluginAsync<SparkUiProxyOptions> = async (app,
     request.raw.url = `${history?.path ?? rest}${query}`;
     for (const header of VIEWER_HEADERS_DROPPED) delete request.raw.headers[header];
     reply.hijack();
-    proxy.web(request.raw, reply.raw, { target: target.href });
+    // The History Server's gate secret (local mode) is added here, past every check, and never echoed.
+    proxy.web(request.raw, reply.raw, { target: target.href, headers: history?.headers ? { ...history.headers } : undefined });
     return reply;
   };
   for (const url of ['/dashboard/apps/:appName/spark-ui', '/dashboard/apps/:appName/spark-ui/*']) {

@@ -24,10 +24,10 @@ export async function settleRun(index: RunIndex, appName: string, options: { wit
 }
 
 /** Waits (up to `withinMs`) until the History Server at `server` answers for `sparkAppId`. */
-export async function untilServed(server: URL, sparkAppId: string, options: { withinMs: number; signal?: AbortSignal }): Promise<void> {
+export async function untilServed(server: URL, sparkAppId: string, options: { withinMs: number; signal?: AbortSignal; headers?: Readonly<Record<string, string>> }): Promise<void> {
   const deadline = Date.now() + options.withinMs;
   while (!options.signal?.aborted && Date.now() < deadline) {
-    const response = await fetch(new URL(`/api/v1/applications/${encodeURIComponent(sparkAppId)}`, server), { signal: AbortSignal.timeout(5000) }).catch(() => undefined);
+    const response = await fetch(new URL(`/api/v1/applications/${encodeURIComponent(sparkAppId)}`, server), { headers: options.headers, signal: AbortSignal.timeout(5000) }).catch(() => undefined);
     await response?.body?.cancel();
     if (response?.ok) return;
     await sleep(250);

@@ -6,6 +6,8 @@ export interface HistoryTarget {
   server: URL;
   /** Spark's id of the run, the History Server's name for it. */
   sparkAppId: string;
+  /** Headers every request to the server must carry (local mode's gate secret, cluster/local/ui-gate.ts). */
+  headers?: Readonly<Record<string, string>>;
 }
 
 /** What a run's warm-up tells once the History Server has replayed it (warm.ts); bounded by `signal`. */

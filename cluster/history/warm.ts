@@ -42,6 +42,8 @@ export function recentRuns(runs: Iterable<[string, IndexedRun]>, now: number, li
 export interface HistoryWarmerOptions {
   /** The History Server's address (local mode starts it on first need). */
   server: () => Promise<URL>;
+  /** Headers every request to it must carry (local mode's gate secret). */
+  headers?: Readonly<Record<string, string>>;
   /** How long one replay may take before it is given up (the History Server goes on with it). */
   replayMs?: number;
   /** At most this many runs wait for their turn; more are left for their first open. */
@@ -81,7 +83,7 @@ export class HistoryWarmer {
         const signal = this.signal();
         const server = await this.replay(run.sparkAppId, signal);
         for (const listener of this.listeners) {
-          await listener(appName, { server, sparkAppId: run.sparkAppId }, signal).catch((error: unknown) => {
+          await listener(appName, { server, sparkAppId: run.sparkAppId, headers: this.options.headers }, signal).catch((error: unknown) => {
             if (!this.stop.signal.aborted) this.options.log(`could not fill the page cache of ${appName}: ${(error as Error)?.message ?? String(error)}`);
           });
         }
@@ -112,9 +114,10 @@ export class HistoryWarmer {
   private async replay(sparkAppId: string, signal: AbortSignal): Promise<URL> {
     const server = await this.options.server();
     // Listed first (the server's next scan), else the request below would answer 404 at once.
-    await untilServed(server, sparkAppId, { withinMs: 20_000, signal });
+    const { headers } = this.options;
+    await untilServed(server, sparkAppId, { withinMs: 20_000, signal, headers });
     // Any page of the run's UI loads all of it; the jobs list is a small answer.
-    const response = await fetch(new URL(`/api/v1/applications/${encodeURIComponent(sparkAppId)}/jobs`, server), { signal });
+    const response = await fetch(new URL(`/api/v1/applications/${encodeURIComponent(sparkAppId)}/jobs`, server), { headers, signal });
     await response.body?.cancel();
     if (!response.ok) throw new Error(`the History Server answered ${response.status}`);
     return server;

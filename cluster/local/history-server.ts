@@ -2,11 +2,15 @@
 // first need (most runs of the service never open an old run's UI, and it is a JVM), bound to
 // loopback only (it shows every run; the dashboard's proxy shows each user their own), ended
 // with the service. A server left by a killed service is ended at the next start (pid file).
+// Loopback is not enough: every local driver shares it. Spark's UI filter ServiceGate
+// (ui-gate.ts) refuses every request without a secret that this service alone knows and sends
+// (`headers`); the secret is new at each start and reaches the JVM by its environment.
 import { spawn } from 'node:child_process';
 import { closeSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { freePort } from '../../lib/free-port.js';
 import { isAlive, killGroup, processStartTicks } from './process-runner.js';
+import { buildUiGate, gateClasses, newGateSecret, sparkJars, UI_GATE_CLASS, UI_GATE_ENV, UI_GATE_HEADER } from './ui-gate.js';
 
 export interface HistoryServerOptions {
   /** Spark's `spark-class` (beside the drivers' spark-submit). */
@@ -33,9 +37,9 @@ interface Running { pid: number; startTicks: number; url: URL; exited: Promise<v
 const sleep = (ms: number) => new Promise((ok) => setTimeout(ok, ms));
 
 /** Whether a History Server answers its REST API at this address. */
-async function answers(url: URL): Promise<boolean> {
+async function answers(url: URL, headers: Record<string, string>): Promise<boolean> {
   try {
-    const response = await fetch(new URL('/api/v1/version', url), { signal: AbortSignal.timeout(2000) });
+    const response = await fetch(new URL('/api/v1/version', url), { headers, signal: AbortSignal.timeout(2000) });
     await response.body?.cancel();
     return response.ok;
   } catch {
@@ -46,6 +50,10 @@ async function answers(url: URL): Promise<boolean> {
 export class LocalHistoryServer {
   private running: Promise<Running> | undefined;
   private closed = false;
+  private readonly secret = newGateSecret();
+  private gate: Promise<string> | undefined;
+  /** What every request to the server must carry: the gate's secret. */
+  readonly headers: Readonly<Record<string, string>> = { [UI_GATE_HEADER]: this.secret };
 
   constructor(private readonly options: HistoryServerOptions) {
     this.endLeftover();
@@ -71,7 +79,15 @@ export class LocalHistoryServer {
     return join(this.options.runDir, 'history-server.pid');
   }
 
+  /** The built filter's classes (once; again after a failure). */
+  private gateClasses(): Promise<string> {
+    this.gate ??= sparkJars(this.options.sparkClass, this.options.python).then(buildUiGate).then(gateClasses);
+    this.gate.catch(() => { this.gate = undefined; });
+    return this.gate;
+  }
+
   private async start(): Promise<Running> {
+    const classes = await this.gateClasses();
     const port = await freePort();
     const url = new URL(`http://127.0.0.1:${port}`);
     const props = {
@@ -86,6 +102,8 @@ export class LocalHistoryServer {
       // hybrid or not) served a 10,000-task run's job page in 7 s instead of 1.5 s here, and
       // after a restart the run was replayed again all the same (64 s).
       ...this.options.props,
+      // Only the service's requests pass (ServiceGate); the secret is in the environment below.
+      'spark.ui.filters': UI_GATE_CLASS,
     };
     const log = openSync(this.options.logFile, 'a', 0o600);
     const child = spawn(this.options.sparkClass, ['org.apache.spark.deploy.history.HistoryServer'], {
@@ -99,6 +117,8 @@ export class LocalHistoryServer {
         SPARK_NO_DAEMONIZE: '1',
         ...(this.options.python ? { PYSPARK_PYTHON: this.options.python, PYSPARK_DRIVER_PYTHON: this.options.python } : {}),
         ...this.options.env,
+        SPARK_DAEMON_CLASSPATH: [classes, this.options.env?.SPARK_DAEMON_CLASSPATH].filter(Boolean).join(':'),
+        [UI_GATE_ENV]: this.secret,
       },
     });
     closeSync(log);
@@ -111,7 +131,7 @@ export class LocalHistoryServer {
     writeFileSync(this.pidFile, `${pid} ${startTicks}\n`, { mode: 0o600 });
     const deadline = Date.now() + (this.options.startTimeoutMs ?? 120_000);
     while (!ended && Date.now() < deadline) {
-      if (await answers(url)) return { pid, startTicks, url, exited };
+      if (await answers(url, this.headers)) return { pid, startTicks, url, exited };
       await sleep(200);
     }
     await killGroup(pid, startTicks, 1000);

@@ -45,7 +45,7 @@ export class LocalSparkHistory implements SparkHistory {
       sparkClass: options.sparkClass, python: options.python, logDir: dir,
       runDir: join(options.dataDir, 'run'), logFile: join(options.dataDir, 'logs', 'history-server.log'),
     });
-    this.warmer = new HistoryWarmer({ server: () => this.server.url(), log: (message) => options.log.warn(message) });
+    this.warmer = new HistoryWarmer({ server: () => this.server.url(), headers: this.server.headers, log: (message) => options.log.warn(message) });
     const background = (work: Promise<unknown>, what: string) => {
       work.catch((error: unknown) => options.log.warn({ err: error }, what));
     };
@@ -77,8 +77,9 @@ export class LocalSparkHistory implements SparkHistory {
     if (!run) return undefined;
     const server = await this.server.url();
     // The History Server finds a new log at its next scan (every second here).
-    await untilServed(server, run.sparkAppId, { withinMs: 15_000, signal });
-    return { server, sparkAppId: run.sparkAppId };
+    const { headers } = this.server;
+    await untilServed(server, run.sparkAppId, { withinMs: 15_000, signal, headers });
+    return { server, sparkAppId: run.sparkAppId, headers };
   }
 
   async remove(appName: string): Promise<void> {

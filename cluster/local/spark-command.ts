@@ -47,6 +47,9 @@ function podEnv(pod: V1Pod, machine: LocalMachine): Record<string, string> {
     env[variable.name] = variable.value ?? fieldValue(variable.valueFrom?.fieldRef?.fieldPath ?? '');
   }
   env.SPARK_LOCAL_DIRS = machine.sandbox ? SANDBOX_WORK_DIR : machine.workDir;
+  // Spark's web UI binds SPARK_LOCAL_IP, else every interface (spark.driver.bindAddress binds the
+  // RPC only): set last, over whatever the pod says (webhook/domain/local-binding.ts refuses it there).
+  env.SPARK_LOCAL_IP = LOOPBACK;
   return env;
 }
 
@@ -54,6 +57,8 @@ const expand = (arg: string, env: Record<string, string>) =>
   arg.replace(/\$\(([A-Za-z_][A-Za-z0-9_]*)\)/g, (whole, name: string) => env[name] ?? whole);
 
 const POD_PORT = /^spark\.driver\.(port|blockManager\.port)=/;
+/** The pod's say on where the driver listens: ours come first and a later --conf would win. */
+const POD_BINDING = /^spark\.(driver\.bindAddress|ui\.port)=/;
 
 const localPath = (arg: string) => (arg.startsWith('local://') ? arg.slice('local://'.length) : arg);
 
@@ -74,6 +79,7 @@ export function localSubmitParts(pod: V1Pod, machine: LocalMachine, cores: numbe
     // A pod has its own address, so its fixed ports (7078, 7079) never collide; drivers that
     // share this machine take free ones instead (Spark tries only 16 above a fixed port).
     else if (rest[i] === '--conf' && POD_PORT.test(rest[i + 1] ?? '')) options.push('--conf', (rest[i + 1] ?? '').replace(/=.*$/, '=0'));
+    else if (rest[i] === '--conf' && POD_BINDING.test(rest[i + 1] ?? '')) { /* dropped: loopback and the UI port are the service's */ }
     else if (SUBMIT_FLAGS.has(rest[i])) { options.push(rest[i]); continue; }
     else {
       const value = localPath(expand(rest[i + 1] ?? '', env));

@@ -9,6 +9,7 @@ export * from './executor-guard.js';
 export * from './executor-pod.js';
 export * from './kubernetes-properties.js';
 export * from './labels.js';
+export * from './local-binding.js';
 export * from './merge.js';
 export * from './overrides-schema.js';
 export * from './policy.js';

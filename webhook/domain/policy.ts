@@ -4,6 +4,7 @@
 import type { ApplicationConfig } from '../../schemas/index.js';
 import { kubernetesPropertyAllowed } from './kubernetes-properties.js';
 import { KERNEL_CLAIMER_LABEL } from './labels.js';
+import { localBindingRefusal } from './local-binding.js';
 
 export interface SubmissionPolicy {
   /** Service accounts configOverrides may name (driver/executor.serviceAccount). The default one is always allowed. */
@@ -70,6 +71,9 @@ export interface PolicyRefusal {
  */
 export function checkOverrides(overrides: ApplicationConfig | undefined, policy: SubmissionPolicy, defaultServiceAccount: string): PolicyRefusal | undefined {
   if (!overrides) return undefined;
+  // Local mode: nothing may move a driver's UI or RPC off loopback (local-binding.ts).
+  const rebinding = policy.refuseLauncherEnvironment ? localBindingRefusal(overrides) : undefined;
+  if (rebinding) return rebinding;
   for (const role of ['driver', 'executor'] as const) {
     const pod = overrides[role];
     if (!pod) continue;
