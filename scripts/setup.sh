@@ -126,6 +126,14 @@ need_node; need_java; npm_install
 [ "${SETUP_TEST_TOOLS:-}" = 1 ] && node_packages
 [ "${SKIP_BUILD:-}" = 1 ] || build
 venv=$(python_env "$root/requirements.txt" venv)
+# The History Server's gate (cluster/local/ui-gate.ts), compiled once per Spark version and cached,
+# so that the first history view (or test) does not wait for javac. Needs the build; harmless to skip.
+if [ "${SKIP_BUILD:-}" != 1 ]; then
+  (cd "$root" && node --input-type=module -e "
+    const gate = await import('./dist/cluster/local/ui-gate.js');
+    await gate.buildUiGate(await gate.sparkJars('$venv/bin/spark-class', '$venv/bin/python'));" >&2) \
+    || say "could not compile the History Server's gate now; the service will try at first need"
+fi
 # SETUP_TEST_TOOLS=1 (the test command): Jupyter Server, Notebook 7, Kernel Gateway and
 # schemathesis, in a virtualenv of their own so that they never shadow the product's.
 tools=""
