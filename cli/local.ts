@@ -20,6 +20,7 @@ import { rulesFrom } from './rules.js';
 import { fairShareFlags, fairShareFrom } from './fair-share-flags.js';
 import { buildService } from './service.js';
 import { adminOnlyStore, chooseSandbox, type SandboxMode } from './local-sandbox.js';
+import { lockDataDir } from '../lib/data-dir-lock.js';
 
 export async function localCommand(argv: string[]): Promise<number> {
   const { values } = parseArgs({
@@ -49,6 +50,8 @@ export async function localCommand(argv: string[]): Promise<number> {
   if (values.auth !== 'on' && values.auth !== 'off') throw new Error('--auth takes on or off');
   if (!['auto', 'on', 'off'].includes(values.sandbox)) throw new Error('--sandbox takes auto, on or off');
   const dataDir = values['data-dir'];
+  // Before anything reads or writes the records: a second process on them refuses to start.
+  lockDataDir(dataDir);
   const warmPool = parseWarmPool(values['warm-pool']);
   if (values.history !== 'on' && values.history !== 'off') throw new Error('--history takes on or off');
   const retentionMs = parseRetention(values.retention);
