@@ -1,7 +1,27 @@
 // Lint: the promise rules that the type-check cannot express. Every promise is awaited,
 // returned or handled (no-floating-promises), and none is passed where a callback's result
 // is ignored (no-misused-promises). Type-aware over the whole tree (tests and benches too).
+// And functions of at most 80 lines (blank lines and comments not counted): longer ones are split,
+// or named below with why and capped at today's length, so that none of them grows.
 import tseslint from 'typescript-eslint';
+
+const MAX_LINES = { skipBlankLines: true, skipComments: true };
+const LONG_FUNCTIONS = [
+  // Product code whose long function another change is reshaping (issue 28), or a route table.
+  { file: 'dashboard/spark-ui-proxy.ts', max: 136, why: 'the proxy route: being reworked beside this change' },
+  { file: 'submit-api/routes/apps.ts', max: 164, why: 'the route table of /api/apps: one registration per route' },
+  { file: 'cli/webhook-service.ts', max: 101, why: 'one start whose closures share the certificate state; moves with the webhook room (issue 28)' },
+  // End-to-end scenarios: one story, read top to bottom, against a real cluster or process.
+  ...[
+    ['test/auth/secret-key-store.test.ts', 127], ['test/certs/secret-store.test.ts', 169], ['test/cli/apps.test.ts', 99],
+    ['test/dashboard/dashboard.test.ts', 81], ['test/gateway/kernel-owners.test.ts', 111], ['test/history/kubernetes-history.test.ts', 82],
+    ['test/images/images.test.ts', 91], ['test/kubernetes/api-on-kubernetes.test.ts', 160], ['test/kubernetes/chart-faults.test.ts', 166],
+    ['test/kubernetes/chart-install.test.ts', 93], ['test/kubernetes/controller.test.ts', 131], ['test/kubernetes/executor-drivers.test.ts', 92],
+    ['test/kubernetes/real-node.test.ts', 114], ['test/kubernetes/spark-cluster.test.ts', 115], ['test/kubernetes/webhook-admission.test.ts', 124],
+    ['test/packaging/pack.test.ts', 93], ['test/spark-parity/driver-pod.test.ts', 122], ['test/webhook/server.test.ts', 92],
+    ['test/fixtures/admission/capture.ts', 99],
+  ].map(([file, max]) => ({ file, max, why: 'an end-to-end scenario, one story' })),
+];
 
 export default tseslint.config(
   { ignores: ['node_modules/**', 'dist/**', 'test/cluster/**', '**/*.js', '**/*.mjs'] },
@@ -19,6 +39,8 @@ export default tseslint.config(
         allowForKnownSafeCalls: ['@tapjs/core', '@tapjs/test'].map((pkg) => ({ from: 'package', package: pkg, name: ['test', 'skip', 'todo', 'only'] })),
       }],
       '@typescript-eslint/no-misused-promises': 'error',
+      'max-lines-per-function': ['error', { max: 80, ...MAX_LINES }],
     },
   },
+  ...LONG_FUNCTIONS.map(({ file, max }) => ({ files: [file], rules: { 'max-lines-per-function': ['error', { max, ...MAX_LINES }] } })),
 );

@@ -15,24 +15,25 @@
 //   env: LOCAL_RUNS (4), LOCAL_POLL_MS (20), LOCAL_TIMEOUT_S (180)
 import { type ChildProcess, spawn } from 'node:child_process';
 import { closeSync, existsSync, mkdtempSync, openSync, readFileSync, rmSync, statSync } from 'node:fs';
-import { homedir, tmpdir } from 'node:os';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { localDriverCommand } from '../cluster/local/spark-command.js';
 import type { StoredApp } from '../cluster/local/record-store.js';
 import { freePort } from '../lib/free-port.js';
 import { envNumber, fmt, load, median, NODE_POOLS, ROOT, saveSummary, sleep, stopChild, table } from './lib.js';
+import { sparkEnv } from '../test/helpers/service.js';
 
 const RUNS = envNumber('LOCAL_RUNS', 4);
 const POLL_MS = envNumber('LOCAL_POLL_MS', 20);
+const WARMUP = envNumber('LOCAL_WARMUP', 1); // 0: no warm-up run (the smoke test's tiny run)
 const TIMEOUT_MS = envNumber('LOCAL_TIMEOUT_S', 180) * 1000;
 const GOAL_S = 0.3;
 const CORES = 2;
 const PI = join(ROOT, 'examples', 'pi.py');
 
 function pythonEnv(): string {
-  let venv = process.env.SUBMISSION_SERVICE_PYTHON_ENV;
-  const envFile = join(homedir(), '.cache', 'submission-service', 'env.sh');
-  if (!venv && existsSync(envFile)) venv = /SUBMISSION_SERVICE_PYTHON_ENV='([^']+)'/.exec(readFileSync(envFile, 'utf8'))?.[1];
+  // Sourced, else read from the env file setup wrote (its name depends on its contents).
+  const venv = sparkEnv().SUBMISSION_SERVICE_PYTHON_ENV;
   if (!venv || !existsSync(join(venv, 'bin', 'spark-submit'))) throw new Error('pyspark not found: run scripts/setup.sh and source the env file it prints');
   return venv;
 }
@@ -146,8 +147,10 @@ async function main(): Promise<void> {
   try {
     await service.start();
     const plainArgs = ['--master', `local[${CORES}]`, PI, '2'];
-    process.stderr.write(`local-run: warm-up (plain spark-submit), load ${load()}\n`);
-    await timedRun('warmup', SPARK_SUBMIT, plainArgs, SPARK_ENV, join(scratch, 'warmup.log'), scratch);
+    if (WARMUP) {
+      process.stderr.write(`local-run: warm-up (plain spark-submit), load ${load()}\n`);
+      await timedRun('warmup', SPARK_SUBMIT, plainArgs, SPARK_ENV, join(scratch, 'warmup.log'), scratch);
+    }
     const runs: ServiceRun[] = [];
     const plain: number[] = [];
     const exact: number[] = [];

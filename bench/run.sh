@@ -18,9 +18,11 @@ if [ "${BENCH_SKIP_SETUP:-}" != 1 ]; then
     echo "bench: scripts/setup.sh failed; going on with what is installed" >&2
   fi
 fi
-if [ -z "${SUBMISSION_SERVICE_PYTHON_ENV:-}" ] && [ -f "$HOME/.cache/submission-service/env.sh" ]; then
-  # shellcheck disable=SC1091
-  source "$HOME/.cache/submission-service/env.sh"
+# Skipped setup: the newest env file setup wrote (named by its contents, env-<hash>.sh).
+cache=${SUBMISSION_SERVICE_CACHE:-$HOME/.cache/submission-service}
+if [ -z "${SUBMISSION_SERVICE_PYTHON_ENV:-}" ] && env_file=$(ls -t "$cache"/env-*.sh "$cache"/env.sh 2>/dev/null | head -n 1) && [ -n "$env_file" ]; then
+  # shellcheck disable=SC1090
+  source "$env_file"
 fi
 
 BENCH_RESULTS_DIR=$(mktemp -d)

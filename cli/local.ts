@@ -23,44 +23,49 @@ import { fairShareFlags, fairShareFrom } from './fair-share-flags.js';
 import { parseIdempotencyWindow } from '../submit-api/idempotency.js';
 import { buildService } from './service.js';
 import { adminOnlyStore, chooseSandbox, type SandboxMode } from './local-sandbox.js';
+import { lockDataDir } from '../lib/data-dir-lock.js';
+
+/** `submission-service local`'s flags; defaults read when called (PORT, the cores, the home dir). */
+function localOptions() {
+  return {
+    port: { type: 'string', default: process.env.PORT ?? '8080' },
+    host: { type: 'string', default: '127.0.0.1' },
+    'data-dir': { type: 'string', default: defaultDataDir() },
+    'node-pools': { type: 'string' },
+    auth: { type: 'string', default: 'off' },
+    cores: { type: 'string', default: String(availableParallelism()) },
+    'allowed-hosts': { type: 'string', default: LOOPBACK_HOSTS.join(',') },
+    'trust-proxy': { type: 'boolean', default: false },
+    'allowed-origins': { type: 'string', default: '' },
+    'spark-ui-host': { type: 'string' },
+    'cull-idle-seconds': { type: 'string', default: '0' },
+    'warm-pool': { type: 'string', multiple: true },
+    // How long ended runs are kept: record, log, event log (README, "History").
+    retention: { type: 'string', default: '30d' },
+    history: { type: 'string', default: 'on' },
+    'kernels-per-key': kernelsPerKeyFlag,
+    sandbox: { type: 'string', default: 'auto' },
+    'driver-user': { type: 'string', default: 'nobody' },
+    ...lifecycleFlags,
+    // How long an Idempotency-Key answers with the application it made (README, "Safe retries").
+    'idempotency-window': { type: 'string', default: '24h' },
+    // One key's batch applications hold at most this share of --cores (0 or 1: no share).
+    'key-core-share': { type: 'string', default: '0.5' },
+    // A driver's work dir: a tmpfs of this size (as root, with the sandbox); its log: this many bytes, head and tail.
+    'work-dir-cap': { type: 'string', default: '1GiB' },
+    'log-cap': { type: 'string', default: '64MiB' },
+    ...fairShareFlags,
+    ...connectionFlags,
+  } as const;
+}
 
 export async function localCommand(argv: string[]): Promise<number> {
-  const { values } = parseArgs({
-    args: argv,
-    options: {
-      port: { type: 'string', default: process.env.PORT ?? '8080' },
-      host: { type: 'string', default: '127.0.0.1' },
-      'data-dir': { type: 'string', default: defaultDataDir() },
-      'node-pools': { type: 'string' },
-      auth: { type: 'string', default: 'off' },
-      cores: { type: 'string', default: String(availableParallelism()) },
-      'allowed-hosts': { type: 'string', default: LOOPBACK_HOSTS.join(',') },
-      'trust-proxy': { type: 'boolean', default: false },
-      'allowed-origins': { type: 'string', default: '' },
-      'spark-ui-host': { type: 'string' },
-      'cull-idle-seconds': { type: 'string', default: '0' },
-      'warm-pool': { type: 'string', multiple: true },
-      // How long ended runs are kept: record, log, event log (README, "History").
-      retention: { type: 'string', default: '30d' },
-      history: { type: 'string', default: 'on' },
-      'kernels-per-key': kernelsPerKeyFlag,
-      ...lifecycleFlags,
-      sandbox: { type: 'string', default: 'auto' },
-      'driver-user': { type: 'string', default: 'nobody' },
-      // How long an Idempotency-Key answers with the application it made (README, "Safe retries").
-      'idempotency-window': { type: 'string', default: '24h' },
-      // One key's batch applications hold at most this share of --cores (0 or 1: no share).
-      'key-core-share': { type: 'string', default: '0.5' },
-      // A driver's work dir: a tmpfs of this size (as root); its log: this many bytes, head and tail.
-      'work-dir-cap': { type: 'string', default: '1GiB' },
-      'log-cap': { type: 'string', default: '64MiB' },
-      ...fairShareFlags,
-      ...connectionFlags,
-    },
-  });
+  const { values } = parseArgs({ args: argv, options: localOptions() });
   if (values.auth !== 'on' && values.auth !== 'off') throw new Error('--auth takes on or off');
   if (!['auto', 'on', 'off'].includes(values.sandbox)) throw new Error('--sandbox takes auto, on or off');
   const dataDir = values['data-dir'];
+  // Before anything reads or writes the records: a second process on them refuses to start.
+  lockDataDir(dataDir);
   const warmPool = parseWarmPool(values['warm-pool']);
   if (values.history !== 'on' && values.history !== 'off') throw new Error('--history takes on or off');
   const retentionMs = parseRetention(values.retention);

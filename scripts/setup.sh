@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what the service and its tests need, idempotently: npm packages, the
 # TypeScript build, and a cached Python virtualenv with pyspark. Java 17+ is checked,
-# not installed. Progress goes to stderr; the last stdout line is the env file to source.
+# not installed. Progress goes to stderr; the last stdout line is the env file to source (its
+# name depends on its contents: source the file printed, never a fixed name).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cache=${SUBMISSION_SERVICE_CACHE:-$HOME/.cache/submission-service}
@@ -140,11 +141,17 @@ tools=""
 [ "${SETUP_TEST_TOOLS:-}" = 1 ] && tools=$(python_env "$root/requirements-test.txt" tools)
 s3a=""
 [ "${SETUP_TEST_TOOLS:-}" = 1 ] && s3a=$(s3a_jars)
-env_file="$cache/env.sh"
-{
+# The env file is named by what it holds, so a setup with other flags (or from another checkout)
+# writes another file and never rewrites one that a running suite sources. Written to a temporary
+# name and renamed: a reader sees the whole file or none.
+env_text=$(
   echo "export SUBMISSION_SERVICE_PYTHON_ENV='$venv'"
   echo "export PATH='$venv/bin':\"\$PATH\""
   [ -z "$tools" ] || echo "export SUBMISSION_SERVICE_TOOLS_ENV='$tools'"
   [ -z "$s3a" ] || echo "export SUBMISSION_SERVICE_S3A_JARS='$s3a/hadoop-aws-3.3.4.jar:$s3a/aws-java-sdk-bundle-1.12.262.jar'"
-} >"$env_file"
+)
+env_file="$cache/env-$(printf '%s\n' "$env_text" | sha256sum | cut -c1-12).sh"
+if [ ! -f "$env_file" ]; then
+  printf '%s\n' "$env_text" >"$env_file.tmp.$$" && mv -f "$env_file.tmp.$$" "$env_file"
+fi
 echo "$env_file"

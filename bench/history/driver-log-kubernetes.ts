@@ -35,6 +35,7 @@ const LOG_MB = envNumber('LOG_MB', 100);
 // 0 is a setting of its own (all at once), which envNumber would take for "not set".
 const LOG_SECONDS = process.env.LOG_SECONDS?.trim() === '0' ? 0 : envNumber('LOG_SECONDS', 30);
 
+// eslint-disable-next-line max-lines-per-function -- one run on one test bed: the driver, the archive and the RSS samples share its state
 async function main() {
   const spark = realSpark();
   if (!spark) throw new Error('no Spark virtualenv (scripts/setup.sh makes one)');

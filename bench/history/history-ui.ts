@@ -96,6 +96,7 @@ async function historyAnswers(url: string, appName: string): Promise<number> {
   throw new Error(`the history of ${appName} did not answer; last: ${last}`);
 }
 
+// eslint-disable-next-line max-lines-per-function -- one run: seeding, the service and the browser share its state
 async function main() {
   const dataDir = mkdtempSync(join(tmpdir(), 'bench-history-'));
   // The jobs lie outside the data dir: local mode refuses main files inside it.

@@ -27,7 +27,7 @@ export const testbedBinary = async (): Promise<string> => buildTestbed();
 /** What is missing to run against the test bed and real Spark, or undefined when all is there. */
 export function missingPrerequisite(): string | undefined {
   if (!existsSync(NODE_POOLS)) return `no node pools file at ${NODE_POOLS}`;
-  if (!sparkSubmitPath()) return 'no Spark virtualenv (scripts/setup.sh makes one; source ~/.cache/submission-service/env.sh)';
+  if (!sparkSubmitPath()) return 'no Spark virtualenv (scripts/setup.sh makes one; source the env file scripts/setup.sh prints)';
   return undefined;
 }
 
@@ -140,7 +140,7 @@ export interface SparkSubmitRun { ms: number; code: number | null; output: strin
 /** One spark-submit (a new JVM, as a user runs it); resolves when it exits. */
 export function runSparkSubmit(args: string[], timeoutMs = 180_000): Promise<SparkSubmitRun> {
   const bin = sparkSubmitPath();
-  if (!bin) return Promise.reject(new Error('no spark-submit (source ~/.cache/submission-service/env.sh)'));
+  if (!bin) return Promise.reject(new Error('no spark-submit (source the env file scripts/setup.sh prints)'));
   // No ambient kubeconfig: fabric8 would auto-configure from it before our --conf settings.
   const env = { ...sparkEnv(), KUBECONFIG: join(tmpdir(), 'no-such-kubeconfig') };
   const started = performance.now();

@@ -1,7 +1,7 @@
 // The real command line: `submission-service local` as a child process (the compiled
 // dist/, so run `npx tsc -p .` first), and one-shot commands such as `apps list`.
 import { type ChildProcess, spawn } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { exampleClusterFile, repoRoot } from './api.js';
@@ -15,13 +15,29 @@ interface TestLike { teardown(fn: () => unknown): void }
 
 /**
  * The environment with the project's Spark virtualenv (what `source env.sh` would set),
- * read from ~/.cache/submission-service/env.sh when the caller has not sourced it.
+ * read from the setup's env file when the caller has not sourced one.
  */
+/**
+ * scripts/setup.sh's env file: it names each by its contents (env-<hash>.sh; env.sh before), so
+ * the fullest (the test command's, with the tools), then the newest.
+ */
+function setupEnvFile(): string | undefined {
+  const dir = process.env.SUBMISSION_SERVICE_CACHE ?? join(homedir(), '.cache', 'submission-service');
+  let names: string[];
+  try { names = readdirSync(dir).filter((name) => /^env(-[0-9a-f]+)?\.sh$/.test(name)); } catch { return undefined; }
+  const files = names.map((name) => {
+    const path = join(dir, name);
+    return { path, lines: readFileSync(path, 'utf8').split('\n').length, mtime: statSync(path).mtimeMs };
+  });
+  files.sort((a, b) => b.lines - a.lines || b.mtime - a.mtime);
+  return files[0]?.path;
+}
+
 export function sparkEnv(): NodeJS.ProcessEnv {
   const env = { ...process.env };
   if (env.SUBMISSION_SERVICE_PYTHON_ENV) return env;
-  const file = join(homedir(), '.cache', 'submission-service', 'env.sh');
-  if (!existsSync(file)) return env;
+  const file = setupEnvFile();
+  if (!file) return env;
   for (const line of readFileSync(file, 'utf8').split('\n')) {
     const m = /^export (\w+)='([^']*)'(:"\$PATH")?$/.exec(line.trim());
     if (m) env[m[1]] = m[3] ? `${m[2]}:${env.PATH ?? ''}` : m[2];

@@ -44,7 +44,7 @@ export async function startOperator(options: { dir: string; kubeconfig: string; 
   const venv = sparkEnv().SUBMISSION_SERVICE_PYTHON_ENV;
   // The pip package's Spark distribution (bin/spark-submit beside jars/), as SPARK_HOME wants it.
   const sparkHome = venv && execFileSync(join(venv, 'bin', 'python'), ['-c', 'import pyspark, os; print(os.path.dirname(pyspark.__file__))'], { encoding: 'utf8' }).trim();
-  if (!sparkHome) throw new Error('no Spark virtualenv (source ~/.cache/submission-service/env.sh)');
+  if (!sparkHome) throw new Error('no Spark virtualenv (source the env file scripts/setup.sh prints)');
   const server = new URL(options.server);
   const probePort = await freePort();
   const child: ChildProcess = spawn(join(options.dir, 'spark-operator'), [

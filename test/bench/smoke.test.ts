@@ -1,0 +1,71 @@
+// Runs alone: it starts most benches in turn (the Kubernetes ones on a test bed of their own).
+// Every benchmark runs as bench/README.md says, with tiny counts: it exits 0 and prints its
+// figures (a Markdown table row with a number). A bench that needs what this machine lacks is
+// skipped, saying what; real-node-start.ts always is (the test bed's real node: minutes, root).
+import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import t from 'tap';
+import { repoRoot } from '../helpers/api.js';
+import { realSpark, sparkEnv } from '../helpers/service.js';
+import { tempDir } from '../helpers/temp.js';
+import { toolsEnv } from '../gateway/jupyter.js';
+
+type Need = 'spark' | 'tools' | 'testbed' | 's3' | 'chromium';
+
+/** figures: what its output shows when it measured something (default: a Markdown table row with a number). */
+interface Bench { file: string; env: Record<string, string>; needs?: Need[]; args?: string[]; figures?: RegExp }
+
+const BENCHES: Bench[] = [
+  { file: 'admission.ts', env: { ADMISSION_ROUNDS: '1', ADMISSION_ROUND_MS: '100', ADMISSION_WARMUP_MS: '100' } },
+  { file: 'dry-run.ts', env: { DRY_RUN_ROUNDS: '1', DRY_RUN_SECONDS: '1', DRY_RUN_WARMUP_SECONDS: '1', DRY_RUN_CONNECTIONS: '2' } },
+  { file: 'events-resume.ts', env: { BENCH_EVENTS: '200' }, figures: /RSS before \d+ MiB, peak \d+ MiB/ },
+  { file: 'local-run.ts', env: { LOCAL_RUNS: '1', LOCAL_WARMUP: '0' }, needs: ['spark'] },
+  { file: 'dashboard/dashboard.ts', env: { BENCH_APPS: '20', BENCH_IDLE_S: '1', BENCH_LOG_MB: '1' }, needs: ['chromium'], figures: /"firstRenderMs": \{\s*"median": \d+/ },
+  { file: 'gateway/compare.ts', env: { GW_STARTS: '1', GW_EXECS: '5', GW_KERNELS: '6', GW_KERNEL_EXECS: '2', GW_SC: '1', GW_CLAIMS: '1' }, needs: ['spark', 'tools'] },
+  { file: 'gateway/memory-probes.ts', env: { GW_MEM_FRAMES: '5', GW_MEM_OUTPUTS: '5' }, needs: ['spark'] },
+  { file: 'history/driver-log.ts', env: { LOG_MB: '1' }, needs: ['spark'] },
+  // 400 tasks: a log over 1 MiB, the least the service warms (replays) at a run's end, which the bench waits for.
+  { file: 'history/history-ui.ts', env: { HISTORY_APPS: '1', HISTORY_TASKS: '400' }, needs: ['spark', 'chromium'] },
+  { file: 'history/driver-log-kubernetes.ts', env: { LOG_MB: '1', LOG_SECONDS: '0' }, needs: ['spark', 'testbed', 's3'] },
+  { file: 'kubernetes/controller-ceiling.ts', env: { CEILING_COUNT: '5', CEILING_CONCURRENCY: '2', CEILING_ROUNDS: '1' }, needs: ['testbed'] },
+  { file: 'kubernetes/list-latency.ts', env: { LIST_COUNT: '20', LIST_READS: '10' }, needs: ['testbed'] },
+  { file: 'kubernetes/submissions.ts', env: { SUBMIT_CONCURRENCY: '2', SUBMIT_MAX: '4', SUBMIT_SECONDS: '1', SUBMIT_SPARK_RUNS: '1', SUBMIT_SEQUENTIAL: '2' }, needs: ['spark', 'testbed'] },
+  { file: 'kubernetes/webhook-latency.ts', env: { WEBHOOK_BLOCKS: '1', WEBHOOK_BLOCK_SIZE: '3', WEBHOOK_CONCURRENCY: '1' }, needs: ['testbed'] },
+];
+
+const present: Record<Need, () => boolean> = {
+  spark: () => realSpark() !== undefined,
+  tools: () => toolsEnv() !== undefined,
+  testbed: () => Boolean(process.env.SUBMISSION_SERVICE_TESTBED && existsSync(process.env.SUBMISSION_SERVICE_TESTBED)),
+  s3: () => Boolean(process.env.SUBMISSION_SERVICE_S3_SERVER && existsSync(process.env.SUBMISSION_SERVICE_S3_SERVER)),
+  chromium: () => existsSync(process.env.CHROMIUM_PATH ?? '/usr/bin/chromium'),
+};
+
+const missing = (bench: Bench): string | false => {
+  const lacking = (bench.needs ?? []).filter((need) => !present[need]());
+  return lacking.length ? `needs ${lacking.join(', ')} (scripts/test.sh sets them up)` : false;
+};
+
+function run(bench: Bench, resultsDir: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((ok) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', join('bench', bench.file), ...(bench.args ?? [])], {
+      cwd: repoRoot, env: { ...sparkEnv(), LOG_LEVEL: 'warn', BENCH_RESULTS_DIR: resultsDir, ...bench.env }, stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk) => { stdout += chunk; });
+    child.stderr.on('data', (chunk) => { stderr += chunk; });
+    child.once('exit', (code) => ok({ code, stdout, stderr }));
+  });
+}
+
+for (const bench of BENCHES) {
+  t.test(`bench/${bench.file} with tiny counts exits 0 and prints its figures`, { skip: missing(bench) }, async (t) => {
+    const { code, stdout, stderr } = await run(bench, tempDir(t, 'subsvc-bench-'));
+    t.equal(code, 0, 'exit code 0', { stderr: stderr.slice(-3000) });
+    t.match(stdout, bench.figures ?? /^\|.*\d.*\|\s*$/m, 'its figures', { stderr: stderr.slice(-3000) });
+  });
+}
+
+t.test('bench/kubernetes/real-node-start.ts', { skip: 'needs the test bed\'s real node (root, minutes): run it by hand as its head says' }, () => {});
