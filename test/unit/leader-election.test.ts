@@ -55,7 +55,10 @@ class FakeLeaseApi {
 
 interface Harness { api: FakeLeaseApi; clock: FakeClock; election: LeaderElection; started: number; stopped: number; stoppedAt?: number }
 
-function setUp(t: Tap.Test, api = new FakeLeaseApi()): Harness {
+/** What setUp needs of a tap test. */
+interface TestLike { teardown(run: () => unknown): void }
+
+function setUp(t: TestLike, api = new FakeLeaseApi()): Harness {
   const clock = installFakeClock();
   const clients = { kc: { makeApiClient: () => api } } as unknown as KubeClients;
   const harness = { api, clock, started: 0, stopped: 0 } as Harness;
