@@ -57,7 +57,7 @@ class FakeKubelet {
     const since = query.sinceTime === undefined ? 0 : Date.parse(query.sinceTime) / 1000;
     const bytes = Buffer.from(this.lines.filter((line) => line.time.seconds >= since)
       .map((line) => (query.timestamps ? `${formatLineTime(line.time)} ${line.text}` : line.text)).join(''));
-    const cut = query.tailLines === undefined ? this.cuts[this.requests.filter((q) => q.tailLines === undefined).length - 1] : undefined;
+    const cut = this.cuts[this.requests.filter((q) => q.tailLines === undefined).length - 1];
     const chunks: Buffer[] = [];
     for (let at = 0; at < Math.min(bytes.length, cut ?? Infinity); at += 64 * 1024) chunks.push(bytes.subarray(at, Math.min(at + 64 * 1024, cut ?? Infinity)));
     const end = cut !== undefined ? 'cut' : query.follow && this.hold ? 'hold' : 'end';
