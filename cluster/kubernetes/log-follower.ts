@@ -82,6 +82,8 @@ export interface LogFollowerOptions {
   /** Whether the pod's container still runs (a fresh read of the pod): after a stream that ended cleanly. */
   stillRunning: () => Promise<boolean>;
   log: LogFn;
+  /** How a log is read (default: from the apiserver); the unit tests pass a fake kubelet. */
+  openLog?: typeof openPodLog;
 }
 
 export class LogFollower {
@@ -101,8 +103,10 @@ export class LogFollower {
   private readonly endingSignal = new Promise<void>((ok) => { this.wakeEnding = ok; });
   private readonly stop = new AbortController();
   private readonly running: Promise<void>;
+  private readonly openLog: typeof openPodLog;
 
   constructor(private readonly options: LogFollowerOptions) {
+    this.openLog = options.openLog ?? openPodLog;
     this.running = this.run().catch((error: unknown) => { this.failed ??= (error as Error).message ?? String(error); });
   }
 
@@ -211,7 +215,7 @@ export class LogFollower {
   private async readOnce(follow: boolean): Promise<void> {
     const mark = this.mark;
     if (!mark && this.confirmed > 0) throw new LogMismatch('a copy without its place in the log');
-    const res = await openPodLog(this.options.kc, {
+    const res = await this.openLog(this.options.kc, {
       namespace: this.options.namespace, pod: this.options.pod, container: this.options.container, follow, signal: this.stop.signal,
       timestamps: true, ...(mark ? { sinceTime: sinceTimeOf(mark.time) } : {}),
     });
@@ -318,7 +322,7 @@ export class LogFollower {
 
   /** The kubelet's last lines of the ended container are the last bytes of the copy. */
   private async endMatches(): Promise<boolean> {
-    const res = await openPodLog(this.options.kc, { namespace: this.options.namespace, pod: this.options.pod, container: this.options.container, tailLines: TAIL_LINES });
+    const res = await this.openLog(this.options.kc, { namespace: this.options.namespace, pod: this.options.pod, container: this.options.container, tailLines: TAIL_LINES });
     const chunks: Buffer[] = [];
     let bytes = 0;
     for await (const chunk of res as AsyncIterable<Buffer>) {

@@ -41,6 +41,8 @@ export interface ReconcilerOptions {
   backoff?: BackoffOptions;
   /** Timeout of each write (default 10 s). */
   writeTimeoutMs?: number;
+  /** How writes reach the apiserver (default: json-call.ts); the unit tests pass a fake. */
+  calls?: { putJson: typeof putJson; patchJson: typeof patchJson };
 }
 
 /** One leadership term: its queue, its workers, and what aborts its writes. */
@@ -67,6 +69,7 @@ export class Reconciler {
 
   constructor(private readonly options: ReconcilerOptions) {}
 
+  private get calls() { return this.options.calls ?? { putJson, patchJson }; }
   private get graceMs() { return this.options.graceMs ?? 30_000; }
   /** An Application's path: its writes go as plain JSON calls on the kept-alive agent (json-call.ts), not through client-node. */
   private path(name: string) { return `/apis/${GROUP}/${VERSION}/namespaces/${this.options.namespace}/${APPLICATIONS}/${name}`; }
@@ -154,7 +157,7 @@ export class Reconciler {
       const patch = configCopyPatch(resource, driver.pod);
       // The patched Application (its new resourceVersion) is what a status write in this pass
       // must build on: the cached one is now stale, and a write from it would only meet a 409.
-      const patched = patch && await this.write('config', name, term, (signal) => patchJson(this.options.clients.kc, `${this.path(name)}?fieldManager=${FIELD_MANAGER}`, patch, signal));
+      const patched = patch && await this.write('config', name, term, (signal) => this.calls.patchJson(this.options.clients.kc, `${this.path(name)}?fieldManager=${FIELD_MANAGER}`, patch, signal));
       if (patched && typeof patched === 'object') resource = patched as typeof resource;
     }
     const status = desiredStatus(resource, driver, cache.runningExecutors(name), { missing });
@@ -163,7 +166,7 @@ export class Reconciler {
     // event, or the grace timer above, brings the name back.
     const waiting = !driver && !missing && resource.status === undefined;
     if (!waiting && canonicalJson(status) !== canonicalJson(resource.status ?? {}) && !(resource.status === undefined && isInitial(status))) {
-      const ok = await this.write('status', name, term, (signal) => putJson(this.options.clients.kc, `${this.path(name)}/status?fieldManager=${FIELD_MANAGER}`, { ...resource, status }, signal));
+      const ok = await this.write('status', name, term, (signal) => this.calls.putJson(this.options.clients.kc, `${this.path(name)}/status?fieldManager=${FIELD_MANAGER}`, { ...resource, status }, signal));
       if (ok) this.observe(resource.status?.transitions ?? [], status.transitions ?? []);
     }
     if (isTerminal(status.state) && driver?.deleted) cache.forgetDeletedDriver(name);
