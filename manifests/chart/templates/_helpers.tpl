@@ -100,3 +100,19 @@ Server only), as environment variables (never in a ConfigMap). */}}
 {{- end }}
 {{- end }}
 {{- end -}}
+
+{{/* Command-line flags given only when their value is set: (list (list "--flag" value) ...).
+"" or absent leaves the flag out, so the program's own default holds; 0 is a value. A whole
+number read from a values file is a float to Helm: printed as an integer (1000000, not 1e+06). */}}
+{{- define "ss.optionalFlags" -}}
+{{- $lines := list }}
+{{- range . }}
+{{- $value := index . 1 }}
+{{- if and (not (kindIs "invalid" $value)) (ne (toString $value) "") }}
+{{- if and (kindIs "float64" $value) (eq (floor $value) $value) }}{{ $value = int64 $value }}{{ end }}
+{{- $lines = append $lines (printf "- %s" (index . 0)) }}
+{{- $lines = append $lines (printf "- %s" (toString $value | quote)) }}
+{{- end }}
+{{- end }}
+{{- join "\n" $lines }}
+{{- end }}
