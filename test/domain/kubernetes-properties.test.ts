@@ -91,14 +91,14 @@ t.test('an executor of a driver the service does not know gets the policy\'s all
   t.match(executorPodRefusal(executor({ volumes: [{ name: 'd', hostPath: { path: '/var/run/docker.sock' } }] }), undefined, rules), /hostPath/);
 });
 
-t.test('an executor may read the event log\'s object-storage credentials, as Spark gives them to a run writing there', async (t) => {
+t.test('an executor may not read the event log\'s object-storage credentials: only the driver writes the event log', async (t) => {
   const withS3 = buildRules({
     nodePools: exampleCluster().nodePools, namespace: 'spark-apps',
     eventLog: { dir: 's3a://spark-history/spark-events', s3: { endpoint: 'http://s3:9000', credentialsSecret: 'spark-history-s3' } },
   });
   const credentials = executor({ containers: [{ name: 'c', env: [{ name: 'AWS_ACCESS_KEY_ID', valueFrom: { secretKeyRef: { name: 'spark-history-s3', key: 'AWS_ACCESS_KEY_ID' } } }] }] });
-  t.equal(executorPodRefusal(credentials, {}, withS3), undefined, 'the credentials Secret the rules name');
-  t.match(executorPodRefusal(credentials, {}, rules), /secret "spark-history-s3"/, 'without event logs in object storage it is foreign');
+  t.match(executorPodRefusal(credentials, {}, withS3), /secret "spark-history-s3"/, 'the credentials Secret the rules name is refused');
+  t.match(executorPodRefusal(credentials, {}, rules), /secret "spark-history-s3"/, 'and without event logs in object storage too');
   const other = executor({ containers: [{ name: 'c', env: [{ name: 'P', valueFrom: { secretKeyRef: { name: 'db-root-password', key: 'p' } } }] }] });
   t.match(executorPodRefusal(other, {}, withS3), /secret "db-root-password"/, 'any other Secret still refused');
 });
