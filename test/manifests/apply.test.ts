@@ -16,7 +16,7 @@ import { type Testbed, startTestbed, testbedUnavailable } from './testbed.js';
 const APPS = 'spark-apps';
 const crdDir = join(chartDir, 'crds');
 /** Helm's install order, for the kinds the chart has. */
-const ORDER = ['Namespace', 'PodDisruptionBudget', 'ServiceAccount', 'Secret', 'ConfigMap', 'ClusterRole', 'ClusterRoleBinding',
+const ORDER = ['Namespace', 'NetworkPolicy', 'PodDisruptionBudget', 'ServiceAccount', 'Secret', 'ConfigMap', 'ClusterRole', 'ClusterRoleBinding',
   'Role', 'RoleBinding', 'Service', 'Deployment', 'Ingress', 'MutatingWebhookConfiguration',
   // Kinds Helm does not order come last.
   'ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicyBinding'];
