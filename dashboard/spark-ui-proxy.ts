@@ -12,7 +12,7 @@ import { type Cluster, isTerminal } from '../cluster/cluster.js';
 import type { SparkHistory } from '../cluster/history/spark-history.js';
 import type { ApiKeyIdentity } from '../submit-api/auth/key-store.js';
 import { keyFromHeaders, type KeyVerifier } from '../submit-api/auth/plugin.js';
-import { acceptsGzip, cacheKey, collectAnswer, HistoryPageCache, sendCached, STATIC_CACHE_CONTROL } from './history-cache.js';
+import { acceptsGzip, cacheKey, collectAnswer, HistoryPageCache, sendCached, STATIC_CACHE_CONTROL, staticCacheKey } from './history-cache.js';
 import { historyPath } from './history-paths.js';
 import { prefillHistory } from './history-prefill.js';
 import { historyRequest, ownRunList } from './history-ui.js';
@@ -77,6 +77,40 @@ function withoutGrant(query: string): string {
   return rest ? `?${rest}` : '';
 }
 
+/** The caller and how they proved it; `null` identity: authentication is off. */
+function callerOf(opts: Pick<SparkUiProxyOptions, 'auth' | 'sessions'>, request: FastifyRequest, appName: string, onUiHost: boolean): { identity: ApiKeyIdentity | null; via: 'key' | 'session' | 'cookie' | 'none' } | undefined {
+  if (!opts.auth.enabled) return { identity: null, via: 'none' };
+  const key = keyFromHeaders(request.headers);
+  if (key) {
+    const identity = opts.auth.store.verify(key);
+    return identity && { identity, via: 'key' };
+  }
+  const fromCookie = opts.sessions.identityOfGrant(cookieValue(request.headers.cookie, UI_COOKIE), UI_AUDIENCE, appName);
+  if (fromCookie) return { identity: fromCookie, via: 'cookie' };
+  // The dashboard's session (SameSite=Strict) arrives with navigations from the dashboard itself.
+  const session = onUiHost ? undefined : opts.sessions.verify(request);
+  return session && { identity: session, via: 'session' };
+}
+
+/**
+ * Spark's static file for a request without any cookie or key (a sandboxed page's): no
+ * application is looked up and nothing is started, so every name, existing or not, gets the
+ * same answer: the local Spark's own file, else the one the History Server gave for all runs
+ * (history-cache.ts), else the same 404.
+ */
+async function anonymousAsset(request: FastifyRequest, reply: FastifyReply, rest: string, from: { history?: SparkHistory; cache?: HistoryPageCache; sandboxed: boolean }) {
+  const file = await from.history?.staticFile?.(rest);
+  const entry = file
+    ? { headers: { 'content-type': file.contentType, 'cache-control': STATIC_CACHE_CONTROL }, body: file.body }
+    : from.cache?.get(staticCacheKey(rest, acceptsGzip(request.headers['accept-encoding'])));
+  if (!entry) return fail(reply, 404, 'This Spark static file is not available without signing in.');
+  const headers = { ...entry.headers };
+  forViewer(headers, from.sandboxed);
+  reply.hijack();
+  sendCached(reply.raw, request.method, { headers, body: entry.body });
+  return reply;
+}
+
 export const sparkUiProxy: FastifyPluginAsync<SparkUiProxyOptions> = async (app, opts) => {
   const { sessions } = opts;
   const uiHostName = opts.uiHost === undefined ? undefined : hostName(opts.uiHost);
@@ -132,20 +166,6 @@ export const sparkUiProxy: FastifyPluginAsync<SparkUiProxyOptions> = async (app,
   });
   app.addHook('onClose', async () => { unsubscribe?.(); cache?.clear(); proxy.close(); });
 
-  /** The caller and how they proved it; `null` identity: authentication is off. */
-  const caller = (request: FastifyRequest, appName: string, onUiHost: boolean): { identity: ApiKeyIdentity | null; via: 'key' | 'session' | 'cookie' | 'none' } | undefined => {
-    if (!opts.auth.enabled) return { identity: null, via: 'none' };
-    const key = keyFromHeaders(request.headers);
-    if (key) {
-      const identity = opts.auth.store.verify(key);
-      return identity && { identity, via: 'key' };
-    }
-    const fromCookie = sessions.identityOfGrant(cookieValue(request.headers.cookie, UI_COOKIE), UI_AUDIENCE, appName);
-    if (fromCookie) return { identity: fromCookie, via: 'cookie' };
-    // The dashboard's session (SameSite=Strict) arrives with navigations from the dashboard itself.
-    const session = onUiHost ? undefined : sessions.verify(request);
-    return session && { identity: session, via: 'session' };
-  };
 
   const handler = async (request: FastifyRequest<{ Params: { appName: string } }>, reply: FastifyReply) => {
     const { appName } = request.params;
@@ -171,11 +191,12 @@ export const sparkUiProxy: FastifyPluginAsync<SparkUiProxyOptions> = async (app,
       return reply.header('referrer-policy', 'no-referrer').redirect(`${path}${withoutGrant(query)}`);
     }
 
-    const who = caller(request, appName, onUiHost);
+    const who = callerOf(opts, request, appName, onUiHost);
     if (!who) {
       // A sandboxed page fetches Spark's styles and scripts without any cookie.
-      const anonymousAsset = uiHostName === undefined && isStaticAsset(request.method, rest, query);
-      if (!anonymousAsset) return fail(reply, 401, 'Sign in to the dashboard (or send an API key) to open the Spark UI.');
+      const asset = uiHostName === undefined && isStaticAsset(request.method, rest, query);
+      if (!asset) return fail(reply, 401, 'Sign in to the dashboard (or send an API key) to open the Spark UI.');
+      return anonymousAsset(request, reply, rest, { history: opts.history, cache, sandboxed });
     }
     const record = await opts.cluster.get(appName);
     if (!record) return fail(reply, 404, `There is no application ${appName}: it is not running and has no history (never submitted, deleted, or past its retention).`);
