@@ -35,11 +35,16 @@ export interface SparkUiProxyOptions {
   policy: SubmissionPolicy;
   /** The Spark UI's own host (`name` or `name:port`); absent: served on the service's host, sandboxed when authentication is on. */
   uiHost?: string;
+  /** Spark's own static files (`/static/…`), the same for every application (local mode: cluster/local/spark-static.ts). */
+  sparkStatic?: SparkStaticSource;
   /** Bytes of ended runs' pages kept in memory (history-cache.ts); 0: none. */
   historyCacheBytes?: number;
   /** Proxied requests per key, an answer's time and bytes (spark-ui-limits.ts). */
   limits?: Partial<SparkUiLimits>;
 }
+
+/** Where Spark's static files come from without asking any application; undefined: none such, or not at hand. */
+export type SparkStaticSource = (rest: string) => Promise<{ body: Buffer; contentType: string } | undefined>;
 
 /** The history page cache's default size, and the biggest answer it keeps. */
 export const HISTORY_CACHE_BYTES = 64 * 1024 * 1024;
@@ -98,8 +103,8 @@ function callerOf(opts: Pick<SparkUiProxyOptions, 'auth' | 'sessions'>, request:
  * same answer: the local Spark's own file, else the one the History Server gave for all runs
  * (history-cache.ts), else the same 404.
  */
-async function anonymousAsset(request: FastifyRequest, reply: FastifyReply, rest: string, from: { history?: SparkHistory; cache?: HistoryPageCache; sandboxed: boolean }) {
-  const file = await from.history?.staticFile?.(rest);
+async function anonymousAsset(request: FastifyRequest, reply: FastifyReply, rest: string, from: { sparkStatic?: SparkStaticSource; cache?: HistoryPageCache; sandboxed: boolean }) {
+  const file = await from.sparkStatic?.(rest);
   const entry = file
     ? { headers: { 'content-type': file.contentType, 'cache-control': STATIC_CACHE_CONTROL }, body: file.body }
     : from.cache?.get(staticCacheKey(rest, acceptsGzip(request.headers['accept-encoding'])));
@@ -196,7 +201,7 @@ export const sparkUiProxy: FastifyPluginAsync<SparkUiProxyOptions> = async (app,
       // A sandboxed page fetches Spark's styles and scripts without any cookie.
       const asset = uiHostName === undefined && isStaticAsset(request.method, rest, query);
       if (!asset) return fail(reply, 401, 'Sign in to the dashboard (or send an API key) to open the Spark UI.');
-      return anonymousAsset(request, reply, rest, { history: opts.history, cache, sandboxed });
+      return anonymousAsset(request, reply, rest, { sparkStatic: opts.sparkStatic, cache, sandboxed });
     }
     const record = await opts.cluster.get(appName);
     if (!record) return fail(reply, 404, `There is no application ${appName}: it is not running and has no history (never submitted, deleted, or past its retention).`);

@@ -10,12 +10,6 @@ export interface HistoryTarget {
   headers?: Readonly<Record<string, string>>;
 }
 
-/** One of Spark's own static files (`/static/…`): the same for every application. */
-export interface SparkStaticFile {
-  body: Buffer;
-  contentType: string;
-}
-
 /** What a run's warm-up tells once the History Server has replayed it (warm.ts); bounded by `signal`. */
 export type WarmedListener = (appName: string, target: HistoryTarget, signal: AbortSignal) => Promise<void>;
 
@@ -36,11 +30,6 @@ export interface SparkHistory {
   run(appName: string): { sparkAppId: string; completed: boolean } | undefined;
   /** Calls `listener` after each run's warm-up replay (at its end, and for recent runs at start); returns the unsubscribe. */
   onWarmed(listener: WarmedListener): () => void;
-  /**
-   * One of Spark's own static files (`rest`: `/static/…`) without asking any application's UI or
-   * the History Server (local mode: from the Spark it runs); undefined: none such, or not at hand.
-   */
-  staticFile?(rest: string): Promise<SparkStaticFile | undefined>;
   /** Deletes the run's event log (its application is deleted or expired). */
   remove(appName: string): Promise<void>;
   /** Removes what no record names any more and is older than the retention (object storage); the count removed. */

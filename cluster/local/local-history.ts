@@ -6,11 +6,10 @@ import type { EventFeed } from '../events.js';
 import { EventLogIndex } from '../history/event-log-index.js';
 import { describeRefusal } from '../history/run-claims.js';
 import { runAvailable, settleRun, untilServed } from '../history/settle.js';
-import type { HistoryTarget, SparkHistory, SparkStaticFile, WarmedListener } from '../history/spark-history.js';
+import type { HistoryTarget, SparkHistory, WarmedListener } from '../history/spark-history.js';
 import { HistoryWarmer } from '../history/warm.js';
 import { LocalHistoryServer } from './history-server.js';
 import type { LocalLogger } from './logger.js';
-import { LocalSparkStatic } from './spark-static.js';
 
 export interface LocalHistoryOptions {
   dataDir: string;
@@ -31,7 +30,6 @@ export class LocalSparkHistory implements SparkHistory {
   readonly retentionMs: number | undefined;
   private readonly index: EventLogIndex;
   private readonly server: LocalHistoryServer;
-  private readonly staticFiles: LocalSparkStatic;
   /** Replays a big run's log as soon as it ended, so its first open does not wait for it (warm.ts). */
   readonly warmer: HistoryWarmer;
   private readonly unsubscribe: () => void;
@@ -47,7 +45,6 @@ export class LocalSparkHistory implements SparkHistory {
       sparkClass: options.sparkClass, python: options.python, logDir: dir,
       runDir: join(options.dataDir, 'run'), logFile: join(options.dataDir, 'logs', 'history-server.log'),
     });
-    this.staticFiles = new LocalSparkStatic({ sparkClass: options.sparkClass, python: options.python });
     this.warmer = new HistoryWarmer({ server: () => this.server.url(), headers: this.server.headers, log: (message) => options.log.warn(message) });
     const background = (work: Promise<unknown>, what: string) => {
       work.catch((error: unknown) => options.log.warn({ err: error }, what));
@@ -83,10 +80,6 @@ export class LocalSparkHistory implements SparkHistory {
     const { headers } = this.server;
     await untilServed(server, run.sparkAppId, { withinMs: 15_000, signal, headers });
     return { server, sparkAppId: run.sparkAppId, headers };
-  }
-
-  staticFile(rest: string): Promise<SparkStaticFile | undefined> {
-    return this.staticFiles.read(rest);
   }
 
   async remove(appName: string): Promise<void> {

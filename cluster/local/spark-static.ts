@@ -9,8 +9,13 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { readFile, stat } from 'node:fs/promises';
 import { extname, join, resolve, sep } from 'node:path';
-import type { SparkStaticFile } from '../history/spark-history.js';
 import { cacheRoot, sparkJars, sparkVersion } from './ui-gate.js';
+
+/** One of Spark's static files as the proxy serves it. */
+export interface SparkStaticFile {
+  body: Buffer;
+  contentType: string;
+}
 
 /** Where the UI's files are inside spark-core's jar. */
 const JAR_FOLDER = 'org/apache/spark/ui/static';
@@ -94,6 +99,9 @@ export class LocalSparkStatic {
   private root: Promise<string> | undefined;
 
   constructor(private readonly options: { sparkClass: string; python?: string }) {}
+
+  /** `read`, bound: what the Spark UI proxy calls (its sparkStatic option). */
+  readonly reader = (rest: string): Promise<SparkStaticFile | undefined> => this.read(rest);
 
   /** The file `rest` (`/static/…`) names, or undefined: none such, or Spark's files are not at hand. */
   async read(rest: string): Promise<SparkStaticFile | undefined> {
