@@ -7,6 +7,7 @@ import { RetentionSweeper, parseRetention } from '../cluster/history/retention.j
 import { LocalCluster } from '../cluster/local/local-cluster.js';
 import { parseByteSize } from '../cluster/local/work-dir-space.js';
 import { eventLogDir, LocalSparkHistory } from '../cluster/local/local-history.js';
+import { LocalSparkStatic } from '../cluster/local/spark-static.js';
 import { makePrivateDir } from '../lib/atomic-file.js';
 import { loggerOptions } from '../lib/logger.js';
 import { LOOPBACK_HOSTS } from '../submit-api/host-allowlist.js';
@@ -59,6 +60,9 @@ function localOptions() {
   } as const;
 }
 
+/** The `spark-class` beside a spark-submit (on PATH when it is named bare). */
+const sparkClassBeside = (sparkSubmit: string): string => (sparkSubmit.includes('/') ? join(dirname(sparkSubmit), 'spark-class') : 'spark-class');
+
 export async function localCommand(argv: string[]): Promise<number> {
   const { values } = parseArgs({ args: argv, options: localOptions() });
   if (values.auth !== 'on' && values.auth !== 'off') throw new Error('--auth takes on or off');
@@ -102,7 +106,7 @@ export async function localCommand(argv: string[]): Promise<number> {
   const workDirCap = sandbox && process.getuid?.() === 0 ? workDirCapAsked : undefined;
   const cluster = new LocalCluster({ dataDir, rules, cores: Number(values.cores), log, interactiveLabel: KERNEL_LABEL, sandbox: driverSandbox, keyCoreShare, workDirCap, logCap, ...spark });
   const history = withHistory
-    ? new LocalSparkHistory({ dataDir, sparkClass: spark.sparkSubmit.includes('/') ? join(dirname(spark.sparkSubmit), 'spark-class') : 'spark-class', python: spark.python, events: cluster.events, log, retentionMs })
+    ? new LocalSparkHistory({ dataDir, sparkClass: sparkClassBeside(spark.sparkSubmit), python: spark.python, events: cluster.events, log, retentionMs })
     : undefined;
   const sweeper = retentionMs === undefined ? undefined : new RetentionSweeper({
     cluster, history, retentionMs, onError: (error, appName) => log.warn({ err: error, appName }, 'retention: could not remove an expired application'),
@@ -124,6 +128,7 @@ export async function localCommand(argv: string[]): Promise<number> {
     gatewayProof: proof,
     fairShare,
     sparkUiHost,
+    sparkStatic: new LocalSparkStatic({ sparkClass: sparkClassBeside(spark.sparkSubmit), python: spark.python }).reader, // a sandboxed page's cookieless /static/ requests
     idempotencyWindowMs: parseIdempotencyWindow(values['idempotency-window']),
     ...connectionLimitsFrom(values),
   });

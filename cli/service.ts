@@ -5,6 +5,7 @@ import type { FastifyInstance } from 'fastify';
 import { Sessions, type KeyLookup } from '../dashboard/session.js';
 import { dashboardPlugin } from '../dashboard/plugin.js';
 import type { SparkUiLimits } from '../dashboard/spark-ui-limits.js';
+import type { SparkStaticSource } from '../dashboard/spark-ui-proxy.js';
 import { buildApi, type ApiOptions } from '../submit-api/app.js';
 import type { KeyVerifier } from '../submit-api/auth/plugin.js';
 
@@ -17,15 +18,17 @@ export interface ServiceOptions extends Omit<ApiOptions, 'auth'> {
   sparkUiHost?: string;
   /** Proxied Spark UI requests per key, an answer's time and bytes (dashboard/spark-ui-limits.ts). */
   sparkUiLimits?: Partial<SparkUiLimits>;
+  /** Spark's own static files for cookieless requests (local mode: its Spark's, cluster/local/spark-static.ts). */
+  sparkStatic?: SparkStaticSource;
 }
 
 export async function buildService(options: ServiceOptions): Promise<FastifyInstance> {
-  const { sessionSecret, sessionTtlMs, sparkUiHost, sparkUiLimits, ...api } = options;
+  const { sessionSecret, sessionTtlMs, sparkUiHost, sparkUiLimits, sparkStatic, ...api } = options;
   const sessions = new Sessions({ secret: sessionSecret, store: options.auth.store, ttlMs: sessionTtlMs });
   const app = await buildApi({
     ...api,
     auth: { ...options.auth, sessionVerifier: options.auth.enabled ? sessions.verify : undefined },
   });
-  await app.register(dashboardPlugin, { auth: options.auth, sessions, cluster: options.cluster, history: options.history, policy: options.policy, sparkUiHost, sparkUiLimits });
+  await app.register(dashboardPlugin, { auth: options.auth, sessions, cluster: options.cluster, history: options.history, policy: options.policy, sparkUiHost, sparkUiLimits, sparkStatic });
   return app;
 }

@@ -66,11 +66,14 @@ export function acceptsGzip(header: string | string[] | undefined): boolean {
 export function cacheKey(request: CacheableRequest): string | undefined {
   const { run } = request;
   if ((request.method !== 'GET' && request.method !== 'HEAD') || !run) return undefined;
+  if (isStaticAsset(request.method, request.path, request.query)) return staticCacheKey(request.path, request.gzip);
   const coding = request.gzip ? 'gzip' : 'identity';
-  if (isStaticAsset(request.method, request.path, request.query)) return `static ${coding} ${request.path}`;
   if (!run.completed) return undefined;
   return `page ${coding} ${request.prefix} ${run.sparkAppId} ${request.path}${request.query}`;
 }
+
+/** The key of one of Spark's static files (`/static/…`): no application or run in it, the same for all. */
+export const staticCacheKey = (path: string, gzip: boolean): string => `static ${gzip ? 'gzip' : 'identity'} ${path}`;
 
 export interface HistoryPageCacheOptions {
   /** All entries together (bodies and headers) stay under this many bytes. */

@@ -16,7 +16,7 @@ import { defaultPolicy, type SubmissionPolicy } from '../webhook/domain/index.js
 import type { Sessions } from './session.js';
 import { isUiPath } from './spark-ui-access.js';
 import type { SparkUiLimits } from './spark-ui-limits.js';
-import { sparkUiProxy } from './spark-ui-proxy.js';
+import { sparkUiProxy, type SparkStaticSource } from './spark-ui-proxy.js';
 
 export interface DashboardOptions {
   auth: { enabled: boolean; store: KeyVerifier };
@@ -30,6 +30,8 @@ export interface DashboardOptions {
   sparkUiHost?: string;
   /** Proxied Spark UI requests per key, an answer's time and bytes (spark-ui-limits.ts). */
   sparkUiLimits?: Partial<SparkUiLimits>;
+  /** Spark's own static files, served without a cookie for any application name (spark-ui-proxy.ts). */
+  sparkStatic?: SparkStaticSource;
 }
 
 const STATIC_DIR = join(packageRoot, 'dashboard', 'static');
@@ -54,7 +56,7 @@ function loadStatic(): Map<string, { body: Buffer; type: string }> {
 const dashboard: FastifyPluginAsync<DashboardOptions> = async (app, opts) => {
   const { sessions } = opts;
   const files = loadStatic();
-  await app.register(sparkUiProxy, { cluster: opts.cluster, history: opts.history, auth: opts.auth, sessions, policy: opts.policy ?? defaultPolicy, uiHost: opts.sparkUiHost, limits: opts.sparkUiLimits });
+  await app.register(sparkUiProxy, { cluster: opts.cluster, history: opts.history, auth: opts.auth, sessions, policy: opts.policy ?? defaultPolicy, uiHost: opts.sparkUiHost, limits: opts.sparkUiLimits, sparkStatic: opts.sparkStatic });
   if (opts.sparkUiHost !== undefined) {
     // The Spark UI host serves Spark UIs and nothing else: its pages are the drivers', so the API
     // and the dashboard must not be on their origin.

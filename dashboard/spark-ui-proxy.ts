@@ -12,7 +12,7 @@ import { type Cluster, isTerminal } from '../cluster/cluster.js';
 import type { SparkHistory } from '../cluster/history/spark-history.js';
 import type { ApiKeyIdentity } from '../submit-api/auth/key-store.js';
 import { keyFromHeaders, type KeyVerifier } from '../submit-api/auth/plugin.js';
-import { acceptsGzip, cacheKey, collectAnswer, HistoryPageCache, sendCached, STATIC_CACHE_CONTROL } from './history-cache.js';
+import { acceptsGzip, cacheKey, collectAnswer, HistoryPageCache, sendCached, STATIC_CACHE_CONTROL, staticCacheKey } from './history-cache.js';
 import { historyPath } from './history-paths.js';
 import { prefillHistory } from './history-prefill.js';
 import { historyRequest, ownRunList } from './history-ui.js';
@@ -35,11 +35,16 @@ export interface SparkUiProxyOptions {
   policy: SubmissionPolicy;
   /** The Spark UI's own host (`name` or `name:port`); absent: served on the service's host, sandboxed when authentication is on. */
   uiHost?: string;
+  /** Spark's own static files (`/static/…`), the same for every application (local mode: cluster/local/spark-static.ts). */
+  sparkStatic?: SparkStaticSource;
   /** Bytes of ended runs' pages kept in memory (history-cache.ts); 0: none. */
   historyCacheBytes?: number;
   /** Proxied requests per key, an answer's time and bytes (spark-ui-limits.ts). */
   limits?: Partial<SparkUiLimits>;
 }
+
+/** Where Spark's static files come from without asking any application; undefined: none such, or not at hand. */
+export type SparkStaticSource = (rest: string) => Promise<{ body: Buffer; contentType: string } | undefined>;
 
 /** The history page cache's default size, and the biggest answer it keeps. */
 export const HISTORY_CACHE_BYTES = 64 * 1024 * 1024;
@@ -75,6 +80,40 @@ function withoutGrant(query: string): string {
   params.delete(GRANT_PARAM);
   const rest = params.toString();
   return rest ? `?${rest}` : '';
+}
+
+/** The caller and how they proved it; `null` identity: authentication is off. */
+function callerOf(opts: Pick<SparkUiProxyOptions, 'auth' | 'sessions'>, request: FastifyRequest, appName: string, onUiHost: boolean): { identity: ApiKeyIdentity | null; via: 'key' | 'session' | 'cookie' | 'none' } | undefined {
+  if (!opts.auth.enabled) return { identity: null, via: 'none' };
+  const key = keyFromHeaders(request.headers);
+  if (key) {
+    const identity = opts.auth.store.verify(key);
+    return identity && { identity, via: 'key' };
+  }
+  const fromCookie = opts.sessions.identityOfGrant(cookieValue(request.headers.cookie, UI_COOKIE), UI_AUDIENCE, appName);
+  if (fromCookie) return { identity: fromCookie, via: 'cookie' };
+  // The dashboard's session (SameSite=Strict) arrives with navigations from the dashboard itself.
+  const session = onUiHost ? undefined : opts.sessions.verify(request);
+  return session && { identity: session, via: 'session' };
+}
+
+/**
+ * Spark's static file for a request without any cookie or key (a sandboxed page's): no
+ * application is looked up and nothing is started, so every name, existing or not, gets the
+ * same answer: the local Spark's own file, else the one the History Server gave for all runs
+ * (history-cache.ts), else the same 404.
+ */
+async function anonymousAsset(request: FastifyRequest, reply: FastifyReply, rest: string, from: { sparkStatic?: SparkStaticSource; cache?: HistoryPageCache; sandboxed: boolean }) {
+  const file = await from.sparkStatic?.(rest);
+  const entry = file
+    ? { headers: { 'content-type': file.contentType, 'cache-control': STATIC_CACHE_CONTROL }, body: file.body }
+    : from.cache?.get(staticCacheKey(rest, acceptsGzip(request.headers['accept-encoding'])));
+  if (!entry) return fail(reply, 404, 'This Spark static file is not available without signing in.');
+  const headers = { ...entry.headers };
+  forViewer(headers, from.sandboxed);
+  reply.hijack();
+  sendCached(reply.raw, request.method, { headers, body: entry.body });
+  return reply;
 }
 
 export const sparkUiProxy: FastifyPluginAsync<SparkUiProxyOptions> = async (app, opts) => {
@@ -132,20 +171,6 @@ export const sparkUiProxy: FastifyPluginAsync<SparkUiProxyOptions> = async (app,
   });
   app.addHook('onClose', async () => { unsubscribe?.(); cache?.clear(); proxy.close(); });
 
-  /** The caller and how they proved it; `null` identity: authentication is off. */
-  const caller = (request: FastifyRequest, appName: string, onUiHost: boolean): { identity: ApiKeyIdentity | null; via: 'key' | 'session' | 'cookie' | 'none' } | undefined => {
-    if (!opts.auth.enabled) return { identity: null, via: 'none' };
-    const key = keyFromHeaders(request.headers);
-    if (key) {
-      const identity = opts.auth.store.verify(key);
-      return identity && { identity, via: 'key' };
-    }
-    const fromCookie = sessions.identityOfGrant(cookieValue(request.headers.cookie, UI_COOKIE), UI_AUDIENCE, appName);
-    if (fromCookie) return { identity: fromCookie, via: 'cookie' };
-    // The dashboard's session (SameSite=Strict) arrives with navigations from the dashboard itself.
-    const session = onUiHost ? undefined : sessions.verify(request);
-    return session && { identity: session, via: 'session' };
-  };
 
   const handler = async (request: FastifyRequest<{ Params: { appName: string } }>, reply: FastifyReply) => {
     const { appName } = request.params;
@@ -171,11 +196,12 @@ export const sparkUiProxy: FastifyPluginAsync<SparkUiProxyOptions> = async (app,
       return reply.header('referrer-policy', 'no-referrer').redirect(`${path}${withoutGrant(query)}`);
     }
 
-    const who = caller(request, appName, onUiHost);
+    const who = callerOf(opts, request, appName, onUiHost);
     if (!who) {
       // A sandboxed page fetches Spark's styles and scripts without any cookie.
-      const anonymousAsset = uiHostName === undefined && isStaticAsset(request.method, rest, query);
-      if (!anonymousAsset) return fail(reply, 401, 'Sign in to the dashboard (or send an API key) to open the Spark UI.');
+      const asset = uiHostName === undefined && isStaticAsset(request.method, rest, query);
+      if (!asset) return fail(reply, 401, 'Sign in to the dashboard (or send an API key) to open the Spark UI.');
+      return anonymousAsset(request, reply, rest, { sparkStatic: opts.sparkStatic, cache, sandboxed });
     }
     const record = await opts.cluster.get(appName);
     if (!record) return fail(reply, 404, `There is no application ${appName}: it is not running and has no history (never submitted, deleted, or past its retention).`);

@@ -55,7 +55,8 @@ export function gateSource(template: string, version: string): string {
   return template.replaceAll('SERVLET_PACKAGE', servlet);
 }
 
-const cacheRoot = () => process.env.SUBMISSION_SERVICE_CACHE ?? join(homedir(), '.cache', 'submission-service');
+/** The service's cache folder (built filters, Spark's extracted static files). */
+export const cacheRoot = () => process.env.SUBMISSION_SERVICE_CACHE ?? join(homedir(), '.cache', 'submission-service');
 
 /** javac on PATH, else the compiler module of `java` (a JRE that ships jdk.compiler, as Debian's does). */
 async function compile(args: string[]): Promise<void> {

@@ -1,0 +1,124 @@
+// Spark's own static files (its UI's scripts, styles and images) from the spark-core jar of the
+// Spark that local mode runs, without any driver or History Server: they do not depend on the
+// application, so the Spark UI proxy answers an anonymous request for one (a sandboxed page
+// fetches them without cookies) from here, the same for every application name, existing or
+// not (docs/security.md, "The Spark UI"). Extracted once per Spark version into the service's
+// cache (beside ui-gate.ts's build), with the venv's Python (zipfile) or `unzip`.
+import { execFile } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { readFile, stat } from 'node:fs/promises';
+import { extname, join, resolve, sep } from 'node:path';
+import { cacheRoot, sparkJars, sparkVersion } from './ui-gate.js';
+
+/** One of Spark's static files as the proxy serves it. */
+export interface SparkStaticFile {
+  body: Buffer;
+  contentType: string;
+}
+
+/** Where the UI's files are inside spark-core's jar. */
+const JAR_FOLDER = 'org/apache/spark/ui/static';
+
+const TYPES: Record<string, string> = {
+  '.js': 'text/javascript; charset=utf-8',
+  '.css': 'text/css; charset=utf-8',
+  '.html': 'text/html; charset=utf-8',
+  '.map': 'application/json; charset=utf-8',
+  '.json': 'application/json; charset=utf-8',
+  '.png': 'image/png',
+  '.svg': 'image/svg+xml',
+  '.ico': 'image/x-icon',
+  '.gif': 'image/gif',
+  '.woff': 'font/woff',
+  '.woff2': 'font/woff2',
+};
+
+/** The Content-Type of a static file by its extension (unknown: bytes, which nosniff keeps inert). */
+export const staticContentType = (file: string): string => TYPES[extname(file).toLowerCase()] ?? 'application/octet-stream';
+
+/**
+ * The file a `/static/…` path names under `root`, or undefined when it is no plain path below it
+ * (no `..`, no encoded characters, nothing outside `root`).
+ */
+export function staticFilePath(root: string, rest: string): string | undefined {
+  if (!rest.startsWith('/static/')) return undefined;
+  const relative = rest.slice('/static/'.length);
+  if (!/^(?:[A-Za-z0-9_-][A-Za-z0-9._-]*\/)*[A-Za-z0-9_-][A-Za-z0-9._-]*$/.test(relative)) return undefined;
+  const base = resolve(root);
+  const file = resolve(base, relative);
+  return file.startsWith(`${base}${sep}`) ? file : undefined;
+}
+
+// Only the UI's folder, each entry through zipfile's own name sanitising.
+const EXTRACT = [
+  'import sys, zipfile',
+  'jar, out, prefix = sys.argv[1:4]',
+  'with zipfile.ZipFile(jar) as z:',
+  '    for info in z.infolist():',
+  '        if info.filename.startswith(prefix) and not info.is_dir() and ".." not in info.filename.split("/"):',
+  '            z.extract(info, out)',
+].join('\n');
+
+function run(command: string, args: string[]): Promise<{ ok: boolean; out: string; missing: boolean }> {
+  return new Promise((done) => {
+    execFile(command, args, { encoding: 'utf8', timeout: 120_000, maxBuffer: 1024 * 1024 }, (error, stdout, stderr) =>
+      done({ ok: !error, out: `${stdout}${stderr}`.trim(), missing: (error as NodeJS.ErrnoException | null)?.code === 'ENOENT' }));
+  });
+}
+
+async function extract(jar: string, out: string, python: string | undefined): Promise<void> {
+  const viaPython = await run(python ?? 'python3', ['-c', EXTRACT, jar, out, `${JAR_FOLDER}/`]);
+  if (viaPython.ok) return;
+  const viaUnzip = await run('unzip', ['-qq', '-o', jar, `${JAR_FOLDER}/*`, '-d', out]);
+  if (!viaUnzip.ok) throw new Error(`could not extract Spark's static files from ${jar}: ${viaPython.out}; ${viaUnzip.out}`);
+}
+
+/** The folder of Spark's static files for the Spark in `jars`: extracted once per version, kept in the cache. */
+export async function extractSparkStatic(jars: string, python?: string): Promise<string> {
+  const names = readdirSync(jars);
+  const version = sparkVersion(names);
+  const jar = names.find((name) => /^spark-core_.*\.jar$/.test(name));
+  if (!version || !jar) throw new Error(`no spark-core jar in ${jars}`);
+  const out = join(cacheRoot(), `spark-static-${version}`);
+  if (existsSync(join(out, '.complete'))) return join(out, JAR_FOLDER);
+  const work = `${out}.${process.pid}.${randomBytes(4).toString('hex')}`;
+  mkdirSync(work, { recursive: true });
+  try {
+    await extract(join(jars, jar), work, python);
+    writeFileSync(join(work, '.complete'), `${version}\n`);
+    try { renameSync(work, out); } catch { if (!existsSync(join(out, '.complete'))) throw new Error(`could not keep Spark's static files in ${out}`); }
+  } finally {
+    rmSync(work, { recursive: true, force: true });
+  }
+  return join(out, JAR_FOLDER);
+}
+
+/** Spark's static files of local mode's Spark, extracted at the first request (again after a failure). */
+export class LocalSparkStatic {
+  private root: Promise<string> | undefined;
+
+  constructor(private readonly options: { sparkClass: string; python?: string }) {}
+
+  /** `read`, bound: what the Spark UI proxy calls (its sparkStatic option). */
+  readonly reader = (rest: string): Promise<SparkStaticFile | undefined> => this.read(rest);
+
+  /** The file `rest` (`/static/…`) names, or undefined: none such, or Spark's files are not at hand. */
+  async read(rest: string): Promise<SparkStaticFile | undefined> {
+    const root = await this.folder().catch(() => undefined);
+    const file = root && staticFilePath(root, rest);
+    if (!file) return undefined;
+    try {
+      if (!(await stat(file)).isFile()) return undefined;
+      return { body: await readFile(file), contentType: staticContentType(file) };
+    } catch {
+      return undefined;
+    }
+  }
+
+  private folder(): Promise<string> {
+    this.root ??= sparkJars(this.options.sparkClass, this.options.python).then((jars) => extractSparkStatic(jars, this.options.python));
+    this.root.catch(() => { this.root = undefined; });
+    return this.root;
+  }
+}
