@@ -9,7 +9,7 @@ const MAX_LINES = { skipBlankLines: true, skipComments: true };
 const LONG_FUNCTIONS = [
   // Product code whose long function another change is reshaping (issue 28), or a route table.
   { file: 'dashboard/spark-ui-proxy.ts', max: 136, why: 'the proxy route: being reworked beside this change' },
-  { file: 'submit-api/routes/apps.ts', max: 164, why: 'the route table of /api/apps: one registration per route' },
+  { file: 'submit-api/routes/apps.ts', max: 176, why: 'the route table of /api/apps: one registration per route' },
   { file: 'cli/webhook-service.ts', max: 101, why: 'one start whose closures share the certificate state; moves with the webhook room (issue 28)' },
   // End-to-end scenarios: one story, read top to bottom, against a real cluster or process.
   ...[
@@ -18,7 +18,7 @@ const LONG_FUNCTIONS = [
     ['test/images/images.test.ts', 91], ['test/kubernetes/api-on-kubernetes.test.ts', 160], ['test/kubernetes/chart-faults.test.ts', 166],
     ['test/kubernetes/chart-install.test.ts', 93], ['test/kubernetes/controller.test.ts', 131], ['test/kubernetes/executor-drivers.test.ts', 92],
     ['test/kubernetes/real-node.test.ts', 114], ['test/kubernetes/spark-cluster.test.ts', 115], ['test/kubernetes/webhook-admission.test.ts', 124],
-    ['test/packaging/pack.test.ts', 93], ['test/spark-parity/driver-pod.test.ts', 122], ['test/webhook/server.test.ts', 92],
+    ['test/packaging/pack.test.ts', 94], ['test/spark-parity/driver-pod.test.ts', 122], ['test/webhook/server.test.ts', 92],
     ['test/fixtures/admission/capture.ts', 99],
   ].map(([file, max]) => ({ file, max, why: 'an end-to-end scenario, one story' })),
 ];
