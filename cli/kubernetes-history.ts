@@ -5,6 +5,7 @@
 import type { NodePoolsFile } from '../schemas/index.js';
 import type { EventFeed } from '../cluster/events.js';
 import { ObjectStore, objectStoreFromEnv, parseS3Url } from '../cluster/history/object-store.js';
+import { RemoteSparkStatic } from '../cluster/history/remote-spark-static.js';
 import { KubernetesSparkHistory } from '../cluster/kubernetes/kubernetes-history.js';
 import { LogArchive } from '../cluster/kubernetes/log-archive.js';
 import { logArchiveDir } from './rules.js';
@@ -13,6 +14,8 @@ export interface KubernetesHistoryWiring {
   logArchive?: LogArchive;
   /** The runs' history (needs the History Server's address, `serverUrl`); undefined without it. */
   history(events: EventFeed, retentionMs: number | undefined, log: (message: string) => void): KubernetesSparkHistory | undefined;
+  /** Spark's static files for the Spark UI proxy's anonymous requests, from the History Server; undefined without one. */
+  sparkStatic?: RemoteSparkStatic;
 }
 
 export function kubernetesHistory(section: NodePoolsFile['history'], env = process.env): KubernetesHistoryWiring {
@@ -30,6 +33,7 @@ export function kubernetesHistory(section: NodePoolsFile['history'], env = proce
   const eventsAt = section.eventLogDir ? parseS3Url(section.eventLogDir) : undefined;
   return {
     logArchive,
+    sparkStatic: section.serverUrl ? new RemoteSparkStatic({ server: new URL(section.serverUrl) }) : undefined,
     history: (events, retentionMs, log) => eventsAt && section.serverUrl
       ? new KubernetesSparkHistory({ store: store(eventsAt.bucket), eventLogPrefix: eventsAt.prefix, server: new URL(section.serverUrl), logArchive, events, log, retentionMs })
       : undefined,

@@ -113,6 +113,8 @@ export async function apiCommand(argv: string[]): Promise<number> {
     gatewayProof: apiGatewayProof(false),
     fairShare: fairShareFrom(values, values['node-pools']),
     history,
+    // A sandboxed Spark UI page's cookieless /static/ requests, the same for every name (docs/security.md).
+    sparkStatic: historyWiring.sparkStatic?.reader,
     idempotencyWindowMs: parseIdempotencyWindow(values['idempotency-window']),
     ...connectionLimitsFrom(values),
   });
