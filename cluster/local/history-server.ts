@@ -30,6 +30,11 @@ export interface HistoryServerOptions {
   updateIntervalSeconds?: number;
   /** How long to wait for it to answer after starting it. */
   startTimeoutMs?: number;
+  /**
+   * Refuse every request without the service's secret (ui-gate.ts; default true). False only for
+   * a stand-in for the chart's History Server, which a NetworkPolicy keeps for the service instead.
+   */
+  gate?: boolean;
 }
 
 interface Running { pid: number; startTicks: number; url: URL; exited: Promise<void> }
@@ -53,9 +58,10 @@ export class LocalHistoryServer {
   private readonly secret = newGateSecret();
   private gate: Promise<string> | undefined;
   /** What every request to the server must carry: the gate's secret. */
-  readonly headers: Readonly<Record<string, string>> = { [UI_GATE_HEADER]: this.secret };
+  readonly headers: Readonly<Record<string, string>>;
 
   constructor(private readonly options: HistoryServerOptions) {
+    this.headers = options.gate === false ? {} : { [UI_GATE_HEADER]: this.secret };
     this.endLeftover();
   }
 
@@ -87,7 +93,8 @@ export class LocalHistoryServer {
   }
 
   private async start(): Promise<Running> {
-    const classes = await this.gateClasses();
+    const gated = this.options.gate !== false;
+    const classes = gated ? await this.gateClasses() : undefined;
     const port = await freePort();
     const url = new URL(`http://127.0.0.1:${port}`);
     const props = {
@@ -103,7 +110,7 @@ export class LocalHistoryServer {
       // after a restart the run was replayed again all the same (64 s).
       ...this.options.props,
       // Only the service's requests pass (ServiceGate); the secret is in the environment below.
-      'spark.ui.filters': UI_GATE_CLASS,
+      ...(gated ? { 'spark.ui.filters': UI_GATE_CLASS } : {}),
     };
     const log = openSync(this.options.logFile, 'a', 0o600);
     const child = spawn(this.options.sparkClass, ['org.apache.spark.deploy.history.HistoryServer'], {
@@ -118,7 +125,7 @@ export class LocalHistoryServer {
         ...(this.options.python ? { PYSPARK_PYTHON: this.options.python, PYSPARK_DRIVER_PYTHON: this.options.python } : {}),
         ...this.options.env,
         SPARK_DAEMON_CLASSPATH: [classes, this.options.env?.SPARK_DAEMON_CLASSPATH].filter(Boolean).join(':'),
-        [UI_GATE_ENV]: this.secret,
+        ...(gated ? { [UI_GATE_ENV]: this.secret } : {}),
       },
     });
     closeSync(log);
