@@ -11,37 +11,13 @@ import t from 'tap';
 import WebSocket, { WebSocketServer } from 'ws';
 import { KernelSession } from '../../gateway/kernel-session.js';
 import { DEFAULT_LIMITS, type SessionLimits } from '../../gateway/session-limits.js';
+import { type Frame, Peer, settled } from './scripted-kernel.js';
 
 const MiB = 1024 * 1024;
 const log = pino({ level: 'silent' }) as unknown as FastifyBaseLogger;
 
-interface Frame { channel?: string; header: { msg_id: string; msg_type: string; session?: string }; parent_header: { msg_id?: string; msg_type?: string }; content: any }
 
-/** A websocket that records what it receives (JSON frames parsed once), and wakes waiters. */
-class Peer {
-  readonly frames: string[] = [];
-  private readonly parsed: Frame[] = [];
-  closed: Promise<number>;
-  private waiters: Array<() => void> = [];
-  constructor(readonly ws: WebSocket) {
-    ws.on('message', (data) => {
-      const text = data.toString();
-      this.frames.push(text);
-      if (text.startsWith('{')) this.parsed.push(JSON.parse(text) as Frame);
-      for (const w of this.waiters.splice(0)) w();
-    });
-    this.closed = new Promise((ok) => ws.once('close', (code) => ok(code)));
-  }
-  json(): Frame[] { return this.parsed; }
-  async until(match: () => boolean): Promise<void> {
-    while (!match()) await new Promise<void>((ok) => this.waiters.push(ok));
-  }
-}
 
-/** Waits for a state of the session that no socket event announces (checked after each turn of the loop). */
-async function settled(match: () => boolean): Promise<void> {
-  while (!match()) await new Promise((ok) => setImmediate(ok));
-}
 
 async function setup(tt: { teardown(fn: () => unknown): void }, limits: Partial<SessionLimits> = {}) {
   const session = new KernelSession(randomUUID(), 'default', log, false, undefined, { ...DEFAULT_LIMITS, ...limits });
