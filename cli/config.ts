@@ -4,6 +4,7 @@ import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { availableParallelism, homedir, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { Ajv } from 'ajv';
+import { cacheDir } from '../lib/cache-dir.js';
 import { allSchemas, type NodePool, type NodePoolsFile } from '../schemas/index.js';
 
 export const defaultDataDir = () =>
@@ -37,7 +38,7 @@ export function thisMachinePool(): NodePool {
 function pythonEnv(): string | undefined {
   const named = process.env.SUBMISSION_SERVICE_PYTHON_ENV;
   if (named) return named;
-  const cache = process.env.SUBMISSION_SERVICE_CACHE ?? join(homedir(), '.cache', 'submission-service');
+  const cache = cacheDir();
   if (!existsSync(cache)) return undefined;
   return readdirSync(cache)
     .filter((name) => name.startsWith('venv-') && existsSync(join(cache, name, '.complete')))

@@ -10,6 +10,7 @@
 //   viewer is handed over with a one-minute grant turned into that host's cookie.
 // Either way only the application's owner or an admin may open it (the API's policy), cookies
 // do not pass between viewer and driver, and Spark's kill links need more than a cookie.
+import { SPARK_STATIC_PATH } from '../cluster/history/spark-static-path.js';
 
 /** The per-application cookie of the Spark UI (Path: that application's proxy path). */
 export const UI_COOKIE = 'ss_spark_ui';
@@ -71,7 +72,7 @@ export function isKillPath(rest: string): boolean | undefined {
  * cookie, so on one host they are served without one. Only plain file paths, GET or HEAD.
  */
 export const isStaticAsset = (method: string, rest: string, query: string) =>
-  (method === 'GET' || method === 'HEAD') && query === '' && /^\/static\/(?:[A-Za-z0-9_-][A-Za-z0-9._-]*\/)*[A-Za-z0-9_-][A-Za-z0-9._-]*$/.test(rest);
+  (method === 'GET' || method === 'HEAD') && query === '' && SPARK_STATIC_PATH.test(rest);
 
 /**
  * Whether the browser says the request comes from a page of this application's UI on the same

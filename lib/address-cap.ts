@@ -6,6 +6,7 @@
 // is read. Behind a proxy or an ingress every client has the proxy's address: raise the cap (or
 // 0: none) there and let the proxy cap its clients.
 import { isIPv4, isIPv6, type Server, type Socket } from 'node:net';
+import { ConnectionSlots } from './connection-slots.js';
 
 /** The key one client's connections are counted under: its IPv4 address, or its IPv6 /64. */
 export function addressGroup(address: string | undefined): string {
@@ -36,24 +37,17 @@ const REFUSAL = JSON.stringify({
 
 /** Counts `server`'s connections per address and refuses those over `perAddress` (0: no cap). */
 export function capConnectionsPerAddress(server: Server, perAddress: number): void {
-  if (!Number.isInteger(perAddress) || perAddress < 0) throw new Error(`a connection cap is a whole number, at least 0 (not ${perAddress})`);
+  const slots = new ConnectionSlots(perAddress);
   if (perAddress === 0) return;
-  const open = new Map<string, number>();
   server.on('connection', (socket: Socket) => {
-    const group = addressGroup(socket.remoteAddress);
-    const held = open.get(group) ?? 0;
-    if (held >= perAddress) {
-      socket.on('error', () => undefined); // a client gone already: nothing to tell it
-      socket.end(`HTTP/1.1 429 Too Many Requests\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(REFUSAL)}\r\nconnection: close\r\n\r\n${REFUSAL}`);
-      // Never left half-open: destroyed once the answer is out, whatever the client does.
-      socket.once('finish', () => socket.destroy());
+    const release = slots.take(addressGroup(socket.remoteAddress), () => socket.destroy());
+    if (release) {
+      socket.once('close', release);
       return;
     }
-    open.set(group, held + 1);
-    socket.once('close', () => {
-      const left = (open.get(group) ?? 1) - 1;
-      if (left > 0) open.set(group, left);
-      else open.delete(group);
-    });
+    socket.on('error', () => undefined); // a client gone already: nothing to tell it
+    socket.end(`HTTP/1.1 429 Too Many Requests\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(REFUSAL)}\r\nconnection: close\r\n\r\n${REFUSAL}`);
+    // Never left half-open: destroyed once the answer is out, whatever the client does.
+    socket.once('finish', () => socket.destroy());
   });
 }

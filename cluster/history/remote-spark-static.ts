@@ -5,9 +5,8 @@
 // same for every name and no application is looked up (docs/security.md, "The Spark UI"). The
 // chart's History Server always runs, so nothing is started. Kept in memory: Spark ships about
 // forty such files, a few MiB in all, and each is asked for again by every page.
+import { SPARK_STATIC_PATH } from './spark-static-path.js';
 
-/** A plain `/static/` path: no `..`, no encoded characters (the same rule as local mode's). */
-const STATIC_PATH = /^\/static\/(?:[A-Za-z0-9_-][A-Za-z0-9._-]*\/)*[A-Za-z0-9_-][A-Za-z0-9._-]*$/;
 /** Bytes one file may take (Spark's largest, a bundled script, is well below). */
 const FILE_CAP = 8 * 1024 * 1024;
 /** Files kept: Spark has about forty; a client asking for made-up names fills no more than this. */
@@ -32,7 +31,7 @@ export class RemoteSparkStatic {
 
   /** The file `rest` names, or undefined: not a plain static path, not there, or over the cap. */
   async read(rest: string): Promise<{ body: Buffer; contentType: string } | undefined> {
-    if (!STATIC_PATH.test(rest)) return undefined;
+    if (!SPARK_STATIC_PATH.test(rest)) return undefined;
     const kept = this.kept.get(rest);
     if (kept) return kept;
     const file = await this.fetch(rest).catch(() => undefined);

@@ -9,7 +9,9 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { readFile, stat } from 'node:fs/promises';
 import { extname, join, resolve, sep } from 'node:path';
-import { cacheRoot, sparkJars, sparkVersion } from './ui-gate.js';
+import { SPARK_STATIC_PATH } from '../history/spark-static-path.js';
+import { cacheDir } from '../../lib/cache-dir.js';
+import { sparkJars, sparkVersion } from './ui-gate.js';
 
 /** One of Spark's static files as the proxy serves it. */
 export interface SparkStaticFile {
@@ -42,9 +44,8 @@ export const staticContentType = (file: string): string => TYPES[extname(file).t
  * (no `..`, no encoded characters, nothing outside `root`).
  */
 export function staticFilePath(root: string, rest: string): string | undefined {
-  if (!rest.startsWith('/static/')) return undefined;
+  if (!SPARK_STATIC_PATH.test(rest)) return undefined;
   const relative = rest.slice('/static/'.length);
-  if (!/^(?:[A-Za-z0-9_-][A-Za-z0-9._-]*\/)*[A-Za-z0-9_-][A-Za-z0-9._-]*$/.test(relative)) return undefined;
   const base = resolve(root);
   const file = resolve(base, relative);
   return file.startsWith(`${base}${sep}`) ? file : undefined;
@@ -80,7 +81,7 @@ export async function extractSparkStatic(jars: string, python?: string): Promise
   const version = sparkVersion(names);
   const jar = names.find((name) => /^spark-core_.*\.jar$/.test(name));
   if (!version || !jar) throw new Error(`no spark-core jar in ${jars}`);
-  const out = join(cacheRoot(), `spark-static-${version}`);
+  const out = join(cacheDir(), `spark-static-${version}`);
   if (existsSync(join(out, '.complete'))) return join(out, JAR_FOLDER);
   const work = `${out}.${process.pid}.${randomBytes(4).toString('hex')}`;
   mkdirSync(work, { recursive: true });

@@ -6,8 +6,8 @@
 import { execFile } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, readFileSync, realpathSync, renameSync, rmSync, writeFileSync } from 'node:fs';
-import { homedir } from 'node:os';
 import { dirname, join } from 'node:path';
+import { cacheDir } from '../../lib/cache-dir.js';
 import { packageRoot } from '../../lib/package-root.js';
 
 /** The header the service sends with every request to a gated UI (ServiceGate.HEADER). */
@@ -55,9 +55,6 @@ export function gateSource(template: string, version: string): string {
   return template.replaceAll('SERVLET_PACKAGE', servlet);
 }
 
-/** The service's cache folder (built filters, Spark's extracted static files). */
-export const cacheRoot = () => process.env.SUBMISSION_SERVICE_CACHE ?? join(homedir(), '.cache', 'submission-service');
-
 /** javac on PATH, else the compiler module of `java` (a JRE that ships jdk.compiler, as Debian's does). */
 async function compile(args: string[]): Promise<void> {
   const javac = await run('javac', args);
@@ -73,7 +70,7 @@ export async function buildUiGate(jars: string): Promise<string> {
   if (!version) throw new Error(`no spark-core jar in ${jars}`);
   const source = gateSource(readFileSync(SOURCE, 'utf8'), version);
   const hash = createHash('sha256').update(source).update(`\0${version}`).digest('hex').slice(0, 12);
-  const out = join(cacheRoot(), `ui-gate-${hash}`);
+  const out = join(cacheDir(), `ui-gate-${hash}`);
   if (existsSync(join(out, '.complete'))) return out;
   const work = `${out}.${process.pid}.${randomBytes(4).toString('hex')}`;
   mkdirSync(join(work, 'src'), { recursive: true });
