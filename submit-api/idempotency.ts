@@ -10,6 +10,7 @@ import type { V1Pod } from '@kubernetes/client-node';
 import { ANNOTATION_IDEMPOTENCY, type AppRecord } from '../cluster/app-record.js';
 import { type Cluster, ConflictError } from '../cluster/cluster.js';
 import { canonicalJson } from '../cluster/kubernetes/expected-admission.js';
+import { parseDuration } from '../lib/duration.js';
 import { KeyedSerial } from '../lib/keyed-serial.js';
 import type { Submission } from '../schemas/index.js';
 import { HttpError } from './errors.js';
@@ -59,10 +60,8 @@ export const idempotentAppName = (keyHash: string, generation: number): string =
 
 /** `--idempotency-window`: 24h, 90m, 45s, 2d (a bare number: seconds). */
 export function parseIdempotencyWindow(text: string): number {
-  const match = /^(\d+(?:\.\d+)?)\s*([smhd]?)$/.exec(text.trim());
-  const unit = match ? { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000, '': 1000 }[match[2]] : undefined;
-  const ms = match && unit ? Number(match[1]) * unit : NaN;
-  if (!(ms > 0)) throw new Error(`--idempotency-window takes a duration such as 24h, 90m or 45s; got "${text}"`);
+  const ms = parseDuration(text, 's');
+  if (ms === undefined || !(ms > 0)) throw new Error(`--idempotency-window takes a duration such as 24h, 90m or 45s; got "${text}"`);
   return ms;
 }
 

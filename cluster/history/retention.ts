@@ -2,6 +2,7 @@
 // together once it ended longer ago than the setting. Swept in the background, page by page.
 import { type Cluster, isTerminal } from '../cluster.js';
 import type { SparkHistory } from './spark-history.js';
+import { parseDuration } from '../../lib/duration.js';
 
 export interface RetentionOptions {
   cluster: Cluster;
@@ -14,11 +15,9 @@ export interface RetentionOptions {
 
 /** Parses `30d`, `12h`, `90m`, `45s` (or a bare number of days); `0` or `off`: keep for ever (undefined). */
 export function parseRetention(text: string): number | undefined {
-  const match = /^(\d+(?:\.\d+)?)\s*([smhd]?)$/.exec(text.trim());
   if (text.trim() === 'off') return undefined;
-  if (!match) throw new Error(`--retention takes a duration such as 30d, 12h, 90m or 45s (or off); got "${text}"`);
-  const unit = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000, '': 86_400_000 }[match[2]] ?? 86_400_000;
-  const ms = Number(match[1]) * unit;
+  const ms = parseDuration(text, 'd');
+  if (ms === undefined) throw new Error(`--retention takes a duration such as 30d, 12h, 90m or 45s (or off); got "${text}"`);
   return ms > 0 ? ms : undefined;
 }
 
