@@ -9,7 +9,7 @@ import WebSocket, { WebSocketServer } from 'ws';
 import type { Clock } from '../../gateway/clock.js';
 import { KernelSession } from '../../gateway/kernel-session.js';
 import { DEFAULT_LIFECYCLE, type LifecycleLimits } from '../../gateway/lifecycle-limits.js';
-import { DEFAULT_LIMITS } from '../../gateway/session-limits.js';
+import { DEFAULT_LIMITS, type SessionLimits } from '../../gateway/session-limits.js';
 
 export const silentLog = pino({ level: 'silent' }) as unknown as FastifyBaseLogger;
 
@@ -42,9 +42,12 @@ export async function settled(match: () => boolean): Promise<void> {
   while (!match()) await new Promise((ok) => setImmediate(ok));
 }
 
-export async function scriptedSession(tt: { teardown(fn: () => unknown): void }, lifecycle: Partial<LifecycleLimits> = {}, clock?: Clock) {
-  const session = new KernelSession(randomUUID(), 'default', silentLog, false, undefined, DEFAULT_LIMITS, { ...DEFAULT_LIFECYCLE, ...lifecycle }, clock);
-  const wss = new WebSocketServer({ port: 0, host: '127.0.0.1' });
+/** Frames up to this size pass both ends (the session's own caps are what the tests exercise). */
+const MAX_PAYLOAD = 64 * 1024 * 1024;
+
+export async function scriptedSession(tt: { teardown(fn: () => unknown): void }, lifecycle: Partial<LifecycleLimits> = {}, clock?: Clock, limits: Partial<SessionLimits> = {}) {
+  const session = new KernelSession(randomUUID(), 'default', silentLog, false, undefined, { ...DEFAULT_LIMITS, ...limits }, { ...DEFAULT_LIFECYCLE, ...lifecycle }, clock);
+  const wss = new WebSocketServer({ port: 0, host: '127.0.0.1', maxPayload: MAX_PAYLOAD });
   await new Promise((ok) => wss.once('listening', ok));
   wss.on('connection', (ws, request) => {
     const url = new URL(request.url ?? '/', 'http://x');
@@ -54,16 +57,17 @@ export async function scriptedSession(tt: { teardown(fn: () => unknown): void },
   tt.teardown(() => { for (const ws of wss.clients) ws.terminate(); wss.close(); });
   const base = `ws://127.0.0.1:${(wss.address() as AddressInfo).port}`;
   const open = async (path: string) => {
-    const ws = new WebSocket(`${base}${path}`);
+    const ws = new WebSocket(`${base}${path}`, { maxPayload: MAX_PAYLOAD });
     const peer = new Peer(ws);
     await new Promise((ok, fail) => { ws.once('open', ok); ws.once('error', fail); });
     tt.teardown(() => ws.terminate());
     return peer;
   };
-  const launcher = async (hello: Record<string, unknown> = { op: 'hello', busy: false, claimed: false, confirms: true }) => {
+  /** A launcher connected; `hello` null: it says nothing after the session's reconnect secret. */
+  const launcher = async (hello: Record<string, unknown> | null = { op: 'hello', busy: false, claimed: false, confirms: true }) => {
     const peer = await open('/launcher');
     await peer.until(() => peer.frames.length > 0); // the reconnect secret: the session has it
-    peer.ws.send(JSON.stringify(hello));
+    if (hello) peer.ws.send(JSON.stringify(hello));
     return peer;
   };
   return { session, launcher, client: (sessionId: string) => open(`/channels?session_id=${sessionId}`) };

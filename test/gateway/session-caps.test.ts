@@ -3,54 +3,15 @@
 // launcher's protocol (gateway/kernel/launcher.py: `>routing\n` + the message). Each probe of
 // issue 18 ends on a structural property: bytes held ≤ the cap, the slow socket closed with
 // 1008, output dropped and the user told. Figures (peak RSS) are in bench/gateway/memory-probes.ts.
-import { randomUUID } from 'node:crypto';
-import type { AddressInfo } from 'node:net';
-import type { FastifyBaseLogger } from 'fastify';
-import { pino } from 'pino';
 import t from 'tap';
-import WebSocket, { WebSocketServer } from 'ws';
-import { KernelSession } from '../../gateway/kernel-session.js';
-import { DEFAULT_LIMITS, type SessionLimits } from '../../gateway/session-limits.js';
-import { type Frame, Peer, settled } from './scripted-kernel.js';
+import type { SessionLimits } from '../../gateway/session-limits.js';
+import { type Frame, kernelFrame, request, scriptedSession, settled } from './scripted-kernel.js';
 
 const MiB = 1024 * 1024;
-const log = pino({ level: 'silent' }) as unknown as FastifyBaseLogger;
-
-
-
 
 async function setup(tt: { teardown(fn: () => unknown): void }, limits: Partial<SessionLimits> = {}) {
-  const session = new KernelSession(randomUUID(), 'default', log, false, undefined, { ...DEFAULT_LIMITS, ...limits });
-  const wss = new WebSocketServer({ port: 0, host: '127.0.0.1', maxPayload: 64 * MiB });
-  await new Promise((ok) => wss.once('listening', ok));
-  wss.on('connection', (ws, request) => {
-    const url = new URL(request.url ?? '/', 'http://x');
-    if (url.pathname === '/launcher') session.setLauncher(ws, 'secret');
-    else session.addClient(ws, url.searchParams.get('session_id') ?? '');
-  });
-  tt.teardown(() => { for (const ws of wss.clients) ws.terminate(); wss.close(); });
-  const base = `ws://127.0.0.1:${(wss.address() as AddressInfo).port}`;
-  const open = async (path: string) => {
-    const ws = new WebSocket(`${base}${path}`, { maxPayload: 64 * MiB });
-    const peer = new Peer(ws);
-    await new Promise((ok, fail) => { ws.once('open', ok); ws.once('error', fail); });
-    tt.teardown(() => ws.terminate());
-    return peer;
-  };
-  const launcher = await open('/launcher');
-  await launcher.until(() => launcher.frames.length > 0); // the reconnect secret: the session has it
-  return { session, launcher, client: (sessionId: string) => open(`/channels?session_id=${sessionId}`) };
-}
-
-function request(msgType: string, content: object, extra: Record<string, unknown> = { channel: 'shell' }) {
-  const msgId = randomUUID();
-  return { msgId, text: JSON.stringify({ ...extra, header: { msg_id: msgId, msg_type: msgType, session: 's', username: 'u', version: '5.3', date: '' }, parent_header: {}, metadata: {}, content }) };
-}
-
-/** A kernel message as the launcher frames it. */
-function kernelFrame(channel: string, msgType: string, parent: string, content: object, state: string | null = null): string {
-  const body = JSON.stringify({ header: { msg_id: randomUUID(), msg_type: msgType, session: 'k' }, parent_header: { msg_id: parent }, metadata: {}, content, buffers: [], channel });
-  return `>${JSON.stringify({ channel, msg_type: msgType, parent, state, buffers: 0 })}\n${body}`;
+  const { session, launcher, client } = await scriptedSession(tt, {}, undefined, limits);
+  return { session, launcher: await launcher(null), client };
 }
 
 t.test('held requests while the kernel starts stop at the byte cap; the rest are refused with an error reply', async (t) => {
