@@ -55,15 +55,11 @@ const channels = (url: string, id: string) => `${url.replace('http', 'ws')}/note
 const displays = `from IPython.display import display\nfor i in range(${OUTPUTS}): display({'text/plain': str(i) + 'x' * 1048576}, raw=True)`;
 
 async function idleAgain(url: string, id: string): Promise<void> {
-  // A bench may poll: the kernel's state as the gateway lists it, until the cell has run.
-  let seenBusy = false;
-  for (let i = 0; i < 6000; i++) {
-    const state = (await http(url, 'GET', `/notebooks/api/kernels/${id}`)).json.execution_state;
-    if (state === 'busy') seenBusy = true;
-    if (seenBusy && state === 'idle') return;
-    await sleep(100);
-  }
-  throw new Error('the cell did not end');
+  // The kernel runs cells in order: a second client's `1` is answered only once the probe's cell
+  // has ended. (Polling the listed state for busy-then-idle missed a cell that ended between polls.)
+  const follower = await new KernelClient(channels(url, id), 'after').open(owner);
+  await follower.execute('1', 600_000);
+  follower.ws.terminate();
 }
 
 const probes: Record<string, (url: string, pid: number) => Promise<{ baseline: number; note: string }>> = {
