@@ -12,8 +12,8 @@ import type { ApplicationConfig } from '../schemas/index.js';
 import {
   admitPod, applyDefaults, bareDriverPod, buildRules, deepMerge, effectiveConfig, renderDriverPod, sizeApplication,
   sparkProperties, type AdmissionContext,
-} from '../webhook/domain/index.js';
-import { clone } from '../webhook/domain/merge.js';
+} from '../domain/index.js';
+import { clone } from '../domain/merge.js';
 import { OVERRIDES, SUBMISSION, TEMPLATE } from './fixtures.js';
 import { envNumber, fmt, load, median, NODE_POOLS, saveSummary, table } from './lib.js';
 

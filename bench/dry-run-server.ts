@@ -9,7 +9,7 @@ import Fastify, { type FastifyInstance } from 'fastify';
 import { readNodePools } from '../cli/config.js';
 import { LocalCluster } from '../cluster/local/local-cluster.js';
 import { buildApi } from '../submit-api/app.js';
-import { buildRules } from '../webhook/domain/index.js';
+import { buildRules } from '../domain/index.js';
 import { TEMPLATE } from './fixtures.js';
 import { NODE_POOLS } from './lib.js';
 

@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { isTerminal } from '../cluster/cluster.js';
 import type { Application, ApplicationConfig } from '../schemas/index.js';
-import { deepMerge } from '../webhook/domain/merge.js';
+import { deepMerge } from '../domain/merge.js';
 import { serverEvents } from '../lib/server-events.js';
 
 

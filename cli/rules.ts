@@ -1,7 +1,7 @@
 // Admission rules from the command line and a node-pool file (which may also carry
 // sizing, placement, images: the same keys as the Helm chart's values).
 import type { NodePoolsFile } from '../schemas/index.js';
-import { buildRules, type AdmissionRules, type PlacementRules, type RulesOptions, type SubmissionPolicy } from '../webhook/domain/index.js';
+import { buildRules, type AdmissionRules, type PlacementRules, type RulesOptions, type SubmissionPolicy } from '../domain/index.js';
 import { readNodePools, thisMachinePool } from './config.js';
 
 interface ServiceConfigFile {

@@ -21,7 +21,7 @@ import { newAppName } from '../cluster/app-name.js';
 import { caBundle as caBundleOf, ensureCertificates, type EnsureResult, type RotationPolicy } from '../certs/rotation.js';
 import { ensureSharedCertificates, secretCertificateStore } from '../certs/secret-store.js';
 import { fileCertificateStore, type StoredCertificates } from '../certs/store.js';
-import { type AdmissionRules, admitPod } from '../webhook/domain/index.js';
+import { type AdmissionRules, admitPod } from '../domain/index.js';
 import { mutatingWebhookConfiguration } from '../webhook/server/registration.js';
 import { startWebhookServer, type WebhookServer, type WebhookServerOptions } from '../webhook/server/server.js';
 import type { Drain } from '../lib/drain.js';

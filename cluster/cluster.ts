@@ -51,7 +51,7 @@ export interface Cluster {
   /**
    * Creates a bare driver pod through admission. dryRun: admission only, nothing is kept.
    * launcherToken: a notebook kernel's one-time token, kept where only that driver reads it and
-   * named (as a file) in its env, never in its config (webhook/domain/launcher-credential.ts).
+   * named (as a file) in its env, never in its config (domain/launcher-credential.ts).
    */
   createDriver(pod: V1Pod, options: CreateOptions): Promise<CreateResult>;
   get(appName: string): Promise<AppRecord | undefined>;

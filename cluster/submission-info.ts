@@ -3,7 +3,7 @@
 // "Submission". Both modes read the same annotations: in Kubernetes mode the API has no
 // node-pool rules (the webhook has), so the decision is only known from what admission wrote.
 import type { V1Pod } from '@kubernetes/client-node';
-import { ANNOTATION_ADMITTED, ANNOTATION_OVERRIDES, ANNOTATION_SIZING, readSizingAnnotation, type SizingExplanation } from '../webhook/domain/index.js';
+import { ANNOTATION_ADMITTED, ANNOTATION_OVERRIDES, ANNOTATION_SIZING, readSizingAnnotation, type SizingExplanation } from '../domain/index.js';
 
 export interface SubmissionInfo {
   /** The submission's configOverrides; null when neither the driver pod (which carries them) nor a kept copy is there. */

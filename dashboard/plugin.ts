@@ -12,7 +12,7 @@ import type { SparkHistory } from '../cluster/history/spark-history.js';
 import { packageRoot } from '../lib/package-root.js';
 import { CSRF_HEADER, type KeyVerifier } from '../submit-api/auth/plugin.js';
 import { hostName } from '../submit-api/host-allowlist.js';
-import { defaultPolicy, type SubmissionPolicy } from '../webhook/domain/index.js';
+import { defaultPolicy, type SubmissionPolicy } from '../domain/index.js';
 import type { Sessions } from './session.js';
 import { isUiPath } from './spark-ui-access.js';
 import type { SparkUiLimits } from './spark-ui-limits.js';
@@ -24,7 +24,7 @@ export interface DashboardOptions {
   cluster: Cluster;
   /** Ended runs' Spark UIs (the History Server), served under the same link as the live one. */
   history?: SparkHistory;
-  /** Who may open which application's Spark UI: the API's policy (webhook/domain/policy.ts). */
+  /** Who may open which application's Spark UI: the API's policy (domain/policy.ts). */
   policy?: SubmissionPolicy;
   /** A host of its own for proxied Spark UIs (`name` or `name:port`); absent: the service's host, sandboxed. */
   sparkUiHost?: string;

@@ -1,6 +1,6 @@
 // /dashboard/apps/{appName}/spark-ui/…: the running driver's Spark UI, through the service
 // (http-proxy). Admission sets spark.ui.proxyBase to this path (sparkUiPath in
-// webhook/domain/spark-properties.ts), so the UI's own links and redirects stay under it; the
+// domain/spark-properties.ts), so the UI's own links and redirects stay under it; the
 // proxy strips it before forwarding. GET and HEAD only. Who may open it and what its pages may
 // do: spark-ui-access.ts. Once the driver has
 // ended, the same paths open the run's history (history-ui.ts), from the proxy's cache once the
@@ -18,7 +18,7 @@ import { prefillHistory } from './history-prefill.js';
 import { historyRequest, ownRunList } from './history-ui.js';
 import { connectionOwner, ConnectionSlots } from '../lib/connection-slots.js';
 import { hostName } from '../submit-api/host-allowlist.js';
-import { mayActOnApplication, type SubmissionPolicy } from '../webhook/domain/index.js';
+import { mayActOnApplication, type SubmissionPolicy } from '../domain/index.js';
 import { cookieValue, type Sessions } from './session.js';
 import {
   GRANT_PARAM, HANDOVER_AUDIENCE, HANDOVER_TTL_MS, UI_AUDIENCE, UI_COOKIE, UI_TTL_MS,

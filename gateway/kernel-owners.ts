@@ -1,6 +1,6 @@
 // Who may use which kernel. A kernel belongs to the key that started it (a warm pool's kernel to
 // the key that claimed it); admins act on every kernel, as on every application (the API's
-// policy, webhook/domain/policy.ts); with authentication off there are no owners. A kernel that
+// policy, domain/policy.ts); with authentication off there are no owners. A kernel that
 // is not the caller's does not exist for it (404, as an unknown id): ids stay unguessable and
 // nobody learns whose kernels run. Every check runs before anything is done to the kernel.
 import type { GatewayCaller } from './auth.js';

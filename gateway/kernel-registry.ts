@@ -43,7 +43,7 @@ export interface RegistryOptions {
   /**
    * The launcher's credential as the driver gets it (launcher-files.ts): env entries; absent: the
    * token goes to the API in a header, and the cluster keeps it beside the driver (a Secret on
-   * Kubernetes), never in its config (webhook/domain/launcher-credential.ts).
+   * Kubernetes), never in its config (domain/launcher-credential.ts).
    */
   launcherEnv?: (kernelId: string, token: string) => Record<string, string>;
   /** Throws away what launcherEnv wrote for a kernel that is gone. */

@@ -10,7 +10,7 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { LAUNCHER_TOKEN_FILE_ENV } from '../webhook/domain/index.js';
+import { LAUNCHER_TOKEN_FILE_ENV } from '../domain/index.js';
 
 /** The env variable that tells the launcher where its token is. */
 export const TOKEN_FILE_ENV = LAUNCHER_TOKEN_FILE_ENV;

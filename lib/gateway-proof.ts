@@ -1,5 +1,5 @@
 // How the API knows a submission comes from the notebook gateway: the labels that mark kernels
-// (webhook/domain/labels.ts KERNEL_LABEL_PREFIX) start a driver outside the core queue in local
+// (domain/labels.ts KERNEL_LABEL_PREFIX) start a driver outside the core queue in local
 // mode and tell the gateway which application is which kernel, so the API accepts them only
 // with this header, whose value is derived from a secret the gateway and the API share (the
 // chart's `gateway.secret`; in local mode a random value that lives in the process only).
@@ -9,7 +9,7 @@ export const GATEWAY_PROOF_HEADER = 'x-submission-service-gateway';
 /**
  * A kernel's one-time launcher token, sent by the gateway with the kernel's submission (and
  * accepted only with the proof): the cluster keeps it beside the driver, never in its config
- * (webhook/domain/launcher-credential.ts).
+ * (domain/launcher-credential.ts).
  */
 export const LAUNCHER_TOKEN_HEADER = 'x-submission-service-launcher-token';
 

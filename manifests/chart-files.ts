@@ -5,7 +5,7 @@ import { allCrds, type Schema } from '../schemas/crd.js';
 import nodePool from '../schemas/node-pool.json' with { type: 'json' };
 import nodePoolsFile from '../schemas/node-pools-file.json' with { type: 'json' };
 import sizingRules from '../schemas/sizing-rules.json' with { type: 'json' };
-import { placementPresets } from '../webhook/domain/rules.js';
+import { placementPresets } from '../domain/rules.js';
 
 export interface GeneratedFile {
   /** Relative to manifests/chart/. */

@@ -17,7 +17,7 @@ import { installHostAllowlist } from './host-allowlist.js';
 import { logSerializers } from './log-redaction.js';
 import { trackMethods } from './method-not-allowed.js';
 import { type ApiLimits, defaultLimits, installLimits, serverLimitOptions } from './limits.js';
-import { defaultPolicy, type SubmissionPolicy } from '../webhook/domain/index.js';
+import { defaultPolicy, type SubmissionPolicy } from '../domain/index.js';
 import { defaultFairShare, type FairShareLimits, installFairShare } from './fair-share.js';
 
 export interface ApiOptions {
@@ -31,7 +31,7 @@ export interface ApiOptions {
   /** A logger made by the caller (local mode shares it with its LocalCluster); wins over logger. */
   loggerInstance?: FastifyBaseLogger;
   bodyLimit?: number;
-  /** Who may act on which application (webhook/domain/policy.ts); default: users on their own only. */
+  /** Who may act on which application (domain/policy.ts); default: users on their own only. */
   policy?: SubmissionPolicy;
   /** Timeouts and caps (limits.ts); defaults suit a service on the open network. */
   limits?: Partial<ApiLimits>;

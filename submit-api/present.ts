@@ -4,7 +4,7 @@ import type { AppRecord } from '../cluster/cluster.js';
 import type { SparkHistory } from '../cluster/history/spark-history.js';
 import application from '../schemas/application.json' with { type: 'json' };
 import type { Application, ApplicationState } from '../schemas/index.js';
-import { sparkUiView } from '../webhook/domain/index.js';
+import { sparkUiView } from '../domain/index.js';
 
 const { config: _config, transitions: _transitions, ...summaryProperties } = application.properties;
 

@@ -5,7 +5,7 @@
 // checked. Without this a user app labelled as a kernel skipped the core queue in local mode
 // and ended that kernel when it ended.
 import type { Submission } from '../schemas/index.js';
-import { isKernelLabel, isLauncherToken, isReservedLabel } from '../webhook/domain/index.js';
+import { isKernelLabel, isLauncherToken, isReservedLabel } from '../domain/index.js';
 import { GATEWAY_PROOF_HEADER, isGatewayProof, LAUNCHER_TOKEN_HEADER } from '../lib/gateway-proof.js';
 import { HttpError } from './errors.js';
 

@@ -15,7 +15,7 @@ import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import type { V1Pod } from '@kubernetes/client-node';
 import { generateCa, issueServingCert } from '../certs/generate.js';
-import { LABEL_JOB, readConfig, SPARK_ROLE } from '../webhook/domain/index.js';
+import { LABEL_JOB, readConfig, SPARK_ROLE } from '../domain/index.js';
 import type { KubeClients } from '../cluster/kubernetes/client.js';
 import { type ResilientInformer, resilientInformer } from '../cluster/kubernetes/informers.js';
 import { unlessExists } from '../cluster/kubernetes/errors.js';

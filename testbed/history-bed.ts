@@ -10,7 +10,7 @@ import { unlessExists } from '../cluster/kubernetes/errors.js';
 import { KubernetesSparkHistory } from '../cluster/kubernetes/kubernetes-history.js';
 import { LogArchive } from '../cluster/kubernetes/log-archive.js';
 import type { EventFeed } from '../cluster/events.js';
-import type { AdmissionRules } from '../webhook/domain/index.js';
+import type { AdmissionRules } from '../domain/index.js';
 import { s3HistoryServer, startS3Server } from './s3-server.js';
 
 const buildScript = join(import.meta.dirname, '..', 'test', 's3', 'build.sh');

@@ -24,7 +24,7 @@ import { isTerminal } from '../../cluster/cluster.js';
 import { FakeKubelet } from '../../testbed/fake-kubelet.js';
 import { s3ServerBinary } from '../../testbed/history-bed.js';
 import { startS3Server } from '../../testbed/s3-server.js';
-import { LOG_ARCHIVE_FINALIZER } from '../../webhook/domain/index.js';
+import { LOG_ARCHIVE_FINALIZER } from '../../domain/index.js';
 import { buildApi } from '../../submit-api/app.js';
 import { httpCall, startKubeBed } from '../../test/helpers/kubernetes.js';
 import { realSpark } from '../../test/helpers/service.js';

@@ -21,7 +21,7 @@ import { runSparkSubmit, sparkSubmitArgs, submissionAuth } from './testbed.js';
 import { sample } from '../../test/helpers/metrics.js';
 import { PI_PY, SPARK_RUNTIME_IMAGE, sparkNodeUnavailable, startSparkNodeBed } from '../../test/helpers/spark-node.js';
 import { TEST_IMAGE } from '../../testbed/node-config.js';
-import { LABEL_APP, SPARK_ROLE } from '../../webhook/domain/index.js';
+import { LABEL_APP, SPARK_ROLE } from '../../domain/index.js';
 import { join } from 'node:path';
 import { buildOperator, sparkApplication, sparkApplications, startOperator } from './spark-operator/operator.js';
 

@@ -24,7 +24,7 @@ import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { join } from 'node:path';
 import { AdmissionregistrationV1Api, type V1MutatingWebhookConfiguration, type V1Pod } from '@kubernetes/client-node';
-import { bareDriverPod } from '../../webhook/domain/driver-pod.js';
+import { bareDriverPod } from '../../domain/driver-pod.js';
 import { type RawClient as Raw, rawClient, send } from './raw-client.js';
 import { envNumber, fmt, load, percentileSorted, saveSummary, type SummaryRow, table } from '../lib.js';
 import { freePort } from '../../lib/free-port.js';

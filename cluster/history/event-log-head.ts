@@ -6,7 +6,7 @@
 // that run).
 import type { Readable } from 'node:stream';
 import { StringDecoder } from 'node:string_decoder';
-import { APP_NAME_PROPERTY } from '../../webhook/domain/index.js';
+import { APP_NAME_PROPERTY } from '../../domain/index.js';
 
 export interface RunIdentity {
   /** The log's own `App ID` (SparkListenerApplicationStart): the History Server's name for the run. */

@@ -1,7 +1,7 @@
 // The waits both history back ends share (local files, object storage): a run that just ended
 // is found by reading its event logs again, and then served once Spark's History Server has
 // picked it up at its own next scan. Bounded: past the deadline the caller gets what there is.
-import { writesEventLog } from '../../webhook/domain/index.js';
+import { writesEventLog } from '../../domain/index.js';
 import type { IndexedRun } from './event-log-index.js';
 
 const sleep = (ms: number) => new Promise((ok) => setTimeout(ok, ms));

@@ -11,7 +11,7 @@
 import type { KubernetesObject, V1Pod } from '@kubernetes/client-node';
 import { LRUCache } from 'lru-cache';
 import type { ApplicationConfig } from '../../schemas/index.js';
-import { executorDriver, LABEL_JOB, LABEL_TEMPLATE, readConfigAnnotation, SPARK_ROLE } from '../../webhook/domain/index.js';
+import { executorDriver, LABEL_JOB, LABEL_TEMPLATE, readConfigAnnotation, SPARK_ROLE } from '../../domain/index.js';
 import { GROUP, type KubeClients, TEMPLATES, VERSION } from './client.js';
 import { withTimeout } from './call-timeout.js';
 import { statusCode } from './errors.js';

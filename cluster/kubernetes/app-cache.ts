@@ -6,7 +6,7 @@
 // told to `onRecord` (the event feed) and every touched name to `onTouch` (the reconciler).
 import type { KubeConfig, KubernetesObject, V1Pod } from '@kubernetes/client-node';
 import type { ApplicationState } from '../../schemas/index.js';
-import { LABEL_APP, LABEL_JOB, SPARK_ROLE } from '../../webhook/domain/index.js';
+import { LABEL_APP, LABEL_JOB, SPARK_ROLE } from '../../domain/index.js';
 import type { AppRecord, ListQuery, Page } from '../cluster.js';
 import { decodeCursor, encodeCursor, matchesQuery } from '../paging.js';
 import { APPLICATIONS, GROUP, type KubeClients, VERSION } from './client.js';

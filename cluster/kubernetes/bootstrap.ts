@@ -2,7 +2,7 @@
 // CRDs (generated from schemas/), and for the test bed, Node objects for each pool.
 import { ApiextensionsV1Api, loadYaml, RbacAuthorizationV1Api, type V1CustomResourceDefinition, type V1Node } from '@kubernetes/client-node';
 import { allCrds } from '../../schemas/crd.js';
-import { type AdmissionRules, podMemoryMib, type ResolvedPool } from '../../webhook/domain/index.js';
+import { type AdmissionRules, podMemoryMib, type ResolvedPool } from '../../domain/index.js';
 import type { KubeClients } from './client.js';
 import { unlessExists } from './errors.js';
 

@@ -3,7 +3,7 @@
 // admission mark, sizing), copied onto the Application as a JSON patch. Pure; the controller
 // (reconciler.ts) sends it.
 import type { V1Pod } from '@kubernetes/client-node';
-import { readConfig } from '../../webhook/domain/index.js';
+import { readConfig } from '../../domain/index.js';
 import { submissionAnnotations } from '../submission-info.js';
 import type { ApplicationResource } from './records.js';
 

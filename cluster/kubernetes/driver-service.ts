@@ -1,11 +1,11 @@
 // The applications namespace's headless Service of all drivers, and the admission policy that
-// keeps a name under it to the pod of that name (webhook/domain/driver-dns.ts says why; the
+// keeps a name under it to the pod of that name (domain/driver-dns.ts says why; the
 // chart's templates/driver-service.yaml writes the same objects). For a cluster where the
 // chart is not installed (`testbed up --real-node`).
 import {
   AdmissionregistrationV1Api, type V1Service, type V1ValidatingAdmissionPolicy, type V1ValidatingAdmissionPolicyBinding,
 } from '@kubernetes/client-node';
-import { DRIVER_PORTS, SPARK_ROLE } from '../../webhook/domain/index.js';
+import { DRIVER_PORTS, SPARK_ROLE } from '../../domain/index.js';
 import type { KubeClients } from './client.js';
 import { unlessExists } from './errors.js';
 

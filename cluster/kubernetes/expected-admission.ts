@@ -1,5 +1,5 @@
 // The webhook's admission of a driver pod, worked out by the API itself before it writes
-// anything: the same pure admission the webhook runs (webhook/domain), with the same rules
+// anything: the same pure admission the webhook runs (domain), with the same rules
 // (the chart gives the API and the webhook one node-pool file). The Application is created
 // with its effective config and the submission's annotations (the controller has nothing to
 // copy), and the driver pod is written admitted: the webhook configuration skips pods the API's
@@ -10,7 +10,7 @@
 // the admitted pod.
 import type { V1Pod } from '@kubernetes/client-node';
 import type { ApplicationConfig } from '../../schemas/index.js';
-import { type AdmissionRules, admitPod, readConfig } from '../../webhook/domain/index.js';
+import { type AdmissionRules, admitPod, readConfig } from '../../domain/index.js';
 import { submissionAnnotations } from '../submission-info.js';
 
 export interface ExpectedAdmission {

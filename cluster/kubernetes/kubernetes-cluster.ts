@@ -13,7 +13,7 @@ import type { ApplicationConfig, ApplicationState } from '../../schemas/index.js
 import {
   type AdmissionRules, ANNOTATION_ADMITTED, ANNOTATION_SUBMITTED_BY, applicationLabels, DRIVER_CONTAINER, DRIVER_PORTS, LABEL_APP, LABEL_JOB, LABEL_TEMPLATE,
   KERNEL_CLAIMER_LABEL, LAUNCHER_SECRET_KEY, launcherSecretName, readConfig, withLauncherSecret,
-} from '../../webhook/domain/index.js';
+} from '../../domain/index.js';
 import type { AppRecord, Cluster, CreateOptions, CreateResult, ListQuery, Page } from '../cluster.js';
 import { ConflictError, isTerminal, UnavailableError } from '../cluster.js';
 import { EventFeed } from '../events.js';
@@ -156,7 +156,7 @@ export class KubernetesCluster implements Cluster {
     let withCredential = bare;
     if (launcherToken !== undefined && ownerReferences) {
       // The kernel's token: a Secret owned by the Application (it goes with it), mounted into the
-      // driver; only the file's path is in the pod's env (webhook/domain/launcher-credential.ts).
+      // driver; only the file's path is in the pod's env (domain/launcher-credential.ts).
       try {
         await this.createLauncherSecret(appName, launcherToken, ownerReferences[0]);
       } catch (error) {

@@ -16,7 +16,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pipeline, type Readable, Transform } from 'node:stream';
 import type { V1Pod } from '@kubernetes/client-node';
-import { DRIVER_CONTAINER, LABEL_APP, LOG_ARCHIVE_FINALIZER, SPARK_ROLE } from '../../webhook/domain/index.js';
+import { DRIVER_CONTAINER, LABEL_APP, LOG_ARCHIVE_FINALIZER, SPARK_ROLE } from '../../domain/index.js';
 import type { ObjectStore } from '../history/object-store.js';
 import type { AppCache } from './app-cache.js';
 import type { KubeClients } from './client.js';

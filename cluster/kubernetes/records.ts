@@ -6,7 +6,7 @@
 // disagrees with the write that is about to happen.
 import type { V1ContainerStatus, V1Pod } from '@kubernetes/client-node';
 import type { ApplicationConfig, ApplicationState } from '../../schemas/index.js';
-import { applicationLabels, readConfig, readConfigAnnotation } from '../../webhook/domain/index.js';
+import { applicationLabels, readConfig, readConfigAnnotation } from '../../domain/index.js';
 import { type AppRecord, isTerminal, type Transition } from '../cluster.js';
 import { idempotencyOf } from '../app-record.js';
 

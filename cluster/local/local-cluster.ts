@@ -6,7 +6,7 @@ import { rm } from 'node:fs/promises';
 import { freePort } from '../../lib/free-port.js';
 import { join } from 'node:path';
 import type { V1Pod } from '@kubernetes/client-node';
-import { type AdmissionRules, admitPod, ANNOTATION_SUBMITTED_BY, applicationLabels, KERNEL_CLAIMER_LABEL, LABEL_JOB, LABEL_TEMPLATE, withLauncherTokenFile } from '../../webhook/domain/index.js';
+import { type AdmissionRules, admitPod, ANNOTATION_SUBMITTED_BY, applicationLabels, KERNEL_CLAIMER_LABEL, LABEL_JOB, LABEL_TEMPLATE, withLauncherTokenFile } from '../../domain/index.js';
 import type { AppRecord, Cluster, CreateOptions, CreateResult, ListQuery, Page } from '../cluster.js';
 import { ConflictError, isTerminal } from '../cluster.js';
 import { applyChange, idempotencyOf } from '../app-record.js';

@@ -10,7 +10,7 @@ import { spawnSync } from 'node:child_process';
 import { accessSync, chownSync, constants, copyFileSync, existsSync, mkdirSync, readFileSync, renameSync, unlinkSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { delimiter, dirname, isAbsolute, join, resolve } from 'node:path';
-import { LAUNCHER_TOKEN_FILE_ENV } from '../../webhook/domain/index.js';
+import { LAUNCHER_TOKEN_FILE_ENV } from '../../domain/index.js';
 import type { LocalCommand } from './local-command.js';
 
 export interface DriverSandbox {
@@ -76,7 +76,7 @@ function openWay(path: string, hidden: string[]): string[] {
   return dirs.flatMap((dir) => ['--perms', '0755', '--dir', dir]);
 }
 
-/** The env variable naming a kernel's launcher token file (webhook/domain/launcher-credential.ts). */
+/** The env variable naming a kernel's launcher token file (domain/launcher-credential.ts). */
 export const LAUNCHER_TOKEN_ENV = LAUNCHER_TOKEN_FILE_ENV;
 
 /**

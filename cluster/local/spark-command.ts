@@ -3,7 +3,7 @@
 // would run them. `$(VAR)` is expanded from the pod's env as the kubelet does.
 import type { V1Pod } from '@kubernetes/client-node';
 import type { ApplicationConfig } from '../../schemas/index.js';
-import { DRIVER_CONTAINER } from '../../webhook/domain/index.js';
+import { DRIVER_CONTAINER } from '../../domain/index.js';
 import type { LocalCommand, SubmitParts } from './local-command.js';
 import { pythonFirstCommand } from './python-first.js';
 import { type DriverSandbox, SANDBOX_WORK_DIR } from './sandbox.js';
@@ -48,7 +48,7 @@ function podEnv(pod: V1Pod, machine: LocalMachine): Record<string, string> {
   }
   env.SPARK_LOCAL_DIRS = machine.sandbox ? SANDBOX_WORK_DIR : machine.workDir;
   // Spark's web UI binds SPARK_LOCAL_IP, else every interface (spark.driver.bindAddress binds the
-  // RPC only): set last, over whatever the pod says (webhook/domain/local-binding.ts refuses it there).
+  // RPC only): set last, over whatever the pod says (domain/local-binding.ts refuses it there).
   env.SPARK_LOCAL_IP = LOOPBACK;
   return env;
 }

@@ -6,7 +6,7 @@ import type { SparkHistory } from '../../cluster/history/spark-history.js';
 import { encodeCursor } from '../../cluster/paging.js';
 import { newAppName } from '../../cluster/app-name.js';
 import { type Application, type Submission, ref, schemaIds } from '../../schemas/index.js';
-import { bareDriverPod, KERNEL_POOL_LABEL_KEY, mayActOnApplication, type SubmissionPolicy } from '../../webhook/domain/index.js';
+import { bareDriverPod, KERNEL_POOL_LABEL_KEY, mayActOnApplication, type SubmissionPolicy } from '../../domain/index.js';
 import { GATEWAY_PROOF_HEADER, isGatewayProof } from '../../lib/gateway-proof.js';
 import { HttpError, notFound } from '../errors.js';
 import type { FairShare } from '../fair-share.js';

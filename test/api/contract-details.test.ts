@@ -7,7 +7,7 @@ import { localDriverCommand } from '../../cluster/local/spark-command.js';
 import { FileKeyStore } from '../../submit-api/auth/key-store.js';
 import { buildApi } from '../../submit-api/app.js';
 import { logSerializers, redactUrl } from '../../submit-api/log-redaction.js';
-import { admitPod, bareDriverPod, buildRules } from '../../webhook/domain/index.js';
+import { admitPod, bareDriverPod, buildRules } from '../../domain/index.js';
 import { exampleCluster, startTestApi } from '../helpers/api.js';
 import { tempDir } from '../helpers/temp.js';
 

@@ -11,7 +11,7 @@ import { KubernetesCluster } from '../../cluster/kubernetes/kubernetes-cluster.j
 import { buildApi } from '../../submit-api/app.js';
 import { hashKey } from '../../submit-api/auth/key-store.js';
 import { SECRET_DATA_KEY, SecretKeyStore } from '../../submit-api/auth/secret-key-store.js';
-import { buildRules } from '../../webhook/domain/index.js';
+import { buildRules } from '../../domain/index.js';
 import { exampleCluster } from '../helpers/api.js';
 import { bootstrap, startTestbed } from '../helpers/kubernetes.js';
 import { tempDir } from '../helpers/temp.js';

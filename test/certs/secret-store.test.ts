@@ -16,7 +16,7 @@ import {
   CertificateConflictError, certificatesFromSecret, ensureSharedCertificates, secretCertificateStore,
 } from '../../certs/secret-store.js';
 import { type CertificateStore, fileCertificateStore } from '../../certs/store.js';
-import { ANNOTATION_ADMITTED, bareDriverPod, buildRules } from '../../webhook/domain/index.js';
+import { ANNOTATION_ADMITTED, bareDriverPod, buildRules } from '../../domain/index.js';
 import { startWebhookService } from '../../cli/webhook-service.js';
 import { exampleCluster } from '../helpers/api.js';
 import { bootstrap, eventually, freePort, startTestbed } from '../helpers/kubernetes.js';

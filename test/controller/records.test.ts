@@ -4,7 +4,7 @@
 import type { V1Pod } from '@kubernetes/client-node';
 import t from 'tap';
 import { type ApplicationResource, desiredStatus, podState, toRecord } from '../../cluster/kubernetes/records.js';
-import { ANNOTATION_CONFIG } from '../../webhook/domain/index.js';
+import { ANNOTATION_CONFIG } from '../../domain/index.js';
 
 const CREATED = '2026-11-25T10:00:00.000Z';
 const STARTED = '2026-11-25T10:00:05.000Z';

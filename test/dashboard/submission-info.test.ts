@@ -1,11 +1,11 @@
 // submissionInfo (cluster/submission-info.ts), explainSizing and the sizing annotation admission
-// writes (webhook/domain): what the app page says about a submission, on SPEC's example cluster.
+// writes (domain): what the app page says about a submission, on SPEC's example cluster.
 import t from 'tap';
 import { submissionInfo } from '../../cluster/submission-info.js';
 import {
   admitPod, ANNOTATION_ADMITTED, ANNOTATION_OVERRIDES, ANNOTATION_SIZING, bareDriverPod, buildRules, explainSizing, readSizingAnnotation,
   SIZING_ANNOTATION_MAX_CHARS, sizeApplication, sizingAnnotation,
-} from '../../webhook/domain/index.js';
+} from '../../domain/index.js';
 import { exampleCluster } from '../helpers/api.js';
 
 const rules = buildRules({ nodePools: exampleCluster().nodePools, namespace: 'x' });

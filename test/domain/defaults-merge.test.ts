@@ -1,5 +1,5 @@
 import t from 'tap';
-import { applyDefaults, buildRules, deepMerge, effectiveConfig } from '../../webhook/domain/index.js';
+import { applyDefaults, buildRules, deepMerge, effectiveConfig } from '../../domain/index.js';
 
 const rules = buildRules({
   nodePools: [{ cloudProvider: 'gce', instanceName: 'n1-standard-2', cpu: 2, memoryMib: 7680, preemptible: false }],

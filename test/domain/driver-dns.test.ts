@@ -1,4 +1,4 @@
-// How executors reach their driver (webhook/domain/driver-dns.ts): under the namespace's one
+// How executors reach their driver (domain/driver-dns.ts): under the namespace's one
 // headless drivers' Service by name when the rules name it, else by the pod IP; a pod whose
 // name cannot be a hostname falls back to its IP and says so, and never keeps a name under
 // the Service that is not its own.
@@ -7,7 +7,7 @@ import type { V1Pod } from '@kubernetes/client-node';
 import {
   admitPod, ANNOTATION_DRIVER_ADDRESS, ANNOTATION_OVERRIDES, type AdmissionContext, bareDriverPod, buildRules, DEFAULT_DRIVER_SERVICE, driverAddress,
   LABEL_JOB, POD_IP_HOST,
-} from '../../webhook/domain/index.js';
+} from '../../domain/index.js';
 import { exampleCluster } from '../helpers/api.js';
 
 const context = (driverService?: string): AdmissionContext => ({

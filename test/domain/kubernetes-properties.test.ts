@@ -1,11 +1,11 @@
 // The spark.kubernetes.* allowlist of a submission's engineConf and the executor pod guard:
-// pure functions of webhook/domain, so the API, local mode and the webhook refuse alike.
+// pure functions of domain, so the API, local mode and the webhook refuse alike.
 import t from 'tap';
 import type { V1Pod } from '@kubernetes/client-node';
 import type { ApplicationConfig } from '../../schemas/index.js';
 import {
   ALLOWED_KUBERNETES_PROPERTIES, buildPolicy, buildRules, checkOverrides, executorPodRefusal, kubernetesPropertyAllowed, podSecretNames,
-} from '../../webhook/domain/index.js';
+} from '../../domain/index.js';
 import { exampleCluster } from '../helpers/api.js';
 
 t.test('keys that change a pod\'s identity, mounts, image, placement or size are closed to submissions', async (t) => {

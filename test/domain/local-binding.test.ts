@@ -1,7 +1,7 @@
 // Local mode refuses what would move a driver's Spark UI or RPC off loopback (issue 25), in the
 // pure policy the API, dry runs and local admission share; Kubernetes mode is unaffected.
 import t from 'tap';
-import { checkOverrides, defaultPolicy, localBindingRefusal } from '../../webhook/domain/index.js';
+import { checkOverrides, defaultPolicy, localBindingRefusal } from '../../domain/index.js';
 
 const local = { ...defaultPolicy, refuseLauncherEnvironment: true };
 

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import t from 'tap';
-import { buildRules, effectiveConfig, sizeApplication, applyDefaults } from '../../webhook/domain/index.js';
+import { buildRules, effectiveConfig, sizeApplication, applyDefaults } from '../../domain/index.js';
 
 const example = JSON.parse(readFileSync(new URL('../../examples/example-cluster.json', import.meta.url), 'utf8'));
 const rules = buildRules({ nodePools: example.nodePools });

@@ -11,7 +11,7 @@ import type { KeyLookup } from '../../dashboard/session.js';
 import type { ApiOptions } from '../../submit-api/app.js';
 import type { KeyVerifier } from '../../submit-api/auth/plugin.js';
 import type { ApiLimits } from '../../submit-api/limits.js';
-import { buildPolicy, buildRules, type SubmissionPolicy } from '../../webhook/domain/index.js';
+import { buildPolicy, buildRules, type SubmissionPolicy } from '../../domain/index.js';
 import { killDrivers } from './drivers.js';
 import { writeFakeSparkSubmit } from './fake-spark-submit.js';
 import { sleep, tempDir } from './temp.js';

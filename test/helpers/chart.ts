@@ -15,7 +15,7 @@ import type { CreatedKey } from '../../submit-api/auth/key-store.js';
 import { SecretKeyStore } from '../../submit-api/auth/secret-key-store.js';
 import { logTail } from '../../testbed/log-tail.js';
 import { nodePaths } from '../../testbed/node-config.js';
-import { buildRules } from '../../webhook/domain/index.js';
+import { buildRules } from '../../domain/index.js';
 import { chartDir, helmBinary } from '../manifests/helm.js';
 import { repoRoot } from './api.js';
 import { eventually } from './kubernetes.js';

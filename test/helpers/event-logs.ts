@@ -4,7 +4,7 @@
 // names and ids in them.
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { APP_NAME_PROPERTY } from '../../webhook/domain/index.js';
+import { APP_NAME_PROPERTY } from '../../domain/index.js';
 
 export interface LogHead {
   /** The `App ID` inside the log. */

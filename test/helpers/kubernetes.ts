@@ -10,7 +10,7 @@ import { createFakeNodes, ensureCrds, ensureNamespace } from '../../cluster/kube
 import { APPLICATIONS, GROUP, type KubeClients, kubeClients, TEMPLATES, VERSION } from '../../cluster/kubernetes/client.js';
 import { KubernetesCluster, type KubernetesClusterOptions } from '../../cluster/kubernetes/kubernetes-cluster.js';
 import { buildApi } from '../../submit-api/app.js';
-import { type AdmissionRules, buildRules, type RulesOptions } from '../../webhook/domain/index.js';
+import { type AdmissionRules, buildRules, type RulesOptions } from '../../domain/index.js';
 import { mutatingWebhookConfiguration } from '../../webhook/server/registration.js';
 import { startWebhookService } from '../../cli/webhook-service.js';
 import { freePort } from '../../lib/free-port.js';

@@ -20,7 +20,7 @@ import { KubernetesCluster } from '../../cluster/kubernetes/kubernetes-cluster.j
 import { freePort } from '../../lib/free-port.js';
 import { ensureApiIdentity } from '../../testbed/api-identity.js';
 import { NODE_NAME } from '../../testbed/real-node.js';
-import { type AdmissionRules, buildRules, DEFAULT_DRIVER_SERVICE } from '../../webhook/domain/index.js';
+import { type AdmissionRules, buildRules, DEFAULT_DRIVER_SERVICE } from '../../domain/index.js';
 import { repoRoot } from './api.js';
 import { bootstrap, httpCall, type ApiInstance, type Reply } from './kubernetes.js';
 import { type RealNodeBed, realNodeUnavailable, startRealNodeBed } from './real-node.js';

@@ -10,7 +10,7 @@ import { KubernetesCluster } from '../../cluster/kubernetes/kubernetes-cluster.j
 import { LogArchive } from '../../cluster/kubernetes/log-archive.js';
 import { buildApi } from '../../submit-api/app.js';
 import { startS3Server } from '../../testbed/s3-server.js';
-import { LOG_ARCHIVE_FINALIZER } from '../../webhook/domain/index.js';
+import { LOG_ARCHIVE_FINALIZER } from '../../domain/index.js';
 import { eventually, fakeKubelet, httpCall, sparkExecutorPod, startKubeBed } from '../helpers/kubernetes.js';
 import { tempDir } from '../helpers/temp.js';
 

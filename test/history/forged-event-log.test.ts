@@ -9,7 +9,7 @@ import { accessSync, constants, mkdtempSync, readdirSync, rmSync } from 'node:fs
 import { delimiter, join } from 'node:path';
 import t from 'tap';
 import { FileKeyStore } from '../../submit-api/auth/key-store.js';
-import { APP_NAME_PROPERTY } from '../../webhook/domain/index.js';
+import { APP_NAME_PROPERTY } from '../../domain/index.js';
 import { repoRoot } from '../helpers/api.js';
 import { until, waitForState } from '../helpers/poll.js';
 import { http, realSpark, sparkEnv, startService } from '../helpers/service.js';

@@ -4,7 +4,7 @@ import t from 'tap';
 import { expired, parseRetention } from '../../cluster/history/retention.js';
 import { identityFromLines, sparkAppIdOfEntry } from '../../cluster/history/event-log-head.js';
 import { historyPath, isRunList } from '../../dashboard/history-paths.js';
-import { APP_NAME_PROPERTY, applyDefaults, kubernetesPropertyAllowed, buildRules, sparkProperties, sparkUiView } from '../../webhook/domain/index.js';
+import { APP_NAME_PROPERTY, applyDefaults, kubernetesPropertyAllowed, buildRules, sparkProperties, sparkUiView } from '../../domain/index.js';
 
 const pools = [{ cloudProvider: 'gce' as const, instanceName: 'n1-standard-2', cpu: 2, memoryMib: 7680, preemptible: false }];
 

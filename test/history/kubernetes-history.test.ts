@@ -17,7 +17,7 @@ import { kubeClients } from '../../cluster/kubernetes/client.js';
 import { buildService } from '../../cli/service.js';
 import { FakeKubelet } from '../../testbed/fake-kubelet.js';
 import { s3HistoryServer, startS3Server } from '../../testbed/s3-server.js';
-import { LOG_ARCHIVE_FINALIZER } from '../../webhook/domain/index.js';
+import { LOG_ARCHIVE_FINALIZER } from '../../domain/index.js';
 import { repoRoot } from '../helpers/api.js';
 import { eventually, startKubeBed } from '../helpers/kubernetes.js';
 import { until, waitForState } from '../helpers/poll.js';

@@ -5,7 +5,7 @@ import t from 'tap';
 import { parseS3Url } from '../../cluster/history/object-store.js';
 import { isLogContainer } from '../../cluster/kubernetes/log-archive.js';
 import { eventLogRules, logArchiveDir } from '../../cli/rules.js';
-import { applyDefaults, buildRules, eventLogEnv, executorPodRefusal, LOG_ARCHIVE_FINALIZER, renderDriverPod, renderExecutorPod } from '../../webhook/domain/index.js';
+import { applyDefaults, buildRules, eventLogEnv, executorPodRefusal, LOG_ARCHIVE_FINALIZER, renderDriverPod, renderExecutorPod } from '../../domain/index.js';
 
 const pools = [{ cloudProvider: 'gce' as const, instanceName: 'n1-standard-2', cpu: 2, memoryMib: 7680, preemptible: false }];
 const s3 = { endpoint: 'http://minio.storage.svc:9000', pathStyleAccess: true, credentialsSecret: 'spark-history-s3' };

@@ -19,7 +19,7 @@ import { capMarker, FOLLOW_PART_BYTES } from '../../cluster/kubernetes/log-follo
 import { buildApi } from '../../submit-api/app.js';
 import { FakeKubelet } from '../../testbed/fake-kubelet.js';
 import { startS3Server } from '../../testbed/s3-server.js';
-import { LOG_ARCHIVE_FINALIZER } from '../../webhook/domain/index.js';
+import { LOG_ARCHIVE_FINALIZER } from '../../domain/index.js';
 import { eventually, httpCall, startKubeBed } from '../helpers/kubernetes.js';
 import { realSpark } from '../helpers/service.js';
 import { tempDir } from '../helpers/temp.js';

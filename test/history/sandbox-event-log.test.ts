@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import t from 'tap';
 import { collectEventLogs, SANDBOX_EVENT_LOG_DIR, sandboxedConf, workEventLogDir } from '../../cluster/local/sandbox-event-log.js';
 import type { DriverSandbox } from '../../cluster/local/sandbox.js';
-import { APP_NAME_PROPERTY } from '../../webhook/domain/index.js';
+import { APP_NAME_PROPERTY } from '../../domain/index.js';
 import { writeSingleLog } from '../helpers/event-logs.js';
 import { tempDir } from '../helpers/temp.js';
 

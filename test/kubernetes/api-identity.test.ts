@@ -7,8 +7,8 @@
 import t from 'tap';
 import type { V1Pod } from '@kubernetes/client-node';
 import { kubeClients } from '../../cluster/kubernetes/client.js';
-import { ANNOTATION_ADMITTED, LABEL_JOB, readConfig } from '../../webhook/domain/index.js';
-import { bareDriverPod } from '../../webhook/domain/driver-pod.js';
+import { ANNOTATION_ADMITTED, LABEL_JOB, readConfig } from '../../domain/index.js';
+import { bareDriverPod } from '../../domain/driver-pod.js';
 import { eventually, sparkExecutorPod, startKubeBed } from '../helpers/kubernetes.js';
 
 /** What admission decides about a pod, without what the apiserver adds per object. */

@@ -2,7 +2,7 @@
 // leaves in the cluster (pods, Application and ConfigTemplate custom resources).
 import t from 'tap';
 import { AdmissionregistrationV1Api } from '@kubernetes/client-node';
-import { readConfig } from '../../webhook/domain/index.js';
+import { readConfig } from '../../domain/index.js';
 import { exampleCluster } from '../helpers/api.js';
 import { eventually, fakeKubelet, httpCall, register, startApi, startKubeBed, WEBHOOK_NAME } from '../helpers/kubernetes.js';
 

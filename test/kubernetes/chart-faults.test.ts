@@ -19,7 +19,7 @@ import t from 'tap';
 import { AppsV1Api, CustomObjectsApi, type V1Pod } from '@kubernetes/client-node';
 import { APPLICATIONS, GROUP, VERSION } from '../../cluster/kubernetes/client.js';
 import type { ApplicationResource } from '../../cluster/kubernetes/records.js';
-import { ANNOTATION_ADMITTED, LABEL_JOB } from '../../webhook/domain/index.js';
+import { ANNOTATION_ADMITTED, LABEL_JOB } from '../../domain/index.js';
 import { NODE_NAME } from '../../testbed/real-node.js';
 import { APPS, chartNodeUnavailable, installChart, NS, readyPod, send } from '../helpers/chart.js';
 import { eventually } from '../helpers/kubernetes.js';

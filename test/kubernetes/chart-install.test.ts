@@ -17,7 +17,7 @@ import { APPS, chartNodeUnavailable, installChart, NS, post, RELEASE, readyPod }
 import { eventually } from '../helpers/kubernetes.js';
 import { sample } from '../helpers/metrics.js';
 import { chartDir } from '../manifests/helm.js';
-import { ANNOTATION_ADMITTED, LABEL_JOB } from '../../webhook/domain/index.js';
+import { ANNOTATION_ADMITTED, LABEL_JOB } from '../../domain/index.js';
 
 const skip = chartNodeUnavailable();
 

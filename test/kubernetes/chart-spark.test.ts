@@ -16,7 +16,7 @@ import { nodeIp } from '../../testbed/real-node.js';
 import { startS3Server } from '../../testbed/s3-server.js';
 import {
   ANNOTATION_ADMITTED, cpuQuantity, DEFAULT_DRIVER_SERVICE, LABEL_APP, parseMemoryMib, podMemoryMib, SPARK_ROLE,
-} from '../../webhook/domain/index.js';
+} from '../../domain/index.js';
 import { APPS, chartNodeUnavailable, installChart, NS, post, send as call } from '../helpers/chart.js';
 import { eventually } from '../helpers/kubernetes.js';
 import { execInPod } from '../helpers/real-node.js';

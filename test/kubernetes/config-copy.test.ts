@@ -9,7 +9,7 @@ import { APPLICATIONS, GROUP, VERSION } from '../../cluster/kubernetes/client.js
 import { configCopyPatch } from '../../cluster/kubernetes/config-copy.js';
 import type { ApplicationResource } from '../../cluster/kubernetes/records.js';
 import { statusCode } from '../../lib/api-error.js';
-import { ANNOTATION_ADMITTED, ANNOTATION_CONFIG, ANNOTATION_OVERRIDES } from '../../webhook/domain/index.js';
+import { ANNOTATION_ADMITTED, ANNOTATION_CONFIG, ANNOTATION_OVERRIDES } from '../../domain/index.js';
 import { startKubeBed } from '../helpers/kubernetes.js';
 
 const config = { type: 'Python', mainApplicationFile: 'local:///opt/app.py', driver: { cores: 1 } };

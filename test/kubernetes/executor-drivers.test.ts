@@ -16,7 +16,7 @@ import { startWebhookService } from '../../cli/webhook-service.js';
 import { apiStatus } from '../../cluster/kubernetes/errors.js';
 import {
   ANNOTATION_ADMITTED, ANNOTATION_CONFIG, bareDriverPod, LABEL_APP, LABEL_JOB, readConfig, SPARK_ROLE,
-} from '../../webhook/domain/index.js';
+} from '../../domain/index.js';
 import { mutatingWebhookConfiguration } from '../../webhook/server/registration.js';
 import { clientsAs, eventually, freePort, register as registerWebhook, sparkExecutorPod, startKubeBed, WEBHOOK_NAME } from '../helpers/kubernetes.js';
 

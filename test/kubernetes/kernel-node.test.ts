@@ -10,7 +10,7 @@
 // the kernel still answers; deleting the kernel removes its driver and executor pods.
 import t from 'tap';
 import { Watch, type V1Pod } from '@kubernetes/client-node';
-import { ANNOTATION_ADMITTED, LABEL_APP, SPARK_ROLE } from '../../webhook/domain/index.js';
+import { ANNOTATION_ADMITTED, LABEL_APP, SPARK_ROLE } from '../../domain/index.js';
 import { APPS, AUTH_SECRET, chartNodeUnavailable, installChart, KERNEL_IMAGE, NS, send } from '../helpers/chart.js';
 import { eventually } from '../helpers/kubernetes.js';
 import { http } from '../helpers/service.js';

@@ -13,7 +13,7 @@
 import t from 'tap';
 import { register } from 'prom-client';
 import { AdmissionCache } from '../../cluster/kubernetes/admission-cache.js';
-import { ANNOTATION_CONFIG, ANNOTATION_OVERRIDES } from '../../webhook/domain/index.js';
+import { ANNOTATION_CONFIG, ANNOTATION_OVERRIDES } from '../../domain/index.js';
 import { eventually, sparkExecutorPod, startApi, startKubeBed } from '../helpers/kubernetes.js';
 
 async function counter(name: string, labels: string): Promise<number> {

@@ -6,7 +6,7 @@
 import t from 'tap';
 import { exampleCluster } from '../helpers/api.js';
 import { startKubeBed } from '../helpers/kubernetes.js';
-import { bareDriverPod } from '../../webhook/domain/driver-pod.js';
+import { bareDriverPod } from '../../domain/driver-pod.js';
 import { sample } from '../helpers/metrics.js';
 
 t.test('metrics of the API and the webhook move with submissions on the test bed', { skip: process.env.SUBMISSION_SERVICE_TESTBED ? false : 'no test bed (SUBMISSION_SERVICE_TESTBED; scripts/test.sh builds it)' }, async (t) => {

@@ -20,7 +20,7 @@ import { execInPod } from '../helpers/real-node.js';
 import { PI_PY, SPARK_RUNTIME_IMAGE, sparkNodeUnavailable, startSparkNodeBed } from '../helpers/spark-node.js';
 import {
   ANNOTATION_ADMITTED, ANNOTATION_OVERRIDES, cpuQuantity, DRIVER_CONTAINER, LABEL_APP, LABEL_JOB, parseMemoryMib, podMemoryMib, readConfig, SPARK_ROLE,
-} from '../../webhook/domain/index.js';
+} from '../../domain/index.js';
 
 const unavailable = sparkNodeUnavailable();
 // A cold image build takes tens of minutes; a warm run a few minutes.

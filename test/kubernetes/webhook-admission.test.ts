@@ -6,7 +6,7 @@ import { GROUP, TEMPLATES, VERSION } from '../../cluster/kubernetes/client.js';
 import { apiStatus } from '../../cluster/kubernetes/errors.js';
 import {
   ANNOTATION_ADMITTED, ANNOTATION_OVERRIDES, bareDriverPod, LABEL_JOB, LABEL_TEMPLATE, readConfig, RULES_VERSION,
-} from '../../webhook/domain/index.js';
+} from '../../domain/index.js';
 import { exampleCluster } from '../helpers/api.js';
 import { eventually, sparkExecutorPod, startKubeBed } from '../helpers/kubernetes.js';
 

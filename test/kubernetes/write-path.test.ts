@@ -6,8 +6,8 @@
 // leaves the copy to the controller, as before.
 import t from 'tap';
 import { register as metrics } from 'prom-client';
-import { buildRules } from '../../webhook/domain/index.js';
-import { ANNOTATION_ADMITTED, ANNOTATION_OVERRIDES, ANNOTATION_SIZING, readConfig } from '../../webhook/domain/index.js';
+import { buildRules } from '../../domain/index.js';
+import { ANNOTATION_ADMITTED, ANNOTATION_OVERRIDES, ANNOTATION_SIZING, readConfig } from '../../domain/index.js';
 import { exampleCluster } from '../helpers/api.js';
 import { eventually, httpCall, startApi, startKubeBed } from '../helpers/kubernetes.js';
 

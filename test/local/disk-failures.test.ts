@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import t from 'tap';
 import { writeFileAtomic, type WriteFileAtomic } from '../../lib/atomic-file.js';
 import { LocalCluster } from '../../cluster/local/local-cluster.js';
-import { buildRules } from '../../webhook/domain/index.js';
+import { buildRules } from '../../domain/index.js';
 import { exampleCluster, startTestApi } from '../helpers/api.js';
 import { fakeJob, writeFakeSparkSubmit } from '../helpers/fake-spark-submit.js';
 import { until, waitForState } from '../helpers/poll.js';

@@ -3,7 +3,7 @@
 // PYSPARK_SUBMIT_ARGS, checked with the project's real Python when it is there).
 import { spawnSync } from 'node:child_process';
 import t from 'tap';
-import { admitPod, bareDriverPod, buildRules } from '../../webhook/domain/index.js';
+import { admitPod, bareDriverPod, buildRules } from '../../domain/index.js';
 import { localDriverCommand } from '../../cluster/local/spark-command.js';
 import { shellQuote } from '../../cluster/local/python-first.js';
 import { exampleCluster } from '../helpers/api.js';

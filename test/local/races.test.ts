@@ -5,7 +5,7 @@ import { readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import t from 'tap';
 import { FileTemplateStore } from '../../cluster/local/template-store.js';
-import { bareDriverPod } from '../../webhook/domain/index.js';
+import { bareDriverPod } from '../../domain/index.js';
 import { newAppName } from '../../cluster/app-name.js';
 import { startTestApi } from '../helpers/api.js';
 import { fakeJob } from '../helpers/fake-spark-submit.js';

@@ -6,8 +6,8 @@ import { join } from 'node:path';
 import t from 'tap';
 import type { ApplicationConfig } from '../../schemas/index.js';
 import { serviceFileRefusal } from '../../cluster/local/service-files.js';
-import { admitPod, buildRules } from '../../webhook/domain/index.js';
-import { bareDriverPod } from '../../webhook/domain/index.js';
+import { admitPod, buildRules } from '../../domain/index.js';
+import { bareDriverPod } from '../../domain/index.js';
 import { exampleCluster } from '../helpers/api.js';
 import { tempDir } from '../helpers/temp.js';
 

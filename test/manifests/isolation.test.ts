@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { loadYaml } from '@kubernetes/client-node';
 import t from 'tap';
 import { rulesFrom } from '../../cli/rules.js';
-import { applyDefaults } from '../../webhook/domain/index.js';
+import { applyDefaults } from '../../domain/index.js';
 import { RELEASE_NAMESPACE, chartDir, helm, named, ofKind, renderChart } from './helm.js';
 
 const HISTORY = { 'history.eventLogDir': 's3a://logs/spark-events', 'history.server.image': 'spark-runtime:1' };

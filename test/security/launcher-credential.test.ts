@@ -9,7 +9,7 @@ import t from 'tap';
 import { gatewayProof, GATEWAY_PROOF_HEADER, LAUNCHER_TOKEN_HEADER } from '../../lib/gateway-proof.js';
 import { launcherTokenOf } from '../../submit-api/service-labels.js';
 import { materializeSecretVolumes, removeSecretVolumes } from '../../testbed/secret-volumes.js';
-import { bareDriverPod, defaultPolicy, KERNEL_CLAIMER_LABEL, mayActOnApplication, withLauncherSecret } from '../../webhook/domain/index.js';
+import { bareDriverPod, defaultPolicy, KERNEL_CLAIMER_LABEL, mayActOnApplication, withLauncherSecret } from '../../domain/index.js';
 
 const proof = gatewayProof('shared');
 const token = 'A'.repeat(32);

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import t from 'tap';
 import { FileKeyStore } from '../../submit-api/auth/key-store.js';
 import { startProcess } from '../../cluster/local/process-runner.js';
-import { admitPod, bareDriverPod, buildRules } from '../../webhook/domain/index.js';
+import { admitPod, bareDriverPod, buildRules } from '../../domain/index.js';
 import { reviewAdmission } from '../../webhook/server/review.js';
 import { exampleCluster, startTestApi } from '../helpers/api.js';
 import { fakeJob, writeFakeSparkSubmit } from '../helpers/fake-spark-submit.js';

@@ -12,7 +12,7 @@ import t from 'tap';
 import {
   clusterUp, missingPrerequisite, NAMESPACE, PI_PY, runSparkSubmit, SPARK_IMAGE, sparkSubmitArgs, type Testbed,
 } from '../../bench/kubernetes/testbed.js';
-import { podMemoryMib } from '../../webhook/domain/spark-properties.js';
+import { podMemoryMib } from '../../domain/spark-properties.js';
 
 /** Parses a java.util.Properties text (what Spark writes into the ConfigMap). */
 export function parseJavaProperties(text: string): Record<string, string> {

@@ -5,8 +5,8 @@
 import t from 'tap';
 import type { V1Pod } from '@kubernetes/client-node';
 import type { ApplicationConfig } from '../../schemas/index.js';
-import { type AdmissionContext, admitPod, buildRules, withLauncherSecret } from '../../webhook/domain/index.js';
-import { bareDriverPod } from '../../webhook/domain/driver-pod.js';
+import { type AdmissionContext, admitPod, buildRules, withLauncherSecret } from '../../domain/index.js';
+import { bareDriverPod } from '../../domain/driver-pod.js';
 import { apiAdmittedCondition, mutatingWebhookConfiguration } from '../../webhook/server/registration.js';
 import { exampleCluster } from '../helpers/api.js';
 

@@ -11,7 +11,7 @@ import type { V1Pod } from '@kubernetes/client-node';
 import { allSchemas, schemaIds } from '../../schemas/index.js';
 import {
   type AdmissionContext, admitPod, ANNOTATION_ADMITTED, ANNOTATION_CONFIG, ANNOTATION_SIZING, LABEL_APP, LABEL_JOB, readConfig, RULES_VERSION,
-} from '../../webhook/domain/index.js';
+} from '../../domain/index.js';
 import { refusalFromMessage } from '../../webhook/server/refusal.js';
 import { type AdmitFunction, reviewAdmission } from '../../webhook/server/review.js';
 import { context } from '../fixtures/admission/context.js';

@@ -1,7 +1,7 @@
 import t from 'tap';
 import jsonPatch from 'fast-json-patch';
 import type { V1Pod } from '@kubernetes/client-node';
-import { admitPod } from '../../webhook/domain/index.js';
+import { admitPod } from '../../domain/index.js';
 import { reviewAdmission, reviewText } from '../../webhook/server/review.js';
 import { refusalFromMessage } from '../../webhook/server/refusal.js';
 import { admit, context, KNOWN_APP, loadReview } from '../fixtures/admission/context.js';

@@ -2,7 +2,7 @@
 // chart and the test bed. Two entries: pods a team or the API labels as ours, and the
 // executors Spark creates for them. The API's own driver pods, written already admitted
 // (cluster/kubernetes/expected-admission.ts), are not sent here (apiUser).
-import { ANNOTATION_ADMITTED, LABEL_JOB, SPARK_APP_SELECTOR, SPARK_ROLE } from '../domain/labels.js';
+import { ANNOTATION_ADMITTED, LABEL_JOB, SPARK_APP_SELECTOR, SPARK_ROLE } from '../../domain/labels.js';
 import { MUTATE_PATH } from './server.js';
 
 export interface RegistrationOptions {

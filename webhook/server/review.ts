@@ -3,9 +3,9 @@
 // that echoes the request's uid when it has one; nothing throws.
 import type { V1Pod } from '@kubernetes/client-node';
 import jsonPatch from 'fast-json-patch';
-import type { Admission } from '../domain/admit.js';
-import { LABEL_APP } from '../domain/labels.js';
-import { clone } from '../domain/merge.js';
+import type { Admission } from '../../domain/admit.js';
+import { LABEL_APP } from '../../domain/labels.js';
+import { clone } from '../../domain/merge.js';
 import { type AdmissionReviewResponse, allow, deny, REVIEW_API_VERSION } from './envelope.js';
 
 /** The admission context bound in: `(pod) => admitPod(pod, ctx)`. Gets a copy it may change. */

@@ -3,7 +3,7 @@
 // shows it). It repeats sizePod's arithmetic rather than recording it at admission: the sized
 // config plus the rules determine the pool (an explicit request kept by rule 6 is what excluded
 // any smaller pool, and it is in the config too).
-import type { ApplicationConfig, PodConfig } from '../../schemas/index.js';
+import type { ApplicationConfig, PodConfig } from '../schemas/index.js';
 import { formatMillicores, parseMemoryMib, parseMillicores } from './quantities.js';
 import type { AdmissionRules, ResolvedPool } from './rules.js';
 import type { Role } from './sizing.js';

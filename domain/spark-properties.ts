@@ -1,6 +1,6 @@
 // The Spark properties of an application: its engineConf plus what the effective
 // config implies, with the keys Spark's own cluster-mode submission writes.
-import type { ApplicationConfig, PodConfig } from '../../schemas/index.js';
+import type { ApplicationConfig, PodConfig } from '../schemas/index.js';
 import { driverAddress } from './driver-dns.js';
 import { LABEL_APP, LABEL_JOB } from './labels.js';
 import { parseMillicores } from './quantities.js';

@@ -1,7 +1,7 @@
 // Admission: a pod in, an admitted pod (or a refusal) out. Pure: everything it needs
 // arrives in the context, so the webhook, local mode and dry runs share one truth.
 import type { V1Pod } from '@kubernetes/client-node';
-import type { ApplicationConfig } from '../../schemas/index.js';
+import type { ApplicationConfig } from '../schemas/index.js';
 import { renderDriverPod } from './driver-pod.js';
 import { type ConfigResult, effectiveConfig, type TemplateLookup } from './effective-config.js';
 import { executorPodRefusal } from './executor-guard.js';

@@ -1,5 +1,5 @@
 // Defaults a submission does not have to spell out. Values already present win.
-import type { ApplicationConfig, PodConfig, SecretMount } from '../../schemas/index.js';
+import type { ApplicationConfig, PodConfig, SecretMount } from '../schemas/index.js';
 import { eventLogDefaults } from './event-log.js';
 import type { AdmissionRules } from './rules.js';
 

@@ -4,7 +4,7 @@
 // either mode, `kubectl describe`) shows the same thing. Bounded: a few short sentences per
 // pod, each cut to a fixed length, whatever the rules or the config say.
 import { explainSizing, type PodSizingExplanation } from './sizing-explanation.js';
-import type { ApplicationConfig } from '../../schemas/index.js';
+import type { ApplicationConfig } from '../schemas/index.js';
 import type { AdmissionRules } from './rules.js';
 
 export type SizingExplanation = ReturnType<typeof explainSizing>;

@@ -6,7 +6,7 @@
 //   - A default-sized driver leaves `defaultDriverCoreRequestReserveMillicores` of its CPU share
 //     (850m - 140m = 710m in SPEC's example).
 //   - Explicit `coreRequest` and `memory` are kept (rule 6) and must fit the pool too.
-import type { ApplicationConfig, PodConfig, UnschedulableError, UnschedulablePod } from '../../schemas/index.js';
+import type { ApplicationConfig, PodConfig, UnschedulableError, UnschedulablePod } from '../schemas/index.js';
 import { formatMemoryMib, formatMillicores, parseMemoryMib, parseMillicores } from './quantities.js';
 import type { AdmissionRules, ResolvedPool } from './rules.js';
 

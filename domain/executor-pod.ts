@@ -3,7 +3,7 @@
 // finalizer as drivers do: Spark deletes its executors as it ends, and the controller keeps
 // each one's log before it may go (cluster/kubernetes/log-archive.ts).
 import type { V1Pod } from '@kubernetes/client-node';
-import type { ApplicationConfig } from '../../schemas/index.js';
+import type { ApplicationConfig } from '../schemas/index.js';
 import { archiveFinalizers } from './event-log.js';
 import { ANNOTATION_ADMITTED, RULES_VERSION } from './labels.js';
 import { executorTolerations } from './placement.js';

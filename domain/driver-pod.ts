@@ -1,7 +1,7 @@
 // The driver pod: the bare pod the API writes, and the admitted pod that admission
 // renders from the effective config (what Spark's cluster-mode submission would write).
 import type { V1Container, V1EnvVar, V1Pod, V1PodSpec, V1Volume, V1VolumeMount } from '@kubernetes/client-node';
-import type { ApplicationConfig, SecretMount } from '../../schemas/index.js';
+import type { ApplicationConfig, SecretMount } from '../schemas/index.js';
 import { keyFilePath } from './defaults.js';
 import { type DriverAddress, driverAddress } from './driver-dns.js';
 import { archiveFinalizers, eventLogEnv } from './event-log.js';

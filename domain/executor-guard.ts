@@ -4,7 +4,7 @@
 // (kubernetes-properties.ts); this checks the pod itself, so a key the allowlist missed, a
 // template, or a pod created through the API by the driver's own code cannot widen it.
 import type { V1Container, V1Pod } from '@kubernetes/client-node';
-import type { ApplicationConfig } from '../../schemas/index.js';
+import type { ApplicationConfig } from '../schemas/index.js';
 import type { AdmissionRules } from './rules.js';
 
 /** Service accounts an executor of this application may run as. */

@@ -2,7 +2,7 @@
 // configOverrides with, so a pod written by hand (or by an older API) is refused by the
 // webhook exactly where the API would refuse it: a 400 naming the field, never a 500.
 import { Ajv, type ErrorObject } from 'ajv';
-import { allSchemas, schemaIds } from '../../schemas/index.js';
+import { allSchemas, schemaIds } from '../schemas/index.js';
 
 const ajv = new Ajv({ allErrors: false, strict: false, coerceTypes: false, useDefaults: false, removeAdditional: false });
 for (const schema of allSchemas) ajv.addSchema(schema);

@@ -1,6 +1,6 @@
 // Everything admission decides from besides the pod: node pools, sizing tunables,
 // images, placement. Built once from configuration; admission itself stays pure.
-import type { NodePool, SizingRules } from '../../schemas/index.js';
+import type { NodePool, SizingRules } from '../schemas/index.js';
 import type { EventLogRules } from './event-log.js';
 import { buildPolicy, type SubmissionPolicy } from './policy.js';
 

@@ -1,7 +1,7 @@
 // What a submission's own overrides may ask for, and who may act on an application. Pure
 // functions shared by the API, the webhook and local mode, so all three refuse the same
 // things with the same words. Templates are written by admins and are not checked here.
-import type { ApplicationConfig } from '../../schemas/index.js';
+import type { ApplicationConfig } from '../schemas/index.js';
 import { kubernetesPropertyAllowed } from './kubernetes-properties.js';
 import { KERNEL_CLAIMER_LABEL } from './labels.js';
 import { localBindingRefusal } from './local-binding.js';

@@ -3,7 +3,7 @@
 // service binds it there (SPARK_LOCAL_IP and spark.driver.bindAddress, cluster/local/
 // spark-command.ts); these are the settings of a submission that would undo that, refused with
 // a 400 naming the field, by the API, dry runs and local admission alike.
-import type { ApplicationConfig } from '../../schemas/index.js';
+import type { ApplicationConfig } from '../schemas/index.js';
 
 /**
  * Spark properties that move a local driver's listening sockets: the RPC and block manager's

@@ -1,6 +1,6 @@
 // request -> effective config: template merged with overrides (overrides win),
 // defaults filled in, pods sized. One function for the API, local mode and the webhook.
-import type { ApplicationConfig, UnschedulableError } from '../../schemas/index.js';
+import type { ApplicationConfig, UnschedulableError } from '../schemas/index.js';
 import { applyDefaults } from './defaults.js';
 import { deepMerge } from './merge.js';
 import type { AdmissionRules } from './rules.js';
