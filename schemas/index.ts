@@ -1,5 +1,6 @@
 // The JSON Schemas of schemas/*.json: one source of truth for route validation,
 // serialization, the OpenAPI document, generated TS types and the CRD.
+import applicationAttempt from './application-attempt.json' with { type: 'json' };
 import applicationConfig from './application-config.json' with { type: 'json' };
 import applicationList from './application-list.json' with { type: 'json' };
 import applicationState from './application-state.json' with { type: 'json' };
@@ -21,7 +22,7 @@ export type JsonSchema = { $id: string; title?: string; [key: string]: unknown }
 
 /** Every schema, in an order where each one's references come first. */
 export const allSchemas: JsonSchema[] = [
-  secretMount, podConfig, applicationConfig, applicationState, labels, application, applicationList,
+  secretMount, podConfig, applicationConfig, applicationState, applicationAttempt, labels, application, applicationList,
   submission, configTemplate, configTemplateList, error, nodePool, sizingRules, nodePoolsFile,
   unschedulablePod, unschedulableError,
 ];

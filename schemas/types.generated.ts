@@ -10,6 +10,38 @@ export type ApplicationState = 'PENDING' | 'RUNNING' | 'COMPLETED' | 'FAILED' | 
 
 export interface Schemas {}
 /**
+ * One run of an application's driver.
+ *
+ * This interface was referenced by `Schemas`'s JSON-Schema
+ * via the `definition` "ApplicationAttempt".
+ */
+export interface ApplicationAttempt {
+  attempt: number;
+  /**
+   * The attempt's driver pod (Kubernetes mode; local mode: the appName).
+   */
+  driverPod?: string;
+  startedAt: string | null;
+  endedAt?: string | null;
+  exitCode?: number | null;
+  /**
+   * How the attempt ended: Completed, Error, OOMKilled (with its role), Evicted, NodeLost, DriverDeleted, Stopped, Unknown.
+   */
+  reason?: string;
+  detail?: string;
+  /**
+   * False when the attempt does not count against `restartPolicy.retries` (evicted, node lost, driver deleted).
+   */
+  counted?: boolean;
+  /**
+   * The attempt's driver and executor memory (raised after an out-of-memory end).
+   */
+  memory?: {
+    driver?: string;
+    executor?: string;
+  };
+}
+/**
  * Configuration of a Spark application: in a submission's configOverrides, in a config template, and (merged, defaulted and sized) in the response.
  *
  * This interface was referenced by `Schemas`'s JSON-Schema
@@ -52,8 +84,19 @@ export interface ApplicationConfig {
   };
   driver?: PodConfig;
   executor?: PodConfig;
+  /**
+   * What happens when a run fails. `Never`: the application ends FAILED. `OnFailure`: the service starts a new attempt (a new driver, after `retryIntervalSeconds`) up to `retries` times; an attempt whose driver was evicted, lost with its node or deleted does not count, and one that ran out of memory is retried with more memory for that role. `Always` is kept for compatibility and behaves as `OnFailure`.
+   */
   restartPolicy?: {
     type?: 'Never' | 'OnFailure' | 'Always';
+    /**
+     * Attempts after the first that a failure may start (OnFailure; default 3). Evicted, lost or deleted drivers are retried without counting, up to 10 times in all.
+     */
+    retries?: number;
+    /**
+     * Seconds between a failed attempt's end and the next attempt's start (default 10).
+     */
+    retryIntervalSeconds?: number;
   };
 }
 /**
@@ -292,6 +335,14 @@ export interface Application {
    * Why the application is in its state, when known (exit code, signal, error).
    */
   stateDetail?: string;
+  /**
+   * Which attempt of the application the state is about (1 for the first run; restartPolicy OnFailure starts more).
+   */
+  attempt?: number;
+  /**
+   * Every run of the application's driver, oldest first: each attempt's times, how it ended and whether it counted against `restartPolicy.retries`.
+   */
+  attempts?: ApplicationAttempt[];
   createdAt?: string;
   startedAt?: string | null;
   endedAt?: string | null;
