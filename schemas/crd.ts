@@ -220,7 +220,7 @@ export function applicationCrd(index: SchemaIndex = indexSchemas()): Schema {
     shortNames: ['ssapp'],
     description: String(application.description),
     spec: toStructural(pick(application, ['jobName', 'configTemplateName', 'config', 'submittedBy']), index),
-    status: toStructural(pick(application, ['state', 'stateDetail', 'startedAt', 'endedAt', 'runningExecutors', 'transitions']), index),
+    status: toStructural(pick(application, ['state', 'stateDetail', 'attempt', 'attempts', 'startedAt', 'endedAt', 'runningExecutors', 'transitions']), index),
     columns: [
       { name: 'Job', type: 'string', jsonPath: '.spec.jobName' },
       { name: 'State', type: 'string', jsonPath: '.status.state' },

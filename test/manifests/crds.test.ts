@@ -86,7 +86,7 @@ t.test('Application CRD', async (t) => {
   t.same(versionOf(crd).subresources, { status: {} });
   const root = props(rootOf(crd));
   t.same(Object.keys(props(root.spec)), ['jobName', 'configTemplateName', 'config', 'submittedBy']);
-  t.same(Object.keys(props(root.status)), ['state', 'stateDetail', 'startedAt', 'endedAt', 'runningExecutors', 'transitions']);
+  t.same(Object.keys(props(root.status)), ['state', 'stateDetail', 'attempt', 'attempts', 'startedAt', 'endedAt', 'runningExecutors', 'transitions']);
   const columns = (versionOf(crd).additionalPrinterColumns as Schema[]).filter((c) => !c.priority).map((c) => c.jsonPath);
   t.same(columns, ['.spec.jobName', '.status.state', '.metadata.creationTimestamp']);
   t.same(structuralProblems(rootOf(crd)), []);
