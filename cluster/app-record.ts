@@ -1,6 +1,6 @@
 // The record the service keeps of each application: what the API shows, plus where it runs.
 // Its own module so that the cluster interface and the change feed both build on it.
-import type { Application, ApplicationState } from '../schemas/index.js';
+import type { Application, ApplicationAttempt, ApplicationState } from '../schemas/index.js';
 
 /** What the service keeps about an application: the API's Application plus where it runs. */
 export interface AppRecord extends Required<Pick<Application, 'appName' | 'jobName' | 'configTemplateName' | 'config' | 'state' | 'createdAt'>> {
@@ -13,6 +13,10 @@ export interface AppRecord extends Required<Pick<Application, 'appName' | 'jobNa
   labels: Record<string, string>;
   /** Id of the API key that submitted it; null when authentication was off. */
   submittedBy: string | null;
+  /** Which attempt the state is about (restartPolicy OnFailure starts more than one); absent: the first. */
+  attempt?: number;
+  /** Every run of the driver, oldest first (domain/attempts.ts); absent before the first starts. */
+  attempts?: ApplicationAttempt[];
   /** Every state entered, oldest first (Kubernetes mode: written by the controller). */
   transitions?: Transition[];
   /**

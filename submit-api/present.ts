@@ -6,9 +6,9 @@ import application from '../schemas/application.json' with { type: 'json' };
 import type { Application, ApplicationState } from '../schemas/index.js';
 import { sparkUiView } from '../domain/index.js';
 
-const { config: _config, transitions: _transitions, ...summaryProperties } = application.properties;
+const { config: _config, transitions: _transitions, attempts: _attempts, ...summaryProperties } = application.properties;
 
-/** The list's answer with view=summary: Application items without `config` and `transitions`. */
+/** The list's answer with view=summary: Application items without `config`, `transitions` and `attempts`. */
 export const summaryListSchema = {
   title: 'ApplicationSummaryList',
   type: 'object', additionalProperties: false, required: ['items', 'next'],
@@ -20,14 +20,15 @@ export const summaryListSchema = {
 
 /** `history`: where ended runs are kept, if anywhere (says whether the Spark UI link opens one). */
 export function toApplication(record: AppRecord, history?: SparkHistory): Application {
-  const { appName, jobName, configTemplateName, labels, submittedBy, config, state, stateDetail, createdAt, startedAt, endedAt, runningExecutors, transitions } = record;
+  const { appName, jobName, configTemplateName, labels, submittedBy, config, state, stateDetail, createdAt, startedAt, endedAt, runningExecutors, transitions, attempts } = record;
   const sparkUi = sparkUiView(record, { available: history?.available(record) ?? false, retentionMs: history?.retentionMs });
-  return { appName, jobName, configTemplateName, labels, submittedBy, config, state, stateDetail, createdAt, startedAt, endedAt, runningExecutors, sparkUi, ...(transitions ? { transitions } : {}) };
+  const attempt = record.attempt ?? 1;
+  return { appName, jobName, configTemplateName, labels, submittedBy, config, state, stateDetail, attempt, createdAt, startedAt, endedAt, runningExecutors, sparkUi, ...(transitions ? { transitions } : {}), ...(attempts ? { attempts } : {}) };
 }
 
-/** A list item without what only the application's own page shows (its config, its transitions). */
-export function toSummary(record: AppRecord, history?: SparkHistory): Omit<Application, 'config' | 'transitions'> {
-  const { config: _config, transitions: _transitions, ...rest } = toApplication(record, history);
+/** A list item without what only the application's own page shows (its config, its transitions, its attempts). */
+export function toSummary(record: AppRecord, history?: SparkHistory): Omit<Application, 'config' | 'transitions' | 'attempts'> {
+  const { config: _config, transitions: _transitions, attempts: _attempts, ...rest } = toApplication(record, history);
   return rest;
 }
 

@@ -6,7 +6,7 @@ import { rm } from 'node:fs/promises';
 import { freePort } from '../../lib/free-port.js';
 import { join } from 'node:path';
 import type { V1Pod } from '@kubernetes/client-node';
-import { type AdmissionRules, admitPod, ANNOTATION_SUBMITTED_BY, applicationLabels, KERNEL_CLAIMER_LABEL, LABEL_JOB, LABEL_TEMPLATE, withLauncherTokenFile } from '../../domain/index.js';
+import { type AdmissionRules, admitPod, type AttemptEnd, ANNOTATION_SUBMITTED_BY, applicationLabels, KERNEL_CLAIMER_LABEL, LABEL_JOB, LABEL_TEMPLATE, withLauncherTokenFile } from '../../domain/index.js';
 import type { AppRecord, Cluster, CreateOptions, CreateResult, ListQuery, Page } from '../cluster.js';
 import { ConflictError, isTerminal } from '../cluster.js';
 import { applyChange, idempotencyOf } from '../app-record.js';
@@ -27,6 +27,7 @@ import type { DriverSandbox } from './sandbox.js';
 import { collectEventLogs } from './sandbox-event-log.js';
 import { mountWorkDir, releaseWorkDir, workDirFull } from './work-dir-space.js';
 import { formatBytes } from './log-cap.js';
+import { afterRun, localAttemptEnd, retryPod, startAttempt } from './local-attempts.js';
 
 /** What an exit file holds until the wrapper writes the code over it: room for any code, and no number. */
 const EXIT_FILE_PLACEHOLDER = ' '.repeat(8);
@@ -162,7 +163,7 @@ export class LocalCluster implements Cluster {
     if (record.state === 'PENDING') {
       // Shown KILLED at once, so the scheduler passes it over; queued again if the write fails.
       try {
-        await this.update(stored, { state: 'KILLED', stateDetail: 'stopped before it started', endedAt: new Date().toISOString() });
+        await this.update(stored, { state: 'KILLED', stateDetail: (record.attempt ?? 1) > 1 ? `stopped before attempt ${record.attempt} started` : 'stopped before it started', endedAt: new Date().toISOString() });
       } catch (error) {
         if (this.records.get(appName)?.record.state === 'PENDING' && !this.queue.has(appName)) this.requeue(appName);
         throw error;
@@ -206,7 +207,7 @@ export class LocalCluster implements Cluster {
   /** Leaves drivers running: a restarted service re-attaches to them. */
   async close(): Promise<void> {
     this.closed = true;
-    for (const timer of this.timers) clearInterval(timer);
+    for (const timer of this.timers) clearTimeout(timer); // intervals (re-attached drivers) and retry delays alike
     await this.records.flush();
   }
 
@@ -290,7 +291,8 @@ export class LocalCluster implements Cluster {
       const started = startDriverPod(stored.pod, machine, cores, { logFile, exitFile, logCap: this.options.logCap });
       const run = { pid: started.pid, startTicks: started.startTicks, cores, logFile, exitFile, uiPort };
       const startedAt = new Date().toISOString();
-      const running: StoredApp = { ...stored, run, record: applyChange(stored.record, { state: 'RUNNING', startedAt }, startedAt) };
+      const change = { state: 'RUNNING' as const, startedAt: stored.record.startedAt ?? startedAt, ...startAttempt(stored.record, startedAt) };
+      const running: StoredApp = { ...stored, run, record: applyChange(stored.record, change, startedAt) };
       // The event carries the record as saved: a quick driver may have ended by the time the write lands.
       // Kept in memory when the write fails: the driver does run; its end is written later.
       this.background(this.records.save(running, { keepOnFailure: true }).then(() => this.emit('changed', running.record)), appName, 'could not record that the driver started');
@@ -325,8 +327,9 @@ export class LocalCluster implements Cluster {
     if (pending) return pending;
     const done = (async () => {
       const stored = this.records.get(appName);
-      // After close, the next service to start records the end (it re-attaches).
-      if (this.closed || !stored?.run || isTerminal(stored.record.state)) return;
+      // After close, the next service to start records the end (it re-attaches). Only a running
+      // record has a run to end: one waiting for its next attempt keeps the last attempt's run.
+      if (this.closed || !stored?.run || stored.record.state !== 'RUNNING') return;
       // A sandboxed driver's event log, from its work dir into the history's, before the end is told.
       const eventLogDir = this.options.sandbox?.eventLogDir;
       if (eventLogDir) {
@@ -337,17 +340,14 @@ export class LocalCluster implements Cluster {
       const ended = new Date().toISOString();
       const cap = this.options.workDirCap;
       const full = cap !== undefined && workDirFull(this.workDir(appName)) ? `; its work dir was full (its cap: ${formatBytes(cap)})` : '';
-      const change: Partial<AppRecord> =
-        stored.run.stopRequested ? { state: 'KILLED', stateDetail: 'stopped by a user', endedAt: ended }
-        : code === 0 ? { state: 'COMPLETED', stateDetail: 'exit code 0', endedAt: ended }
-        : code !== undefined ? { state: 'FAILED', stateDetail: `exit code ${code}${full}`, endedAt: ended }
-        : { state: 'UNKNOWN', stateDetail: 'the driver process ended without recording an exit code', endedAt: ended };
+      const after = this.afterRun(stored, localAttemptEnd(code, stored.run.stopRequested, full), ended);
       // Its event log is out: the work dir's space goes back (an unmounted tmpfs, or disk).
       this.releaseWorkDir(appName);
       // The driver has ended whatever the disk says: its cores are free again. A record that
       // could not be written stays RUNNING on disk and is settled from the exit file at the next start.
       try {
-        await this.update(stored, change, { keepOnFailure: true });
+        await this.update(stored, after.change, { keepOnFailure: true }, after.pod);
+        if (after.retryInSeconds !== undefined) this.retryLater(appName, after.retryInSeconds);
       } catch (error) {
         this.logger.error({ err: error, appName }, `could not record that application ${appName} ended`);
       }
@@ -359,10 +359,40 @@ export class LocalCluster implements Cluster {
     return done;
   }
 
-  private async update(stored: StoredApp, change: Partial<AppRecord>, options: { keepOnFailure?: boolean } = {}): Promise<void> {
+  /**
+   * The end of a run as the record's change (domain/attempts.ts decides), and for a retry the
+   * next attempt's pod: admitted again when its memory grows. A retry that admission refuses ends the application.
+   */
+  private afterRun(stored: StoredApp, end: AttemptEnd, endedAt: string): { change: Partial<AppRecord>; pod?: V1Pod; retryInSeconds?: number } {
+    const { change, decision } = afterRun(stored.record, end, endedAt, this.rules);
+    if (decision.action === 'end') return { change };
+    if (Object.keys(decision.overrides).length === 0) return { change, retryInSeconds: decision.delaySeconds };
+    const admission = admitPod(retryPod(stored.pod, decision.overrides), {
+      rules: this.rules, templates: this.templates.lookup, applications: (name) => this.records.get(name)?.record.config, newAppName,
+    });
+    if (admission.outcome !== 'admitted') {
+      const why = admission.outcome === 'refused' ? admission.body.message : admission.reason;
+      return { change: { ...change, state: 'FAILED', attempt: stored.record.attempt, stateDetail: `${end.detail}; attempt ${decision.attempt} was refused by admission: ${why}`, endedAt } };
+    }
+    return { change: { ...change, config: admission.config }, pod: admission.pod, retryInSeconds: decision.delaySeconds };
+  }
+
+  /** The next attempt queues after the interval, unless the application was stopped or deleted meanwhile. */
+  private retryLater(appName: string, seconds: number): void {
+    const timer = setTimeout(() => {
+      this.timers.delete(timer);
+      const record = this.records.get(appName)?.record;
+      if (this.closed || record?.state !== 'PENDING' || this.queue.has(appName)) return;
+      this.queue.push(appName, record.submittedBy, record.createdAt);
+      this.schedule();
+    }, seconds * 1000);
+    this.timers.add(timer);
+  }
+
+  private async update(stored: StoredApp, change: Partial<AppRecord>, options: { keepOnFailure?: boolean } = {}, pod?: V1Pod): Promise<void> {
     const current = this.records.get(stored.record.appName);
     if (!current) return; // deleted meanwhile
-    const next = { ...current, record: applyChange(current.record, change) };
+    const next = { ...current, ...(pod ? { pod } : {}), record: applyChange(current.record, change) };
     await this.records.save(next, options);
     this.emit('changed', next.record);
   }
