@@ -153,9 +153,7 @@ export function renderDriverPod(pod: V1Pod, config: ApplicationConfig, id: AppId
     spec: {
       ...withDriverDns(spec, address, rules),
       serviceAccountName: driver.serviceAccount,
-      // Never, whatever the application's restartPolicy: a failed run is retried as a new driver pod
-      // (domain/attempts.ts), not restarted in place beside the first try's executors.
-      restartPolicy: 'Never',
+      restartPolicy: config.restartPolicy?.type ?? 'Never',
       containers: [container, ...spec.containers.filter((c) => c !== original)],
       volumes: [...volumes, ...(spec.volumes ?? []).filter((v) => !volumes.some((ours) => ours.name === v.name))],
       ...placeDriver(rules),
