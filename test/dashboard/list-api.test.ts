@@ -25,7 +25,9 @@ t.test('view=summary, counts, log offset', async (t) => {
   t.equal(summary.json.next, full.json.next, 'the same cursor');
   t.notOk('config' in summary.json.items[0], 'no config in a summary');
   t.notOk('transitions' in summary.json.items[0], 'no transitions in a summary');
-  const { config: _c, transitions: _t, ...rest } = full.json.items[0];
+  t.notOk('attempts' in summary.json.items[0], 'no attempts in a summary');
+  t.equal(summary.json.items[0].attempt, 1, 'which attempt, though');
+  const { config: _c, transitions: _t, attempts: _a, ...rest } = full.json.items[0];
   t.same(summary.json.items[0], rest, 'every other field as in the full view');
   t.ok(summary.body.length < full.body.length / 2, `lighter (${summary.body.length} vs ${full.body.length} bytes)`);
   t.equal((await api.call('GET', '/api/apps/?view=compact')).status, 400, 'an unknown view');
