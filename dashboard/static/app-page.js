@@ -52,11 +52,16 @@ export function appPage(appName, session) {
       : 'The running driver\'s own UI';
     const fact = (name, value) => [el('dt', {}, name), el('dd', {}, value)];
     const transitions = Array.isArray(app.transitions) ? app.transitions : [];
+    // Retries (restartPolicy OnFailure): every attempt once there is more than one.
+    const attempts = Array.isArray(app.attempts) && (app.attempt ?? 1) > 1 ? app.attempts : [];
+    const attemptEnd = (a) => `${a.endedAt ? when(a.endedAt) : 'running'}${a.reason ? `: ${a.reason}` : ''}${a.exitCode != null ? `, exit code ${a.exitCode}` : ''}${a.counted === false ? ' (not counted)' : ''}`;
     facts.replaceChildren(
       ...fact('Job', el('a', { href: `/dashboard/?job=${encodeURIComponent(app.jobName)}` }, app.jobName)),
       ...fact('Config template', app.configTemplateName || '—'),
       ...fact('State', app.state),
       ...(app.stateDetail ? fact('Detail', app.stateDetail) : []),
+      ...((app.attempt ?? 1) > 1 ? fact('Attempt', String(app.attempt)) : []),
+      ...attempts.flatMap((a) => fact(`Attempt ${a.attempt}`, `${when(a.startedAt)} → ${attemptEnd(a)}`)),
       ...fact('Created', when(app.createdAt)),
       ...fact('Started', when(app.startedAt)),
       ...fact('Ended', when(app.endedAt)),

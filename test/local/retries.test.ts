@@ -3,6 +3,7 @@
 // whose task runs out of the JVM's memory).
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { chromium } from 'playwright-core';
 import t from 'tap';
 import { startTestApi } from '../helpers/api.js';
 import { until, waitForState } from '../helpers/poll.js';
@@ -34,6 +35,20 @@ t.test('test double: exit 1 with retries 2 runs 3 attempts, then FAILED with eve
   t.match(app.transitions[2].detail, /attempt 1: exit code 1: attempt 2 \(retry 1 of 2\)/, 'why it waits again');
   const log = (await api.call('GET', `/api/apps/${created.json.appName}/log`)).body;
   t.equal(log.match(/fake-spark-submit exits with 1/g)?.length, 3, 'the log holds every attempt');
+
+  // The dashboard's application page lists the attempts.
+  const address = await api.app.listen({ port: 0, host: '127.0.0.1' });
+  const browser = await chromium.launch({ executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium', args: ['--no-sandbox', '--disable-gpu', '--no-first-run'] });
+  t.teardown(() => browser.close());
+  const page = await browser.newPage();
+  const errors: string[] = [];
+  page.on('pageerror', (err) => errors.push(String(err)));
+  await page.goto(`${address}/dashboard/apps/${created.json.appName}`);
+  await page.locator('#facts dd').first().waitFor();
+  const facts = await page.locator('#facts').innerText();
+  t.match(facts, /(^|\n)Attempt\s*\n3\n/, 'which attempt');
+  for (const n of [1, 2, 3]) t.match(facts, new RegExp(`Attempt ${n}\\s+.*→ .*: Error, exit code 1`), `attempt ${n} with its end`);
+  t.same(errors, [], 'no script errors');
 });
 
 t.test('test double: Never (the default) is not retried; a stopped app waiting for its retry is never retried', async (t) => {
