@@ -347,10 +347,11 @@ export class LocalCluster implements Cluster {
       // could not be written stays RUNNING on disk and is settled from the exit file at the next start.
       try {
         await this.update(stored, after.change, { keepOnFailure: true }, after.pod);
-        if (after.retryInSeconds !== undefined) this.retryLater(appName, after.retryInSeconds);
       } catch (error) {
         this.logger.error({ err: error, appName }, `could not record that application ${appName} ended`);
       }
+      // Kept in memory when the write failed: the next attempt runs all the same.
+      if (after.retryInSeconds !== undefined) this.retryLater(appName, after.retryInSeconds);
       this.running.delete(appName);
       this.interactive.delete(appName);
       this.schedule();

@@ -3,11 +3,33 @@ clients/python/generate_models.py: do not edit. total=False: the comments mark r
 
 from typing import Any, Dict, List, Literal, Optional, TypedDict, Union  # noqa: F401
 
-__all__ = ["ApplicationConfig", "ApplicationList", "ApplicationState", "Application", "ConfigTemplateList", "ConfigTemplate", "ErrorBody", "Labels", "NodePool", "NodePoolsFile", "PodConfig", "SecretMount", "SizingRules", "Submission", "UnschedulableError", "UnschedulablePod"]
+__all__ = ["ApplicationAttempt", "ApplicationConfig", "ApplicationList", "ApplicationState", "Application", "ConfigTemplateList", "ConfigTemplate", "ErrorBody", "Labels", "NodePool", "NodePoolsFile", "PodConfig", "SecretMount", "SizingRules", "Submission", "UnschedulableError", "UnschedulablePod"]
+
+
+class ApplicationAttemptMemory(TypedDict, total=False):
+    """The attempt's driver and executor memory (raised after an out-of-memory end)."""
+    driver: str
+    executor: str
+
+
+class ApplicationAttempt(TypedDict, total=False):
+    """One run of an application's driver."""
+    attempt: int  # required
+    driverPod: str
+    startedAt: Optional[str]  # required
+    endedAt: Optional[str]
+    exitCode: Optional[int]
+    reason: str
+    detail: str
+    counted: bool
+    memory: "ApplicationAttemptMemory"
 
 
 class ApplicationConfigRestartPolicy(TypedDict, total=False):
+    """What happens when a run fails. `Never`: the application ends FAILED. `OnFailure`: the service starts a new attempt (a new driver, after `retryIntervalSeconds`) up to `retries` times; an attempt whose driver was evicted, lost with its node or deleted does not count, and one that ran out of memory is retried with more memory for that role. `Always` is kept for compatibility and behaves as `OnFailure`."""
     type: Literal["Never", "OnFailure", "Always"]
+    retries: int
+    retryIntervalSeconds: int
 
 
 class ApplicationConfig(TypedDict, total=False):
@@ -58,6 +80,8 @@ class Application(TypedDict, total=False):
     config: "ApplicationConfig"  # required
     state: "ApplicationState"
     stateDetail: str
+    attempt: int
+    attempts: List["ApplicationAttempt"]
     createdAt: str
     startedAt: Optional[str]
     endedAt: Optional[str]
