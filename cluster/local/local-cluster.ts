@@ -346,7 +346,8 @@ export class LocalCluster implements Cluster {
       // The driver has ended whatever the disk says: its cores are free again. A record that
       // could not be written stays RUNNING on disk and is settled from the exit file at the next start.
       try {
-        await this.update(stored, after.change, { keepOnFailure: true }, after.pod);
+        const retryAt = after.retryInSeconds === undefined ? undefined : new Date(Date.parse(ended) + after.retryInSeconds * 1000).toISOString();
+        await this.update(stored, after.change, { keepOnFailure: true }, { ...(after.pod ? { pod: after.pod } : {}), retryAt });
       } catch (error) {
         this.logger.error({ err: error, appName }, `could not record that application ${appName} ended`);
       }
@@ -390,10 +391,10 @@ export class LocalCluster implements Cluster {
     this.timers.add(timer);
   }
 
-  private async update(stored: StoredApp, change: Partial<AppRecord>, options: { keepOnFailure?: boolean } = {}, pod?: V1Pod): Promise<void> {
+  private async update(stored: StoredApp, change: Partial<AppRecord>, options: { keepOnFailure?: boolean } = {}, also: Partial<Pick<StoredApp, 'pod' | 'retryAt'>> = {}): Promise<void> {
     const current = this.records.get(stored.record.appName);
     if (!current) return; // deleted meanwhile
-    const next = { ...current, ...(pod ? { pod } : {}), record: applyChange(current.record, change) };
+    const next = { ...current, ...also, record: applyChange(current.record, change) };
     await this.records.save(next, options);
     this.emit('changed', next.record);
   }
@@ -420,7 +421,9 @@ export class LocalCluster implements Cluster {
     if (stale.length > 0) this.logger.warn({ dir: runDir, files: stale }, 'removed exit-code temp files left by drivers that ended while writing them');
     for (const app of stored) {
       const { record, run } = app;
-      if (record.state === 'PENDING') this.queue.push(record.appName, record.submittedBy, record.createdAt);
+      // One waiting for its next attempt waits out what is left of its interval.
+      if (record.state === 'PENDING' && app.retryAt) this.retryLater(record.appName, Math.max(0, (Date.parse(app.retryAt) - Date.now()) / 1000));
+      else if (record.state === 'PENDING') this.queue.push(record.appName, record.submittedBy, record.createdAt);
       if (isTerminal(record.state)) this.releaseWorkDir(record.appName); // the service stopped before it did
       if (record.state !== 'RUNNING') continue;
       if (run && isAlive(run.pid, run.startTicks)) {

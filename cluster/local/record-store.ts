@@ -32,6 +32,8 @@ export interface StoredApp {
   record: AppRecord;
   pod: V1Pod;
   run?: RunInfo;
+  /** When the next attempt may start (restartPolicy.retryIntervalSeconds), so a restart keeps the wait. */
+  retryAt?: string;
 }
 
 export interface RecordStoreOptions {

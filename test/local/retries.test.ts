@@ -75,6 +75,25 @@ t.test('test double: Never (the default) is not retried; a stopped app waiting f
   t.equal(after.attempts.length, 1, 'no attempt 2 ever ran');
 });
 
+t.test('test double: a service restarted while an attempt waits for its interval waits out the rest of it', async (t) => {
+  const INTERVAL = 20;
+  const first = await startTestApi(t);
+  const created = await first.call('POST', '/api/apps/', {
+    jobName: 'restarted',
+    configOverrides: { type: 'Python', mainApplicationFile: 'local:///fake/job.py', arguments: ['exit=1'], restartPolicy: { type: 'OnFailure', retries: 1, retryIntervalSeconds: INTERVAL } },
+  });
+  const { appName } = created.json;
+  await until(async () => (await first.call('GET', `/api/apps/${appName}`)).json.attempt === 2, { what: 'attempt 2 waiting' });
+  await first.cluster.close();
+  const second = await startTestApi(t, { dataDir: first.dataDir });
+  await waitForState(() => second.getApp(appName), TERMINAL, { timeoutMs: 120_000 });
+  const app = (await second.call('GET', `/api/apps/${appName}`)).json;
+  t.equal(app.state, 'FAILED');
+  t.equal(app.attempts.length, 2, 'attempt 2 ran after the restart');
+  const waited = (Date.parse(app.attempts[1].startedAt) - Date.parse(app.attempts[0].endedAt)) / 1000;
+  t.ok(waited >= INTERVAL, `attempt 2 started ${waited} s after attempt 1 ended, not before its ${INTERVAL} s`);
+});
+
 t.test('schema: restartPolicy fields are checked with a clear 400', async (t) => {
   const api = await startTestApi(t);
   const post = (restartPolicy: unknown) => api.call('POST', '/api/apps/', { jobName: 'bad', configOverrides: { restartPolicy } });
