@@ -283,8 +283,9 @@ export const sparkUiProxy: FastifyPluginAsync<SparkUiProxyOptions> = async (app,
     request.raw.url = `${history?.path ?? rest}${query}`;
     for (const header of VIEWER_HEADERS_DROPPED) delete request.raw.headers[header];
     reply.hijack();
-    // The History Server's gate secret (local mode) is added here, past every check, and never echoed.
-    proxy.web(request.raw, reply.raw, { target: target.href, headers: history?.headers ? { ...history.headers } : undefined });
+    // The gate's secret (local mode: the History Server's, a sandboxed driver's) is added here, past every check, and never echoed.
+    const gate = history ? history.headers : opts.cluster.sparkUiHeaders?.(appName);
+    proxy.web(request.raw, reply.raw, { target: target.href, headers: gate ? { ...gate } : undefined });
     return reply;
   };
   for (const url of ['/dashboard/apps/:appName/spark-ui', '/dashboard/apps/:appName/spark-ui/*']) {
