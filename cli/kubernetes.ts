@@ -55,7 +55,7 @@ export async function apiCommand(argv: string[]): Promise<number> {
       controller: { type: 'string', default: 'on', description: 'on: run for the Lease and, while holding it, write application status (README "Kubernetes mode"); off: read only' },
       'lease-seconds': { type: 'string', default: '15', description: 'how long the Lease holds without renewal (client-go\'s 15 s); the renew deadline is 2/3 of it, the retry period 2/15 (10 s and 2 s)' },
       'trust-proxy': { type: 'boolean', default: false, description: 'honour X-Forwarded-Proto/-For from the proxy in front (an ingress): Secure cookies behind TLS' },
-      'spark-ui-host': { type: 'string', description: 'serve proxied Spark UIs on this host only (its own origin); absent: on the service\'s host, sandboxed' },
+      'spark-ui-host': { type: 'string', description: 'serve each proxied Spark UI on <app>.NAME only (an origin per application); absent: on the service\'s host, sandboxed' },
       ...connectionFlags,
       'keys-secret': { type: 'string', description: 'NAMESPACE/NAME of the Secret whose keys.json holds the API keys (watched; instead of <data-dir>/keys.json)' },
       'node-pools': { type: 'string', description: 'the node-pool file; its policy section says whether users may act on applications of other keys, its history section where event logs and archived logs are' },

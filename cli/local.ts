@@ -113,7 +113,7 @@ export async function localCommand(argv: string[]): Promise<number> {
   });
   const sparkUiHost = values['spark-ui-host'];
   // The Spark UI host is one of this service's names (dashboard/spark-ui-access.ts).
-  const allowedHosts = [...listFlag(values['allowed-hosts']), ...(sparkUiHost ? [sparkUiHost] : [])];
+  const allowedHosts = [...listFlag(values['allowed-hosts']), ...(sparkUiHost ? [`*.${sparkUiHost}`] : [])];
   const api = await buildService({
     cluster,
     history,

@@ -12,7 +12,7 @@ const USAGE = `usage: submission-service <command> [options]
                    --kernel-launch-timeout S (600) --kernel-restart-timeout S (60) --kernel-interrupt-timeout S (10)
                    --websocket-ping-interval S (30, 0: off) --websocket-ping-timeout S (three pings, ≥ 30); also for gateway
                    --allowed-origins URL,… (browser pages whose websockets are accepted besides this service's own)
-                   --spark-ui-host NAME[:PORT] (proxied Spark UIs on a host of their own; default: this host, sandboxed)
+                   --spark-ui-host NAME[:PORT] (each proxied Spark UI on <app>.NAME, an origin of its own; default: this host, sandboxed)
   api              the API in Kubernetes mode   --kubeconfig F --namespace NS --port 8080 --auth on|off --keys-secret NS/NAME
                    --spark-ui-host NAME[:PORT]
   webhook          the admission webhook (HTTPS) --kubeconfig F --namespace NS --node-pools FILE --cert-dir DIR

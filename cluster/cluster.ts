@@ -71,6 +71,8 @@ export interface Cluster {
   submission(appName: string): Promise<SubmissionInfo | undefined>;
   /** Where the running driver's Spark UI answers (the dashboard proxies it); undefined when it doesn't run. */
   sparkUiTarget(appName: string): Promise<URL | undefined>;
+  /** Headers the proxy adds (after every check) to requests to that live UI: local mode's gate secret; undefined: none. */
+  sparkUiHeaders?(appName: string): Record<string, string> | undefined;
   /** Every record change and deletion, resumable: the API's events stream, the dashboard and the gateway follow it. */
   readonly events: EventFeed;
   close(): Promise<void>;

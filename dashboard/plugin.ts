@@ -14,7 +14,7 @@ import { CSRF_HEADER, type KeyVerifier } from '../submit-api/auth/plugin.js';
 import { hostName } from '../submit-api/host-allowlist.js';
 import { defaultPolicy, type SubmissionPolicy } from '../domain/index.js';
 import type { Sessions } from './session.js';
-import { isUiPath } from './spark-ui-access.js';
+import { appOfUiHost, isUiPath } from './spark-ui-access.js';
 import type { SparkUiLimits } from './spark-ui-limits.js';
 import { sparkUiProxy, type SparkStaticSource } from './spark-ui-proxy.js';
 
@@ -58,11 +58,11 @@ const dashboard: FastifyPluginAsync<DashboardOptions> = async (app, opts) => {
   const files = loadStatic();
   await app.register(sparkUiProxy, { cluster: opts.cluster, history: opts.history, auth: opts.auth, sessions, policy: opts.policy ?? defaultPolicy, uiHost: opts.sparkUiHost, limits: opts.sparkUiLimits, sparkStatic: opts.sparkStatic });
   if (opts.sparkUiHost !== undefined) {
-    // The Spark UI host serves Spark UIs and nothing else: its pages are the drivers', so the API
-    // and the dashboard must not be on their origin.
+    // The Spark UI host and the hosts under it (one per application) serve Spark UIs and nothing
+    // else: their pages are the drivers', so the API and the dashboard must not be on their origin.
     const uiHostName = hostName(opts.sparkUiHost);
     app.addHook('onRequest', async (request, reply) => {
-      if (hostName(request.headers.host ?? '') !== uiHostName || isUiPath(request.url.split('?', 1)[0]!)) return;
+      if (appOfUiHost(hostName(request.headers.host ?? ''), uiHostName) === undefined || isUiPath(request.url.split('?', 1)[0]!)) return;
       return reply.code(404).type('application/json').send({ message: 'This host serves Spark UIs only.', statusCode: 404, error: 'Not Found' });
     });
   }

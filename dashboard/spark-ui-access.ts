@@ -6,8 +6,10 @@
 //   without allow-same-origin, so the page runs in an origin of its own and the browser sends
 //   none of the service's cookies with what it fetches; the viewer reaches the page by a
 //   per-application, path-scoped cookie that only top-level navigations carry;
-// - a host of its own (--spark-ui-host): the UI is served there only, nothing else is, and the
-//   viewer is handed over with a one-minute grant turned into that host's cookie.
+// - a host of its own (--spark-ui-host NAME): each application's UI is served on its own origin,
+//   `<app>.NAME`, and nothing else is; the viewer is handed over with a one-minute grant turned
+//   into that origin's cookie. One origin per application, not one for all: on a shared origin a
+//   page could `history.replaceState` itself under another application's path and pass for it.
 // Either way only the application's owner or an admin may open it (the API's policy), cookies
 // do not pass between viewer and driver, and Spark's kill links need more than a cookie.
 import { SPARK_STATIC_PATH } from '../cluster/history/spark-static-path.js';
@@ -49,6 +51,35 @@ export function forViewer(headers: Record<string, unknown>, sandboxed: boolean):
 
 /** What the viewer sends us for us alone: the driver gets none of it. */
 export const VIEWER_HEADERS_DROPPED = ['cookie', 'authorization', 'x-api-key', 'x-requested-with', 'proxy-authorization'];
+
+/** App names are DNS labels (job name + suffix), so each can name a host under the UI host. */
+const DNS_LABEL = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
+
+/** `<app>.<ui host>[:port]`: the origin of one application's UI; undefined for a name that is no DNS label. */
+export function appUiHost(appName: string, uiHost: string): string | undefined {
+  return DNS_LABEL.test(appName) ? `${appName}.${uiHost}` : undefined;
+}
+
+/**
+ * Which application a host name (no port) is the UI origin of under the UI host's name:
+ * `undefined` when it is not under it, `''` for the UI host itself (it serves no application).
+ */
+export function appOfUiHost(host: string, uiHostName: string): string | undefined {
+  if (host === uiHostName) return '';
+  if (!host.endsWith(`.${uiHostName}`)) return undefined;
+  const label = host.slice(0, -uiHostName.length - 1);
+  return DNS_LABEL.test(label) ? label : '';
+}
+
+/**
+ * A request another origin's page makes (a fetch, an image, a script) rather than a navigation:
+ * on an application's own origin, pages of other applications (same site, other origin) and of
+ * other sites get nothing, cookie or not; a top-level navigation still opens the page.
+ */
+export function fromAnotherOrigin(headers: Record<string, string | string[] | undefined>): boolean {
+  const site = headers['sec-fetch-site'];
+  return (site === 'same-site' || site === 'cross-site') && headers['sec-fetch-mode'] !== 'navigate';
+}
 
 /** `/dashboard/apps/{app}/spark-ui`, the proxy's path prefix of one application. */
 export const uiPrefix = (appName: string) => `/dashboard/apps/${encodeURIComponent(appName)}/spark-ui`;

@@ -22,7 +22,7 @@ import { mayActOnApplication, type SubmissionPolicy } from '../domain/index.js';
 import { cookieValue, type Sessions } from './session.js';
 import {
   GRANT_PARAM, HANDOVER_AUDIENCE, HANDOVER_TTL_MS, UI_AUDIENCE, UI_COOKIE, UI_TTL_MS,
-  VIEWER_HEADERS_DROPPED, forViewer, fromThisUi, isKillPath, isStaticAsset, uiCookie, uiPrefix,
+  VIEWER_HEADERS_DROPPED, appOfUiHost, appUiHost, forViewer, fromAnotherOrigin, fromThisUi, isKillPath, isStaticAsset, uiCookie, uiPrefix,
 } from './spark-ui-access.js';
 import { defaultSparkUiLimits, ProxiedAnswer, type SparkUiLimits } from './spark-ui-limits.js';
 
@@ -33,7 +33,7 @@ export interface SparkUiProxyOptions {
   auth: { enabled: boolean; store: KeyVerifier };
   sessions: Sessions;
   policy: SubmissionPolicy;
-  /** The Spark UI's own host (`name` or `name:port`); absent: served on the service's host, sandboxed when authentication is on. */
+  /** The Spark UIs' own host (`name` or `name:port`), each application's on `<app>.name`; absent: served on the service's host, sandboxed when authentication is on. */
   uiHost?: string;
   /** Spark's own static files (`/static/…`), the same for every application (local mode: cluster/local/spark-static.ts). */
   sparkStatic?: SparkStaticSource;
@@ -116,6 +116,21 @@ async function anonymousAsset(request: FastifyRequest, reply: FastifyReply, rest
   return reply;
 }
 
+/**
+ * On the Spark UI host each application has an origin of its own, `<app>.<ui host>`: what a
+ * request there may not do (open another application's UI, or come from another origin's page).
+ */
+function uiOriginRefusal(request: FastifyRequest, appName: string, uiHostName: string): { status: number; message: string } | undefined {
+  const uiApp = appOfUiHost(hostName(request.headers.host ?? ''), uiHostName);
+  if (uiApp !== appName) {
+    return { status: 404, message: uiApp ? `This host serves the Spark UI of ${uiApp} only.` : `Each application's Spark UI has a host of its own: ${appName}.${uiHostName}.` };
+  }
+  if (fromAnotherOrigin(request.headers)) {
+    return { status: 403, message: 'A page of another origin (another application\'s Spark UI, another site) cannot read this Spark UI.' };
+  }
+  return undefined;
+}
+
 export const sparkUiProxy: FastifyPluginAsync<SparkUiProxyOptions> = async (app, opts) => {
   const { sessions } = opts;
   const uiHostName = opts.uiHost === undefined ? undefined : hostName(opts.uiHost);
@@ -181,7 +196,9 @@ export const sparkUiProxy: FastifyPluginAsync<SparkUiProxyOptions> = async (app,
     // The bare path: to the UI's root, so that relative links resolve under it.
     if (rest === '') return reply.redirect(`${path}/${query}`);
     const prefix = path.slice(0, path.length - rest.length);
-    const onUiHost = uiHostName !== undefined && hostName(request.headers.host ?? '') === uiHostName;
+    const onUiHost = uiHostName !== undefined && appOfUiHost(hostName(request.headers.host ?? ''), uiHostName) !== undefined;
+    const refusal = onUiHost ? uiOriginRefusal(request, appName, uiHostName!) : undefined;
+    if (refusal) return fail(reply, refusal.status, refusal.message);
     const secure = request.protocol === 'https';
     if (request.headers['service-worker'] !== undefined) return fail(reply, 403, 'A Spark UI cannot install a service worker.');
     const kill = isKillPath(rest);
@@ -213,14 +230,12 @@ export const sparkUiProxy: FastifyPluginAsync<SparkUiProxyOptions> = async (app,
     if (kill && who?.via !== 'key' && !fromThisUi(request.headers, prefix)) {
       return fail(reply, 403, 'Spark\'s kill links work through the proxy only from the Spark UI\'s own host (--spark-ui-host) or with an API key; stop the application instead (POST /api/apps/{app}/stop).');
     }
-    if (onUiHost && request.headers['sec-fetch-site'] === 'same-origin' && !fromThisUi(request.headers, prefix)) {
-      return fail(reply, 403, 'A page of another application\'s Spark UI cannot open this one.');
-    }
     if (uiHostName !== undefined && !onUiHost) {
       // To the Spark UI host, with a grant that host turns into its cookie.
       const explicitPort = /:\d+$/.test(opts.uiHost!) || opts.uiHost!.endsWith(']');
       const port = /:(\d+)$/.exec(request.headers.host ?? '')?.[1];
-      const host = explicitPort || !port ? opts.uiHost! : `${opts.uiHost!}:${port}`;
+      const host = appUiHost(appName, explicitPort || !port ? opts.uiHost! : `${opts.uiHost!}:${port}`);
+      if (!host) return fail(reply, 404, `${appName} is not a host name, so its Spark UI cannot have an origin of its own.`);
       const params = new URLSearchParams(query);
       if (who?.identity) params.set(GRANT_PARAM, sessions.grant(who.identity.id, HANDOVER_AUDIENCE, appName, HANDOVER_TTL_MS));
       const search = params.toString();
@@ -268,8 +283,9 @@ export const sparkUiProxy: FastifyPluginAsync<SparkUiProxyOptions> = async (app,
     request.raw.url = `${history?.path ?? rest}${query}`;
     for (const header of VIEWER_HEADERS_DROPPED) delete request.raw.headers[header];
     reply.hijack();
-    // The History Server's gate secret (local mode) is added here, past every check, and never echoed.
-    proxy.web(request.raw, reply.raw, { target: target.href, headers: history?.headers ? { ...history.headers } : undefined });
+    // The gate's secret (local mode: the History Server's, a sandboxed driver's) is added here, past every check, and never echoed.
+    const gate = history ? history.headers : opts.cluster.sparkUiHeaders?.(appName);
+    proxy.web(request.raw, reply.raw, { target: target.href, headers: gate ? { ...gate } : undefined });
     return reply;
   };
   for (const url of ['/dashboard/apps/:appName/spark-ui', '/dashboard/apps/:appName/spark-ui/*']) {

@@ -5,7 +5,8 @@
 //
 // One known escape is guarded here instead: process.memoryUsage() opens /proc/self/stat, so with
 // every descriptor taken it throws EMFILE, and @fastify/under-pressure calls it from a bare timer.
-// Until descriptors are free again it answers with the last reading it got.
+// Until descriptors are free again it answers with the last reading it got. (That it calls
+// process.memoryUsage() by name is pinned by test/unit/library-pins.test.ts.)
 
 export const EXIT_UNHANDLED = 70;
 

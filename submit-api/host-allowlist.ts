@@ -15,11 +15,18 @@ export function hostName(header: string): string {
   return (colon >= 0 && host.indexOf(':') === colon ? host.slice(0, colon) : host).replace(/\.$/, '');
 }
 
+/** Whether a host name is allowed: listed, or one label under a listed `*.parent`, or `*` listed. */
+export function hostAllowed(names: ReadonlySet<string>, name: string): boolean {
+  if (names.has(name) || names.has('*')) return true;
+  const dot = name.indexOf('.');
+  return dot > 0 && names.has(`*${name.slice(dot)}`);
+}
+
 export function installHostAllowlist(app: FastifyInstance, allowed: string[]): void {
-  const names = new Set(allowed.map((name) => hostName(name)));
+  const names = new Set(allowed.map((name) => name.startsWith('*.') ? `*.${hostName(name.slice(2))}` : hostName(name)));
   app.addHook('onRequest', async (request, reply) => {
     const name = hostName(request.headers.host ?? '');
-    if (names.has(name) || names.has('*')) return;
+    if (hostAllowed(names, name)) return;
     return sendError(reply, 403, `requests for host "${name}" are not served: with authentication off, only ${[...names].join(', ')} are (local mode's --allowed-hosts)`);
   });
 }

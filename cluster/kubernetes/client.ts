@@ -25,6 +25,7 @@ export interface KubeClients {
  * (node-fetch issue 1767). Over loopback that never showed; against an apiserver across a
  * network (a pod through its Service, on the real node) every second read of a response
  * over 2 KB failed, and the webhook could not read its MutatingWebhookConfiguration.
+ * createAgent is client-node's own method: pinned by test/unit/library-pins.test.ts.
  */
 function sharedAgent(kc: KubeConfig): void {
   const patched = kc as unknown as { createAgent: (cluster: { server?: string }, options: AgentOptions) => unknown };

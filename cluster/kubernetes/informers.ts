@@ -9,7 +9,8 @@
 // so one that throws (an object this process cannot read, such as a hand-edited annotation)
 // would become an unhandled rejection, which ends a Node process, and on the initial list a
 // failed start, so a crash loop. Here a throwing handler is logged, counted
-// (submission_service_informer_handler_errors_total) and the object skipped.
+// (submission_service_informer_handler_errors_total) and the object skipped. It relies on how
+// ListWatch registers 'change' (through this.on): pinned by test/unit/library-pins.test.ts.
 import {
   CHANGE, type ErrorCallback, type Informer, type KubeConfig, type KubernetesListObject, type KubernetesObject, ListWatch,
   type ObjectCache, type ObjectCallback, Watch,

@@ -28,6 +28,8 @@ import { collectEventLogs } from './sandbox-event-log.js';
 import { mountWorkDir, releaseWorkDir, workDirFull } from './work-dir-space.js';
 import { formatBytes } from './log-cap.js';
 import { afterRun, localAttemptEnd, retryPod, startAttempt } from './local-attempts.js';
+import { DriverUiGates } from './driver-ui-gate.js';
+import { UI_GATE_HEADER } from './ui-gate.js';
 
 /** What an exit file holds until the wrapper writes the code over it: room for any code, and no number. */
 const EXIT_FILE_PLACEHOLDER = ' '.repeat(8);
@@ -69,6 +71,7 @@ export class LocalCluster implements Cluster {
   readonly events = new EventFeed();
   /** Applications waiting for cores, fair between submitters (fair-queue.ts). */
   private readonly queue = new FairQueue();
+  private readonly uiGates = new DriverUiGates();
   private readonly running = new Map<string, number>(); // appName -> cores in use
   private readonly interactive = new Set<string>(); // running apps that hold no batch cores
   private readonly timers = new Set<NodeJS.Timeout>();
@@ -273,6 +276,8 @@ export class LocalCluster implements Cluster {
     const exitFile = join(this.options.dataDir, 'run', `${appName}.exit`);
     try {
       const uiPort = await freePort();
+      const spark = { sparkSubmit: this.options.sparkSubmit, python: this.options.python };
+      const gated = this.options.sandbox && await this.uiGates.forRun(spark, this.options.sandbox);
       const stored = this.records.get(appName);
       if (this.closed || !stored || stored.record.state !== 'PENDING') { // stopped or deleted meanwhile
         this.running.delete(appName);
@@ -282,14 +287,14 @@ export class LocalCluster implements Cluster {
       }
       // Interactive drivers start Python first (pyspark starts the JVM): a kernel answers before its JVM exists.
       const machine = {
-        sparkSubmit: this.options.sparkSubmit, python: this.options.python, workDir: this.workDir(appName), uiPort,
-        pythonFirst: this.isInteractive(stored), sandbox: this.options.sandbox,
+        ...spark, workDir: this.workDir(appName), uiPort, pythonFirst: this.isInteractive(stored),
+        sandbox: gated ? gated.sandbox : this.options.sandbox, uiGate: gated ? gated.uiGate : undefined,
       };
       // The exit file's space is taken now, so a full disk cannot refuse the code at the end.
       writeFileSync(exitFile, EXIT_FILE_PLACEHOLDER, { mode: 0o600 });
       if (this.options.workDirCap !== undefined) mountWorkDir(machine.workDir, this.options.workDirCap);
       const started = startDriverPod(stored.pod, machine, cores, { logFile, exitFile, logCap: this.options.logCap });
-      const run = { pid: started.pid, startTicks: started.startTicks, cores, logFile, exitFile, uiPort };
+      const run = { pid: started.pid, startTicks: started.startTicks, cores, logFile, exitFile, uiPort, uiGate: machine.uiGate?.secret };
       const startedAt = new Date().toISOString();
       const change = { state: 'RUNNING' as const, startedAt: stored.record.startedAt ?? startedAt, ...startAttempt(stored.record, startedAt) };
       const running: StoredApp = { ...stored, run, record: applyChange(stored.record, change, startedAt) };
@@ -319,6 +324,11 @@ export class LocalCluster implements Cluster {
     const stored = this.records.get(appName);
     if (stored?.record.state !== 'RUNNING' || stored.run?.uiPort === undefined) return undefined;
     return new URL(`http://127.0.0.1:${stored.run.uiPort}`);
+  }
+
+  sparkUiHeaders(appName: string): Record<string, string> | undefined {
+    const secret = this.records.get(appName)?.run?.uiGate;
+    return secret === undefined ? undefined : { [UI_GATE_HEADER]: secret };
   }
 
   /** Records how a driver ended; once per run, however many watchers notice. */

@@ -26,6 +26,8 @@ export interface RunInfo {
   stopRequested?: boolean;
   /** Port of the driver's Spark UI on 127.0.0.1. */
   uiPort?: number;
+  /** The secret the driver's UI gate asks of every request (sandboxed drivers; ui-gate.ts). */
+  uiGate?: string;
 }
 
 export interface StoredApp {

@@ -8,6 +8,7 @@ import type { LocalCommand, SubmitParts } from './local-command.js';
 import { pythonFirstCommand } from './python-first.js';
 import { type DriverSandbox, SANDBOX_WORK_DIR } from './sandbox.js';
 import { sandboxedConf } from './sandbox-event-log.js';
+import { UI_GATE_CLASS, UI_GATE_ENV } from './ui-gate.js';
 
 export interface LocalMachine {
   sparkSubmit: string;
@@ -23,6 +24,8 @@ export interface LocalMachine {
   pythonFirst?: boolean;
   /** Start the driver inside this sandbox (cluster/local/sandbox.ts); undefined: as the service's own user. */
   sandbox?: DriverSandbox;
+  /** Put the service's gate on the driver's Spark UI (ui-gate.ts): its compiled classes and this run's secret. */
+  uiGate?: { classes: string; secret: string };
 }
 
 const LOOPBACK = '127.0.0.1';
@@ -62,6 +65,22 @@ const POD_BINDING = /^spark\.(driver\.bindAddress|ui\.port)=/;
 
 const localPath = (arg: string) => (arg.startsWith('local://') ? arg.slice('local://'.length) : arg);
 
+/**
+ * The gate on the driver's Spark UI (ui-gate.ts): first among the UI's filters and on the
+ * driver's class path, whatever the pod says of either (its own are kept after ours); the
+ * secret in the environment, never on the command line (other drivers cannot read this one's
+ * environment: each has its own PID namespace in the sandbox).
+ */
+function gateTheUi(options: string[], env: Record<string, string>, gate: { classes: string; secret: string }): void {
+  const merged = { 'spark.ui.filters': [UI_GATE_CLASS, ','], 'spark.driver.extraClassPath': [gate.classes, ':'] } as const;
+  for (const [name, [ours, separator]] of Object.entries(merged)) {
+    const at = options.findIndex((value, index) => options[index - 1] === '--conf' && value.startsWith(`${name}=`));
+    if (at < 0) options.push('--conf', `${name}=${ours}`);
+    else options[at] = `${name}=${ours}${separator}${options[at]!.slice(name.length + 1)}`;
+  }
+  env[UI_GATE_ENV] = gate.secret;
+}
+
 /** The pod's spark-submit line made local: our options, the primary resource, the app's arguments. */
 export function localSubmitParts(pod: V1Pod, machine: LocalMachine, cores: number): SubmitParts {
   const container = pod.spec?.containers.find((c) => c.name === DRIVER_CONTAINER) ?? pod.spec?.containers[0];
@@ -88,6 +107,7 @@ export function localSubmitParts(pod: V1Pod, machine: LocalMachine, cores: numbe
     }
     i++;
   }
+  if (machine.uiGate) gateTheUi(options, env, machine.uiGate);
   const primary = i < rest.length ? localPath(expand(rest[i], env)) : undefined;
   const appArgs = rest.slice(i + 1).map((arg) => localPath(expand(arg, env)));
   if (machine.python) Object.assign(env, { PYSPARK_PYTHON: machine.python, PYSPARK_DRIVER_PYTHON: machine.python });

@@ -92,7 +92,7 @@ t.test('pi.py: config, live log, Spark UI through the proxy', { skip: spark ? fa
   await uiPage.close();
   await page.screenshot({ path: join(shots, 'dashboard-app-pi.png'), fullPage: true });
 
-  const done = await waitForState(() => api.getApp(appName), 'COMPLETED', { timeoutMs: 180_000 });
+  const done = await waitForState(() => api.getApp(appName), 'COMPLETED', { timeoutMs: 600_000 });
   t.equal(done.state, 'COMPLETED');
   await page.waitForFunction(() => /Pi is roughly/.test(document.getElementById('log')?.textContent ?? ''), undefined, { timeout: 10_000 });
   await page.waitForFunction(() => document.getElementById('log-status')?.textContent === 'log ended', undefined, { timeout: 10_000 });

@@ -47,3 +47,12 @@ t.test('the allowlist is configurable, and applies only while auth is off', asyn
   const withAuth = await startTestApi(t, { allowedHosts: ['localhost'], auth: { enabled: true, store: { verify: () => undefined, byId: () => undefined } } });
   t.equal((await withAuth.call('GET', '/api/apps/', undefined, { host: 'other.example' })).status, 401, 'with auth on, the key decides');
 });
+
+t.test('a `*.NAME` entry (the Spark UI host\'s applications) allows one label under NAME, not NAME itself nor deeper names', async (t) => {
+  const api = await startTestApi(t, { allowedHosts: ['localhost', '*.ui.localhost:8080'] });
+  const status = async (host: string) => (await api.call('GET', '/api/apps/', undefined, { host })).status;
+  t.equal(await status('app-1.ui.localhost:8080'), 200, 'one label under it');
+  t.equal(await status('ui.localhost'), 403, 'not the name itself');
+  t.equal(await status('a.app-1.ui.localhost'), 403, 'nor two labels under it');
+  t.equal(await status('evilui.localhost'), 403, 'nor a name that merely ends alike');
+});

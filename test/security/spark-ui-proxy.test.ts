@@ -86,7 +86,7 @@ async function hostileApp(t: Test, sparkUiHost?: string): Promise<Setup> {
   const getApp = async () => (await api.call('GET', `/api/apps/${appName}`, undefined, { 'x-api-key': keys.admin })).json;
   await waitForState(getApp, 'RUNNING');
   // The UI's port opens a moment after the driver starts: wait for its page through the proxy.
-  const page = () => api.call('GET', `/dashboard/apps/${appName}/spark-ui/jobs/`, undefined, { 'x-api-key': keys.a, host: sparkUiHost ?? '127.0.0.1' });
+  const page = () => api.call('GET', `/dashboard/apps/${appName}/spark-ui/jobs/`, undefined, { 'x-api-key': keys.a, host: sparkUiHost ? `${appName}.${sparkUiHost}` : '127.0.0.1' });
   for (let i = 0; i < 300 && (await page()).status !== 200; i++) await new Promise((ok) => setTimeout(ok, 100));
   t.equal((await page()).status, 200, 'the owner opens the UI with its key');
   return { api, address, appName, keys, driverLog: () => readFileSync(join(api.dataDir, 'logs', `${appName}.log`), 'utf8') };
@@ -160,24 +160,37 @@ t.test('one host: the hostile page runs sandboxed and cannot act as the admin wh
   await checkOwnership(t, setup, '127.0.0.1');
 });
 
-t.test('a Spark UI host of its own: the page runs there, where only Spark UIs are served', { timeout: 180_000 }, async (t) => {
+t.test('a Spark UI host of its own: each application\'s page runs on its own origin, where only its Spark UI is served', { timeout: 180_000 }, async (t) => {
   const setup = await hostileApp(t, 'ui.localhost');
+  const appHost = `${setup.appName}.ui.localhost`;
   const browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu', '--no-first-run'] });
   t.teardown(() => browser.close());
   const context = await browser.newContext({ viewport: { width: 1000, height: 500 } });
   const { ui, main } = await adminOpensTheUi(t, setup, context);
-  t.equal(new URL(ui.url()).hostname, 'ui.localhost', 'the link led to the Spark UI host');
+  t.equal(new URL(ui.url()).hostname, appHost, 'the link led to the application\'s own origin under the Spark UI host');
   t.notMatch(ui.url(), /ss_ui_grant/, 'the hand-over grant is gone from the address');
   t.equal(main.headers()['content-security-policy'], undefined, 'no sandbox needed there');
   const result = await ui.locator('#result').innerText();
   t.match(result, /POST \/api\/config-templates\/ answered 40[14] /, 'the API does not serve the Spark UI host (no key, no session there)');
   await checkNothingLeaked(t, setup, result);
   const cookies = await context.cookies();
-  t.ok(cookies.some((c) => c.name === 'ss_spark_ui' && c.domain === 'ui.localhost' && c.path === `/dashboard/apps/${setup.appName}/spark-ui/`), 'a cookie for this UI only');
-  t.equal((await setup.api.call('GET', '/api/apps/', undefined, { 'x-api-key': setup.keys.admin, host: 'ui.localhost' })).status, 404, 'nothing but Spark UIs on that host');
-  const fromAnother = await setup.api.call('GET', `/dashboard/apps/${setup.appName}/spark-ui/jobs/`, undefined, {
-    'x-api-key': setup.keys.admin, host: 'ui.localhost', 'sec-fetch-site': 'same-origin', referer: 'http://ui.localhost/dashboard/apps/another/spark-ui/jobs/',
+  t.ok(cookies.some((c) => c.name === 'ss_spark_ui' && c.domain === appHost && c.path === `/dashboard/apps/${setup.appName}/spark-ui/`), 'a cookie for this UI only, on its origin only');
+  for (const host of ['ui.localhost', appHost]) {
+    t.equal((await setup.api.call('GET', '/api/apps/', undefined, { 'x-api-key': setup.keys.admin, host })).status, 404, `nothing but Spark UIs on ${host}`);
+  }
+  // What a hostile page of another application could try (issue 25: on one shared origin, a page
+  // that history.replaceState'd itself under this application's path passed the Referer check).
+  const ui0 = `/dashboard/apps/${setup.appName}/spark-ui/jobs/`;
+  const onAnotherHost = await setup.api.call('GET', ui0, undefined, {
+    'x-api-key': setup.keys.admin, host: 'another.ui.localhost', 'sec-fetch-site': 'same-origin', referer: `http://another.ui.localhost${ui0}`,
   });
-  t.equal(fromAnother.status, 403, 'a page of another application\'s UI cannot read this one');
-  await checkOwnership(t, setup, 'ui.localhost');
+  t.equal(onAnotherHost.status, 404, 'another application\'s origin does not serve this one, whatever its path and Referer say');
+  t.equal((await setup.api.call('GET', ui0, undefined, { 'x-api-key': setup.keys.admin, host: 'ui.localhost' })).status, 404, 'nor does the bare Spark UI host');
+  const fromAnother = await setup.api.call('GET', ui0, undefined, {
+    'x-api-key': setup.keys.admin, host: appHost, 'sec-fetch-site': 'same-site', 'sec-fetch-mode': 'cors', referer: 'http://another.ui.localhost/dashboard/apps/another/spark-ui/jobs/',
+  });
+  t.equal(fromAnother.status, 403, 'a page of another application\'s origin cannot read this one');
+  const navigation = await setup.api.call('GET', ui0, undefined, { 'x-api-key': setup.keys.admin, host: appHost, 'sec-fetch-site': 'same-site', 'sec-fetch-mode': 'navigate' });
+  t.equal(navigation.status, 200, 'while a link from it still opens the page (a navigation)');
+  await checkOwnership(t, setup, appHost);
 });

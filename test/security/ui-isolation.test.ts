@@ -1,7 +1,8 @@
 // Local mode with `--auth on`: no run reaches another through Spark's own web servers (issue 25).
 // The real `submission-service local` with real pyspark, the driver sandbox and two user keys.
 // Each finding once reproduced on main: a running driver's Spark UI answered on the machine's
-// network address (SPARK_LOCAL_IP unset: Jetty bound every interface); the History Server
+// network address (SPARK_LOCAL_IP unset: Jetty bound every interface), then on loopback to any
+// other user's driver (no gate on it); the History Server
 // answered every process on loopback, whoever's run it asked for; a submission could move the
 // driver's RPC off loopback (spark.driver.bindAddress).
 import { chmodSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
@@ -62,7 +63,7 @@ function listeningPorts(pid: number): number[] {
 
 const noAddress = externalAddress() ? false : 'this machine has no non-loopback IPv4 address';
 
-t.test('a running driver\'s Spark UI answers on loopback only, and through the proxy', { skip: skip || noAddress }, async (t) => {
+t.test('a running driver\'s Spark UI answers on loopback only, to the proxy alone', { skip: skip || noAddress }, async (t) => {
   const address = externalAddress()!;
   const { dir, dataDir, alice, bob } = await service(t);
   const main = join(dir, 'waits.py');
@@ -81,6 +82,12 @@ t.test('a running driver\'s Spark UI answers on loopback only, and through the p
   const port = storedApp(dataDir, appName)?.run?.uiPort;
   t.ok(port, 'the record names the UI port');
   t.ok(await accepts('127.0.0.1', port!), 'the UI port is open on loopback (for the proxy)');
+  // What another user's driver on this machine would try: the port on loopback, without the proxy.
+  for (const path of ['/jobs/', '/environment/', '/api/v1/applications', '/jobs/job/kill/?id=0']) {
+    const direct = await fetch(`http://127.0.0.1:${port}${path}`, { redirect: 'manual' }).catch(() => undefined);
+    t.equal(direct?.status, 403, `a process on loopback without the run's secret is refused at ${path} (${direct?.status})`);
+  }
+  t.match((await alice('GET', ui)).text, /Spark Jobs/, 'while the proxy still opens it');
   t.notOk(await accepts(address, port!), `the UI port is closed on ${address}, the machine's network address`);
 });
 
