@@ -38,6 +38,19 @@ async def test_the_trigger_serializes_without_the_key_and_fires_once_at_the_end(
                                              "stateDetail": events[0].payload["stateDetail"]}]
 
 
+async def test_triggers_share_one_events_stream_beyond_the_keys_cap_of_streams(url, job, pi_overrides):
+    # 20 deferred tasks in one triggerer: 20 streams would pass the service's 16 per key (429).
+    with Client(url) as client:
+        app = client.submit(job_name=job, config_overrides=pi_overrides)
+
+    async def wait(_: int):
+        return [event.payload async for event in SparkApplicationTrigger(app["appName"]).run()]
+
+    results = await asyncio.gather(*(wait(i) for i in range(20)))
+    assert [r[0]["status"] for r in results] == ["ended"] * 20, [r for r in results if r[0]["status"] != "ended"][:1]
+    assert {r[0]["state"] for r in results} == {"COMPLETED"}
+
+
 async def test_the_trigger_reports_an_application_it_cannot_follow():
     events = [event async for event in SparkApplicationTrigger("no-such-app-here", timeout=60).run()]
     # wait() reads the application at the stream's start: an unknown one is a 404.

@@ -36,10 +36,14 @@ class SubmissionServiceHook(BaseHook):
         conn = self.get_connection(self.submission_service_conn_id)
         return Client(service_url(conn), api_key=conn.password or None, timeout=self.timeout)
 
-    async def aget_conn(self) -> AsyncClient:
-        """The async client, for triggers (the connection is read without blocking the event loop)."""
+    async def aget_service(self) -> Tuple[str, Optional[str]]:
+        """The service's URL and key, for triggers (read without blocking the event loop)."""
         conn = await self.aget_connection(self.submission_service_conn_id)
-        return AsyncClient(service_url(conn), api_key=conn.password or None, timeout=self.timeout)
+        return service_url(conn), conn.password or None
+
+    async def aget_conn(self) -> AsyncClient:
+        url, api_key = await self.aget_service()
+        return AsyncClient(url, api_key=api_key, timeout=self.timeout)
 
     def test_connection(self) -> Tuple[bool, str]:
         try:

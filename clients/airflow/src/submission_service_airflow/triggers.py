@@ -1,10 +1,13 @@
 """The trigger that waits for an application's end on the service's events stream (no polling), in
-the triggerer: while Spark runs, the task holds no worker slot."""
+the triggerer: while Spark runs, the task holds no worker slot. All triggers of one service and key
+in a triggerer share one stream (feed.py)."""
+import asyncio
 from typing import Any, AsyncIterator, Dict, Optional, Tuple
 
 from airflow.triggers.base import BaseTrigger, TriggerEvent
-from submission_service import SubmissionServiceError
+from submission_service import AsyncClient, SubmissionServiceError
 
+from .feed import feed_for
 from .hooks import hook_for
 
 
@@ -26,10 +29,15 @@ class SparkApplicationTrigger(BaseTrigger):
                  "timeout": self.timeout})
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
+        hook = hook_for(self.submission_service_conn_id)
         try:
-            client = await hook_for(self.submission_service_conn_id).aget_conn()
-            async with client:
-                app = await client.wait(self.app_name, timeout=self.timeout)
+            url, api_key = await hook.aget_service()
+            feed = feed_for(url, api_key, lambda: AsyncClient(url, api_key=api_key, timeout=hook.timeout))
+            app = await asyncio.wait_for(feed.wait_end(self.app_name), timeout=self.timeout)
+        except asyncio.TimeoutError:
+            yield TriggerEvent({"status": "error", "appName": self.app_name,
+                                "message": "did not end within %s s" % self.timeout})
+            return
         except SubmissionServiceError as error:
             yield TriggerEvent({"status": "error", "appName": self.app_name, "message": str(error)})
             return
