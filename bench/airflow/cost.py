@@ -1,7 +1,8 @@
 """What waiting costs while Spark runs, for N concurrent tasks: the provider's trigger (N waits on
 one asyncio loop, as Airflow's triggerer runs them; no worker slot) against a worker slot per task
-polling GET every POLL seconds (what a polling operator does) and a worker slot per task waiting on
-the events stream (deferrable=False). One mode per process, so each one's CPU and RSS are its own.
+polling GET every POLL seconds (what a polling operator does) and a worker slot per task waiting as
+the operator does with deferrable=False (on the events stream; past the key's cap of streams, 16,
+by reading the state every 30 s). One mode per process, so each one's CPU and RSS are its own.
 
   python cost.py URL MODE     (MODE: trigger | poll | worker-events; env BENCH_TASKS, BENCH_HOLD_S, BENCH_POLL_S)
 Prints one JSON line: mode, tasks, worker slots held while Spark ran, wall and CPU seconds of the
@@ -9,6 +10,7 @@ waiting process, requests sent while waiting, peak RSS.
 """
 import asyncio
 import json
+import logging
 import os
 import resource
 import sys
@@ -20,7 +22,10 @@ from typing import Any, Dict, List
 
 from submission_service import END_STATES, Client
 
+from submission_service_airflow.operators import wait_in_worker
 from submission_service_airflow.triggers import SparkApplicationTrigger
+
+LOG = logging.getLogger("bench")
 
 TASKS = int(os.environ.get("BENCH_TASKS", "20"))
 HOLD_S = float(os.environ.get("BENCH_HOLD_S", "20"))
@@ -62,7 +67,8 @@ def main(url: str, mode: str) -> None:
             ends = [event["state"] for event in asyncio.run(trigger_waits(names))]
             slots, threads = 0, threading.active_count()
         else:
-            wait = (lambda name: poll_wait(client, name, requests)) if mode == "poll" else (lambda name: client.wait(name)["state"])
+            wait = (lambda name: poll_wait(client, name, requests)) if mode == "poll" else (
+                lambda name: wait_in_worker(client, name, None, LOG)["state"])
             with ThreadPoolExecutor(max_workers=TASKS) as pool:
                 ends = list(pool.map(wait, names))
                 threads = threading.active_count()

@@ -1,10 +1,11 @@
 """SparkApplicationOperator: submits a Spark application to the Submission Service, safe to retry,
 and waits for its end in the triggerer (deferrable) or, with deferrable=False, in the worker."""
+import time
 from typing import Any, Dict, Mapping, Optional, Sequence
 
 from airflow.sdk import BaseOperator
 from airflow.sdk.exceptions import AirflowException
-from submission_service import Client, IdempotencyKeyReusedError
+from submission_service import END_STATES, Client, IdempotencyKeyReusedError, RateLimitedError, WaitTimeout
 
 from . import keys
 from .hooks import SubmissionServiceHook, service_url
@@ -12,6 +13,26 @@ from .links import SPARK_UI_XCOM_KEY, SparkUiLink
 from .triggers import SparkApplicationTrigger
 
 APP_NAME_XCOM_KEY = "app_name"
+# deferrable=False past the key's cap of event streams: how often the state is read instead.
+FALLBACK_POLL_S = 30.0
+
+
+def wait_in_worker(client: Client, app_name: str, timeout: Optional[float], log: Any) -> Dict[str, Any]:
+    """The end of the application, waited for in the worker (deferrable=False): on the events stream,
+    or, when the key already holds all the streams the service allows (429), by reading the state
+    every FALLBACK_POLL_S seconds (each waiting worker would hold a stream of its own)."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    try:
+        return dict(client.wait(app_name, timeout=timeout))
+    except RateLimitedError as error:
+        log.warning("Waiting for %s by reading its state every %g s: %s", app_name, FALLBACK_POLL_S, error.message)
+    while True:
+        app = dict(client.get(app_name))
+        if app.get("state") in END_STATES:
+            return app
+        if deadline is not None and time.monotonic() >= deadline:
+            raise WaitTimeout("%s did not end within %s s" % (app_name, timeout))
+        time.sleep(FALLBACK_POLL_S)
 
 
 class SparkApplicationOperator(BaseOperator):
@@ -69,7 +90,7 @@ class SparkApplicationOperator(BaseOperator):
                 self.defer(trigger=SparkApplicationTrigger(self.app_name, self.submission_service_conn_id,
                                                            self.wait_timeout),
                            method_name="execute_complete")
-            done = client.wait(self.app_name, timeout=self.wait_timeout)
+            done = wait_in_worker(client, self.app_name, self.wait_timeout, self.log)
             return self._finish(client, context, done)
 
     def submit_or_adopt(self, client: Client, context: Any) -> Dict[str, Any]:
