@@ -21,6 +21,14 @@ class SharedFeed:
         self._forget = forget
         self._waiters: Dict[str, Set["asyncio.Future[Dict[str, Any]]"]] = {}
         self._stream: Optional["asyncio.Task[None]"] = None
+        # One client (one connection pool) for the stream and every wait's first read: a client
+        # per wait cost more CPU than the whole wait (bench/airflow).
+        self._client: Optional[AsyncClient] = None
+
+    def _shared_client(self) -> AsyncClient:
+        if self._client is None:
+            self._client = self._client_factory()
+        return self._client
 
     async def wait_end(self, app_name: str) -> Dict[str, Any]:
         """The application once it is in an end state; NotFoundError when it is deleted meanwhile."""
@@ -31,21 +39,26 @@ class SharedFeed:
         try:
             # Registered first, then read: an end before the registration is seen here, one after
             # it on the stream (or by the stream's own re-read at `ready` / `reset`).
-            async with self._client_factory() as client:
-                self._settle(app_name, await client.get(app_name))
+            self._settle(app_name, dict(await self._shared_client().get(app_name)))
             return await future
         finally:
-            self._leave(app_name, future)
+            await self._leave(app_name, future)
 
-    def _leave(self, app_name: str, future: "asyncio.Future[Dict[str, Any]]") -> None:
+    async def _leave(self, app_name: str, future: "asyncio.Future[Dict[str, Any]]") -> None:
         waiting = self._waiters.get(app_name, set())
         waiting.discard(future)
         if not waiting:
             self._waiters.pop(app_name, None)
-        if not self._waiters and self._stream is not None:
-            self._stream.cancel()
-            self._stream = None
-            self._forget()
+        if self._waiters:
+            return
+        stream, client = self._stream, self._client
+        self._stream, self._client = None, None
+        self._forget()
+        if stream is not None:
+            stream.cancel()
+            await asyncio.gather(stream, return_exceptions=True)
+        if client is not None:
+            await client.close()
 
     def _settle(self, app_name: str, app: Dict[str, Any]) -> None:
         if app.get("state") in END_STATES:
@@ -62,20 +75,20 @@ class SharedFeed:
 
     async def _follow(self) -> None:
         try:
-            async with self._client_factory() as client:
-                async for event in client.events(max_reconnects=10):
-                    if event.type in ("ready", "reset"):
-                        # What happened while the stream was not held: read each waited one again.
-                        for name in list(self._waiters):
-                            try:
-                                self._settle(name, dict(await client.get(name)))
-                            except NotFoundError as error:
-                                self._fail(name, error)
-                    elif event.type == "deleted":
-                        name = event.data.get("appName")
-                        self._fail(name, NotFoundError(404, {"message": "application %s was deleted while waiting" % name}))
-                    elif event.type == "changed":
-                        self._settle(str(event.data.get("appName")), event.data)
+            client = self._shared_client()
+            async for event in client.events(max_reconnects=10):
+                if event.type in ("ready", "reset"):
+                    # What happened while the stream was not held: read each waited one again.
+                    for name in list(self._waiters):
+                        try:
+                            self._settle(name, dict(await client.get(name)))
+                        except NotFoundError as error:
+                            self._fail(name, error)
+                elif event.type == "deleted":
+                    name = event.data.get("appName")
+                    self._fail(name, NotFoundError(404, {"message": "application %s was deleted while waiting" % name}))
+                elif event.type == "changed":
+                    self._settle(str(event.data.get("appName")), event.data)
         except asyncio.CancelledError:
             raise
         except Exception as error:  # the stream is lost for good: every wait on it learns why
