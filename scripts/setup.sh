@@ -139,6 +139,10 @@ fi
 # schemathesis, in a virtualenv of their own so that they never shadow the product's.
 tools=""
 [ "${SETUP_TEST_TOOLS:-}" = 1 ] && tools=$(python_env "$root/requirements-test.txt" tools)
+# SETUP_AIRFLOW=1 (the test command): real Airflow 3 with pinned dependencies, for the Airflow
+# provider's tests (clients/airflow); a virtualenv of its own (Airflow pins much of what it needs).
+airflow=""
+[ "${SETUP_AIRFLOW:-}" = 1 ] && airflow=$(python_env "$root/clients/airflow/requirements-test.txt" airflow)
 s3a=""
 [ "${SETUP_TEST_TOOLS:-}" = 1 ] && s3a=$(s3a_jars)
 # The env file is named by what it holds, so a setup with other flags (or from another checkout)
@@ -148,6 +152,7 @@ env_text=$(
   echo "export SUBMISSION_SERVICE_PYTHON_ENV='$venv'"
   echo "export PATH='$venv/bin':\"\$PATH\""
   [ -z "$tools" ] || echo "export SUBMISSION_SERVICE_TOOLS_ENV='$tools'"
+  [ -z "$airflow" ] || echo "export SUBMISSION_SERVICE_AIRFLOW_ENV='$airflow'"
   [ -z "$s3a" ] || echo "export SUBMISSION_SERVICE_S3A_JARS='$s3a/hadoop-aws-3.3.4.jar:$s3a/aws-java-sdk-bundle-1.12.262.jar'"
 )
 env_file="$cache/env-$(printf '%s\n' "$env_text" | sha256sum | cut -c1-12).sh"

@@ -11,7 +11,7 @@ import { realSpark, sparkEnv } from '../helpers/service.js';
 import { tempDir } from '../helpers/temp.js';
 import { toolsEnv } from '../gateway/jupyter.js';
 
-type Need = 'spark' | 'tools' | 'testbed' | 's3' | 'chromium';
+type Need = 'spark' | 'tools' | 'testbed' | 's3' | 'chromium' | 'airflow';
 
 /** figures: what its output shows when it measured something (default: a Markdown table row with a number). */
 interface Bench { file: string; env: Record<string, string>; needs?: Need[]; args?: string[]; figures?: RegExp }
@@ -24,6 +24,7 @@ const BENCHES: Bench[] = [
   { file: 'dashboard/dashboard.ts', env: { BENCH_APPS: '20', BENCH_IDLE_S: '1', BENCH_LOG_MB: '1' }, needs: ['chromium'], figures: /"firstRenderMs": \{\s*"median": \d+/ },
   { file: 'gateway/compare.ts', env: { GW_STARTS: '1', GW_EXECS: '5', GW_KERNELS: '6', GW_KERNEL_EXECS: '2', GW_SC: '1', GW_CLAIMS: '1' }, needs: ['spark', 'tools'] },
   { file: 'gateway/memory-probes.ts', env: { GW_MEM_FRAMES: '5', GW_MEM_OUTPUTS: '5' }, needs: ['spark'] },
+  { file: 'airflow/deferrable.ts', env: { BENCH_TASKS: '2', BENCH_HOLD_S: '2', BENCH_POLL_S: '1' }, needs: ['airflow'] },
   { file: 'history/driver-log.ts', env: { LOG_MB: '1' }, needs: ['spark'] },
   // 400 tasks: a log over 1 MiB, the least the service warms (replays) at a run's end, which the bench waits for.
   { file: 'history/history-ui.ts', env: { HISTORY_APPS: '1', HISTORY_TASKS: '400' }, needs: ['spark', 'chromium'] },
@@ -40,6 +41,7 @@ const present: Record<Need, () => boolean> = {
   testbed: () => Boolean(process.env.SUBMISSION_SERVICE_TESTBED && existsSync(process.env.SUBMISSION_SERVICE_TESTBED)),
   s3: () => Boolean(process.env.SUBMISSION_SERVICE_S3_SERVER && existsSync(process.env.SUBMISSION_SERVICE_S3_SERVER)),
   chromium: () => existsSync(process.env.CHROMIUM_PATH ?? '/usr/bin/chromium'),
+  airflow: () => Boolean(sparkEnv().SUBMISSION_SERVICE_AIRFLOW_ENV),
 };
 
 const missing = (bench: Bench): string | false => {

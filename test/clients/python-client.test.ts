@@ -1,27 +1,19 @@
 // The Python client (clients/python) against the live service in local mode: its pytest suite
 // runs in a virtualenv of its own (cached by hash, like scripts/setup.sh's), each pytest test
 // reported here as a subtest. Also: its models are what generate_models.py makes from schemas/.
-import { execFile, execFileSync } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
 import { repoRoot } from '../helpers/api.js';
+import { junitCases, run } from '../helpers/pytest.js';
 import { startService } from '../helpers/service.js';
 import { tempDir } from '../helpers/temp.js';
 
 const clientDir = join(repoRoot, 'clients', 'python');
 const DEPENDENCIES = ['setuptools>=61', 'wheel', 'httpx>=0.24,<1', 'pytest>=7', 'pytest-asyncio>=0.21'];
-
-function run(command: string, args: string[], options: { cwd?: string; env?: NodeJS.ProcessEnv } = {}): Promise<{ code: number; output: string }> {
-  return new Promise((ok) => {
-    execFile(command, args, { ...options, maxBuffer: 64 * 1024 * 1024 }, (error, stdout, stderr) => {
-      const code = error ? (typeof error.code === 'number' ? error.code : 1) : 0;
-      ok({ code, output: `${stdout}${stderr}` });
-    });
-  });
-}
 
 /** A virtualenv with the client's dependencies, made once per pyproject.toml and Python version. */
 async function clientVenv(): Promise<string> {
@@ -46,22 +38,6 @@ async function clientVenv(): Promise<string> {
     } else rmSync(building, { recursive: true, force: true });
   }
   return venv;
-}
-
-interface PytestCase { name: string; failure?: string; skipped?: string }
-
-/** The test cases of a JUnit XML report (pytest --junitxml). */
-function junitCases(xml: string): PytestCase[] {
-  const cases: PytestCase[] = [];
-  const unescape = (s: string) => s.replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&quot;/g, '"').replace(/&apos;/g, "'").replace(/&amp;/g, '&');
-  for (const m of xml.matchAll(/<testcase\b([^>]*?)(\/>|>([\s\S]*?)<\/testcase>)/g)) {
-    const name = unescape(/\bname="([^"]*)"/.exec(m[1])?.[1] ?? '?');
-    const body = m[3] ?? '';
-    const failure = /<(failure|error)\b[^>]*?(?:message="([^"]*)")?[^>]*>([\s\S]*?)<\/\1>/.exec(body) ?? /<(failure|error)\b[^>]*?message="([^"]*)"[^>]*\/>/.exec(body);
-    const skipped = /<skipped\b[^>]*?message="([^"]*)"/.exec(body);
-    cases.push({ name, ...(failure ? { failure: unescape(`${failure[2] ?? ''}\n${failure[3] ?? ''}`) } : {}), ...(skipped ? { skipped: unescape(skipped[1]) } : {}) });
-  }
-  return cases;
 }
 
 t.test('the client\'s models are what generate_models.py makes from schemas/ today', async (t) => {

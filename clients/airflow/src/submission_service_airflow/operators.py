@@ -1,0 +1,172 @@
+"""SparkApplicationOperator: submits a Spark application to the Submission Service, safe to retry,
+and waits for its end in the triggerer (deferrable) or, with deferrable=False, in the worker."""
+import time
+from typing import Any, Dict, Mapping, Optional, Sequence
+
+from airflow.sdk import BaseOperator
+from airflow.sdk.exceptions import AirflowException
+from submission_service import END_STATES, Client, IdempotencyKeyReusedError, RateLimitedError, WaitTimeout
+
+from . import keys
+from .hooks import SubmissionServiceHook, service_url
+from .links import SPARK_UI_XCOM_KEY, SparkUiLink
+from .triggers import SparkApplicationTrigger
+
+APP_NAME_XCOM_KEY = "app_name"
+# deferrable=False past the key's cap of event streams: how often the state is read instead.
+FALLBACK_POLL_S = 30.0
+
+
+def wait_in_worker(client: Client, app_name: str, timeout: Optional[float], log: Any) -> Dict[str, Any]:
+    """The end of the application, waited for in the worker (deferrable=False): on the events stream,
+    or, when the key already holds all the streams the service allows (429), by reading the state
+    every FALLBACK_POLL_S seconds (each waiting worker would hold a stream of its own)."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    try:
+        return dict(client.wait(app_name, timeout=timeout))
+    except RateLimitedError as error:
+        log.warning("Waiting for %s by reading its state every %g s: %s", app_name, FALLBACK_POLL_S, error.message)
+    while True:
+        app = dict(client.get(app_name))
+        if app.get("state") in END_STATES:
+            return app
+        if deadline is not None and time.monotonic() >= deadline:
+            raise WaitTimeout("%s did not end within %s s" % (app_name, timeout))
+        time.sleep(FALLBACK_POLL_S)
+
+
+class SparkApplicationOperator(BaseOperator):
+    """Runs one Spark application and succeeds when it COMPLETED.
+
+    - The submission carries an Idempotency-Key made of the DAG, task, run, map index and try number.
+      Which try number: the one that made the running application. A try records its number in
+      Airflow's task state store before it submits; a retry (after a worker crash, say) first sends
+      the recorded try's key with the same body, which answers that try's application, and adopts
+      it while it is PENDING or RUNNING: one application, not two. An ended one (FAILED, KILLED,
+      even COMPLETED: a cleared task means "run it again") is left alone and this try submits
+      under its own number. Without a task state store (Airflow < 3.3) each try uses its own number.
+    - deferrable (default): the wait is a trigger following the service's events stream, so no
+      worker slot is held while Spark runs.
+    - The driver log is written into the task log at the end (it stays there after the driver's pod
+      or process is gone); the task fails with the application's state and stateDetail.
+    - XCom: `app_name` (also the return value) and `spark_ui_url` (the one Spark UI link: live
+      while the driver runs, then the History Server's), which is also the task's "Spark UI" link.
+    - on_kill (and the trigger's on_kill while deferred) stops the application.
+    """
+
+    template_fields: Sequence[str] = ("job_name", "config_template_name", "config_overrides", "labels")
+    template_fields_renderers = {"config_overrides": "json", "labels": "json"}
+    operator_extra_links = (SparkUiLink(),)
+    ui_color = "#fdebd0"
+
+    def __init__(self, *, job_name: str, submission_service_conn_id: str = SubmissionServiceHook.default_conn_name,
+                 config_template_name: Optional[str] = None, config_overrides: Optional[Mapping[str, Any]] = None,
+                 labels: Optional[Mapping[str, str]] = None, deferrable: bool = True, driver_log: bool = True,
+                 wait_timeout: Optional[float] = None, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.job_name = job_name
+        self.submission_service_conn_id = submission_service_conn_id
+        self.config_template_name = config_template_name
+        self.config_overrides = config_overrides
+        self.labels = labels
+        self.deferrable = deferrable
+        self.driver_log = driver_log
+        self.wait_timeout = wait_timeout
+        self.app_name: Optional[str] = None
+
+    def _hook(self) -> SubmissionServiceHook:
+        return SubmissionServiceHook(self.submission_service_conn_id)
+
+    # -- submission -----------------------------------------------------------------------------
+
+    def execute(self, context: Any) -> Any:
+        with self._hook().get_conn() as client:
+            app = self.submit_or_adopt(client, context)
+            self.app_name = app["appName"]
+            self._push_link(context, app)
+            if app.get("state") not in keys.ACTIVE_STATES:
+                return self._finish(client, context, app)
+            if self.deferrable:
+                self.defer(trigger=SparkApplicationTrigger(self.app_name, self.submission_service_conn_id,
+                                                           self.wait_timeout),
+                           method_name="execute_complete")
+            done = wait_in_worker(client, self.app_name, self.wait_timeout, self.log)
+            return self._finish(client, context, done)
+
+    def submit_or_adopt(self, client: Client, context: Any) -> Dict[str, Any]:
+        """This try's application: the earlier try's while it runs, else a new one (see the class)."""
+        ti = context["ti"]
+        store = context.get("task_state_store")
+        key_of = lambda key_try: keys.idempotency_key(ti.dag_id, ti.task_id, ti.run_id, ti.map_index, key_try)  # noqa: E731
+        earlier = keys.key_try_to_reuse(store.get(keys.KEY_TRY) if store is not None else None, ti.try_number)
+        if earlier is not None:
+            try:
+                app = self._submit(client, ti, key_of(earlier))
+            except IdempotencyKeyReusedError:
+                app = None  # the task's submission changed since that try: not the same run
+            if app is not None and keys.adoptable(app.get("state")):
+                self.log.info("Adopted %s, submitted by try %d and still %s", app["appName"], earlier, app["state"])
+                return app
+        if store is not None:
+            # Recorded before the POST: a crash right after it still leaves the key findable.
+            store.set(keys.KEY_TRY, ti.try_number)
+        app = self._submit(client, ti, key_of(ti.try_number))
+        self.log.info("Submitted %s (try %d)", app["appName"], ti.try_number)
+        return app
+
+    def _submit(self, client: Client, ti: Any, key: str) -> Dict[str, Any]:
+        labels = {**keys.task_labels(ti.dag_id, ti.task_id, ti.run_id, ti.map_index), **dict(self.labels or {})}
+        return dict(client.submit(job_name=self.job_name, config_template_name=self.config_template_name,
+                                  config_overrides=self.config_overrides, labels=labels, idempotency_key=key))
+
+    # -- the end --------------------------------------------------------------------------------
+
+    def execute_complete(self, context: Any, event: Dict[str, Any]) -> Any:
+        """Back from the trigger (in a worker again, briefly): the log, the links, the verdict."""
+        self.app_name = event["appName"]
+        if event.get("status") != "ended":
+            raise AirflowException("Spark application %s: %s" % (self.app_name, event.get("message")))
+        with self._hook().get_conn() as client:
+            return self._finish(client, context, dict(client.get(self.app_name)))
+
+    def _finish(self, client: Client, context: Any, app: Dict[str, Any]) -> Any:
+        self._push_link(context, app)
+        if self.driver_log:
+            self._write_driver_log(client, app["appName"])
+        state, detail = app.get("state"), app.get("stateDetail", "")
+        if state != "COMPLETED":
+            raise AirflowException("Spark application %s ended %s: %s" % (app["appName"], state, detail or "(no detail)"))
+        self.log.info("Spark application %s COMPLETED", app["appName"])
+        return app["appName"]
+
+    def _write_driver_log(self, client: Client, app_name: str) -> None:
+        self.log.info("Driver log of %s:", app_name)
+        pending = ""
+        for chunk in client.logs(app_name):
+            lines = (pending + chunk).split("\n")
+            pending = lines.pop()
+            for line in lines:
+                self.log.info("[driver] %s", line)
+        if pending:
+            self.log.info("[driver] %s", pending)
+
+    def _push_link(self, context: Any, app: Mapping[str, Any]) -> None:
+        ti = context["ti"]
+        ti.xcom_push(key=APP_NAME_XCOM_KEY, value=app["appName"])
+        ti.xcom_push(key=SPARK_UI_XCOM_KEY, value=self._spark_ui_url(app))
+
+    def _spark_ui_url(self, app: Mapping[str, Any]) -> str:
+        """The application's one Spark UI link, absolute: the live UI while the driver runs, then the
+        History Server's rendering of the run. The service documents it as a path of the dashboard
+        for the whole life of the run, so it is known (and pushed) at submission already."""
+        path = (app.get("sparkUi") or {}).get("url") or "/dashboard/apps/%s/spark-ui/" % app["appName"]
+        if "://" in path:
+            return path
+        return service_url(self._hook().get_connection(self.submission_service_conn_id)) + path
+
+    def on_kill(self) -> None:
+        if not self.app_name:
+            return
+        with self._hook().get_conn() as client:
+            client.stop(self.app_name)
+        self.log.info("Stopped Spark application %s", self.app_name)
