@@ -57,9 +57,15 @@ export class EventLogAccess {
 
   /** This replica became the leader: what the last one left is read again, then every application is looked at. */
   startedLeading(): void {
-    this.known = undefined;
     this.collected.clear();
+    const known = this.readKnown();
+    this.known = known;
     for (const name of this.options.cache.names()) this.touch(name);
+    // Also what the last leader left of applications deleted since (no record to touch them).
+    known.then((names) => { for (const name of names) this.touch(name); }, (error: unknown) => {
+      this.known = undefined;
+      this.options.log(`event-log keys: could not read what the store holds: ${(error as Error)?.message ?? String(error)}`);
+    });
   }
 
   /** Waits for the work queued so far (tests, shutdown). */
