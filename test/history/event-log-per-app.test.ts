@@ -10,7 +10,7 @@ import { writeFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { Client } from 'minio';
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { buildService } from '../../cli/service.js';
 import { VersityEventLogKeys } from '../../cluster/history/event-log-keys.js';
 import { S3EventLogIndex } from '../../cluster/history/s3-event-log-index.js';
@@ -36,7 +36,8 @@ const SHARED = 'spark-history-s3';
 
 const codeOf = (work: Promise<unknown>): Promise<string> => work.then(() => 'allowed', (error: { code?: string }) => error.code ?? String(error));
 
-t.test("a driver's key reaches its own event log only, and nothing once its run is collected", { skip, timeout: 900_000 }, async (t) => {
+/** The test bed as the chart runs it with `driverKeys: versitygw`: webhook, controller with the keys, FakeKubelet with real Spark. */
+async function startPerAppBed(t: Test) {
   const dir = tempDir(t, 'subsvc-per-app-');
   const s3 = await startS3Server(s3Binary!, join(dir, 's3'), 'spark-history', '127.0.0.1', { users: true });
   t.teardown(() => s3.stop());
@@ -73,6 +74,11 @@ t.test("a driver's key reaches its own event log only, and nothing once its run 
     if (res.status !== 201) throw new Error(`submission answered ${res.status}: ${res.text}`);
     return res.json.appName as string;
   };
+  return { dir, s3, namespace, clients, keys, index, collected, read, submit };
+}
+
+t.test("a driver's key reaches its own event log only, and nothing once its run is collected", { skip, timeout: 900_000 }, async (t) => {
+  const { dir, s3, namespace, clients, keys, index, collected, read, submit } = await startPerAppBed(t);
   const release = join(dir, 'release-a');
   const a = await submit('waits', join(repoRoot, 'test', 'fixtures', 'history', 'waits.py'), [release]);
   const b = await submit('pi', join(repoRoot, 'examples', 'pi.py'), ['2']);
@@ -81,7 +87,9 @@ t.test("a driver's key reaches its own event log only, and nothing once its run 
   const env = driver.spec!.containers[0]!.env ?? [];
   t.same(env.filter((e) => e.name.startsWith('AWS_')).map((e) => e.valueFrom?.secretKeyRef?.name), [eventLogSecretName(a), eventLogSecretName(a)],
     "A's driver gets A's own Secret, not the shared one");
-  const secret = await eventually(() => clients.core.readNamespacedSecret({ name: eventLogSecretName(a), namespace }), () => true, { what: "A's Secret" });
+  // The key A's code holds: the Secret its driver's env names (before: the shared one).
+  const named = env.find((e) => e.name === 'AWS_ACCESS_KEY_ID')!.valueFrom!.secretKeyRef!.name!;
+  const secret = await eventually(() => clients.core.readNamespacedSecret({ name: named, namespace }), () => true, { what: "A's Secret" });
   t.equal(secret.metadata?.ownerReferences?.[0]?.name, a, 'the Secret is owned by its Application (it goes with it)');
   const key = (name: string) => Buffer.from(secret.data![name]!, 'base64').toString('utf8');
   const endpoint = new URL(s3.endpoint);
@@ -92,15 +100,6 @@ t.test("a driver's key reaches its own event log only, and nothing once its run 
   await collected(b);
   const bLog = `spark-events/${index.lookup(b)!.entry}/${index.lookup(b)!.entry.replace('eventlog_v2_', 'events_1_')}`;
   await until(async () => (await s3.store.size(`spark-logs/${b}/driver.log`)) !== undefined, { timeoutMs: 120_000, intervalMs: 500, what: "B's archived driver log" });
-  // A's driver wrote into its own folder with its key (S3A shows a file once it is closed: the status file, the folder's marker).
-  const own: string[] = [];
-  await until(async () => {
-    own.length = 0;
-    for await (const item of s3.store.list(`spark-incoming/${a}/`)) if ('key' in item) own.push(item.key);
-    return own.some((k) => /\/appstatus_.*\.inprogress$/.test(k));
-  }, { timeoutMs: 300_000, intervalMs: 500, what: "A's event log in its folder" });
-  t.pass(`A's driver writes its own event log with its key (${own.join(', ')})`);
-
   const list = async (prefix: string) => { for await (const _ of asA.listObjectsV2(s3.bucket, prefix, true)); };
   for (const prefix of ['spark-events/', 'spark-incoming/', `spark-incoming/${b}/`, 'spark-logs/', `spark-logs/${b}/`, '']) {
     t.equal(await codeOf(list(prefix)), 'AccessDenied', `A's key cannot list "${prefix}"`);
@@ -112,6 +111,15 @@ t.test("a driver's key reaches its own event log only, and nothing once its run 
   t.equal(await codeOf(asA.putObject(s3.bucket, `spark-incoming/${b}/eventlog_v2_x/events_1_x`, Buffer.from('forged'))), 'AccessDenied', "A's key cannot write into B's folder");
   t.equal(await codeOf(asA.putObject(s3.bucket, `spark-incoming/${a}/probe`, Buffer.from('mine'))), 'allowed', "A's key writes in A's own folder");
   await asA.removeObject(s3.bucket, `spark-incoming/${a}/probe`);
+
+  // A's driver wrote into its own folder with its key (S3A shows a file once it is closed: the status file, the folder's marker).
+  const own: string[] = [];
+  await until(async () => {
+    own.length = 0;
+    for await (const item of s3.store.list(`spark-incoming/${a}/`)) if ('key' in item) own.push(item.key);
+    return own.some((k) => /\/appstatus_.*\.inprogress$/.test(k));
+  }, { timeoutMs: 240_000, intervalMs: 500, what: "A's event log in its folder" });
+  t.pass(`A's driver writes its own event log with its key (${own.join(', ')})`);
 
   writeFileSync(release, '');
   await waitForState(() => read(a), 'COMPLETED', { timeoutMs: 400_000, intervalMs: 250 });
