@@ -74,14 +74,16 @@ export class EventLogAccess {
   }
 
   private async step(appName: string): Promise<void> {
-    if (this.collected.has(appName)) return;
+    const application = this.options.cache.application(appName);
+    if (application && this.collected.has(appName)) return;
     this.known ??= this.readKnown();
     const known = await this.known.catch((error: unknown) => { this.known = undefined; throw error; });
-    const application = this.options.cache.application(appName);
     if (!application || isTerminal(this.options.cache.get(appName)?.state)) {
       if (this.granted.has(appName) || known.has(appName)) await this.collect(appName);
       known.delete(appName);
-      this.collected.add(appName);
+      // A deleted application's name is forgotten (it is not touched again); an ended one's is kept.
+      if (application) this.collected.add(appName);
+      else this.collected.delete(appName);
       return;
     }
     if (this.granted.has(appName)) return;
