@@ -29,6 +29,8 @@ export interface EventLogAccessOptions {
 }
 
 const FIELD_MANAGER = 'submission-service';
+/** After a failed step (the store or the apiserver unreachable), the application is looked at again this much later. */
+const RETRY_MS = 10_000;
 const status = (error: unknown): number | undefined => (error as { code?: number }).code;
 
 export class EventLogAccess {
@@ -50,8 +52,11 @@ export class EventLogAccess {
     this.queue = this.queue.then(async () => {
       this.pending.delete(appName);
       if (!this.options.isLeader()) return;
-      await this.step(appName).catch((error: unknown) =>
-        this.options.log(`application ${appName}: its event-log key: ${(error as Error)?.message ?? String(error)}`));
+      await this.step(appName).catch((error: unknown) => {
+        this.options.log(`application ${appName}: its event-log key (tried again in ${RETRY_MS / 1000} s): ${(error as Error)?.message ?? String(error)}`);
+        // A driver waiting for its Secret makes no news that would touch it again: try again by itself.
+        setTimeout(() => this.touch(appName), RETRY_MS).unref();
+      });
     });
   }
 
@@ -101,6 +106,7 @@ export class EventLogAccess {
     }
     return known;
   }
+
   private prefix(appName: string): string {
     return appEventLogPrefix(this.options.incomingPrefix, appName);
   }
