@@ -8,7 +8,9 @@ import { ObjectStore, objectStoreFromEnv, parseS3Url } from '../cluster/history/
 import { RemoteSparkStatic } from '../cluster/history/remote-spark-static.js';
 import { KubernetesSparkHistory } from '../cluster/kubernetes/kubernetes-history.js';
 import { LogArchive } from '../cluster/kubernetes/log-archive.js';
-import { logArchiveDir } from './rules.js';
+import type { KubernetesClusterOptions } from '../cluster/kubernetes/kubernetes-cluster.js';
+import { VersityEventLogKeys } from '../cluster/history/event-log-keys.js';
+import { incomingDir, logArchiveDir } from './rules.js';
 
 export interface KubernetesHistoryWiring {
   logArchive?: LogArchive;
@@ -16,6 +18,8 @@ export interface KubernetesHistoryWiring {
   history(events: EventFeed, retentionMs: number | undefined, log: (message: string) => void): KubernetesSparkHistory | undefined;
   /** Spark's static files for the Spark UI proxy's anonymous requests, from the History Server; undefined without one. */
   sparkStatic?: RemoteSparkStatic;
+  /** A key per application for drivers' event logs (the controller's part); undefined: drivers share one. */
+  eventLogAccess?: KubernetesClusterOptions['eventLogAccess'];
 }
 
 export function kubernetesHistory(section: NodePoolsFile['history'], env = process.env): KubernetesHistoryWiring {
@@ -33,9 +37,32 @@ export function kubernetesHistory(section: NodePoolsFile['history'], env = proce
   const eventsAt = section.eventLogDir ? parseS3Url(section.eventLogDir) : undefined;
   return {
     logArchive,
+    eventLogAccess: eventsAt ? perApplicationKeys(section, eventsAt, store(eventsAt.bucket), archiveAt?.prefix, env) : undefined,
     sparkStatic: section.serverUrl ? new RemoteSparkStatic({ server: new URL(section.serverUrl) }) : undefined,
     history: (events, retentionMs, log) => eventsAt && section.serverUrl
       ? new KubernetesSparkHistory({ store: store(eventsAt.bucket), eventLogPrefix: eventsAt.prefix, server: new URL(section.serverUrl), logArchive, events, log, retentionMs })
       : undefined,
   };
+}
+
+/**
+ * `driverKeys: versitygw`: the controller makes each driver's key through versitygw's admin API
+ * with its own key (which must be a versitygw admin); drivers' folders in the event logs' bucket.
+ */
+function perApplicationKeys(
+  section: NonNullable<NodePoolsFile['history']>, eventsAt: { bucket: string; prefix: string }, store: ObjectStore, archivePrefix: string | undefined, env: NodeJS.ProcessEnv,
+): KubernetesClusterOptions['eventLogAccess'] {
+  if (section.driverKeys !== 'versitygw') return undefined;
+  const incomingAt = parseS3Url(incomingDir(section) ?? '');
+  if (!incomingAt?.prefix || incomingAt.bucket !== eventsAt.bucket) throw new Error('history.incomingDir must be s3a://<the event logs\' bucket>/prefix (the controller moves logs within one bucket)');
+  // Drivers' keys reach their folders: neither the history nor the archived logs may be in one, nor the folders in those.
+  const overlaps = (a: string, b: string) => a === b || a.startsWith(`${b}/`) || b.startsWith(`${a}/`) || a === '' || b === '';
+  if ([eventsAt.prefix, archivePrefix].some((p) => p !== undefined && overlaps(incomingAt.prefix, p))) {
+    throw new Error('history.incomingDir must be a prefix of its own, apart from eventLogDir and logArchiveDir');
+  }
+  const adminEndpoint = section.storeAdminEndpoint ?? section.s3Endpoint;
+  if (!adminEndpoint) throw new Error('history.driverKeys versitygw needs s3Endpoint or storeAdminEndpoint (versitygw\'s admin API)');
+  const { accessKey, secretKey, region } = objectStoreFromEnv(section.s3Endpoint, section.pathStyleAccess ?? true, env);
+  const keys = new VersityEventLogKeys({ adminEndpoint, accessKey, secretKey, region, store });
+  return { keys, store, incomingPrefix: incomingAt.prefix, eventLogPrefix: eventsAt.prefix };
 }

@@ -88,7 +88,7 @@ export async function apiCommand(argv: string[]): Promise<number> {
   const historyWiring = kubernetesHistory(values['node-pools'] ? readNodePools(values['node-pools']).history : undefined);
   const cluster = new KubernetesCluster({
     clients, namespace: values.namespace, controller: values.controller === 'on',
-    lease: timingForLease(leaseSeconds * 1000), logArchive: historyWiring.logArchive,
+    lease: timingForLease(leaseSeconds * 1000), logArchive: historyWiring.logArchive, eventLogAccess: historyWiring.eventLogAccess,
     logFollow: { followLimit, maxLogBytes: maxLogMiB * 1024 * 1024 },
     // The webhook's node-pool file (the chart gives both the same): Applications are written with their config.
     rules: values['node-pools'] ? rulesFrom(values['node-pools'], values.namespace, values.placement) : undefined,

@@ -24,8 +24,18 @@ export function eventLogRules(history: NodePoolsFile['history']): RulesOptions['
   return {
     dir: history.eventLogDir,
     ...(history.rollingMaxFileSize ? { rollingMaxFileSize: history.rollingMaxFileSize } : {}),
-    s3: { endpoint: history.s3Endpoint, pathStyleAccess: history.pathStyleAccess, credentialsSecret: history.credentialsSecret },
+    s3: {
+      endpoint: history.s3Endpoint, pathStyleAccess: history.pathStyleAccess, credentialsSecret: history.credentialsSecret,
+      ...(history.driverKeys === 'versitygw' ? { incomingDir: incomingDir(history) } : {}),
+    },
   };
+}
+
+/** With a key per application, where drivers' folders are: the setting, else spark-incoming beside the event logs. */
+export function incomingDir(history: NodePoolsFile['history']): string | undefined {
+  if (history?.incomingDir) return history.incomingDir;
+  const bucket = /^(s3a?:\/\/[^/]+)/.exec(history?.eventLogDir ?? '')?.[1];
+  return bucket ? `${bucket}/spark-incoming` : undefined;
 }
 
 /** Where ended pods' logs are archived: the setting, else spark-logs beside an s3a:// event log dir. */

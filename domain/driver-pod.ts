@@ -4,7 +4,7 @@ import type { V1Container, V1EnvVar, V1Pod, V1PodSpec, V1Volume, V1VolumeMount }
 import type { ApplicationConfig, SecretMount } from '../schemas/index.js';
 import { keyFilePath } from './defaults.js';
 import { type DriverAddress, driverAddress } from './driver-dns.js';
-import { archiveFinalizers, eventLogEnv } from './event-log.js';
+import { archiveFinalizers, driverEventLogDir, eventLogEnv } from './event-log.js';
 import {
   ANNOTATION_ADMITTED, ANNOTATION_CONFIG, ANNOTATION_DRIVER_ADDRESS, ANNOTATION_SIZING, ANNOTATION_OVERRIDES, ANNOTATION_SUBMITTED_BY, DRIVER_CONTAINER, LABEL_APP, LABEL_JOB,
   LABEL_TEMPLATE, RULES_VERSION, SPARK_ROLE,
@@ -115,6 +115,8 @@ function mergeEnv(ours: V1EnvVar[], own: V1EnvVar[] | undefined): V1EnvVar[] {
 export function renderDriverPod(pod: V1Pod, config: ApplicationConfig, id: AppIdentity, rules: AdmissionRules): V1Pod {
   const driver = config.driver ?? {};
   const props = sparkProperties(config, id, rules);
+  const eventLogDir = driverEventLogDir(rules.eventLog, props, id.appName);
+  if (eventLogDir !== undefined) props['spark.eventLog.dir'] = eventLogDir;
   const memory = `${podMemoryMib(parseMemoryMib(driver.memory ?? '1g'), rules.sizing.memoryOverheadFactor)}Mi`;
   const { volumes, mounts } = driverVolumes(config);
   const spec = pod.spec ?? { containers: [] };
@@ -124,7 +126,7 @@ export function renderDriverPod(pod: V1Pod, config: ApplicationConfig, id: AppId
     name: original?.name ?? DRIVER_CONTAINER,
     image: config.image,
     args: driverArgs(config, props, rules.master),
-    env: mergeEnv([...driverEnv(config), ...eventLogEnv(rules.eventLog, config.engineConf)], original?.env),
+    env: mergeEnv([...driverEnv(config), ...eventLogEnv(rules.eventLog, config.engineConf, id.appName)], original?.env),
     ports: [
       { name: 'driver-rpc-port', containerPort: DRIVER_PORTS.rpc, protocol: 'TCP' },
       { name: 'blockmanager', containerPort: DRIVER_PORTS.blockManager, protocol: 'TCP' },

@@ -3,6 +3,7 @@
 // submission may still override each key), and marks each run with its appName so the service
 // can tell which Spark application id belongs to which application.
 import type { V1EnvVar } from '@kubernetes/client-node';
+import { appEventLogDir, eventLogSecretName } from './event-log-access.js';
 
 export interface EventLogRules {
   /** Where drivers write their event logs: `file:///…` in local mode, `s3a://bucket/prefix` or a volume on Kubernetes. */
@@ -24,6 +25,12 @@ export interface S3EventLogStore {
    * never are, so neither the API nor the Spark UI's environment page shows them.
    */
   credentialsSecret?: string;
+  /**
+   * Object storage per application (event-log-access.ts): each driver writes into its own folder
+   * under this `s3a://` directory with a key of its own (the Secret `<appName>-event-log`, which
+   * the controller creates), instead of into `dir` with `credentialsSecret`.
+   */
+  incomingDir?: string;
 }
 
 /**
@@ -69,11 +76,26 @@ export function eventLogDefaults(rules: EventLogRules | undefined): Record<strin
   return defaults;
 }
 
-/** The driver's variables from the credentials Secret, when its run writes an event log to object storage. */
-export function eventLogEnv(rules: EventLogRules | undefined, engineConf: Record<string, string> | undefined): V1EnvVar[] {
-  const secret = rules?.s3?.credentialsSecret;
+/**
+ * The driver's variables from the credentials Secret, when its run writes an event log to object
+ * storage: its application's own Secret when each application has a key, else the shared one.
+ */
+export function eventLogEnv(rules: EventLogRules | undefined, engineConf: Record<string, string> | undefined, appName: string): V1EnvVar[] {
+  const secret = rules?.s3?.incomingDir ? eventLogSecretName(appName) : rules?.s3?.credentialsSecret;
   if (!secret || !writesEventLog(engineConf)) return [];
   return S3_CREDENTIAL_VARIABLES.map((name) => ({ name, valueFrom: { secretKeyRef: { name: secret, key: name } } }));
+}
+
+/**
+ * Where the driver writes its event log: with a key per application, its own folder instead of
+ * the shared directory (the effective config keeps the shared one: that is where the log ends up,
+ * once the controller has moved it). A directory the run chose itself is left as it is.
+ */
+export function driverEventLogDir(rules: EventLogRules | undefined, props: Record<string, string>, appName: string): string | undefined {
+  const dir = props['spark.eventLog.dir'];
+  const incoming = rules?.s3?.incomingDir;
+  if (!incoming || !rules || dir === undefined || !writesEventLog(props)) return dir;
+  return dir.replace(/\/+$/, '') === rules.dir.replace(/\/+$/, '') ? appEventLogDir(incoming, appName) : dir;
 }
 
 /** Whether an application's effective config had Spark write an event log. */

@@ -5,6 +5,7 @@ export * from './driver-dns.js';
 export * from './driver-pod.js';
 export * from './effective-config.js';
 export * from './event-log.js';
+export * from './event-log-access.js';
 export * from './executor-guard.js';
 export * from './executor-pod.js';
 export * from './kubernetes-properties.js';

@@ -498,6 +498,18 @@ export interface NodePoolsFile {
      */
     credentialsSecret?: string;
     /**
+     * How drivers get their object-store key: shared, every driver the one of credentialsSecret (any application's code reads and writes every event log under eventLogDir); versitygw, a key per application made by the controller through versitygw's admin API, reaching only that application's folder under incomingDir (docs/security.md "Object storage per application").
+     */
+    driverKeys?: 'shared' | 'versitygw';
+    /**
+     * With a key per application: where each driver writes its event log, in a folder of its own, until the controller moves it into eventLogDir (default: spark-incoming in the event logs' bucket).
+     */
+    incomingDir?: string;
+    /**
+     * With driverKeys versitygw: its admin API (default: s3Endpoint, where versitygw serves it unless started with --admin-port); the controller's key (the api's) must be a versitygw admin.
+     */
+    storeAdminEndpoint?: string;
+    /**
      * Where the controller archives ended pods' logs (default: spark-logs in the event logs' bucket); driver pods carry a finalizer until it has.
      */
     logArchiveDir?: string;

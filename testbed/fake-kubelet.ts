@@ -23,7 +23,7 @@ import { logStream } from '../cluster/local/log-stream.js';
 import { isAlive, killGroup, readExitCode, startDriverPod } from '../cluster/local/process-runner.js';
 import { localCores } from '../cluster/local/spark-command.js';
 import { LogTimes, withTimes } from './fake-kubelet-log-times.js';
-import { materializeSecretVolumes, removeSecretVolumes } from './secret-volumes.js';
+import { materializeSecretVolumes, readWhenThere, removeSecretVolumes } from './secret-volumes.js';
 
 export interface FakeKubeletOptions {
   clients: KubeClients;
@@ -161,7 +161,8 @@ export class FakeKubelet {
     for (const variable of container?.env ?? []) {
       const ref = variable.valueFrom?.secretKeyRef;
       if (!ref) { env.push(variable); continue; }
-      const secret = await this.options.clients.core.readNamespacedSecret({ name: ref.name!, namespace: this.options.namespace }).catch(() => undefined);
+      // As a kubelet: the container waits for a Secret that does not exist yet (CreateContainerConfigError, tried again).
+      const secret = await readWhenThere((name) => this.options.clients.core.readNamespacedSecret({ name, namespace: this.options.namespace }), ref.name!, ref.optional === true).catch(() => undefined);
       const data = secret?.data?.[ref.key];
       if (data === undefined && !ref.optional) throw new Error(`secret ${ref.name} has no key ${ref.key}`);
       if (data !== undefined) env.push({ name: variable.name, value: Buffer.from(data, 'base64').toString('utf8') });

@@ -25,7 +25,7 @@ const sleep = (ms: number) => new Promise((ok) => setTimeout(ok, ms));
  * answers. On loopback unless `host` names another address (the real node's pods reach the
  * machine's own address, not its loopback).
  */
-export async function startS3Server(binary: string, dir: string, bucket = 'spark-history', host = '127.0.0.1'): Promise<S3Server> {
+export async function startS3Server(binary: string, dir: string, bucket = 'spark-history', host = '127.0.0.1', options: { users?: boolean } = {}): Promise<S3Server> {
   const data = join(dir, 'data');
   const meta = join(dir, 'meta');
   mkdirSync(data, { recursive: true });
@@ -35,7 +35,11 @@ export async function startS3Server(binary: string, dir: string, bucket = 'spark
   const secretKey = randomBytes(18).toString('base64url');
   const log = openSync(join(dir, 's3-server.log'), 'a');
   // Credentials through the environment, not the command line (which every user can read).
-  const child: ChildProcess = spawn(binary, ['--port', `${host}:${port}`, 'posix', '--sidecar', meta, data], {
+  // `users`: the gateway's own IAM (a directory of accounts), so its admin API can create users
+  // (one key per application, domain/event-log-access.ts); without it the root key is the only one.
+  const iam = options.users ? ['--iam-dir', join(dir, 'iam')] : [];
+  if (options.users) mkdirSync(join(dir, 'iam'), { recursive: true });
+  const child: ChildProcess = spawn(binary, ['--port', `${host}:${port}`, ...iam, 'posix', '--sidecar', meta, data], {
     stdio: ['ignore', log, log],
     env: { ...process.env, ROOT_ACCESS_KEY_ID: accessKey, ROOT_SECRET_ACCESS_KEY: secretKey },
   });

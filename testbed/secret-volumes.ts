@@ -16,7 +16,7 @@ export type ReadSecret = (name: string) => Promise<V1Secret>;
 
 const notFound = (error: unknown) => (error as { code?: number }).code === 404;
 
-async function readWhenThere(read: ReadSecret, name: string, optional: boolean): Promise<V1Secret | undefined> {
+export async function readWhenThere(read: ReadSecret, name: string, optional: boolean): Promise<V1Secret | undefined> {
   // A kubelet keeps the pod in ContainerCreating and tries again; a missing optional Secret is an empty volume.
   for (let attempt = 0; ; attempt++) {
     try {

@@ -189,6 +189,26 @@ export class ObjectStore {
     }
   }
 
+  /** Copies an object within the bucket (server side); `to` is written even if it exists: callers check first. */
+  async copy(from: string, to: string): Promise<void> {
+    await this.client.copyObject(this.bucket, to, `/${this.bucket}/${from}`);
+  }
+
+  /** The bucket's policy document (JSON), undefined when it has none. */
+  async bucketPolicy(): Promise<string | undefined> {
+    try {
+      return await this.client.getBucketPolicy(this.bucket);
+    } catch (error) {
+      if ((error as { code?: string }).code === 'NoSuchBucketPolicy') return undefined;
+      throw error;
+    }
+  }
+
+  /** Replaces the bucket's policy; undefined deletes it. */
+  async setBucketPolicy(policy: string | undefined): Promise<void> {
+    await this.client.setBucketPolicy(this.bucket, policy ?? '');
+  }
+
   /** Every object under `prefix`, page by page (the listing is streamed by the client). */
   async *list(prefix: string, recursive = true): AsyncGenerator<StoredObject | { prefix: string }> {
     for await (const item of this.client.listObjectsV2(this.bucket, prefix, recursive)) {

@@ -25,6 +25,7 @@ import { configCopyPatch } from './config-copy.js';
 import { admittedAsExpected, type ApiAdmission, expectedAdmission } from './expected-admission.js';
 import { patchJson, postJson } from './json-call.js';
 import type { Log as LogFn } from './informers.js';
+import { EventLogAccess, type EventLogAccessOptions } from './event-log-access.js';
 import { LeaderElection } from './leader-election.js';
 import type { LeaseTiming } from './lease-decision.js';
 import { isLogContainer, type LogArchive, LogArchiver, type LogArchiverOptions, type LogContainer } from './log-archive.js';
@@ -58,6 +59,8 @@ export interface KubernetesClusterOptions {
   logArchiveGiveUpMs?: number;
   /** Following running pods' logs into the archive (log-archive.ts): limit, size cap, spool directory. */
   logFollow?: Pick<LogArchiverOptions, 'followLimit' | 'maxLogBytes' | 'spoolDir'>;
+  /** A key per application for its event log (event-log-access.ts); absent: drivers share one. */
+  eventLogAccess?: Pick<EventLogAccessOptions, 'keys' | 'store' | 'incomingPrefix' | 'eventLogPrefix'>;
 }
 
 export class KubernetesCluster implements Cluster {
@@ -69,6 +72,7 @@ export class KubernetesCluster implements Cluster {
   readonly reconciler: Reconciler;
   readonly leader?: LeaderElection;
   readonly archiver?: LogArchiver;
+  readonly eventLogAccess?: EventLogAccess;
   private started?: Promise<void>;
 
   constructor(private readonly options: KubernetesClusterOptions) {
@@ -77,7 +81,7 @@ export class KubernetesCluster implements Cluster {
     this.cache = new AppCache({
       clients: options.clients, namespace: options.namespace, log,
       onRecord: (type, record) => this.events.publish(type, record),
-      onTouch: (name) => { this.reconciler.enqueue(name); this.archiver?.touch(name); },
+      onTouch: (name) => { this.reconciler.enqueue(name); this.archiver?.touch(name); this.eventLogAccess?.touch(name); },
       onExecutor: (pod) => this.archiver?.touchExecutor(pod),
     });
     this.reconciler = new Reconciler({
@@ -91,6 +95,12 @@ export class KubernetesCluster implements Cluster {
         isLeader: () => this.leader?.isLeader ?? false,
       });
     }
+    if (options.eventLogAccess && (options.controller ?? true)) {
+      this.eventLogAccess = new EventLogAccess({
+        ...options.eventLogAccess, clients: options.clients, namespace: options.namespace, cache: this.cache, log,
+        isLeader: () => this.leader?.isLeader ?? false,
+      });
+    }
     if (options.controller ?? true) {
       const lease = options.lease ?? {};
       this.leader = new LeaderElection({
@@ -98,7 +108,7 @@ export class KubernetesCluster implements Cluster {
         name: lease.name ?? 'submission-service-controller',
         identity: lease.identity ?? `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`,
         timing: { leaseMs: lease.leaseMs, renewDeadlineMs: lease.renewDeadlineMs, retryMs: lease.retryMs },
-        onStartedLeading: () => { this.reconciler.activate(); this.archiver?.touchAll(); },
+        onStartedLeading: () => { this.reconciler.activate(); this.archiver?.touchAll(); this.eventLogAccess?.startedLeading(); },
         onStoppedLeading: () => { this.reconciler.deactivate(); void this.archiver?.stopFollowing(); },
       });
     }

@@ -17,12 +17,12 @@ t.test('event logs in object storage: S3A settings and the Secret by name, overr
   t.equal(conf['spark.hadoop.fs.s3a.endpoint'], s3.endpoint);
   t.equal(conf['spark.hadoop.fs.s3a.path.style.access'], 'true');
   t.notOk(Object.keys(conf).some((key) => key.startsWith('spark.kubernetes.executor.secretKeyRef.')), 'executors get no object-store key: only the driver writes the event log');
-  t.same(eventLogEnv(rules.eventLog, conf), [
+  t.same(eventLogEnv(rules.eventLog, conf, 'pi-1'), [
     { name: 'AWS_ACCESS_KEY_ID', valueFrom: { secretKeyRef: { name: 'spark-history-s3', key: 'AWS_ACCESS_KEY_ID' } } },
     { name: 'AWS_SECRET_ACCESS_KEY', valueFrom: { secretKeyRef: { name: 'spark-history-s3', key: 'AWS_SECRET_ACCESS_KEY' } } },
   ], 'the driver gets them as secretKeyRef variables');
   const off = applyDefaults({ engineConf: { 'spark.eventLog.enabled': 'false' } }, rules).engineConf!;
-  t.same(eventLogEnv(rules.eventLog, off), [], 'a run without an event log gets no credentials');
+  t.same(eventLogEnv(rules.eventLog, off, 'pi-1'), [], 'a run without an event log gets no credentials');
   const own = applyDefaults({ engineConf: { 'spark.eventLog.dir': 's3a://team/logs' } }, rules).engineConf!;
   t.equal(own['spark.eventLog.dir'], 's3a://team/logs', 'a submission or template may override the directory');
 });

@@ -95,6 +95,12 @@ t.test('drivers get their own object-store key, never the controller\'s; executo
   t.same(Object.keys(conf).filter((k) => k.includes('secretKeyRef')), [], 'executors get no key');
 });
 
+t.test('driverKeys versitygw: admission gives each driver its own Secret and folder', async (t) => {
+  const rules = rulesOf(renderChart({ ...HISTORY, 'history.driverKeys': 'versitygw' }), t);
+  t.match(rules.eventLog?.s3?.incomingDir, /^s3a:\/\/[a-z0-9.-]+\/spark-incoming$/, 'drivers write into folders under spark-incoming');
+  t.equal(rulesOf(renderChart(HISTORY), t).eventLog?.s3?.incomingDir, undefined, 'shared (the default): no folders, the shared key');
+});
+
 t.test('the install notes say in plain words what drivers can reach in object storage', async (t) => {
   // Helm prints NOTES.txt only at install (which wants a cluster): a copy of the chart renders it
   // as a template, the text wrapped in a define and handed out as one JSON string.
@@ -113,6 +119,11 @@ t.test('the install notes say in plain words what drivers can reach in object st
   const own = notes({ ...HISTORY, 'history.driverCredentialsSecret': 'drivers-s3' });
   t.match(own, /Drivers get drivers-s3, not the controller's key/);
   t.match(own, /this chart cannot give each application a key of its own/);
+  const perApp = notes({ ...HISTORY, 'history.driverKeys': 'versitygw' });
+  t.match(perApp, /Object storage is separated per application: the controller makes each driver a key of its own \(versitygw admin API\)/);
+  t.match(perApp, /only that application's folder under s3a:\/\/[a-z0-9.-]+\/spark-incoming\//, 'and names where the folders are');
+  t.notMatch(perApp, /NOT separated/);
+  t.match(notes(HISTORY), /set history\.driverKeys=versitygw for a key per application/, 'the shared default says what would separate them');
   t.match(notes({ ...HISTORY, 'networkPolicy.enabled': 'false' }), /any pod in the cluster can open every driver's Spark UI/);
   t.match(notes(HISTORY), /take effect only if the cluster's network plugin enforces NetworkPolicy/);
 });

@@ -72,6 +72,9 @@ prometheus.io/path: /metrics
 {{- $h := dict "enabled" true "eventLogDir" .Values.history.eventLogDir "pathStyleAccess" .Values.history.pathStyleAccess "credentialsSecret" (include "ss.driverCredentialsSecret" .) "serverUrl" (printf "http://submission-service-history.%s.svc:%v" .Release.Namespace .Values.history.server.port) -}}
 {{- with .Values.history.logArchiveDir }}{{ $_ := set $h "logArchiveDir" . }}{{ end -}}
 {{- with .Values.history.s3Endpoint }}{{ $_ := set $h "s3Endpoint" . }}{{ end -}}
+{{- with .Values.history.driverKeys }}{{ $_ := set $h "driverKeys" . }}{{ end -}}
+{{- with .Values.history.incomingDir }}{{ $_ := set $h "incomingDir" . }}{{ end -}}
+{{- with .Values.history.storeAdminEndpoint }}{{ $_ := set $h "storeAdminEndpoint" . }}{{ end -}}
 {{- toJson $h -}}
 {{- else -}}
 {"enabled": false}
@@ -84,9 +87,14 @@ when one is set, else the controller's (NOTES.txt says what that shares). */}}
 {{ .Values.history.driverCredentialsSecret | default .Values.history.credentialsSecret }}
 {{- end -}}
 
-{{/* Whether drivers hold the controller's own key (no driverCredentialsSecret of their own). */}}
+{{/* Whether drivers hold the controller's own key (no driverCredentialsSecret of their own, no key per application). */}}
 {{- define "ss.driversShareControllerKey" -}}
-{{- if eq (include "ss.driverCredentialsSecret" .) .Values.history.credentialsSecret }}true{{ end -}}
+{{- if and (not (include "ss.keyPerApplication" .)) (eq (include "ss.driverCredentialsSecret" .) .Values.history.credentialsSecret) }}true{{ end -}}
+{{- end -}}
+
+{{/* Whether the controller makes each driver a key of its own (history.driverKeys other than shared). */}}
+{{- define "ss.keyPerApplication" -}}
+{{- if and .Values.history.driverKeys (ne .Values.history.driverKeys "shared") }}true{{ end -}}
 {{- end -}}
 
 {{/* S3A's credentials from history.credentialsSecret (the controller's key: api and History
@@ -116,3 +124,8 @@ number read from a values file is a float to Helm: printed as an integer (100000
 {{- end }}
 {{- join "\n" $lines }}
 {{- end }}
+
+{{/* Where drivers' folders are with a key per application: history.incomingDir, else spark-incoming in the event logs' bucket. */}}
+{{- define "ss.incomingDir" -}}
+{{- .Values.history.incomingDir | default (printf "%s/spark-incoming" (regexFind "^s3a?://[^/]+" .Values.history.eventLogDir)) -}}
+{{- end -}}
