@@ -59,11 +59,19 @@ export interface ReconcilerOptions {
 const isInitial = (status: ApplicationStatus): boolean =>
   status.state === 'PENDING' && !status.stateDetail && (status.transitions?.length ?? 0) <= 1;
 
+/** Adds to a set of uids kept for a while (cleared past 10,000: the worst is one more idempotent call). */
+function remember(set: Set<string>, uid: string): void {
+  if (set.size >= 10_000) set.clear();
+  set.add(uid);
+}
+
 interface Calls { putJson: typeof putJson; patchJson: typeof patchJson; deletePod: typeof deleteJson }
 
 export class Reconciler {
   /** Applications (by uid) whose config was corrected: at most once each, so a difference that stays never loops. */
   private readonly corrected = new Set<string>();
+  /** Driver pods (by uid) deleted for a stop request. */
+  private readonly podsStopped = new Set<string>();
   /** Its queue, workers and terms (controller.ts); registered with the manager (manager.ts). */
   readonly controller: Controller;
 
@@ -145,8 +153,11 @@ export class Reconciler {
     }
     // A user's stop: the pod goes once KILLED is stored (executors are owned by the driver pod:
     // the garbage collector and Spark remove them).
-    if (stored && resource.spec.stopRequested && status.state === 'KILLED' && driver && !driver.deleted && !driver.pod.metadata?.deletionTimestamp) {
-      await this.write('stop', name, context, (signal) => this.calls.deletePod(this.options.clients.kc, `/api/v1/namespaces/${this.options.namespace}/pods/${name}`, { preconditions: { uid: driver.pod.metadata?.uid } }, signal));
+    const podUid = driver?.pod.metadata?.uid ?? name;
+    if (stored && resource.spec.stopRequested && status.state === 'KILLED' && driver && !driver.deleted && !driver.pod.metadata?.deletionTimestamp && !this.podsStopped.has(podUid)) {
+      const deleted = await this.write('stop', name, context, (signal) => this.calls.deletePod(this.options.clients.kc, `/api/v1/namespaces/${this.options.namespace}/pods/${name}`, { preconditions: { uid: driver.pod.metadata?.uid } }, signal));
+      // Until the pod's deletion reaches the cache, a pass would delete it again: harmless, but not needed.
+      if (deleted) remember(this.podsStopped, podUid);
     }
     if (isTerminal(status.state) && driver?.deleted) cache.forgetDeletedDriver(name);
     return requeueAfterMs === undefined ? undefined : { requeueAfterMs };
@@ -164,8 +175,7 @@ export class Reconciler {
       const uid = resource.metadata.uid ?? resource.metadata.name;
       const admitted = readConfig(pod);
       if (!admitted || this.corrected.has(uid) || canonicalJson(admitted) === canonicalJson(resource.spec.config)) return undefined;
-      if (this.corrected.size > 10_000) this.corrected.clear();
-      this.corrected.add(uid);
+      remember(this.corrected, uid);
       this.options.log?.(`reconcile ${resource.metadata.name}: the webhook admitted another config than the API expected (do both read the same node-pool file?); the Application takes the admitted one`);
     }
     return configCopyPatch(resource, pod);
