@@ -10,7 +10,7 @@
 // Every controller of the manager (manager.ts) runs on one of these.
 // Hand-written: no maintained JavaScript package offers this (dedup, one-in-flight per key,
 // per-item backoff); the available queues are job runners (concurrency, not keys) or
-// abandoned. It is small and has its own unit tests (test/controller/work-queue.test.ts).
+// abandoned. It is small and has its own unit tests (test/unit/work-queue.test.ts).
 
 /** Where timers come from: real ones by default, a fake clock in tests. */
 export interface Timers {
