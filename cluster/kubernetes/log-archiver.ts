@@ -175,6 +175,7 @@ export class LogArchiver {
   }
 
   private async reconcile(key: string, context: ReconcileContext): Promise<void> {
+    if (!context.mayWrite()) return; // only the leader reads logs to keep them
     const found = this.find(key);
     if (!found || !hasFinalizer(found.pod)) return;
     const { pod, appName, container, containerName } = found;
