@@ -28,6 +28,7 @@ import type { Log as LogFn } from './informers.js';
 import type { LogArchive, LogContainer } from './log-archive.js';
 import { capMarker, LogFollower, PartBuffers } from './log-follower.js';
 import { openPodLog } from './log-request.js';
+import { finalizerRemoval } from './release-finalizers.js';
 import { realTimers, type WorkQueueOptions } from './work-queue.js';
 
 export interface LogArchiverOptions {
@@ -290,15 +291,9 @@ export class LogArchiver {
 
   /** Removes the finalizer (a JSON patch that tests it is still at that index). */
   private async release(pod: V1Pod): Promise<void> {
-    const index = pod.metadata?.finalizers?.indexOf(LOG_ARCHIVE_FINALIZER) ?? -1;
-    if (index < 0) return;
-    await this.options.clients.core.patchNamespacedPod({
-      name: pod.metadata!.name!, namespace: this.options.namespace,
-      body: [
-        { op: 'test', path: `/metadata/finalizers/${index}`, value: LOG_ARCHIVE_FINALIZER },
-        { op: 'remove', path: `/metadata/finalizers/${index}` },
-      ],
-    }).catch((error: unknown) => {
+    const body = finalizerRemoval(pod);
+    if (!body) return;
+    await this.options.clients.core.patchNamespacedPod({ name: pod.metadata!.name!, namespace: this.options.namespace, body }).catch((error: unknown) => {
       const code = (error as { code?: number }).code;
       if (code !== 404 && code !== 422) throw error; // gone, or changed meanwhile (the next event retries)
     });

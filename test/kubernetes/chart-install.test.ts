@@ -10,14 +10,15 @@
 // Service gets an admitted, sized driver pod with no review by the webhook (the API admits its
 // own pods), while the admin's pod with the same mark is reviewed; `helm upgrade` with a changed value rolls the
 // api and webhook pods while submissions keep coming, and none fails; `helm uninstall` removes
-// the release and leaves what the chart says it keeps (manifests/README.md, "Uninstall").
+// the release and leaves what the chart says it keeps (manifests/README.md, "Uninstall"), and
+// its pre-delete hook leaves no pod that would stay Terminating.
 import t from 'tap';
 import { AdmissionregistrationV1Api, ApiextensionsV1Api, AppsV1Api } from '@kubernetes/client-node';
 import { APPS, chartNodeUnavailable, installChart, NS, post, RELEASE, readyPod } from '../helpers/chart.js';
 import { eventually } from '../helpers/kubernetes.js';
 import { sample } from '../helpers/metrics.js';
 import { chartDir } from '../manifests/helm.js';
-import { ANNOTATION_ADMITTED, LABEL_JOB } from '../../domain/index.js';
+import { ANNOTATION_ADMITTED, LABEL_JOB, LOG_ARCHIVE_FINALIZER } from '../../domain/index.js';
 
 const skip = chartNodeUnavailable();
 
@@ -127,6 +128,13 @@ t.test('the chart, installed on a real node', { skip }, async (t) => {
     t.equal((await core.listNamespacedPod({ namespace: APPS })).items.length, records, 'with its driver pods');
     const auth = await core.readNamespacedSecret({ name: 'submission-service-auth', namespace: NS });
     t.match(Buffer.from(auth.data!['keys.json'], 'base64').toString(), admin.id, 'the auth Secret is kept, with its keys');
+    // The finalizer's uninstall path: the pre-delete hook took it off (templates/uninstall-hook.yaml),
+    // so pods deleted with no controller left go instead of staying Terminating.
+    const kept = (await core.listNamespacedPod({ namespace: APPS })).items;
+    t.notOk(kept.some((p) => p.metadata?.finalizers?.includes(LOG_ARCHIVE_FINALIZER)), 'no kept pod holds the log-archive finalizer');
+    await core.deleteCollectionNamespacedPod({ namespace: APPS });
+    const terminating = await eventually(async () => (await core.listNamespacedPod({ namespace: APPS })).items.length, (n) => n === 0, { what: 'the deleted pods to go', timeoutMs: 120_000, intervalMs: 500 });
+    t.equal(terminating, 0, 'after uninstall, deleted pods go: none stays Terminating');
   });
   process.stderr.write(`chart-install: whole test ${((Date.now() - started) / 1000).toFixed(0)} s\n`);
 });
