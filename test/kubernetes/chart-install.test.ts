@@ -12,8 +12,8 @@
 // api and webhook pods while submissions keep coming, and none fails; `helm uninstall` removes
 // the release and leaves what the chart says it keeps (manifests/README.md, "Uninstall"), and
 // its pre-delete hook leaves no pod that would stay Terminating.
-import t from 'tap';
-import { AdmissionregistrationV1Api, ApiextensionsV1Api, AppsV1Api } from '@kubernetes/client-node';
+import t, { type Test } from 'tap';
+import { AdmissionregistrationV1Api, ApiextensionsV1Api, AppsV1Api, type CoreV1Api } from '@kubernetes/client-node';
 import { APPS, chartNodeUnavailable, installChart, NS, post, RELEASE, readyPod } from '../helpers/chart.js';
 import { eventually } from '../helpers/kubernetes.js';
 import { sample } from '../helpers/metrics.js';
@@ -21,6 +21,18 @@ import { chartDir } from '../manifests/helm.js';
 import { ANNOTATION_ADMITTED, LABEL_JOB, LOG_ARCHIVE_FINALIZER } from '../../domain/index.js';
 
 const skip = chartNodeUnavailable();
+
+/**
+ * The finalizer's uninstall path: the pre-delete hook took it off (templates/uninstall-hook.yaml),
+ * so pods deleted with no controller left go instead of staying Terminating.
+ */
+async function noPodStaysTerminating(t: Test, core: CoreV1Api): Promise<void> {
+  const kept = (await core.listNamespacedPod({ namespace: APPS })).items;
+  t.notOk(kept.some((p) => p.metadata?.finalizers?.includes(LOG_ARCHIVE_FINALIZER)), 'no kept pod holds the log-archive finalizer');
+  await core.deleteCollectionNamespacedPod({ namespace: APPS });
+  const left = await eventually(async () => (await core.listNamespacedPod({ namespace: APPS })).items.length, (n) => n === 0, { what: 'the deleted pods to go', timeoutMs: 120_000, intervalMs: 500 });
+  t.equal(left, 0, 'after uninstall, deleted pods go: none stays Terminating');
+}
 
 // A cold image build alone takes tens of minutes on two busy cores.
 t.setTimeout(120 * 60_000);
@@ -128,13 +140,7 @@ t.test('the chart, installed on a real node', { skip }, async (t) => {
     t.equal((await core.listNamespacedPod({ namespace: APPS })).items.length, records, 'with its driver pods');
     const auth = await core.readNamespacedSecret({ name: 'submission-service-auth', namespace: NS });
     t.match(Buffer.from(auth.data!['keys.json'], 'base64').toString(), admin.id, 'the auth Secret is kept, with its keys');
-    // The finalizer's uninstall path: the pre-delete hook took it off (templates/uninstall-hook.yaml),
-    // so pods deleted with no controller left go instead of staying Terminating.
-    const kept = (await core.listNamespacedPod({ namespace: APPS })).items;
-    t.notOk(kept.some((p) => p.metadata?.finalizers?.includes(LOG_ARCHIVE_FINALIZER)), 'no kept pod holds the log-archive finalizer');
-    await core.deleteCollectionNamespacedPod({ namespace: APPS });
-    const terminating = await eventually(async () => (await core.listNamespacedPod({ namespace: APPS })).items.length, (n) => n === 0, { what: 'the deleted pods to go', timeoutMs: 120_000, intervalMs: 500 });
-    t.equal(terminating, 0, 'after uninstall, deleted pods go: none stays Terminating');
+    await noPodStaysTerminating(t, core);
   });
   process.stderr.write(`chart-install: whole test ${((Date.now() - started) / 1000).toFixed(0)} s\n`);
 });

@@ -17,7 +17,7 @@ import type { PodLogQuery } from '../../cluster/kubernetes/log-request.js';
 import { installFakeClock, type FakeClock } from './fixtures/fake-clock.js';
 
 const FINALIZER = LOG_ARCHIVE_FINALIZER;
-const ended = { containerStatuses: [{ name: 'spark-kubernetes-driver', state: { terminated: { exitCode: 0 } } }], phase: 'Succeeded' };
+const ended = { containerStatuses: [{ name: 'spark-kubernetes-driver', image: 'spark', imageID: '', ready: false, restartCount: 0, state: { terminated: { exitCode: 0 } } }], phase: 'Succeeded' } as V1Pod['status'];
 
 function driverPod(extra: Partial<V1Pod['metadata']> = {}): V1Pod {
   return { metadata: { name: 'app-1', uid: 'uid-driver', finalizers: [FINALIZER], labels: { [LABEL_APP]: 'app-1' }, ...extra }, status: ended } as V1Pod;
