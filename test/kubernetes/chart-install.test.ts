@@ -23,10 +23,13 @@ import { ANNOTATION_ADMITTED, LABEL_JOB, LOG_ARCHIVE_FINALIZER } from '../../dom
 const skip = chartNodeUnavailable();
 
 /**
- * The finalizer's uninstall path: the pre-delete hook took it off (templates/uninstall-hook.yaml),
- * so pods deleted with no controller left go instead of staying Terminating.
+ * After uninstall: the auth Secret is kept with its keys; and the finalizer's uninstall path —
+ * the pre-delete hook took it off (templates/uninstall-hook.yaml), so pods deleted with no
+ * controller left go instead of staying Terminating.
  */
-async function noPodStaysTerminating(t: Test, core: CoreV1Api): Promise<void> {
+async function keptAfterUninstall(t: Test, core: CoreV1Api, adminId: string): Promise<void> {
+  const auth = await core.readNamespacedSecret({ name: 'submission-service-auth', namespace: NS });
+  t.match(Buffer.from(auth.data!['keys.json'], 'base64').toString(), adminId, 'the auth Secret is kept, with its keys');
   const kept = (await core.listNamespacedPod({ namespace: APPS })).items;
   t.notOk(kept.some((p) => p.metadata?.finalizers?.includes(LOG_ARCHIVE_FINALIZER)), 'no kept pod holds the log-archive finalizer');
   await core.deleteCollectionNamespacedPod({ namespace: APPS });
@@ -138,9 +141,7 @@ t.test('the chart, installed on a real node', { skip }, async (t) => {
     t.same(crds, ['applications.submission-service.io', 'configtemplates.submission-service.io'], 'the CRDs are kept');
     t.ok(await core.readNamespace({ name: APPS }), `namespace ${APPS} is kept`);
     t.equal((await core.listNamespacedPod({ namespace: APPS })).items.length, records, 'with its driver pods');
-    const auth = await core.readNamespacedSecret({ name: 'submission-service-auth', namespace: NS });
-    t.match(Buffer.from(auth.data!['keys.json'], 'base64').toString(), admin.id, 'the auth Secret is kept, with its keys');
-    await noPodStaysTerminating(t, core);
+    await keptAfterUninstall(t, core, admin.id);
   });
   process.stderr.write(`chart-install: whole test ${((Date.now() - started) / 1000).toFixed(0)} s\n`);
 });
