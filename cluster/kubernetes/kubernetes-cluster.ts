@@ -309,10 +309,19 @@ export class KubernetesCluster implements Cluster {
       if (found === undefined) return undefined;
     }
     // The cached record shows KILLED as soon as the request is in (it is what the controller
-    // will write); the wait is for the stored status, which the controller writes before the pod goes.
-    const ended = () => { const stored = this.cache.application(appName); return !stored || isTerminal(stored.status?.state); };
-    await this.cache.until(appName, ended, this.options.stopWaitMs ?? 10_000);
+    // will write); the wait is for the stored status and then the pod's deletion, in that order.
+    await this.cache.until(appName, () => this.stopCarriedOut(appName), this.options.stopWaitMs ?? 10_000);
     return this.cache.get(appName);
+  }
+
+  /** The controller has stored the end, and the pod of a KILLED run is being deleted (or gone). */
+  private stopCarriedOut(appName: string): boolean {
+    const stored = this.cache.application(appName);
+    if (!stored) return true;
+    if (!isTerminal(stored.status?.state)) return false;
+    if (stored.status?.state !== 'KILLED') return true; // it ended by itself first
+    const driver = this.cache.driver(appName);
+    return !driver || driver.deleted || Boolean(driver.pod.metadata?.deletionTimestamp);
   }
 
   async delete(appName: string): Promise<boolean> {
