@@ -23,6 +23,9 @@ const USAGE = `usage: submission-service <command> [options]
                    --allowed-origins URL,… (browser pages whose websockets are accepted besides the gateway's own origin)
                    --kernels-per-key N (default 5); its own key: SUBMISSION_SERVICE_API_KEY; the secret it
                    shares with the API (kernel labels, launchers): SUBMISSION_SERVICE_GATEWAY_SECRET
+  release-finalizers
+                   takes the log-archive finalizer off every pod of the applications namespace
+                   (the chart's pre-delete hook runs it)  --namespace NS [--kubeconfig F]
   keys create --role user|admin [--label L] | keys list | keys revoke ID
                    (--data-dir DIR, or --secret NAMESPACE/NAME [--kubeconfig F] for a cluster's keys)
   apps submit --job NAME [--template T] [--set executor.cores=4] [--file overrides.json] [--follow] [--dry-run]
@@ -41,6 +44,7 @@ async function main(argv: string[]): Promise<number> {
     case 'api': return (await import('./kubernetes.js')).apiCommand(rest);
     case 'webhook': return (await import('./kubernetes.js')).webhookCommand(rest);
     case 'gateway': return (await import('./gateway.js')).gatewayCommand(rest);
+    case 'release-finalizers': return (await import('./release-finalizers.js')).releaseFinalizersCommand(rest);
     case undefined: case '-h': case '--help': case 'help':
       process.stdout.write(USAGE);
       return command === undefined ? 2 : 0;

@@ -209,6 +209,15 @@ export function configTemplateCrd(index: SchemaIndex = indexSchemas()): Schema {
 }
 
 /**
+ * A user's stop, as a request in the Application's spec: the API writes it, the controller
+ * carries it out and writes KILLED (the one writer of status). Not part of the API's record.
+ */
+function withStopRequest(spec: Schema): Schema {
+  const stopRequested = { type: 'boolean', description: 'A user asked to stop this application: the controller deletes its driver pod and records KILLED. Set once, never unset.' };
+  return { ...spec, properties: { ...(spec.properties as Record<string, Schema>), stopRequested } };
+}
+
+/**
  * Application: the record the API keeps of each submission, so it outlives the driver pod.
  * `metadata.name` is the appName, `metadata.creationTimestamp` its createdAt.
  */
@@ -219,7 +228,7 @@ export function applicationCrd(index: SchemaIndex = indexSchemas()): Schema {
     plural: 'applications',
     shortNames: ['ssapp'],
     description: String(application.description),
-    spec: toStructural(pick(application, ['jobName', 'configTemplateName', 'config', 'submittedBy']), index),
+    spec: withStopRequest(toStructural(pick(application, ['jobName', 'configTemplateName', 'config', 'submittedBy']), index)),
     status: toStructural(pick(application, ['state', 'stateDetail', 'attempt', 'attempts', 'startedAt', 'endedAt', 'runningExecutors', 'transitions']), index),
     columns: [
       { name: 'Job', type: 'string', jsonPath: '.spec.jobName' },

@@ -257,8 +257,9 @@ export class AppCache {
         if (previous) this.count(previous.state, -1);
         this.count(record.state, 1);
         this.options.onRecord?.('changed', record);
-        this.notify(name);
       }
+      // Waiters are told of every change, shown or not: a stop waits for its pod's deletion too.
+      this.notify(name);
     }
     this.options.onTouch?.(name);
   }

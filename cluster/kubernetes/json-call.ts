@@ -47,6 +47,11 @@ export function putJson<T>(kc: KubeConfig, path: string, body: unknown, signal?:
   return sendJson<T>(kc, 'PUT', path, body, { signal });
 }
 
+/** Deletes the object at `path` with these DeleteOptions (e.g. a uid precondition); aborted with `signal`. */
+export function deleteJson<T>(kc: KubeConfig, path: string, options: unknown, signal?: AbortSignal): Promise<T> {
+  return sendJson<T>(kc, 'DELETE', path, options, { signal });
+}
+
 /**
  * client-node's authentication of a request (headers, TLS material, its agent), worked out
  * again at most every AUTH_REUSE_MS per KubeConfig: working it out costs about 0.25 ms of CPU

@@ -9,7 +9,7 @@ import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import { PassThrough, type Readable } from 'node:stream';
 import { Log, type V1Pod } from '@kubernetes/client-node';
-import type { ApplicationConfig, ApplicationState } from '../../schemas/index.js';
+import type { ApplicationConfig } from '../../schemas/index.js';
 import {
   type AdmissionRules, ANNOTATION_ADMITTED, ANNOTATION_SUBMITTED_BY, applicationLabels, DRIVER_CONTAINER, DRIVER_PORTS, LABEL_APP, LABEL_JOB, LABEL_TEMPLATE,
   KERNEL_CLAIMER_LABEL, LAUNCHER_SECRET_KEY, launcherSecretName, readConfig, withLauncherSecret,
@@ -21,14 +21,15 @@ import { type SubmissionInfo, submissionInfo } from '../submission-info.js';
 import { AppCache } from './app-cache.js';
 import { APPLICATIONS, FIELD_MANAGER, GROUP, type KubeClients, VERSION } from './client.js';
 import { kubeCall, kubeCallOrAbsent, missedAdmission, translate, webhookRefusal } from './errors.js';
-import { configCopyPatch } from './config-copy.js';
-import { admittedAsExpected, type ApiAdmission, expectedAdmission } from './expected-admission.js';
+import { type ApiAdmission, expectedAdmission } from './expected-admission.js';
 import { patchJson, postJson } from './json-call.js';
 import type { Log as LogFn } from './informers.js';
 import { EventLogAccess, type EventLogAccessOptions } from './event-log-access.js';
 import { LeaderElection } from './leader-election.js';
 import type { LeaseTiming } from './lease-decision.js';
-import { isLogContainer, type LogArchive, LogArchiver, type LogArchiverOptions, type LogContainer } from './log-archive.js';
+import { isLogContainer, type LogArchive, type LogContainer } from './log-archive.js';
+import { driverKey, executorKey, LogArchiver, type LogArchiverOptions } from './log-archiver.js';
+import { Manager } from './manager.js';
 import { Reconciler } from './reconciler.js';
 import { type ApplicationResource, applicationResource, desiredStatus, toRecord } from './records.js';
 import { ANNOTATION_IDEMPOTENCY, idempotencyOf } from '../app-record.js';
@@ -61,6 +62,8 @@ export interface KubernetesClusterOptions {
   logFollow?: Pick<LogArchiverOptions, 'followLimit' | 'maxLogBytes' | 'spoolDir'>;
   /** A key per application for its event log (event-log-access.ts); absent: drivers share one. */
   eventLogAccess?: Pick<EventLogAccessOptions, 'keys' | 'store' | 'incomingPrefix' | 'eventLogPrefix'>;
+  /** How long a stop waits for the controller to record the end before answering (default 10 s). */
+  stopWaitMs?: number;
 }
 
 export class KubernetesCluster implements Cluster {
@@ -69,6 +72,9 @@ export class KubernetesCluster implements Cluster {
   /** Fed by the cache: every change of what the API shows of an application. */
   readonly events = new EventFeed();
   readonly cache: AppCache;
+  /** One leader election and one cache driving the controllers below (manager.ts). */
+  readonly manager: Manager;
+  /** The status controller. */
   readonly reconciler: Reconciler;
   readonly leader?: LeaderElection;
   readonly archiver?: LogArchiver;
@@ -81,42 +87,54 @@ export class KubernetesCluster implements Cluster {
     this.cache = new AppCache({
       clients: options.clients, namespace: options.namespace, log,
       onRecord: (type, record) => this.events.publish(type, record),
-      onTouch: (name) => { this.reconciler.enqueue(name); this.archiver?.touch(name); this.eventLogAccess?.touch(name); },
-      onExecutor: (pod) => this.archiver?.touchExecutor(pod),
+      // The event-log keys are not a controller of the manager yet (their own serial queue): told beside it.
+      onTouch: (name) => { this.manager.applicationChanged(name); this.eventLogAccess?.touch(name); },
+      onExecutor: (pod) => this.manager.executorChanged(pod),
     });
-    this.reconciler = new Reconciler({
-      clients: options.clients, namespace: options.namespace, cache: this.cache, graceMs: options.missingPodGraceMs, log, resyncMs: options.resyncMs,
-      mayWrite: () => this.leader?.isLeader ?? false,
-    });
-    if (options.logArchive && (options.controller ?? true)) {
-      this.archiver = new LogArchiver({
-        clients: options.clients, namespace: options.namespace, cache: this.cache, archive: options.logArchive, log,
-        giveUpMs: options.logArchiveGiveUpMs, ...options.logFollow,
-        isLeader: () => this.leader?.isLeader ?? false,
-      });
-    }
-    if (options.eventLogAccess && (options.controller ?? true)) {
-      this.eventLogAccess = new EventLogAccess({
-        ...options.eventLogAccess, clients: options.clients, namespace: options.namespace, cache: this.cache, log,
-        isLeader: () => this.leader?.isLeader ?? false,
-      });
-    }
-    if (options.controller ?? true) {
-      const lease = options.lease ?? {};
-      this.leader = new LeaderElection({
-        clients: options.clients, namespace: options.namespace, log,
+    const controller = options.controller ?? true;
+    const lease = options.lease ?? {};
+    this.manager = new Manager({
+      cache: this.cache, log,
+      elect: controller ? (hooks) => new LeaderElection({
+        clients: options.clients, namespace: options.namespace, log, ...hooks,
+        onStartedLeading: () => { hooks.onStartedLeading(); this.eventLogAccess?.startedLeading(); },
         name: lease.name ?? 'submission-service-controller',
         identity: lease.identity ?? `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`,
         timing: { leaseMs: lease.leaseMs, renewDeadlineMs: lease.renewDeadlineMs, retryMs: lease.retryMs },
-        onStartedLeading: () => { this.reconciler.activate(); this.archiver?.touchAll(); this.eventLogAccess?.startedLeading(); },
-        onStoppedLeading: () => { this.reconciler.deactivate(); void this.archiver?.stopFollowing(); },
+      }) : undefined,
+    });
+    this.leader = this.manager.elector as LeaderElection | undefined;
+    const mayWrite = () => this.manager.isLeader;
+    if (options.eventLogAccess && controller) {
+      this.eventLogAccess = new EventLogAccess({
+        ...options.eventLogAccess, clients: options.clients, namespace: options.namespace, cache: this.cache, log, isLeader: mayWrite,
+      });
+    }
+    // The manager's controllers. Another controller registers here the same way: its reconcile
+    // function, its keys, and which of the cache's changes queue which of its keys.
+    this.reconciler = new Reconciler({
+      clients: options.clients, namespace: options.namespace, cache: this.cache, graceMs: options.missingPodGraceMs, log, resyncMs: options.resyncMs, mayWrite,
+    });
+    this.manager.register({ controller: this.reconciler.controller, application: (name) => [name] });
+    if (options.logArchive && controller) {
+      const archiver = new LogArchiver({
+        clients: options.clients, namespace: options.namespace, cache: this.cache, archive: options.logArchive, log,
+        giveUpMs: options.logArchiveGiveUpMs, ...options.logFollow, isLeader: mayWrite,
+      });
+      this.archiver = archiver;
+      this.manager.register({
+        controller: archiver.controller,
+        application: (name) => [driverKey(name)],
+        executorPod: (pod) => (pod.metadata?.name ? [executorKey(pod.metadata.name)] : []),
+        onStoppedLeading: () => archiver.stopFollowing(),
+        close: () => archiver.close(),
       });
     }
   }
 
   /** Lists and watches (the cache), then runs for the Lease. Reads wait for it; the wiring calls it before the port opens. */
   start(): Promise<void> {
-    this.started ??= this.cache.start().then(() => this.leader?.start());
+    this.started ??= this.manager.start();
     return this.started;
   }
 
@@ -198,7 +216,8 @@ export class KubernetesCluster implements Cluster {
       draft.metadata.creationTimestamp = pod.metadata.creationTimestamp ?? new Date();
       return { ok: true, record: toRecord(draft, desiredStatus(draft, { pod, deleted: false }, 0), { pod, deleted: false }), pod };
     }
-    if (expected && !admittedAsExpected(expected, pod)) await this.correctApplication(owner, pod);
+    // Admitted otherwise than expected (rules that differ between the API and the webhook): the
+    // controller corrects the Application from the pod, the config's one writer after creation.
     // The next read (this replica) sees it: the cache has caught up with both writes.
     const cached = await this.cache.until(appName, (r) => r !== undefined && Object.keys(r.config).length > 0 && this.cache.driver(appName) !== undefined);
     const record = cached ?? toRecord(owner, desiredStatus(owner, { pod, deleted: false }, 0), { pod, deleted: false });
@@ -218,22 +237,6 @@ export class KubernetesCluster implements Cluster {
       template = read.found?.config;
     }
     return expectedAdmission(bare, this.ns, rules, template);
-  }
-
-  /**
-   * The webhook admitted something else than the API expected (rules that differ between the
-   * two, a template replaced in between): the Application takes what was admitted, as the
-   * controller's copy would. If this fails the record shows the expected config; said in the log.
-   */
-  private async correctApplication(owner: ApplicationResource, pod: V1Pod): Promise<void> {
-    const patch = configCopyPatch(owner, pod);
-    if (!patch) return;
-    try {
-      await patchJson(this.options.clients.kc, `/apis/${GROUP}/${VERSION}/namespaces/${this.ns}/${APPLICATIONS}/${owner.metadata.name}?fieldManager=${FIELD_MANAGER}`, patch);
-    } catch (error) {
-      (this.options.log ?? ((m: string) => void process.stderr.write(`${m}\n`)))(
-        `application ${owner.metadata.name}: the webhook admitted another config than expected, and correcting the Application failed: ${(error as Error).message}`);
-    }
   }
 
   /** The launcher's Secret, owned by its Application (not its controller: the Application's controller is ours, its pod's). */
@@ -301,37 +304,35 @@ export class KubernetesCluster implements Cluster {
     return this.cache.until(appName, (r) => r === undefined || r.labels?.[KERNEL_CLAIMER_LABEL] === claimer);
   }
 
+  /**
+   * A user's stop is a request in the Application's spec (`spec.stopRequested`), written by
+   * whichever replica got it; the controller (reconciler.ts) writes KILLED, the one writer of
+   * status, and then deletes the driver pod. Answers once the cache shows the end (or after the
+   * wait, with the state then: the request stays, and the leader carries it out when it can).
+   */
   async stop(appName: string): Promise<AppRecord | undefined> {
     const record = await this.get(appName);
     if (!record || isTerminal(record.state)) return record;
-    // A user's decision, written at once by whichever replica got the request (the controller
-    // keeps a terminal status as it is); conditional on the version read, retried on conflict.
-    let final: ApplicationState | undefined;
-    for (let attempt = 0; ; attempt++) {
-      const resource = await this.orUndefined(`read application ${appName}`, () =>
-        this.custom.getNamespacedCustomObject({ ...this.records, name: appName })) as ApplicationResource | undefined;
-      if (!resource) return undefined;
-      if (isTerminal(resource.status?.state)) { final = resource.status!.state; break; }
-      const now = new Date().toISOString();
-      const current = desiredStatus(resource, this.cache.driver(appName), 0);
-      const status = { ...current, state: 'KILLED' as const, stateDetail: 'stopped by a user', endedAt: now, runningExecutors: 0,
-        transitions: [...(current.transitions ?? []), { state: 'KILLED' as const, at: now, detail: 'stopped by a user' }] };
-      try {
-        await this.custom.replaceNamespacedCustomObjectStatus({ ...this.records, name: appName, fieldManager: FIELD_MANAGER, body: { ...resource, status } });
-        final = 'KILLED';
-        break;
-      } catch (error) {
-        if ((error as { code?: number }).code !== 409 || attempt >= 5) throw translate(error, this.options.clients.server, `stop application ${appName}`);
-      }
+    const resource = this.cache.application(appName);
+    if (!resource?.spec.stopRequested) {
+      const found = await this.orUndefined(`stop application ${appName}`, () => patchJson(this.options.clients.kc,
+        `/apis/${GROUP}/${VERSION}/namespaces/${this.ns}/${APPLICATIONS}/${appName}?fieldManager=${FIELD_MANAGER}`, [{ op: 'add', path: '/spec/stopRequested', value: true }]));
+      if (found === undefined) return undefined;
     }
-    // The pod goes once the cache holds the stored state: the pod watch could otherwise bring the
-    // deletion (UNKNOWN by itself) before the Application watch brings the status written above,
-    // and the answer and the events would say UNKNOWN first.
-    const stored = (r: AppRecord | undefined) => r === undefined || r.state === final;
-    await this.cache.until(appName, stored);
-    // Executors are owned by the driver pod: the garbage collector (and Spark) remove them.
-    await this.orUndefined(`delete driver pod ${appName}`, () => this.core.deleteNamespacedPod({ name: appName, namespace: this.ns }));
-    return this.cache.until(appName, stored);
+    // The cached record shows KILLED as soon as the request is in (it is what the controller
+    // will write); the wait is for the stored status and then the pod's deletion, in that order.
+    await this.cache.until(appName, () => this.stopCarriedOut(appName), this.options.stopWaitMs ?? 10_000);
+    return this.cache.get(appName);
+  }
+
+  /** The controller has stored the end, and the pod of a KILLED run is being deleted (or gone). */
+  private stopCarriedOut(appName: string): boolean {
+    const stored = this.cache.application(appName);
+    if (!stored) return true;
+    if (!isTerminal(stored.status?.state)) return false;
+    if (stored.status?.state !== 'KILLED') return true; // it ended by itself first
+    const driver = this.cache.driver(appName);
+    return !driver || driver.deleted || Boolean(driver.pod.metadata?.deletionTimestamp);
   }
 
   async delete(appName: string): Promise<boolean> {
@@ -394,10 +395,6 @@ export class KubernetesCluster implements Cluster {
   }
 
   async close(): Promise<void> {
-    await this.started?.catch(() => undefined);
-    await this.leader?.stop();
-    this.reconciler.deactivate();
-    await this.archiver?.close();
-    await this.cache.stop();
+    await this.manager.stop();
   }
 }

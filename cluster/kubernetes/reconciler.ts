@@ -1,17 +1,20 @@
-// The controller: writes each Application's status on every transition, from the cache
-// (app-cache.ts), keyed by application name through a work queue that the informers feed.
-// Idempotent: reconciling a name twice writes nothing the second time. It also copies the
-// effective config from the admitted driver pod into an Application written without it (an
-// API without the webhook's rules; with them the API writes it at creation), and marks an
-// Application whose driver pod never appeared within `graceMs` UNKNOWN (a crash between
-// the two writes leaves no record that looks alive).
+// The status controller, the one writer of every Application's status: on every transition,
+// from the cache (app-cache.ts), keyed by application name. Idempotent: reconciling a name
+// twice writes nothing the second time. It also
+// - copies the effective config from the admitted driver pod into an Application written
+//   without it (an API without the webhook's rules; with them the API writes it at creation,
+//   and that is the config's one write), or written with another one (corrected, once);
+// - carries out a user's stop: the API sets `spec.stopRequested`, this writes KILLED and then
+//   deletes the driver pod;
+// - marks an Application whose driver pod never appeared within `graceMs` UNKNOWN (a crash
+//   between the two writes leaves no record that looks alive).
 //
-// The queue (work-queue.ts) gives client-go's guarantees: one worker per name at a time, a
-// burst of events for a name collapses into one more pass, a failed name comes back after its
-// own exponential backoff with jitter (capped), and a periodic resync queues every name again
-// so that a missed event heals. Only the leader (leader-election.ts) runs it; each write
-// first checks that this replica still leads (within its renew deadline), carries a
-// timeout, and is aborted when leadership ends.
+// It runs as one controller of the manager (manager.ts, controller.ts): client-go's queue
+// guarantees, per-name backoff, resync, only on the leader. Each write first checks that this
+// replica still leads (within its renew deadline), carries a timeout, and is aborted when
+// leadership ends.
+import type { V1Pod } from '@kubernetes/client-node';
+import { readConfig } from '../../domain/index.js';
 import { isTerminal, type Transition } from '../cluster.js';
 import type { AppCache } from './app-cache.js';
 import { APPLICATIONS, FIELD_MANAGER, GROUP, type KubeClients, VERSION } from './client.js';
@@ -20,10 +23,11 @@ import { configCopyPatch } from './config-copy.js';
 import { canonicalJson } from './expected-admission.js';
 import { apiStatus, statusCode } from './errors.js';
 import type { Log } from './informers.js';
-import { patchJson, putJson } from './json-call.js';
+import { deleteJson, patchJson, putJson } from './json-call.js';
 import { controllerQueue, controllerRetries, statusWrites, transitionSeconds } from './metrics.js';
-import { type ApplicationStatus, desiredStatus } from './records.js';
-import { type BackoffOptions, WorkQueue } from './work-queue.js';
+import { type ApplicationResource, type ApplicationStatus, desiredStatus } from './records.js';
+import { type BackoffOptions, type WorkQueue, type WorkQueueOptions } from './work-queue.js';
+import { Controller, type ReconcileContext, type ReconcileResult } from './controller.js';
 
 export interface ReconcilerOptions {
   clients: KubeClients;
@@ -42,15 +46,9 @@ export interface ReconcilerOptions {
   /** Timeout of each write (default 10 s). */
   writeTimeoutMs?: number;
   /** How writes reach the apiserver (default: json-call.ts); the unit tests pass a fake. */
-  calls?: { putJson: typeof putJson; patchJson: typeof patchJson };
-}
-
-/** One leadership term: its queue, its workers, and what aborts its writes. */
-interface Term {
-  queue: WorkQueue<string>;
-  abort: AbortController;
-  workers: Promise<void>[];
-  resync?: NodeJS.Timeout;
+  calls?: Partial<Calls>;
+  /** The queue's timers and clock (tests: a fake clock), and its overall retry bucket. */
+  queue?: WorkQueueOptions;
 }
 
 /**
@@ -61,115 +59,126 @@ interface Term {
 const isInitial = (status: ApplicationStatus): boolean =>
   status.state === 'PENDING' && !status.stateDetail && (status.transitions?.length ?? 0) <= 1;
 
+/** Adds to a set of uids kept for a while (cleared past 10,000: the worst is one more idempotent call). */
+function remember(set: Set<string>, uid: string): void {
+  if (set.size >= 10_000) set.clear();
+  set.add(uid);
+}
+
+interface Calls { putJson: typeof putJson; patchJson: typeof patchJson; deletePod: typeof deleteJson }
+
 export class Reconciler {
-  private term?: Term;
-  /** The workers of the previous term: the next term starts once they have finished. */
-  private previous: Promise<unknown> = Promise.resolve();
-  private idle: (() => void)[] = [];
+  /** Applications (by uid) whose config was corrected: at most once each, so a difference that stays never loops. */
+  private readonly corrected = new Set<string>();
+  /** Driver pods (by uid) deleted for a stop request. */
+  private readonly podsStopped = new Set<string>();
+  /** Its queue, workers and terms (controller.ts); registered with the manager (manager.ts). */
+  readonly controller: Controller;
 
-  constructor(private readonly options: ReconcilerOptions) {}
+  constructor(private readonly options: ReconcilerOptions) {
+    this.controller = new Controller({
+      name: 'status',
+      reconcile: (name, context) => this.reconcile(name, context),
+      keys: () => options.cache.names(),
+      workers: options.workers,
+      resyncMs: options.resyncMs,
+      queue: { ...options.backoff, ...options.queue },
+      mayWrite: options.mayWrite,
+      onLength: (length) => controllerQueue.set(length),
+      onError: (name, error, ms, retries) => {
+        controllerRetries.inc();
+        options.log?.(`reconcile ${name}: ${(error as Error)?.message ?? String(error)}; retry ${retries} in ${ms} ms`);
+      },
+    });
+  }
 
-  private get calls() { return this.options.calls ?? { putJson, patchJson }; }
+  private get calls(): Calls { return { putJson, patchJson, deletePod: deleteJson, ...this.options.calls }; }
   private get graceMs() { return this.options.graceMs ?? 30_000; }
   /** An Application's path: its writes go as plain JSON calls on the kept-alive agent (json-call.ts), not through client-node. */
   private path(name: string) { return `/apis/${GROUP}/${VERSION}/namespaces/${this.options.namespace}/${APPLICATIONS}/${name}`; }
 
   /** The queue of the current term (tests: its lengths and retries). */
   get queue(): WorkQueue<string> | undefined {
-    return this.term?.queue;
+    return this.controller.queue;
   }
 
   /** Leader: reconcile everything once, then every change, and everything again every resync period. */
   activate(): void {
-    if (this.term) return;
-    const term: Term = { queue: new WorkQueue<string>(this.options.backoff), abort: new AbortController(), workers: [] };
-    this.term = term;
-    const queueAll = () => { for (const name of this.options.cache.names()) term.queue.add(name); controllerQueue.set(term.queue.length); };
-    queueAll();
-    term.resync = setInterval(queueAll, this.options.resyncMs ?? 300_000);
-    term.resync.unref();
-    // Writes of the last term were aborted when it ended; they have settled before these start.
-    void this.previous.then(() => {
-      if (term.abort.signal.aborted) return;
-      for (let i = 0; i < (this.options.workers ?? 4); i++) term.workers.push(this.work(term));
-    });
+    this.controller.activate();
   }
 
   /** No longer the leader: stop writing at once (writes in flight are aborted), drop the queue. */
   deactivate(): void {
-    const term = this.term;
-    if (!term) return;
-    this.term = undefined;
-    clearInterval(term.resync);
-    term.abort.abort();
-    term.queue.shutDown();
-    controllerQueue.set(0);
-    this.previous = Promise.resolve().then(() => Promise.all(term.workers));
-    for (const ok of this.idle.splice(0)) ok();
+    this.controller.deactivate();
   }
 
   enqueue(name: string): void {
-    this.term?.queue.add(name);
+    this.controller.enqueue(name);
   }
 
   /** Resolves when nothing is queued, in flight or waiting out a delay (tests, shutdown). */
   drained(): Promise<void> {
-    if (!this.term?.queue.busy) return Promise.resolve();
-    return new Promise((ok) => this.idle.push(ok));
+    return this.controller.drained();
   }
 
-  private async work(term: Term): Promise<void> {
-    const { queue } = term;
-    for (;;) {
-      const name = await queue.get();
-      if (name === undefined) return;
-      controllerQueue.set(queue.length);
-      try {
-        await this.reconcile(name, term);
-        queue.forget(name);
-      } catch (error) {
-        if (!queue.shuttingDown) {
-          const ms = queue.addRateLimited(name);
-          controllerRetries.inc();
-          this.options.log?.(`reconcile ${name}: ${(error as Error)?.message ?? String(error)}; retry ${queue.retries(name)} in ${ms} ms`);
-        }
-      } finally {
-        queue.done(name);
-        if (!queue.busy) for (const ok of this.idle.splice(0)) ok();
-      }
-    }
-  }
-
-  private async reconcile(name: string, term: Term): Promise<void> {
+  private async reconcile(name: string, context: ReconcileContext): Promise<ReconcileResult> {
     const { cache } = this.options;
     let resource = cache.application(name);
     if (!resource) return;
     const driver = cache.driver(name);
     let missing = false;
+    let requeueAfterMs: number | undefined;
     if (!driver && !isTerminal(resource.status?.state)) {
       const age = Date.now() - new Date(resource.metadata.creationTimestamp ?? 0).getTime();
       missing = age >= this.graceMs;
-      if (!missing) term.queue.addAfter(name, this.graceMs - age + 50);
+      if (!missing) requeueAfterMs = this.graceMs - age + 50;
     }
-    if (driver && Object.keys(resource.spec.config ?? {}).length === 0) {
-      // With the submission's annotations, so that GET .../submission still answers after the
-      // driver pod is deleted.
-      const patch = configCopyPatch(resource, driver.pod);
+    const patch = driver && this.configPatch(resource, driver.pod);
+    if (patch) {
       // The patched Application (its new resourceVersion) is what a status write in this pass
       // must build on: the cached one is now stale, and a write from it would only meet a 409.
-      const patched = patch && await this.write('config', name, term, (signal) => this.calls.patchJson(this.options.clients.kc, `${this.path(name)}?fieldManager=${FIELD_MANAGER}`, patch, signal));
+      const patched = await this.write('config', name, context, (signal) => this.calls.patchJson(this.options.clients.kc, `${this.path(name)}?fieldManager=${FIELD_MANAGER}`, patch, signal));
       if (patched && typeof patched === 'object') resource = patched as typeof resource;
     }
     const status = desiredStatus(resource, driver, cache.runningExecutors(name), { missing });
     // Within the grace period an Application whose pod the watch has not brought yet (it is
     // written first; its pod follows within milliseconds) has nothing to record: the pod's
     // event, or the grace timer above, brings the name back.
-    const waiting = !driver && !missing && resource.status === undefined;
-    if (!waiting && canonicalJson(status) !== canonicalJson(resource.status ?? {}) && !(resource.status === undefined && isInitial(status))) {
-      const ok = await this.write('status', name, term, (signal) => this.calls.putJson(this.options.clients.kc, `${this.path(name)}/status?fieldManager=${FIELD_MANAGER}`, { ...resource, status }, signal));
+    const waiting = !driver && !missing && resource.status === undefined && !resource.spec.stopRequested;
+    let stored = canonicalJson(status) === canonicalJson(resource.status ?? {});
+    if (!waiting && !stored && !(resource.status === undefined && isInitial(status))) {
+      const ok = await this.write('status', name, context, (signal) => this.calls.putJson(this.options.clients.kc, `${this.path(name)}/status?fieldManager=${FIELD_MANAGER}`, { ...resource, status }, signal));
       if (ok) this.observe(resource.status?.transitions ?? [], status.transitions ?? []);
+      stored = Boolean(ok);
+    }
+    // A user's stop: the pod goes once KILLED is stored (executors are owned by the driver pod:
+    // the garbage collector and Spark remove them).
+    const podUid = driver?.pod.metadata?.uid ?? name;
+    if (stored && resource.spec.stopRequested && status.state === 'KILLED' && driver && !driver.deleted && !driver.pod.metadata?.deletionTimestamp && !this.podsStopped.has(podUid)) {
+      const deleted = await this.write('stop', name, context, (signal) => this.calls.deletePod(this.options.clients.kc, `/api/v1/namespaces/${this.options.namespace}/pods/${name}`, { preconditions: { uid: driver.pod.metadata?.uid } }, signal));
+      // Until the pod's deletion reaches the cache, a pass would delete it again: harmless, but not needed.
+      if (deleted) remember(this.podsStopped, podUid);
     }
     if (isTerminal(status.state) && driver?.deleted) cache.forgetDeletedDriver(name);
+    return requeueAfterMs === undefined ? undefined : { requeueAfterMs };
+  }
+
+  /**
+   * The one write of spec.config after creation: the config admission gave the driver pod,
+   * with the submission's annotations (GET .../submission answers after the pod is gone), when
+   * the Application has none (an API without the webhook's rules) or another one (the API's
+   * rules differ from the webhook's: corrected once per Application, and said in the log).
+   */
+  private configPatch(resource: ApplicationResource, pod: V1Pod) {
+    const has = Object.keys(resource.spec.config ?? {}).length > 0;
+    if (has) {
+      const uid = resource.metadata.uid ?? resource.metadata.name;
+      const admitted = readConfig(pod);
+      if (!admitted || this.corrected.has(uid) || canonicalJson(admitted) === canonicalJson(resource.spec.config)) return undefined;
+      remember(this.corrected, uid);
+      this.options.log?.(`reconcile ${resource.metadata.name}: the webhook admitted another config than the API expected (do both read the same node-pool file?); the Application takes the admitted one`);
+    }
+    return configCopyPatch(resource, pod);
   }
 
   /**
@@ -180,13 +189,13 @@ export class Reconciler {
    * resync, brings the name back. Anything else throws: the name is retried after its backoff.
    * Resolves to what the apiserver answered (truthy) when written, false when not.
    */
-  private async write(kind: string, name: string, term: Term, run: (signal: AbortSignal) => Promise<unknown>): Promise<unknown> {
-    if (term.abort.signal.aborted || !(this.options.mayWrite?.() ?? true)) {
+  private async write(kind: string, name: string, context: ReconcileContext, run: (signal: AbortSignal) => Promise<unknown>): Promise<unknown> {
+    if (!context.mayWrite()) {
       statusWrites.inc({ kind, outcome: 'not-leader' });
       return false;
     }
     try {
-      const written = await withTimeout(`the ${kind} write of ${name}`, this.options.writeTimeoutMs ?? 10_000, (_, signal) => run(signal), term.abort.signal);
+      const written = await withTimeout(`the ${kind} write of ${name}`, this.options.writeTimeoutMs ?? 10_000, (_, signal) => run(signal), context.signal);
       statusWrites.inc({ kind, outcome: 'ok' });
       return written ?? true;
     } catch (error) {
@@ -200,7 +209,7 @@ export class Reconciler {
         this.options.log?.(`reconcile ${name}: the apiserver refused the ${kind} write (422): ${apiStatus(error).status?.message ?? (error as Error).message}`);
         return false;
       }
-      if (term.abort.signal.aborted && error instanceof CallTimeoutError) {
+      if (context.signal.aborted && error instanceof CallTimeoutError) {
         statusWrites.inc({ kind, outcome: 'not-leader' });
         return false;
       }

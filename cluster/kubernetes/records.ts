@@ -23,7 +23,8 @@ export interface ApplicationResource {
   apiVersion: string;
   kind: 'Application';
   metadata: { name: string; namespace?: string; uid?: string; creationTimestamp?: string | Date; labels?: Record<string, string>; annotations?: Record<string, string>; resourceVersion?: string };
-  spec: { jobName: string; configTemplateName: string; config: ApplicationConfig; submittedBy?: string | null };
+  /** `stopRequested`: a user asked to stop it (the API writes it; the controller ends the run and writes KILLED). */
+  spec: { jobName: string; configTemplateName: string; config: ApplicationConfig; submittedBy?: string | null; stopRequested?: boolean };
   status?: ApplicationStatus;
 }
 
@@ -80,6 +81,8 @@ export function unreadableConfig(pod: V1Pod): string | undefined {
   return problem && `the driver pod's config cannot be read: ${problem}`;
 }
 
+export const STOPPED_BY_USER = 'stopped by a user';
+
 /**
  * The status an application should have now. Idempotent: applied to its own result it gives
  * the same status. A terminal status is kept. `missingSince`: the driver pod has not been seen
@@ -102,6 +105,12 @@ export function desiredStatus(resource: ApplicationResource, driver: DriverView 
     next = { state: 'UNKNOWN', startedAt: saved.startedAt ?? null, endedAt: null, stateDetail: hadPod ? 'the driver pod is gone' : 'no driver pod was created for this application' };
   } else {
     next = { state: saved.state ?? 'PENDING', startedAt: saved.startedAt ?? null, endedAt: saved.endedAt ?? null, stateDetail: saved.stateDetail ?? 'waiting for the driver pod' };
+  }
+  // A stop request ends the run, unless the pod had ended by itself first (that end is the truth).
+  // Before the pod's deletion is judged: the stop deletes the pod, which is no UNKNOWN then.
+  const endedByItself = driver !== undefined && !driver.deleted && (next.state === 'COMPLETED' || next.state === 'FAILED');
+  if (resource.spec.stopRequested && !endedByItself) {
+    next = { state: 'KILLED', startedAt: next.startedAt ?? saved.startedAt ?? null, endedAt: now, stateDetail: STOPPED_BY_USER };
   }
   const state = next.state ?? saved.state ?? 'PENDING';
   const last = transitions[transitions.length - 1];

@@ -5,9 +5,12 @@
 //   workers ever hold the same key, and a change seen mid-pass is never lost.
 // - `addRateLimited` queues a failed key after its own exponential backoff (with jitter,
 //   capped); `forget` resets it after a success. One failing key never slows the others.
+//   Retries of all keys together also pass an overall token bucket (client-go's
+//   MaxOfRateLimiter of both): a storm of failures costs at most `qps` retries a second.
+// Every controller of the manager (manager.ts) runs on one of these.
 // Hand-written: no maintained JavaScript package offers this (dedup, one-in-flight per key,
 // per-item backoff); the available queues are job runners (concurrency, not keys) or
-// abandoned. It is small and has its own unit tests (test/controller/work-queue.test.ts).
+// abandoned. It is small and has its own unit tests (test/unit/work-queue.test.ts).
 
 /** Where timers come from: real ones by default, a fake clock in tests. */
 export interface Timers {
@@ -15,7 +18,7 @@ export interface Timers {
   clear(handle: unknown): void;
 }
 
-const realTimers: Timers = {
+export const realTimers: Timers = {
   set: (run, ms) => { const timer = setTimeout(run, ms); timer.unref(); return timer; },
   clear: (handle) => clearTimeout(handle as NodeJS.Timeout),
 };
@@ -39,7 +42,40 @@ export function backoffDelay(failures: number, options: BackoffOptions = {}): nu
   return Math.round(raw * (1 - jitter * (options.random ?? Math.random)()));
 }
 
+/** The overall limit of retries (client-go's BucketRateLimiter; its defaults 10/s, burst 100). */
+export interface BucketOptions {
+  /** Tokens added a second (default 10). */
+  qps?: number;
+  /** Tokens the bucket holds (default 100). */
+  burst?: number;
+}
+
+/**
+ * A token bucket that hands out reservations: each call takes one token and says how long
+ * to wait for it (0 while tokens are left). Pure but for its own state; time is given.
+ */
+export class TokenBucket {
+  private tokens: number;
+  private last: number | undefined;
+
+  constructor(private readonly options: BucketOptions = {}) {
+    this.tokens = options.burst ?? 100;
+  }
+
+  /** The wait (ms) before the token taken now may be used. */
+  reserve(now: number): number {
+    const qps = this.options.qps ?? 10;
+    const burst = this.options.burst ?? 100;
+    if (this.last !== undefined) this.tokens = Math.min(burst, this.tokens + ((now - this.last) * qps) / 1000);
+    this.last = now;
+    this.tokens -= 1;
+    return this.tokens >= 0 ? 0 : Math.ceil((-this.tokens * 1000) / qps);
+  }
+}
+
 export interface WorkQueueOptions extends BackoffOptions {
+  /** The overall retry limit, on top of each key's backoff. */
+  bucket?: BucketOptions;
   timers?: Timers;
   /** A monotonic clock in ms (default performance.now), to tell which of two delayed adds is sooner. */
   now?: () => number;
@@ -53,10 +89,16 @@ export class WorkQueue<K = string> {
   private readonly delayed = new Map<K, { handle: unknown; at: number }>();
   private readonly getters: ((key: K | undefined) => void)[] = [];
   private readonly timers: Timers;
+  private readonly bucket: TokenBucket;
   private stopped = false;
 
   constructor(private readonly options: WorkQueueOptions = {}) {
     this.timers = options.timers ?? realTimers;
+    this.bucket = new TokenBucket(options.bucket);
+  }
+
+  private now(): number {
+    return this.options.now ? this.options.now() : performance.now();
   }
 
   /** Keys waiting for a worker. */
@@ -86,7 +128,7 @@ export class WorkQueue<K = string> {
   addAfter(key: K, ms: number): void {
     if (this.stopped) return;
     if (ms <= 0) return this.add(key);
-    const at = (this.options.now ? this.options.now() : performance.now()) + ms;
+    const at = this.now() + ms;
     const pending = this.delayed.get(key);
     if (pending && pending.at <= at) return;
     if (pending) this.timers.clear(pending.handle);
@@ -94,11 +136,11 @@ export class WorkQueue<K = string> {
     this.delayed.set(key, { handle, at });
   }
 
-  /** A failed key: again after its backoff, which grows with each failure in a row. */
+  /** A failed key: again after its backoff, which grows with each failure in a row (and after a token of the overall bucket). */
   addRateLimited(key: K): number {
     const failures = this.failures.get(key) ?? 0;
     this.failures.set(key, failures + 1);
-    const ms = backoffDelay(failures, this.options);
+    const ms = Math.max(backoffDelay(failures, this.options), this.bucket.reserve(this.now()));
     this.addAfter(key, ms);
     return ms;
   }

@@ -82,9 +82,9 @@ t.test('the API on Kubernetes', async (t) => {
     t.equal(one.status, 200);
     t.equal(one.json.state, 'PENDING');
     const stopped = await bed.call('POST', `/api/apps/${a}/stop`);
-    t.equal(stopped.status, 200);
-    t.equal(stopped.json.state, 'KILLED');
+    t.match(stopped, { status: 200, json: { state: 'KILLED' } });
     t.ok(await podGone(a), 'the driver pod is deleted');
+    t.match((await bed.applications()).find((x) => x.metadata.name === a), { spec: { stopRequested: true }, status: { state: 'KILLED', stateDetail: 'stopped by a user' } }, 'a request in the spec (the API), KILLED stored (the controller)');
     t.equal((await bed.call('GET', `/api/apps/${a}`)).json.state, 'KILLED', 'the record is kept');
     t.ok((await recordNames()).includes(a));
     t.equal((await bed.call('DELETE', `/api/apps/${b}`)).status, 204);

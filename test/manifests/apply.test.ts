@@ -17,7 +17,7 @@ const APPS = 'spark-apps';
 const crdDir = join(chartDir, 'crds');
 /** Helm's install order, for the kinds the chart has. */
 const ORDER = ['Namespace', 'NetworkPolicy', 'PodDisruptionBudget', 'ServiceAccount', 'Secret', 'ConfigMap', 'ClusterRole', 'ClusterRoleBinding',
-  'Role', 'RoleBinding', 'Service', 'Deployment', 'Ingress', 'MutatingWebhookConfiguration',
+  'Role', 'RoleBinding', 'Service', 'Deployment', 'Job', 'Ingress', 'MutatingWebhookConfiguration',
   // Kinds Helm does not order come last.
   'ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicyBinding'];
 

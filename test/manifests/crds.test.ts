@@ -85,7 +85,8 @@ t.test('Application CRD', async (t) => {
   t.match(spec.names, { kind: 'Application', plural: 'applications', shortNames: ['ssapp'] });
   t.same(versionOf(crd).subresources, { status: {} });
   const root = props(rootOf(crd));
-  t.same(Object.keys(props(root.spec)), ['jobName', 'configTemplateName', 'config', 'submittedBy']);
+  t.same(Object.keys(props(root.spec)), ['jobName', 'configTemplateName', 'config', 'submittedBy', 'stopRequested']);
+  t.equal(props(root.spec).stopRequested.type, 'boolean', 'a user\'s stop is a request in the spec (the controller writes the status)');
   t.same(Object.keys(props(root.status)), ['state', 'stateDetail', 'attempt', 'attempts', 'startedAt', 'endedAt', 'runningExecutors', 'transitions']);
   const columns = (versionOf(crd).additionalPrinterColumns as Schema[]).filter((c) => !c.priority).map((c) => c.jsonPath);
   t.same(columns, ['.spec.jobName', '.status.state', '.metadata.creationTimestamp']);

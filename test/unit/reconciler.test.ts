@@ -1,7 +1,9 @@
 // The Reconciler (cluster/kubernetes/reconciler.ts) against a fake cache and a fake apiserver
 // write, on a fake clock: a state change is written once and not again, a failed write comes
 // back after its backoff (and only then), a conflict waits for the informer instead of
-// retrying, and a replica that no longer leads writes nothing.
+// retrying, a replica that no longer leads writes nothing, a user's stop request becomes
+// KILLED and then the pod's deletion, the config is corrected once at most, and an
+// Application without its pod comes back when its grace period ends (requeue after, no sleep).
 import t from 'tap';
 import type { KubeConfig, V1Pod } from '@kubernetes/client-node';
 import type { AppCache } from '../../cluster/kubernetes/app-cache.js';
@@ -39,6 +41,8 @@ class FakeCache {
 /** The status PUT: answers in turn from `failures`, then writes. */
 class FakeWrites {
   readonly puts: { path: string; body: ApplicationResource; at: number }[] = [];
+  readonly patches: { path: string; operations: unknown[] }[] = [];
+  readonly deletes: { path: string; options: unknown }[] = [];
   failures: Error[] = [];
   constructor(private readonly clock: FakeClock) {}
   readonly putJson = async <T>(_kc: KubeConfig, path: string, body: unknown): Promise<T> => {
@@ -48,7 +52,15 @@ class FakeWrites {
     return { ...(body as object), metadata: { ...(body as ApplicationResource).metadata, resourceVersion: String(this.puts.length + 1) } } as T;
   };
 
-  readonly patchJson = async <T>(): Promise<T> => { throw new Error('no config patch expected: the config is there'); };
+  readonly patchJson = async <T>(_kc: KubeConfig, path: string, operations: unknown[]): Promise<T> => {
+    this.patches.push({ path, operations });
+    return undefined as T;
+  };
+
+  readonly deletePod = async <T>(_kc: KubeConfig, path: string, options: unknown): Promise<T> => {
+    this.deletes.push({ path, options });
+    return {} as T;
+  };
 }
 
 interface Harness { clock: FakeClock; cache: FakeCache; writes: FakeWrites; reconciler: Reconciler; said: string[]; leading: boolean }
@@ -64,7 +76,7 @@ function setUp(t: TestLike): Harness {
   h.reconciler = new Reconciler({
     clients: { kc: {} } as unknown as KubeClients, namespace: 'spark', cache: cache as unknown as AppCache, workers: 2,
     backoff: { baseMs: 1_000, maxMs: 60_000, jitter: 0 }, log: (text) => h.said.push(text), mayWrite: () => h.leading,
-    calls: { putJson: writes.putJson, patchJson: writes.patchJson },
+    calls: { putJson: writes.putJson, patchJson: writes.patchJson, deletePod: writes.deletePod }, queue: { now: clock.now },
   });
   t.teardown(() => { h.reconciler.deactivate(); clock.restore(); });
   return h;
@@ -146,4 +158,101 @@ t.test('a replica that no longer leads writes nothing', async (t) => {
   h.leading = true;
   await h.clock.advance(10_000, 1_000);
   t.equal(h.writes.puts.length, 0, 'nor after the term ended');
+});
+
+/** The cache after the apiserver stored `put` (the informer brings it back). */
+function stored(h: Harness, put: { body: ApplicationResource }): void {
+  h.cache.resource = { ...put.body, metadata: { ...put.body.metadata, resourceVersion: String(Number(put.body.metadata.resourceVersion) + 1) } };
+}
+
+t.test('a stop request in the spec: KILLED is written, then the driver pod (that very uid) is deleted, once', async (t) => {
+  const h = setUp(t);
+  h.cache.resource.spec.stopRequested = true;
+  h.cache.driverView = { deleted: false, pod: { ...runningDriver.pod, metadata: { name: 'app-1', uid: 'pod-uid-1' } } };
+  h.reconciler.activate();
+  await h.clock.settle();
+  await h.reconciler.drained();
+  t.equal(h.writes.puts.length, 1, 'one status write');
+  t.equal(h.writes.puts[0]!.body.status?.state, 'KILLED');
+  t.equal(h.writes.puts[0]!.body.status?.stateDetail, 'stopped by a user');
+  t.same(h.writes.deletes, [{ path: '/api/v1/namespaces/spark/pods/app-1', options: { preconditions: { uid: 'pod-uid-1' } } }], 'the pod goes after KILLED is stored');
+  // The stored KILLED comes back, then the pod's deletion: nothing more to do.
+  stored(h, h.writes.puts[0]!);
+  h.reconciler.enqueue('app-1');
+  await h.clock.settle();
+  h.cache.driverView = { deleted: true, pod: h.cache.driverView.pod };
+  h.reconciler.enqueue('app-1');
+  await h.clock.settle();
+  await h.reconciler.drained();
+  t.equal(h.writes.puts.length, 1, 'no second status write');
+  t.equal(h.writes.deletes.length, 1, 'no second delete');
+});
+
+t.test('a stop request that meets a pod which ended by itself records that end, and deletes nothing', async (t) => {
+  const h = setUp(t);
+  h.cache.resource.spec.stopRequested = true;
+  h.cache.driverView = { deleted: false, pod: { metadata: { name: 'app-1' }, status: { phase: 'Succeeded', startTime: new Date(STARTED) } } as V1Pod };
+  h.reconciler.activate();
+  await h.clock.settle();
+  await h.reconciler.drained();
+  t.equal(h.writes.puts[0]?.body.status?.state, 'COMPLETED');
+  t.equal(h.writes.deletes.length, 0);
+});
+
+t.test('a stop request is not carried out by a replica that does not lead', async (t) => {
+  const h = setUp(t);
+  h.leading = false;
+  h.cache.resource.spec.stopRequested = true;
+  h.reconciler.activate();
+  await h.clock.settle();
+  await h.reconciler.drained();
+  t.equal(h.writes.puts.length + h.writes.deletes.length, 0, 'neither status nor pod is touched');
+});
+
+t.test('the config: copied when missing, corrected once when the webhook admitted another, never in a loop', async (t) => {
+  const h = setUp(t);
+  const admitted = { type: 'Python', driver: { cores: 2 } };
+  h.cache.driverView = { deleted: false, pod: { ...runningDriver.pod, metadata: { name: 'app-1', annotations: { 'submission-service/config': JSON.stringify(admitted) } } } };
+  h.cache.resource.metadata.uid = 'app-uid-1';
+  h.reconciler.activate();
+  await h.clock.settle();
+  await h.reconciler.drained();
+  t.equal(h.writes.patches.length, 1, 'the Application\'s other config is corrected');
+  t.match(h.writes.patches[0]!.operations, [{ op: 'test', path: '/metadata/uid', value: 'app-uid-1' }, { op: 'add', path: '/spec/config', value: admitted }]);
+  t.match(h.said.join('\n'), /admitted another config than the API expected/);
+  // Say the apiserver pruned something: the stored config still differs. No second write.
+  h.reconciler.enqueue('app-1');
+  await h.clock.settle();
+  await h.reconciler.drained();
+  t.equal(h.writes.patches.length, 1, 'corrected once, not in a loop');
+});
+
+t.test('the config: an Application with the admitted config is not written again', async (t) => {
+  const h = setUp(t);
+  const admitted = { type: 'Python', driver: { cores: 2 } };
+  h.cache.resource.spec.config = admitted as ApplicationResource['spec']['config'];
+  h.cache.driverView = { deleted: false, pod: { ...runningDriver.pod, metadata: { name: 'app-1', annotations: { 'submission-service/config': JSON.stringify({ driver: { cores: 2 }, type: 'Python' }) } } } };
+  h.reconciler.activate();
+  await h.clock.settle();
+  await h.reconciler.drained();
+  t.equal(h.writes.patches.length, 0, 'the same config (in another key order) is no difference');
+  t.equal(h.writes.puts.length, 1, 'the status is written as usual');
+});
+
+t.test('an Application without its pod comes back when its grace period ends, and only then is UNKNOWN', async (t) => {
+  const h = setUp(t);
+  h.cache.driverView = undefined;
+  h.cache.resource.status = undefined;
+  h.cache.resource.metadata.creationTimestamp = new Date().toISOString();
+  h.reconciler.activate();
+  await h.clock.settle();
+  t.equal(h.writes.puts.length, 0, 'nothing to write within the grace period');
+  t.ok(h.reconciler.queue?.busy, 'the name waits out the grace period in the queue (no sleep)');
+  // Date is not faked: the grace period is judged from creation; move creation back instead.
+  h.cache.resource.metadata.creationTimestamp = new Date(Date.now() - 60_000).toISOString();
+  await h.clock.advance(31_000, 1_000);
+  await h.reconciler.drained();
+  t.equal(h.writes.puts.length, 1);
+  t.equal(h.writes.puts[0]!.body.status?.state, 'UNKNOWN');
+  t.equal(h.writes.puts[0]!.body.status?.stateDetail, 'the driver pod is gone', 'its config was copied, so a pod was admitted once');
 });

@@ -1,8 +1,8 @@
 // The controller's work queue (cluster/kubernetes/work-queue.ts), without a cluster: client-go's
 // guarantees (dedup, one worker per key, requeue after done), per-key backoff with jitter and a
-// cap, and shutdown. Timers are a fake clock: nothing here waits.
+// cap, the overall token bucket on top of it, and shutdown. Timers are a fake clock: nothing here waits.
 import t from 'tap';
-import { backoffDelay, type Timers, WorkQueue } from '../../cluster/kubernetes/work-queue.js';
+import { backoffDelay, type Timers, TokenBucket, WorkQueue } from '../../cluster/kubernetes/work-queue.js';
 
 /** A fake clock: timers run when `advance` passes their time. */
 function fakeTimers() {
@@ -137,4 +137,30 @@ t.test('shutDown answers waiting workers, drops the queue and its timers', async
   queue.add('x');
   t.equal(await queue.get(), undefined, 'nothing after shutdown');
   t.equal(queue.length, 0);
+});
+
+t.test('the token bucket: a burst passes at once, then one token per 1/qps', async (t) => {
+  const bucket = new TokenBucket({ qps: 10, burst: 3 });
+  t.same([bucket.reserve(0), bucket.reserve(0), bucket.reserve(0)], [0, 0, 0], 'the burst');
+  t.equal(bucket.reserve(0), 100, 'the fourth waits one token (100 ms at 10/s)');
+  t.equal(bucket.reserve(0), 200, 'the fifth two');
+  t.equal(bucket.reserve(1_000), 0, 'a second later the bucket has refilled (to its burst, not beyond)');
+  t.same([bucket.reserve(1_000), bucket.reserve(1_000)], [0, 0]);
+  t.equal(bucket.reserve(1_000), 100, 'burst exhausted again');
+});
+
+t.test('addRateLimited waits for the longer of the key\'s backoff and the overall bucket', async (t) => {
+  const clock = fakeTimers();
+  const queue = new WorkQueue<string>({ timers: clock.timers, now: clock.now, baseMs: 5, jitter: 0, bucket: { qps: 10, burst: 2 } });
+  const delays = ['a', 'b', 'c', 'd'].map((key) => queue.addRateLimited(key));
+  t.same(delays, [5, 5, 100, 200], 'two within the burst wait their 5 ms backoff; the others wait for tokens');
+  clock.advance(5);
+  t.equal(queue.length, 2, 'a and b after their backoff');
+  clock.advance(95);
+  t.equal(queue.length, 3, 'c after its token');
+  clock.advance(100);
+  t.equal(queue.length, 4, 'd after the next');
+  t.equal(queue.addRateLimited('a'), 100, 'a failing again: the bucket is one token short (100 ms), longer than a\'s own 10 ms');
+  clock.advance(10_000);
+  t.equal(queue.addRateLimited('a'), 20, 'the bucket refilled: a\'s own backoff (5 ms doubled twice) counts again');
 });
