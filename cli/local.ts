@@ -5,6 +5,8 @@ import { parseArgs } from 'node:util';
 import { pino } from 'pino';
 import { RetentionSweeper, parseRetention } from '../cluster/history/retention.js';
 import { LocalCluster } from '../cluster/local/local-cluster.js';
+import { LocalJobProfiles } from '../cluster/local/job-profiles.js';
+import { ProfileRecorder } from '../cluster/local/profile-recorder.js';
 import { parseByteSize } from '../cluster/local/work-dir-space.js';
 import { eventLogDir, LocalSparkHistory } from '../cluster/local/local-history.js';
 import { LocalSparkStatic } from '../cluster/local/spark-static.js';
@@ -104,10 +106,13 @@ export async function localCommand(argv: string[]): Promise<number> {
   // space of their own, which needs a mount, so root (docs/security.md, "Disk and files"). A
   // single user's unsandboxed drivers keep their spill and shuffle files on disk, uncapped.
   const workDirCap = sandbox && process.getuid?.() === 0 ? workDirCapAsked : undefined;
-  const cluster = new LocalCluster({ dataDir, rules, cores: Number(values.cores), log, interactiveLabel: KERNEL_LABEL, sandbox: driverSandbox, keyCoreShare, workDirCap, logCap, ...spark });
+  // Each job's last runs, beside the records: their costs, and sizing from them (sizing.fromHistory).
+  const jobs = new LocalJobProfiles(join(dataDir, 'profiles'), rules, log);
+  const cluster = new LocalCluster({ dataDir, rules, cores: Number(values.cores), log, interactiveLabel: KERNEL_LABEL, sandbox: driverSandbox, keyCoreShare, workDirCap, logCap, jobRuns: (job) => jobs.runs(job), ...spark });
   const history = withHistory
     ? new LocalSparkHistory({ dataDir, sparkClass: sparkClassBeside(spark.sparkSubmit), python: spark.python, events: cluster.events, log, retentionMs })
     : undefined;
+  const recorder = new ProfileRecorder({ cluster, profiles: jobs, rules, log, eventLog: history && ((appName) => history.eventLog(appName)) });
   const sweeper = retentionMs === undefined ? undefined : new RetentionSweeper({
     cluster, history, retentionMs, onError: (error, appName) => log.warn({ err: error, appName }, 'retention: could not remove an expired application'),
   });
@@ -117,6 +122,7 @@ export async function localCommand(argv: string[]): Promise<number> {
   const api = await buildService({
     cluster,
     history,
+    jobs,
     auth,
     loggerInstance: log,
     policy: rules.policy,
@@ -151,6 +157,7 @@ export async function localCommand(argv: string[]): Promise<number> {
   // A signal ends the process either way; a failed close is said before it does.
   const shutdown = () => {
     sweeper?.close();
+    recorder.close();
     api.close().then(() => history?.close()).then(() => cluster.close()).then(() => process.exit(0), (error: unknown) => {
       api.log.error({ err: error }, 'shutdown failed');
       process.exit(1);

@@ -6,7 +6,7 @@ import { rm } from 'node:fs/promises';
 import { freePort } from '../../lib/free-port.js';
 import { join } from 'node:path';
 import type { V1Pod } from '@kubernetes/client-node';
-import { type AdmissionRules, admitPod, ANNOTATION_SUBMITTED_BY, applicationLabels, KERNEL_CLAIMER_LABEL, LABEL_JOB, LABEL_TEMPLATE, withLauncherTokenFile } from '../../domain/index.js';
+import { type AdmissionRules, admitPod, type RunEvidence, ANNOTATION_SUBMITTED_BY, applicationLabels, KERNEL_CLAIMER_LABEL, LABEL_JOB, LABEL_TEMPLATE, withLauncherTokenFile } from '../../domain/index.js';
 import type { AppRecord, Cluster, CreateOptions, CreateResult, ListQuery, Page } from '../cluster.js';
 import { ConflictError, isTerminal } from '../cluster.js';
 import { applyChange, idempotencyOf } from '../app-record.js';
@@ -58,6 +58,8 @@ export interface LocalClusterOptions {
   workDirCap?: number;
   /** Bytes each driver's log file may take: its head and its tail (log-cap.ts). Undefined: no cap. */
   logCap?: number;
+  /** A job's past runs, for sizing from them (job-profiles.ts); undefined: none kept. */
+  jobRuns?: (jobName: string) => RunEvidence[] | undefined;
 }
 
 
@@ -105,6 +107,7 @@ export class LocalCluster implements Cluster {
       templates: this.templates.lookup,
       applications: (name) => this.records.get(name)?.record.config,
       newAppName,
+      jobRuns: this.options.jobRuns,
     });
     if (admission.outcome === 'refused') return { ok: false, status: admission.status, body: admission.body };
     if (admission.outcome === 'ignored') throw new Error(`admission ignored the driver pod: ${admission.reason}`);
