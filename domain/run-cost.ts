@@ -15,7 +15,7 @@ export interface RunCost {
 }
 
 const HOUR_MS = 3_600_000;
-const round = (value: number): number => Math.round(value * 10_000) / 10_000;
+const round = (value: number): number => Math.round(value * 1e6) / 1e6;
 
 /** A pod's memory request in GiB: Spark's memory plus its overhead, as the pod asks (spark-properties.ts). */
 export function podGib(memory: string | undefined, overheadFactor: number): number {

@@ -19,7 +19,9 @@ export const MAX_LINE_BYTES = 8 * 1024 * 1024;
 const COUNTED = /^\{"Event":"SparkListener(?:ApplicationStart|ApplicationEnd|ExecutorAdded|ExecutorRemoved|TaskStart|TaskEnd|StageExecutorMetrics|ExecutorMetricsUpdate)"/;
 const COMPRESSED = /\.(lz4|lzf|snappy|zstd)$/;
 
-export class CompressedEventLogError extends Error {}
+export class CompressedEventLogError extends Error {
+  override name = 'CompressedEventLogError';
+}
 
 /** Feeds every counted event of `body` to `builder`, line by line. */
 export async function feedEvents(body: Readable, builder: RunProfileBuilder, maxLineBytes = MAX_LINE_BYTES): Promise<void> {
@@ -33,7 +35,7 @@ export async function feedEvents(body: Readable, builder: RunProfileBuilder, max
   for await (const chunk of body) {
     let text = typeof chunk === 'string' ? chunk : utf8.write(chunk as Buffer);
     for (let newline = text.indexOf('\n'); newline !== -1; newline = text.indexOf('\n')) {
-      if (!skipping) take(pending + text.slice(0, newline));
+      if (!skipping && pending.length + newline <= maxLineBytes) take(pending + text.slice(0, newline));
       pending = '';
       skipping = false;
       text = text.slice(newline + 1);
