@@ -5,8 +5,9 @@ import { parseArgs } from 'node:util';
 import { pino } from 'pino';
 import { RetentionSweeper, parseRetention } from '../cluster/history/retention.js';
 import { LocalCluster } from '../cluster/local/local-cluster.js';
-import { LocalJobProfiles } from '../cluster/local/job-profiles.js';
 import { ProfileRecorder } from '../cluster/local/profile-recorder.js';
+import type { LocalLogger } from '../cluster/local/logger.js';
+import type { AdmissionRules } from '../domain/index.js';
 import { parseByteSize } from '../cluster/local/work-dir-space.js';
 import { eventLogDir, LocalSparkHistory } from '../cluster/local/local-history.js';
 import { LocalSparkStatic } from '../cluster/local/spark-static.js';
@@ -65,6 +66,15 @@ function localOptions() {
 /** The `spark-class` beside a spark-submit (on PATH when it is named bare). */
 const sparkClassBeside = (sparkSubmit: string): string => (sparkSubmit.includes('/') ? join(dirname(sparkSubmit), 'spark-class') : 'spark-class');
 
+/**
+ * Records each run that ends into its job's profile (the cluster keeps them beside the records),
+ * its event log read once Spark closed it; the profiles are the API's (costs, recommendations).
+ */
+function recordRuns(cluster: LocalCluster, history: LocalSparkHistory | undefined, rules: AdmissionRules, log: LocalLogger) {
+  new ProfileRecorder({ cluster, profiles: cluster.jobs, rules, log, eventLog: history && ((appName) => history.eventLog(appName)) }); // until the process ends
+  return cluster.jobs;
+}
+
 export async function localCommand(argv: string[]): Promise<number> {
   const { values } = parseArgs({ args: argv, options: localOptions() });
   if (values.auth !== 'on' && values.auth !== 'off') throw new Error('--auth takes on or off');
@@ -106,13 +116,10 @@ export async function localCommand(argv: string[]): Promise<number> {
   // space of their own, which needs a mount, so root (docs/security.md, "Disk and files"). A
   // single user's unsandboxed drivers keep their spill and shuffle files on disk, uncapped.
   const workDirCap = sandbox && process.getuid?.() === 0 ? workDirCapAsked : undefined;
-  // Each job's last runs, beside the records: their costs, and sizing from them (sizing.fromHistory).
-  const jobs = new LocalJobProfiles(join(dataDir, 'profiles'), rules, log);
-  const cluster = new LocalCluster({ dataDir, rules, cores: Number(values.cores), log, interactiveLabel: KERNEL_LABEL, sandbox: driverSandbox, keyCoreShare, workDirCap, logCap, jobRuns: (job) => jobs.runs(job), ...spark });
+  const cluster = new LocalCluster({ dataDir, rules, cores: Number(values.cores), log, interactiveLabel: KERNEL_LABEL, sandbox: driverSandbox, keyCoreShare, workDirCap, logCap, ...spark });
   const history = withHistory
     ? new LocalSparkHistory({ dataDir, sparkClass: sparkClassBeside(spark.sparkSubmit), python: spark.python, events: cluster.events, log, retentionMs })
     : undefined;
-  const recorder = new ProfileRecorder({ cluster, profiles: jobs, rules, log, eventLog: history && ((appName) => history.eventLog(appName)) });
   const sweeper = retentionMs === undefined ? undefined : new RetentionSweeper({
     cluster, history, retentionMs, onError: (error, appName) => log.warn({ err: error, appName }, 'retention: could not remove an expired application'),
   });
@@ -121,8 +128,7 @@ export async function localCommand(argv: string[]): Promise<number> {
   const allowedHosts = [...listFlag(values['allowed-hosts']), ...(sparkUiHost ? [sparkUiHost] : [])];
   const api = await buildService({
     cluster,
-    history,
-    jobs,
+    history, jobs: recordRuns(cluster, history, rules, log),
     auth,
     loggerInstance: log,
     policy: rules.policy,
@@ -157,7 +163,6 @@ export async function localCommand(argv: string[]): Promise<number> {
   // A signal ends the process either way; a failed close is said before it does.
   const shutdown = () => {
     sweeper?.close();
-    recorder.close();
     api.close().then(() => history?.close()).then(() => cluster.close()).then(() => process.exit(0), (error: unknown) => {
       api.log.error({ err: error }, 'shutdown failed');
       process.exit(1);

@@ -6,7 +6,7 @@ import { rm } from 'node:fs/promises';
 import { freePort } from '../../lib/free-port.js';
 import { join } from 'node:path';
 import type { V1Pod } from '@kubernetes/client-node';
-import { type AdmissionRules, admitPod, type RunEvidence, ANNOTATION_SUBMITTED_BY, applicationLabels, KERNEL_CLAIMER_LABEL, LABEL_JOB, LABEL_TEMPLATE, withLauncherTokenFile } from '../../domain/index.js';
+import { type AdmissionRules, admitPod, ANNOTATION_SUBMITTED_BY, applicationLabels, KERNEL_CLAIMER_LABEL, LABEL_JOB, LABEL_TEMPLATE, withLauncherTokenFile } from '../../domain/index.js';
 import type { AppRecord, Cluster, CreateOptions, CreateResult, ListQuery, Page } from '../cluster.js';
 import { ConflictError, isTerminal } from '../cluster.js';
 import { applyChange, idempotencyOf } from '../app-record.js';
@@ -15,6 +15,7 @@ import { matchesQuery, pageOf } from '../paging.js';
 import { logStream } from './log-stream.js';
 import { isAlive, killGroup, readExitCode, staleExitTemp, startDriverPod } from './process-runner.js';
 import { RecordStore, type StoredApp } from './record-store.js';
+import { LocalJobProfiles } from './job-profiles.js';
 import { localCores } from './spark-command.js';
 import { coresWithinShare, FairQueue, keyCoreLimit } from './fair-queue.js';
 import { FileTemplateStore } from './template-store.js';
@@ -58,8 +59,6 @@ export interface LocalClusterOptions {
   workDirCap?: number;
   /** Bytes each driver's log file may take: its head and its tail (log-cap.ts). Undefined: no cap. */
   logCap?: number;
-  /** A job's past runs, for sizing from them (job-profiles.ts); undefined: none kept. */
-  jobRuns?: (jobName: string) => RunEvidence[] | undefined;
 }
 
 
@@ -67,6 +66,8 @@ export class LocalCluster implements Cluster {
   readonly kind = 'local';
   readonly templates: FileTemplateStore;
   private readonly records: RecordStore;
+  /** Each job's last runs, beside the records (`profiles/`): their costs, and sizing from them. */
+  readonly jobs: LocalJobProfiles;
   readonly events = new EventFeed();
   /** Applications waiting for cores, fair between submitters (fair-queue.ts). */
   private readonly queue = new FairQueue();
@@ -87,6 +88,7 @@ export class LocalCluster implements Cluster {
     const stores = { log: this.logger, writeFile: options.writeFile };
     this.templates = new FileTemplateStore(join(options.dataDir, 'templates'), stores);
     this.records = new RecordStore(join(options.dataDir, 'apps'), stores);
+    this.jobs = new LocalJobProfiles(join(options.dataDir, 'profiles'), this.rules, this.logger);
     this.recover();
   }
 
@@ -107,7 +109,7 @@ export class LocalCluster implements Cluster {
       templates: this.templates.lookup,
       applications: (name) => this.records.get(name)?.record.config,
       newAppName,
-      jobRuns: this.options.jobRuns,
+      jobRuns: (jobName) => this.jobs.runs(jobName),
     });
     if (admission.outcome === 'refused') return { ok: false, status: admission.status, body: admission.body };
     if (admission.outcome === 'ignored') throw new Error(`admission ignored the driver pod: ${admission.reason}`);

@@ -8,19 +8,17 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium } from 'playwright-core';
 import t from 'tap';
-import { buildRules, runCost, type RunEvidence } from '../../domain/index.js';
+import { runCost, type RunEvidence } from '../../domain/index.js';
 import { readRunProfile } from '../../cluster/history/run-profile-reader.js';
-import { LocalJobProfiles } from '../../cluster/local/job-profiles.js';
+import type { LocalJobProfiles } from '../../cluster/local/job-profiles.js';
 import { FileKeyStore } from '../../submit-api/auth/key-store.js';
-import { exampleCluster, repoRoot, startTestApi, type TestApi } from '../helpers/api.js';
+import { repoRoot, startTestApi, type TestApi } from '../helpers/api.js';
 import { fakeJob } from '../helpers/fake-spark-submit.js';
 import { waitForState } from '../helpers/poll.js';
 import { tempDir } from '../helpers/temp.js';
 
 const shots = process.env.DASHBOARD_SCREENSHOTS ?? join(tmpdir(), 'submission-service-dashboard');
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
-const rules = buildRules({ nodePools: exampleCluster().nodePools });
-const silent = { warn: () => undefined, error: () => undefined, info: () => undefined } as never;
 
 /** Runs `count` fake apps of `jobName` as `headers`' key, each recorded with the fixture's figures. */
 async function recordedRuns(api: TestApi, jobs: LocalJobProfiles, jobName: string, count: number, headers?: Record<string, string>): Promise<string[]> {
@@ -42,8 +40,8 @@ async function recordedRuns(api: TestApi, jobs: LocalJobProfiles, jobName: strin
 
 t.test('cost in the app view; the recommendation is seen like the job\'s applications', async (t) => {
   const keys = new FileKeyStore(tempDir(t));
-  const jobs = new LocalJobProfiles(join(tempDir(t), 'profiles'), rules, silent);
-  const api = await startTestApi(t, { auth: { enabled: true, store: keys }, jobs });
+  const api = await startTestApi(t, { auth: { enabled: true, store: keys } });
+  const { jobs } = api.cluster;
   const [alice, bob, admin] = [keys.create('user', 'alice'), keys.create('user', 'bob'), keys.create('admin', 'ops')];
   const as = (who: { key: string }) => ({ 'x-api-key': who.key });
   const [first] = await recordedRuns(api, jobs, 'nightly', 2, as(alice));
@@ -61,8 +59,8 @@ t.test('cost in the app view; the recommendation is seen like the job\'s applica
 
 t.test('in Chromium: the job page shows the recommendation and the cost trend', async (t) => {
   mkdirSync(shots, { recursive: true });
-  const jobs = new LocalJobProfiles(join(tempDir(t), 'profiles'), rules, silent);
-  const api = await startTestApi(t, { jobs });
+  const api = await startTestApi(t);
+  const { jobs } = api.cluster;
   const names = await recordedRuns(api, jobs, 'daily-etl', 5);
   const address = await api.app.listen({ port: 0, host: '127.0.0.1' });
   const css = await api.call('GET', '/dashboard/static/uPlot.min.css');

@@ -76,9 +76,7 @@ export interface TestApiOptions {
   /** Proxied Spark UI requests per key, an answer's time and bytes (dashboard/spark-ui-limits.ts). */
   sparkUiLimits?: ServiceOptions['sparkUiLimits'];
   /** More LocalCluster options: a key's share of the cores, caps on work dirs and logs. */
-  local?: Pick<LocalClusterOptions, 'keyCoreShare' | 'workDirCap' | 'logCap' | 'sandbox' | 'jobRuns'>;
-  /** Jobs' profiles the API reads (costs, recommendations). */
-  jobs?: ApiOptions['jobs'];
+  local?: Pick<LocalClusterOptions, 'keyCoreShare' | 'workDirCap' | 'logCap' | 'sandbox'>;
 }
 
 export async function startTestApi(t: TestLike, options: TestApiOptions = {}): Promise<TestApi> {
@@ -112,7 +110,7 @@ export async function startTestApi(t: TestLike, options: TestApiOptions = {}): P
     sparkUiHost: options.sparkUiHost,
     idempotencyWindowMs: options.idempotencyWindowMs,
     sparkUiLimits: options.sparkUiLimits,
-    jobs: options.jobs,
+    jobs: cluster.jobs,
   });
   // Registered after tempDir's teardown, so it runs first (tap runs teardowns in reverse).
   t.teardown(async () => {

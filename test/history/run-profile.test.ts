@@ -59,12 +59,13 @@ t.test('a compressed log is refused, not misread', async (t) => {
 
 t.test('dynamic allocation: idle executor time, cores held, a memory failure', async (t) => {
   const executor = (id: string, at: number) => ({ Event: 'SparkListenerExecutorAdded', Timestamp: at, 'Executor ID': id, 'Executor Info': { 'Total Cores': 2 } });
-  const task = (id: number, on: string, from: number, to: number, extra: object = {}) => [
+  const task = (id: number, on: string, from: number, to: number, extra: object = {}): Record<string, unknown>[] => [
     { Event: 'SparkListenerTaskStart', 'Task Info': { 'Task ID': id, 'Executor ID': on, 'Launch Time': from } },
     { Event: 'SparkListenerTaskEnd', 'Task Info': { 'Task ID': id, 'Executor ID': on, 'Launch Time': from, 'Finish Time': to }, 'Task Metrics': { 'Executor CPU Time': 500e6, 'Executor Run Time': to - from, 'Memory Bytes Spilled': 10, 'Disk Bytes Spilled': 5, 'JVM GC Time': 7 }, 'Task Executor Metrics': { JVMHeapMemory: 300 * 2 ** 20, JVMOffHeapMemory: 50 * 2 ** 20 }, ...extra },
   ];
   // Both tasks start before either ends, as Spark logs tasks that run at once.
-  const interleaved = ([startA, endA]: object[], [startB, endB]: object[]) => [startA, startB, endB, endA];
+  type Event = Record<string, unknown>;
+  const interleaved = ([startA, endA]: Event[], [startB, endB]: Event[]) => [startA, startB, endB, endA];
   const profile = profileOf([
     { Event: 'SparkListenerApplicationStart', 'App ID': 'spark-1', Timestamp: 0 },
     executor('1', 1000), executor('2', 1000),
