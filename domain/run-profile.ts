@@ -16,7 +16,7 @@ export interface RunProfile {
   /** Per executor, the highest of each figure any executor reached (0: not recorded). */
   peakJvmHeapBytes: number;
   peakJvmOffHeapBytes: number;
-  /** ProcessTreeJVMRSSMemory: 0 unless spark.executor.processTreeMetrics.enabled. */
+  /** RSS of the executor's process tree (JVM, Python workers, others): 0 unless spark.executor.processTreeMetrics.enabled. */
   peakProcessRssBytes: number;
   /** The most tasks one executor ran at once, and all executors together. */
   peakTasksPerExecutor: number;
@@ -159,7 +159,8 @@ export class RunProfileBuilder {
     const f = this.figures;
     const heap = num(metrics.JVMHeapMemory);
     const offHeap = num(metrics.JVMOffHeapMemory);
-    const rss = num(metrics.ProcessTreeJVMRSSMemory);
+    // The pod holds the whole process tree: the JVM, PySpark's Python workers, anything else it started.
+    const rss = num(metrics.ProcessTreeJVMRSSMemory) + num(metrics.ProcessTreePythonRSSMemory) + num(metrics.ProcessTreeOtherRSSMemory);
     f.peakJvmHeapBytes = Math.max(f.peakJvmHeapBytes, heap);
     f.peakJvmOffHeapBytes = Math.max(f.peakJvmOffHeapBytes, offHeap);
     f.peakProcessRssBytes = Math.max(f.peakProcessRssBytes, rss);
