@@ -90,6 +90,11 @@ function suggestMemory(runs: RunEvidence[], used: RunEvidence[], current: Execut
   }
   const heap = Math.max(...used.map((r) => r.profile?.peakJvmHeapBytes ?? 0));
   const rss = Math.max(...used.map((r) => r.profile?.peakProcessRssBytes ?? 0));
+  if (heap === 0 && rss === 0) {
+    // Short runs may end before Spark samples any memory figure: no evidence, no reduction.
+    reasons.push(`Memory ${current.memory}: no run recorded a memory figure (runs shorter than Spark's metrics sampling), so as asked.`);
+    return asked;
+  }
   const fromHeap = (mib(heap) * (1 + SIZING_MARGIN));
   const fromRss = rss > 0 ? memoryForPod(mib(rss) * (1 + SIZING_MARGIN), rules.sizing.memoryOverheadFactor) : 0;
   let need = Math.max(MIN_MEMORY_MIB, roundUp(Math.max(fromHeap, fromRss)));

@@ -53,6 +53,7 @@ t.test('an over-sized job: the cores and executors it used, its peak memory plus
   t.equal(recommend([run({}, { state: 'FAILED' })], oversized, rules), undefined, 'no completed run: nothing to say');
   const tiny = recommend([run({ peakJvmHeapBytes: 10 * MiB })], oversized, rules)!;
   t.equal(tiny.suggested.memory, `${MIN_MEMORY_MIB}m`, 'never below the floor');
+  t.equal(recommend([run({ peakJvmHeapBytes: 0, peakJvmOffHeapBytes: 0 })], oversized, rules)!.suggested.memory, '8192m', 'no memory figure recorded: memory as asked');
   const rss = recommend([run({ peakJvmHeapBytes: 100 * MiB, peakProcessRssBytes: 2000 * MiB })], oversized, rules)!;
   t.ok(Number.parseInt(rss.suggested.memory, 10) * 1.4 >= 2000 * 1.25, `process RSS counts where recorded (${rss.suggested.memory})`);
 });
