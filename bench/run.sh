@@ -37,7 +37,8 @@ for part in "${parts[@]}"; do
     dry-run)   cmd=(timeout 300 node --import tsx bench/dry-run.ts) ;;
     admission) cmd=(timeout 180 "${pin[@]}" node --import tsx bench/admission.ts) ;;
     local-run) cmd=(timeout 900 node --import tsx bench/local-run.ts) ;;
-    *) echo "bench: unknown part $part (dry-run, admission, local-run)" >&2; exit 2 ;;
+    sizing)    cmd=(timeout 600 "${pin[@]}" node --expose-gc --import tsx bench/sizing.ts) ;;
+    *) echo "bench: unknown part $part (dry-run, admission, local-run, sizing)" >&2; exit 2 ;;
   esac
   echo "bench: $part (load $(cut -d' ' -f1-3 /proc/loadavg))" >&2
   if ! "${cmd[@]}"; then

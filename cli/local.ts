@@ -5,6 +5,9 @@ import { parseArgs } from 'node:util';
 import { pino } from 'pino';
 import { RetentionSweeper, parseRetention } from '../cluster/history/retention.js';
 import { LocalCluster } from '../cluster/local/local-cluster.js';
+import { ProfileRecorder } from '../cluster/local/profile-recorder.js';
+import type { LocalLogger } from '../cluster/local/logger.js';
+import type { AdmissionRules } from '../domain/index.js';
 import { parseByteSize } from '../cluster/local/work-dir-space.js';
 import { eventLogDir, LocalSparkHistory } from '../cluster/local/local-history.js';
 import { LocalSparkStatic } from '../cluster/local/spark-static.js';
@@ -63,6 +66,15 @@ function localOptions() {
 /** The `spark-class` beside a spark-submit (on PATH when it is named bare). */
 const sparkClassBeside = (sparkSubmit: string): string => (sparkSubmit.includes('/') ? join(dirname(sparkSubmit), 'spark-class') : 'spark-class');
 
+/**
+ * Records each run that ends into its job's profile (the cluster keeps them beside the records),
+ * its event log read once Spark closed it; the profiles are the API's (costs, recommendations).
+ */
+function recordRuns(cluster: LocalCluster, history: LocalSparkHistory | undefined, rules: AdmissionRules, log: LocalLogger) {
+  new ProfileRecorder({ cluster, profiles: cluster.jobs, rules, log, eventLog: history && ((appName) => history.eventLog(appName)) }); // until the process ends
+  return cluster.jobs;
+}
+
 export async function localCommand(argv: string[]): Promise<number> {
   const { values } = parseArgs({ args: argv, options: localOptions() });
   if (values.auth !== 'on' && values.auth !== 'off') throw new Error('--auth takes on or off');
@@ -116,7 +128,7 @@ export async function localCommand(argv: string[]): Promise<number> {
   const allowedHosts = [...listFlag(values['allowed-hosts']), ...(sparkUiHost ? [`*.${sparkUiHost}`] : [])];
   const api = await buildService({
     cluster,
-    history,
+    history, jobs: recordRuns(cluster, history, rules, log),
     auth,
     loggerInstance: log,
     policy: rules.policy,

@@ -4,7 +4,8 @@
 // accepts through its sessionVerifier hook; the key itself never goes back to the browser.
 // Registered by the composition root (cli/service.ts), after the API.
 import { readFileSync, readdirSync } from 'node:fs';
-import { extname, join } from 'node:path';
+import { createRequire } from 'node:module';
+import { dirname, extname, join } from 'node:path';
 import type { FastifyPluginAsync, FastifyReply } from 'fastify';
 import fp from 'fastify-plugin';
 import type { Cluster } from '../cluster/cluster.js';
@@ -44,12 +45,17 @@ const TYPES: Record<string, string> = {
 // No inline script or style anywhere, so the policy can be strict.
 const CSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'";
 
+/** uPlot, the job page's chart library: its built files, served from the installed package. */
+const UPLOT_FILES = ['uPlot.iife.min.js', 'uPlot.min.css'];
+
 function loadStatic(): Map<string, { body: Buffer; type: string }> {
   const files = new Map<string, { body: Buffer; type: string }>();
   for (const name of readdirSync(STATIC_DIR)) {
     const type = TYPES[extname(name)];
     if (type) files.set(name, { body: readFileSync(join(STATIC_DIR, name)), type });
   }
+  const uplotDist = dirname(createRequire(import.meta.url).resolve('uplot'));
+  for (const name of UPLOT_FILES) files.set(name, { body: readFileSync(join(uplotDist, name)), type: TYPES[extname(name)]! });
   return files;
 }
 
@@ -78,9 +84,10 @@ const dashboard: FastifyPluginAsync<DashboardOptions> = async (app, opts) => {
   };
   const hide = { schema: { hide: true } };
 
-  // The same page for the list and for each application; the script routes on the path.
+  // The same page for the list, each application and each job; the script routes on the path.
   app.get('/dashboard/', hide, async (_request, reply) => page(reply));
   app.get('/dashboard/apps/:appName', hide, async (_request, reply) => page(reply));
+  app.get('/dashboard/jobs/:jobName', hide, async (_request, reply) => page(reply));
 
   app.get<{ Params: { file: string } }>('/dashboard/static/:file', hide, async (request, reply) => {
     const file = files.get(request.params.file);

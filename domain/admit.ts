@@ -5,6 +5,8 @@ import type { ApplicationConfig } from '../schemas/index.js';
 import { renderDriverPod } from './driver-pod.js';
 import { type ConfigResult, effectiveConfig, type TemplateLookup } from './effective-config.js';
 import { executorPodRefusal } from './executor-guard.js';
+import { type HistoryDecision, sizeFromHistory } from './history-sizing.js';
+import type { RunEvidence } from './job-history.js';
 import { renderExecutorPod } from './executor-pod.js';
 import { ANNOTATION_CONFIG, ANNOTATION_OVERRIDES, LABEL_APP, LABEL_JOB, LABEL_TEMPLATE, SPARK_ROLE } from './labels.js';
 import type { AdmissionRules } from './rules.js';
@@ -22,11 +24,13 @@ export interface AdmissionContext {
   applications: (appName: string, driverUid?: string) => ApplicationConfig | undefined;
   /** Names a team's pod that came with generateName only. */
   newAppName: (jobName: string) => string;
+  /** A job's past runs (job-history.ts), for sizing from them; absent: no history kept. */
+  jobRuns?: (jobName: string) => RunEvidence[] | undefined;
 }
 
 export type Admission =
   | { outcome: 'ignored'; reason: string }
-  | { outcome: 'admitted'; pod: V1Pod; appName: string; config: ApplicationConfig }
+  | { outcome: 'admitted'; pod: V1Pod; appName: string; config: ApplicationConfig; history?: HistoryDecision }
   | { outcome: 'refused'; status: number; body: { message: string } };
 
 function parseOverrides(pod: V1Pod): { ok: true; value?: ApplicationConfig } | { ok: false; message: string } {
@@ -75,7 +79,8 @@ function admitDriver(pod: V1Pod, jobName: string, ctx: AdmissionContext): Admiss
   if (!result.ok) return { outcome: 'refused', status: result.status, body: result.body };
   const appName = labels[LABEL_APP] ?? pod.metadata?.name ?? ctx.newAppName(jobName);
   const namespace = pod.metadata?.namespace || ctx.rules.namespace;
-  const config = result.config;
+  // The job's past runs may resize the executors (sizing.fromHistory: apply); the asked config is the memo's.
+  const { config, decision } = sizeFromHistory(result.config, ctx.jobRuns?.(jobName), ctx.rules);
   // Every decision is made above; the pod is rendered when first read (the webhook and a
   // real submission read it, a local dry run answers with the config alone).
   let rendered: V1Pod | undefined;
@@ -83,8 +88,9 @@ function admitDriver(pod: V1Pod, jobName: string, ctx: AdmissionContext): Admiss
     outcome: 'admitted',
     appName,
     config,
+    ...(decision ? { history: decision } : {}),
     // Rendering builds new objects and leaves `pod` as it is: no copy needed.
-    get pod() { return (rendered ??= renderDriverPod(pod, config, { appName, jobName, namespace }, ctx.rules)); },
+    get pod() { return (rendered ??= renderDriverPod(pod, config, { appName, jobName, namespace }, ctx.rules, decision)); },
   };
 }
 

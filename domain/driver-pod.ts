@@ -11,6 +11,7 @@ import {
 } from './labels.js';
 import { placeDriver } from './placement.js';
 import { sizingAnnotation } from './sizing-annotation.js';
+import type { HistoryDecision } from './history-sizing.js';
 import { parseMemoryMib } from './quantities.js';
 import type { AdmissionRules } from './rules.js';
 import { type AppIdentity, cpuQuantity, DRIVER_PORTS, podMemoryMib, sparkProperties } from './spark-properties.js';
@@ -112,7 +113,8 @@ function mergeEnv(ours: V1EnvVar[], own: V1EnvVar[] | undefined): V1EnvVar[] {
  * volume or mount of the pod's with the name or path of one of ours gives way to ours (two
  * with one name or path would be refused by validation anyway).
  */
-export function renderDriverPod(pod: V1Pod, config: ApplicationConfig, id: AppIdentity, rules: AdmissionRules): V1Pod {
+/** `history`: sizing from the job's past runs, when it had something to say (history-sizing.ts). */
+export function renderDriverPod(pod: V1Pod, config: ApplicationConfig, id: AppIdentity, rules: AdmissionRules, history?: HistoryDecision): V1Pod {
   const driver = config.driver ?? {};
   const props = sparkProperties(config, id, rules);
   const eventLogDir = driverEventLogDir(rules.eventLog, props, id.appName);
@@ -146,7 +148,7 @@ export function renderDriverPod(pod: V1Pod, config: ApplicationConfig, id: AppId
   const annotations: Record<string, string> = Object.assign({}, pod.metadata?.annotations, driver.annotations);
   annotations[ANNOTATION_CONFIG] = JSON.stringify(config);
   annotations[ANNOTATION_ADMITTED] = RULES_VERSION;
-  annotations[ANNOTATION_SIZING] = sizingAnnotation(config, rules);
+  annotations[ANNOTATION_SIZING] = sizingAnnotation(config, rules, history);
   const address = driverAddress(id.appName, id.namespace, rules.driverService);
   if (address.fallback) annotations[ANNOTATION_DRIVER_ADDRESS] = address.fallback;
   return {

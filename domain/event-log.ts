@@ -63,6 +63,10 @@ export function eventLogDefaults(rules: EventLogRules | undefined): Record<strin
     'spark.eventLog.dir': rules.dir,
     'spark.eventLog.rolling.enabled': 'true',
     'spark.eventLog.rolling.maxFileSize': rules.rollingMaxFileSize,
+    // Sizing from past runs reads each executor's peak memory from the log (domain/run-profile.ts):
+    // per stage (a few lines per stage), and the process's RSS besides the JVM's own figures.
+    'spark.eventLog.logStageExecutorMetrics': 'true',
+    'spark.executor.processTreeMetrics.enabled': 'true',
   };
   const s3 = rules.s3;
   // S3A deletes the parent "directory" markers after every file it writes, by default; stores

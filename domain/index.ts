@@ -23,3 +23,8 @@ export * from './sizing-explanation.js';
 export * from './sizing-annotation.js';
 export * from './launcher-credential.js';
 export * from './attempts.js';
+export * from './run-profile.js';
+export * from './run-cost.js';
+export * from './job-history.js';
+export * from './sizing-recommendation.js';
+export * from './history-sizing.js';

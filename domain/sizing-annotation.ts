@@ -6,14 +6,17 @@
 import { explainSizing, type PodSizingExplanation } from './sizing-explanation.js';
 import type { ApplicationConfig } from '../schemas/index.js';
 import type { AdmissionRules } from './rules.js';
+import type { HistoryDecision } from './history-sizing.js';
+import type { FromHistory } from './job-history.js';
 
-export type SizingExplanation = ReturnType<typeof explainSizing>;
+/** `history`: sizing from the job's past runs (history-sizing.ts), when admission had any to say. */
+export type SizingExplanation = ReturnType<typeof explainSizing> & { history?: HistoryDecision };
 
 const MAX_REASONS = 6;
 const MAX_REASON_CHARS = 240;
 const MAX_FIELD_CHARS = 63;
 /** The annotation never exceeds this many characters (the test checks a worst case against it). */
-export const SIZING_ANNOTATION_MAX_CHARS = 4096;
+export const SIZING_ANNOTATION_MAX_CHARS = 8192;
 
 const cut = (text: string, max: number) => (text.length > max ? `${text.slice(0, max - 1)}…` : text);
 
@@ -25,10 +28,22 @@ function compactPod(pod: PodSizingExplanation): PodSizingExplanation {
   return out;
 }
 
+const MAX_RUNS_NAMED = 5;
+
+function compactHistory(history: HistoryDecision): HistoryDecision {
+  const { cores, memory, instances } = history.asked;
+  return {
+    mode: history.mode, applied: history.applied,
+    asked: { cores, memory: cut(memory, MAX_FIELD_CHARS), instances },
+    basedOn: history.basedOn.slice(-MAX_RUNS_NAMED).map((name) => cut(name, MAX_FIELD_CHARS)),
+    reasons: history.reasons.slice(0, MAX_REASONS).map((r) => cut(r, MAX_REASON_CHARS)),
+  };
+}
+
 /** The annotation's value for an admitted application: the explanation of its sized config under these rules. */
-export function sizingAnnotation(config: ApplicationConfig, rules: AdmissionRules): string {
+export function sizingAnnotation(config: ApplicationConfig, rules: AdmissionRules, history?: HistoryDecision): string {
   const explained = explainSizing(config, rules);
-  return JSON.stringify({ driver: compactPod(explained.driver), executor: compactPod(explained.executor) });
+  return JSON.stringify({ driver: compactPod(explained.driver), executor: compactPod(explained.executor), ...(history ? { history: compactHistory(history) } : {}) });
 }
 
 const isString = (v: unknown): v is string => typeof v === 'string';
@@ -41,6 +56,17 @@ function readPod(value: unknown): PodSizingExplanation | undefined {
   return compactPod({ pool, cores, coreRequest, memory, reasons });
 }
 
+const MODES: FromHistory[] = ['off', 'recommend', 'apply'];
+
+function readHistory(value: unknown): HistoryDecision | undefined {
+  if (typeof value !== 'object' || value === null) return undefined;
+  const { mode, applied, asked, basedOn, reasons } = value as Record<string, unknown>;
+  const size = (asked ?? {}) as Record<string, unknown>;
+  if (!MODES.includes(mode as FromHistory) || typeof applied !== 'boolean' || !Array.isArray(basedOn) || !basedOn.every(isString) || !Array.isArray(reasons) || !reasons.every(isString)) return undefined;
+  if (typeof size.cores !== 'number' || typeof size.instances !== 'number' || !isString(size.memory)) return undefined;
+  return compactHistory({ mode: mode as FromHistory, applied, asked: { cores: size.cores, memory: size.memory, instances: size.instances }, basedOn, reasons });
+}
+
 /** The decision recorded on a pod; null when there is none or it is not one admission wrote (a hand-made pod). */
 export function readSizingAnnotation(text: string | undefined): SizingExplanation | null {
   if (!text || text.length > SIZING_ANNOTATION_MAX_CHARS) return null;
@@ -49,5 +75,7 @@ export function readSizingAnnotation(text: string | undefined): SizingExplanatio
   if (typeof parsed !== 'object' || parsed === null) return null;
   const driver = readPod((parsed as Record<string, unknown>).driver);
   const executor = readPod((parsed as Record<string, unknown>).executor);
-  return driver && executor ? { driver, executor } : null;
+  if (!driver || !executor) return null;
+  const history = readHistory((parsed as Record<string, unknown>).history);
+  return history ? { driver, executor, history } : { driver, executor };
 }

@@ -98,6 +98,15 @@ export interface ApplicationConfig {
      */
     retryIntervalSeconds?: number;
   };
+  /**
+   * How past runs of the job size this one (README, "Sizing from past runs").
+   */
+  sizing?: {
+    /**
+     * `recommend` (the default): GET /api/jobs/{jobName}/recommendation shows a size from the job's past runs; `apply`: admission sizes the executors from them (never below what the runs needed plus a margin, never outside the pools); `off`: neither.
+     */
+    fromHistory?: 'off' | 'recommend' | 'apply';
+  };
 }
 /**
  * Resources and settings of the driver pod or of each executor pod.
@@ -354,6 +363,15 @@ export interface Application {
     state: 'live' | 'history' | 'unavailable';
     url: string | null;
     expiresAt: string | null;
+  };
+  /**
+   * What the run cost, once it ended and its event log was read (local mode): core-hours and GiB-hours its pods requested (driver and executors, for as long as each was held) and used (task CPU time; each executor's peak memory over its life). `used*` are null when no event log could be read.
+   */
+  cost?: {
+    requestedCoreHours: number;
+    requestedGibHours: number;
+    usedCoreHours: number | null;
+    usedGibHours: number | null;
   };
   /**
    * Every state the application went through, oldest first, with when it entered it and why.

@@ -11,6 +11,8 @@ import { HttpError, installErrorHandler } from './errors.js';
 import { installOpenApi } from './openapi.js';
 import { appEventRoutes } from './routes/app-events.js';
 import { appRoutes } from './routes/apps.js';
+import { jobRoutes } from './routes/jobs.js';
+import type { JobProfiles } from '../cluster/job-profiles.js';
 import { configTemplateRoutes } from './routes/config-templates.js';
 import { installValidation, unsafeField } from './validation.js';
 import { installHostAllowlist } from './host-allowlist.js';
@@ -24,6 +26,8 @@ export interface ApiOptions {
   cluster: Cluster;
   /** Where ended runs' Spark UIs are kept (local mode's History Server); absent: none. */
   history?: SparkHistory;
+  /** Jobs' profiles: each ended run's cost, sizing from past runs (local mode); absent: none kept. */
+  jobs?: JobProfiles;
   auth: { enabled: boolean; store: KeyVerifier; sessionVerifier?: SessionVerifier };
   /** Honour X-Forwarded-Proto/-For (request.protocol, request.ip) only from a proxy in front: fastify's trustProxy. */
   trustProxy?: boolean | string | string[];
@@ -82,7 +86,8 @@ export async function buildApi(options: ApiOptions): Promise<FastifyInstance> {
   await app.register(auditPlugin);
   await installOpenApi(app, options.version ?? '0.1.0', options.auth.enabled);
   const fairShare = await installFairShare(app, { cluster: options.cluster, auth: options.auth, limits: { ...defaultFairShare, ...options.fairShare } });
-  await app.register(appRoutes, { cluster: options.cluster, policy: options.policy ?? defaultPolicy, history: options.history, gatewayProof: options.gatewayProof, fairShare, idempotencyWindowMs: options.idempotencyWindowMs });
+  await app.register(jobRoutes, { cluster: options.cluster, jobs: options.jobs, policy: options.policy ?? defaultPolicy });
+  await app.register(appRoutes, { cluster: options.cluster, policy: options.policy ?? defaultPolicy, history: options.history, jobs: options.jobs, gatewayProof: options.gatewayProof, fairShare, idempotencyWindowMs: options.idempotencyWindowMs });
   await app.register(appEventRoutes, { cluster: options.cluster, history: options.history, fairShare });
   await app.register(configTemplateRoutes, { templates: options.cluster.templates });
   // Followed logs must not hold a shutdown open. (fastify's forceCloseConnections option

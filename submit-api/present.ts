@@ -2,6 +2,7 @@
 import { Transform } from 'node:stream';
 import type { AppRecord } from '../cluster/cluster.js';
 import type { SparkHistory } from '../cluster/history/spark-history.js';
+import type { JobProfiles } from '../cluster/job-profiles.js';
 import application from '../schemas/application.json' with { type: 'json' };
 import type { Application, ApplicationState } from '../schemas/index.js';
 import { sparkUiView } from '../domain/index.js';
@@ -18,17 +19,24 @@ export const summaryListSchema = {
   },
 } as const;
 
-/** `history`: where ended runs are kept, if anywhere (says whether the Spark UI link opens one). */
-export function toApplication(record: AppRecord, history?: SparkHistory): Application {
+/**
+ * `history`: where ended runs are kept, if anywhere (says whether the Spark UI link opens one).
+ * `jobs`: the jobs' profiles, where an ended run's cost is (local mode).
+ */
+export function toApplication(record: AppRecord, history?: SparkHistory, jobs?: JobProfiles): Application {
   const { appName, jobName, configTemplateName, labels, submittedBy, config, state, stateDetail, createdAt, startedAt, endedAt, runningExecutors, transitions, attempts } = record;
   const sparkUi = sparkUiView(record, { available: history?.available(record) ?? false, retentionMs: history?.retentionMs });
   const attempt = record.attempt ?? 1;
-  return { appName, jobName, configTemplateName, labels, submittedBy, config, state, stateDetail, attempt, createdAt, startedAt, endedAt, runningExecutors, sparkUi, ...(transitions ? { transitions } : {}), ...(attempts ? { attempts } : {}) };
+  const cost = jobs?.costOf(appName);
+  return {
+    appName, jobName, configTemplateName, labels, submittedBy, config, state, stateDetail, attempt, createdAt, startedAt, endedAt, runningExecutors, sparkUi,
+    ...(cost ? { cost } : {}), ...(transitions ? { transitions } : {}), ...(attempts ? { attempts } : {}),
+  };
 }
 
 /** A list item without what only the application's own page shows (its config, its transitions, its attempts). */
-export function toSummary(record: AppRecord, history?: SparkHistory): Omit<Application, 'config' | 'transitions' | 'attempts'> {
-  const { config: _config, transitions: _transitions, attempts: _attempts, ...rest } = toApplication(record, history);
+export function toSummary(record: AppRecord, history?: SparkHistory, jobs?: JobProfiles): Omit<Application, 'config' | 'transitions' | 'attempts'> {
+  const { config: _config, transitions: _transitions, attempts: _attempts, ...rest } = toApplication(record, history, jobs);
   return rest;
 }
 
@@ -85,12 +93,24 @@ const podSizing = {
   },
 } as const;
 
+/** Sizing from the job's past runs, as admission recorded it (domain/history-sizing.ts). */
+const historySizing = {
+  type: 'object', additionalProperties: false, required: ['mode', 'applied', 'asked', 'basedOn', 'reasons'],
+  properties: {
+    mode: { type: 'string', enum: ['off', 'recommend', 'apply'] },
+    applied: { type: 'boolean' },
+    asked: { type: 'object', additionalProperties: false, properties: { cores: { type: 'integer' }, memory: { type: 'string' }, instances: { type: 'integer' } } },
+    basedOn: { type: 'array', items: { type: 'string' } },
+    reasons: { type: 'array', items: { type: 'string' } },
+  },
+} as const;
+
 export const submissionSchema = {
   type: 'object', additionalProperties: false, required: ['configOverrides', 'driverPod', 'admittedBy', 'sizing'],
   properties: {
     configOverrides: { type: ['object', 'null'], additionalProperties: true },
     driverPod: { type: 'boolean' },
     admittedBy: { type: ['string', 'null'] },
-    sizing: { anyOf: [{ type: 'null' }, { type: 'object', additionalProperties: false, required: ['driver', 'executor'], properties: { driver: podSizing, executor: podSizing } }] },
+    sizing: { anyOf: [{ type: 'null' }, { type: 'object', additionalProperties: false, required: ['driver', 'executor'], properties: { driver: podSizing, executor: podSizing, history: historySizing } }] },
   },
 } as const;

@@ -15,6 +15,7 @@ import { matchesQuery, pageOf } from '../paging.js';
 import { logStream } from './log-stream.js';
 import { isAlive, killGroup, readExitCode, staleExitTemp, startDriverPod } from './process-runner.js';
 import { RecordStore, type StoredApp } from './record-store.js';
+import { LocalJobProfiles } from './job-profiles.js';
 import { localCores } from './spark-command.js';
 import { coresWithinShare, FairQueue, keyCoreLimit } from './fair-queue.js';
 import { FileTemplateStore } from './template-store.js';
@@ -68,6 +69,8 @@ export class LocalCluster implements Cluster {
   readonly kind = 'local';
   readonly templates: FileTemplateStore;
   private readonly records: RecordStore;
+  /** Each job's last runs, beside the records (`profiles/`): their costs, and sizing from them. */
+  readonly jobs: LocalJobProfiles;
   readonly events = new EventFeed();
   /** Applications waiting for cores, fair between submitters (fair-queue.ts). */
   private readonly queue = new FairQueue();
@@ -89,6 +92,7 @@ export class LocalCluster implements Cluster {
     const stores = { log: this.logger, writeFile: options.writeFile };
     this.templates = new FileTemplateStore(join(options.dataDir, 'templates'), stores);
     this.records = new RecordStore(join(options.dataDir, 'apps'), stores);
+    this.jobs = new LocalJobProfiles(join(options.dataDir, 'profiles'), this.rules, this.logger);
     this.recover();
   }
 
@@ -109,6 +113,7 @@ export class LocalCluster implements Cluster {
       templates: this.templates.lookup,
       applications: (name) => this.records.get(name)?.record.config,
       newAppName,
+      jobRuns: (jobName) => this.jobs.runs(jobName),
     });
     if (admission.outcome === 'refused') return { ok: false, status: admission.status, body: admission.body };
     if (admission.outcome === 'ignored') throw new Error(`admission ignored the driver pod: ${admission.reason}`);

@@ -29,6 +29,7 @@ export const eventLogDir = (dataDir: string): string => join(dataDir, 'spark-eve
 export class LocalSparkHistory implements SparkHistory {
   readonly retentionMs: number | undefined;
   private readonly index: EventLogIndex;
+  private readonly dir: string;
   private readonly server: LocalHistoryServer;
   /** Replays a big run's log as soon as it ended, so its first open does not wait for it (warm.ts). */
   readonly warmer: HistoryWarmer;
@@ -37,6 +38,7 @@ export class LocalSparkHistory implements SparkHistory {
   constructor(options: LocalHistoryOptions) {
     this.retentionMs = options.retentionMs;
     const dir = eventLogDir(options.dataDir);
+    this.dir = dir;
     this.index = new EventLogIndex(dir, {
       onError: (error, entry) => options.log.warn({ err: error, entry }, 'could not read an event log'),
       onRefused: (refusal) => options.log.warn({ entry: refusal.entry, appName: refusal.identity.appName, owner: refusal.owner }, describeRefusal(refusal)),
@@ -80,6 +82,13 @@ export class LocalSparkHistory implements SparkHistory {
     const { headers } = this.server;
     await untilServed(server, run.sparkAppId, { withinMs: 15_000, signal, headers });
     return { server, sparkAppId: run.sparkAppId, headers };
+  }
+
+  /** Where an ended run's event log is, once Spark closed it (or gave up on it): for its job's profile. */
+  async eventLog(appName: string): Promise<{ dir: string; entry: string } | undefined> {
+    const run = this.index.lookup(appName) ?? await this.settle(appName);
+    const settled = run && !run.completed ? await this.settle(appName) : run;
+    return settled && { dir: this.dir, entry: settled.entry };
   }
 
   async remove(appName: string): Promise<void> {

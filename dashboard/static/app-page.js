@@ -56,7 +56,8 @@ export function appPage(appName, session) {
     const attempts = Array.isArray(app.attempts) && (app.attempt ?? 1) > 1 ? app.attempts : [];
     const attemptEnd = (a) => `${a.endedAt ? when(a.endedAt) : 'running'}${a.reason ? `: ${a.reason}` : ''}${a.exitCode != null ? `, exit code ${a.exitCode}` : ''}${a.counted === false ? ' (not counted)' : ''}`;
     facts.replaceChildren(
-      ...fact('Job', el('a', { href: `/dashboard/?job=${encodeURIComponent(app.jobName)}` }, app.jobName)),
+      ...fact('Job', [el('a', { href: `/dashboard/?job=${encodeURIComponent(app.jobName)}` }, app.jobName), ' · ', el('a', { href: `/dashboard/jobs/${encodeURIComponent(app.jobName)}`, id: 'job-page' }, 'sizing and cost')]),
+      ...(app.cost ? fact('Cost', `${app.cost.requestedCoreHours} core-h and ${app.cost.requestedGibHours} GiB-h requested; ${app.cost.usedCoreHours ?? '—'} core-h and ${app.cost.usedGibHours ?? '—'} GiB-h used`) : []),
       ...fact('Config template', app.configTemplateName || '—'),
       ...fact('State', app.state),
       ...(app.stateDetail ? fact('Detail', app.stateDetail) : []),

@@ -1,8 +1,9 @@
 // The dashboard's entry script: asks whether a sign-in is needed, then shows the list
-// (list-page.js) or one application (app-page.js). Pages are plain links; each page builds
+// (list-page.js), one application (app-page.js) or one job (job-page.js). Pages are plain links; each page builds
 // itself from the API and follows the events stream.
 import { api, el, show } from './dom.js';
 import { appPage } from './app-page.js';
+import { jobPage } from './job-page.js';
 import { listPage } from './list-page.js';
 
 function loginPage(message) {
@@ -46,13 +47,14 @@ async function main() {
   if (session.keyId) document.getElementById('who').textContent = `key ${session.keyId} (${session.role})`;
   if (!session.signedIn) return loginPage();
   const match = /^\/dashboard\/apps\/([^/]+)\/?$/.exec(location.pathname);
-  const page = match ? appPage(decodeURIComponent(match[1]), session) : listPage(session);
+  const job = /^\/dashboard\/jobs\/([^/]+)\/?$/.exec(location.pathname);
+  const page = match ? appPage(decodeURIComponent(match[1]), session) : job ? jobPage(decodeURIComponent(job[1])) : listPage(session);
   addEventListener('pagehide', () => page.stop());
   try {
     await page.start();
   } catch (err) {
     if (err.status === 401) return loginPage('Your session has ended: sign in again.');
-    const notice = el('p', { class: 'notice', id: 'error', role: 'alert' }, err.status === 404 ? 'No such application.' : `Could not load: ${err.message}`);
+    const notice = el('p', { class: 'notice', id: 'error', role: 'alert' }, err.status === 404 ? (job ? 'No such job (or none of its runs are yours).' : 'No such application.') : `Could not load: ${err.message}`);
     show(el('p', {}, el('a', { href: '/dashboard/' }, '← All applications')), notice);
   }
 }

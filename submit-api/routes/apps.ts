@@ -3,6 +3,7 @@ import { pipeline } from 'node:stream';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { AppRecord, Cluster } from '../../cluster/cluster.js';
 import type { SparkHistory } from '../../cluster/history/spark-history.js';
+import type { JobProfiles } from '../../cluster/job-profiles.js';
 import { encodeCursor } from '../../cluster/paging.js';
 import { newAppName } from '../../cluster/app-name.js';
 import { type Application, type Submission, ref, schemaIds } from '../../schemas/index.js';
@@ -24,11 +25,11 @@ import { launcherTokenOf, refuseServiceLabels } from '../service-labels.js';
  */
 export const LIST_PAGE_BYTES = 1024 * 1024;
 
-function withinBudget(records: AppRecord[], next: string | null, history: SparkHistory | undefined): { items: Application[]; next: string | null } {
+function withinBudget(records: AppRecord[], next: string | null, history: SparkHistory | undefined, jobs: JobProfiles | undefined): { items: Application[]; next: string | null } {
   const items: Application[] = [];
   let bytes = 0;
   for (const [i, record] of records.entries()) {
-    const item = toApplication(record, history);
+    const item = toApplication(record, history, jobs);
     bytes += JSON.stringify(item).length;
     if (i > 0 && bytes > LIST_PAGE_BYTES) return { items, next: encodeCursor(records[i - 1]) };
     items.push(item);
@@ -42,7 +43,7 @@ const appNameParams = {
   properties: { appName: { type: 'string', maxLength: 63 } },
 } as const;
 
-export async function appRoutes(app: FastifyInstance, { cluster, policy, history, gatewayProof, fairShare, idempotencyWindowMs }: { cluster: Cluster; policy: SubmissionPolicy; history?: SparkHistory; gatewayProof?: string; fairShare: FairShare; idempotencyWindowMs?: number }) {
+export async function appRoutes(app: FastifyInstance, { cluster, policy, history, jobs, gatewayProof, fairShare, idempotencyWindowMs }: { cluster: Cluster; policy: SubmissionPolicy; history?: SparkHistory; jobs?: JobProfiles; gatewayProof?: string; fairShare: FairShare; idempotencyWindowMs?: number }) {
   const idempotency = new Idempotency(cluster, idempotencyWindowMs);
   /** 404 when absent; 403 when a user key acts on an application another key submitted (policy.ts). */
   const ownApplication = async (request: FastifyRequest<{ Params: { appName: string } }>, action: string) => {
@@ -124,9 +125,9 @@ export async function appRoutes(app: FastifyInstance, { cluster, policy, history
     const { labelSelector, view, ...query } = request.query;
     const page = await cluster.list({ ...query, labels: parseLabelSelector(labelSelector) });
     if (view === 'summary') {
-      return { items: page.items.map((record) => toSummary(record, history)), next: page.next };
+      return { items: page.items.map((record) => toSummary(record, history, jobs)), next: page.next };
     }
-    const { items, next } = withinBudget(page.items, page.next, history);
+    const { items, next } = withinBudget(page.items, page.next, history, jobs);
     return { items: items.map((item) => redactEnvFor(item, request.apiKey)), next };
   });
 
@@ -152,7 +153,7 @@ export async function appRoutes(app: FastifyInstance, { cluster, policy, history
   }, async (request) => {
     const record = await cluster.get(request.params.appName);
     if (!record) throw notFound(`application ${request.params.appName}`);
-    return redactEnvFor(toApplication(record, history), request.apiKey);
+    return redactEnvFor(toApplication(record, history, jobs), request.apiKey);
   });
 
   app.get<{ Params: { appName: string }; Querystring: { follow?: boolean; offset: number; container: string } }>('/api/apps/:appName/log', {
@@ -189,7 +190,7 @@ export async function appRoutes(app: FastifyInstance, { cluster, policy, history
   app.get<{ Params: { appName: string } }>('/api/apps/:appName/submission', {
     schema: {
       summary: 'What the application was submitted with, and how it was sized',
-      description: 'configOverrides as submitted (from the driver pod, or in Kubernetes mode from the copy the controller keeps on the Application once the pod is gone; null when neither is there), admittedBy (the admission mark on the driver pod, kept the same way; null when it missed admission), and sizing: for driver and executor, the pool and the reasons, as admission (the webhook, or local mode\'s in-process admission) recorded them on the driver pod in the annotation `submission-service/sizing` (compact JSON, at most 4096 characters: at most 6 reasons of at most 240 characters per pod); null when the pod missed admission, was admitted before decisions were recorded, or is gone with no copy kept.',
+      description: 'configOverrides as submitted (from the driver pod, or in Kubernetes mode from the copy the controller keeps on the Application once the pod is gone; null when neither is there), admittedBy (the admission mark on the driver pod, kept the same way; null when it missed admission), and sizing: for driver and executor, the pool and the reasons, as admission (the webhook, or local mode\'s in-process admission) recorded them on the driver pod in the annotation `submission-service/sizing` (compact JSON, at most 8192 characters: at most 6 reasons of at most 240 characters per pod; with `history`, sizing from the job\'s past runs: mode, whether applied, the executor as asked, the runs it is based on and at most 6 reasons); null when the pod missed admission, was admitted before decisions were recorded, or is gone with no copy kept.',
       tags: ['apps'],
       params: appNameParams,
       response: { 200: submissionSchema, ...errorResponses },

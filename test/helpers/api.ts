@@ -110,6 +110,7 @@ export async function startTestApi(t: TestLike, options: TestApiOptions = {}): P
     sparkUiHost: options.sparkUiHost,
     idempotencyWindowMs: options.idempotencyWindowMs,
     sparkUiLimits: options.sparkUiLimits,
+    jobs: cluster.jobs,
   });
   // Registered after tempDir's teardown, so it runs first (tap runs teardowns in reverse).
   t.teardown(async () => {
