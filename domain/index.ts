@@ -21,3 +21,4 @@ export * from './spark-ui.js';
 export * from './sizing-explanation.js';
 export * from './sizing-annotation.js';
 export * from './launcher-credential.js';
+export * from './schedule.js';
