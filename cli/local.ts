@@ -5,6 +5,8 @@ import { parseArgs } from 'node:util';
 import { pino } from 'pino';
 import { RetentionSweeper, parseRetention } from '../cluster/history/retention.js';
 import { LocalCluster } from '../cluster/local/local-cluster.js';
+import { FileScheduleStore } from '../cluster/schedules/file-schedule-store.js';
+import { ScheduleRunner } from '../cluster/schedules/runner.js';
 import { parseByteSize } from '../cluster/local/work-dir-space.js';
 import { eventLogDir, LocalSparkHistory } from '../cluster/local/local-history.js';
 import { LocalSparkStatic } from '../cluster/local/spark-static.js';
@@ -111,6 +113,9 @@ export async function localCommand(argv: string[]): Promise<number> {
   const sweeper = retentionMs === undefined ? undefined : new RetentionSweeper({
     cluster, history, retentionMs, onError: (error, appName) => log.warn({ err: error, appName }, 'retention: could not remove an expired application'),
   });
+  // Schedules: files beside the records; their loop runs in this process (cluster/schedules/runner.ts).
+  const scheduleStore = new FileScheduleStore(join(dataDir, 'schedules'), { log });
+  const scheduler = new ScheduleRunner({ store: scheduleStore, cluster, log: (level, message, fields) => log[level](fields ?? {}, message) });
   const sparkUiHost = values['spark-ui-host'];
   // The Spark UI host is one of this service's names (dashboard/spark-ui-access.ts).
   const allowedHosts = [...listFlag(values['allowed-hosts']), ...(sparkUiHost ? [sparkUiHost] : [])];
@@ -130,6 +135,7 @@ export async function localCommand(argv: string[]): Promise<number> {
     sparkUiHost,
     sparkStatic: new LocalSparkStatic({ sparkClass: sparkClassBeside(spark.sparkSubmit), python: spark.python }).reader, // a sandboxed page's cookieless /static/ requests
     idempotencyWindowMs: parseIdempotencyWindow(values['idempotency-window']),
+    schedules: { store: scheduleStore, changed: () => scheduler.wake() },
     ...connectionLimitsFrom(values),
   });
   // The notebook gateway on the same server, calling the API over HTTP like any client would.
@@ -147,11 +153,12 @@ export async function localCommand(argv: string[]): Promise<number> {
   if (sandbox && workDirCapAsked !== undefined && workDirCap === undefined) api.log.warn('work dirs are not capped: a tmpfs per work dir needs the service to run as root (docs/security.md, "Disk and files")');
   api.log.info({ dataDir, nodePools: rules.pools.map((p) => p.instanceName), cores: Number(values.cores), driverSandbox: sandbox ? (sandbox.user ? `bwrap as uid ${sandbox.user.uid}` : 'bwrap') : `none (${problem})` }, 'local mode');
   const address = await api.listen({ port: Number(values.port), host: values.host });
+  scheduler.start();
   process.stdout.write(`Submission Service (local mode) at ${address}/api/  notebooks at ${address}/notebooks  data in ${join(dataDir)}\n`);
   // A signal ends the process either way; a failed close is said before it does.
   const shutdown = () => {
     sweeper?.close();
-    api.close().then(() => history?.close()).then(() => cluster.close()).then(() => process.exit(0), (error: unknown) => {
+    scheduler.stop().then(() => api.close()).then(() => history?.close()).then(() => cluster.close()).then(() => process.exit(0), (error: unknown) => {
       api.log.error({ err: error }, 'shutdown failed');
       process.exit(1);
     });

@@ -12,6 +12,8 @@ import { installOpenApi } from './openapi.js';
 import { appEventRoutes } from './routes/app-events.js';
 import { appRoutes } from './routes/apps.js';
 import { configTemplateRoutes } from './routes/config-templates.js';
+import { scheduleRoutes } from './routes/schedules.js';
+import type { ScheduleStore } from '../cluster/schedules/schedule-store.js';
 import { installValidation, unsafeField } from './validation.js';
 import { installHostAllowlist } from './host-allowlist.js';
 import { logSerializers } from './log-redaction.js';
@@ -44,6 +46,8 @@ export interface ApiOptions {
   gatewayProof?: string;
   /** How long an Idempotency-Key answers with the application it made (idempotency.ts); default 24 h. */
   idempotencyWindowMs?: number;
+  /** Where schedules are kept, and how the scheduler loop hears of a change (routes/schedules.ts); absent: no /api/schedules/. */
+  schedules?: { store: ScheduleStore; changed?: () => void };
 }
 
 export async function buildApi(options: ApiOptions): Promise<FastifyInstance> {
@@ -85,6 +89,7 @@ export async function buildApi(options: ApiOptions): Promise<FastifyInstance> {
   await app.register(appRoutes, { cluster: options.cluster, policy: options.policy ?? defaultPolicy, history: options.history, gatewayProof: options.gatewayProof, fairShare, idempotencyWindowMs: options.idempotencyWindowMs });
   await app.register(appEventRoutes, { cluster: options.cluster, history: options.history, fairShare });
   await app.register(configTemplateRoutes, { templates: options.cluster.templates });
+  if (options.schedules) await app.register(scheduleRoutes, { ...options.schedules, cluster: options.cluster, policy: options.policy ?? defaultPolicy });
   // Followed logs must not hold a shutdown open. (fastify's forceCloseConnections option
   // would do it too, but tracks every socket and costs 40% of the throughput here.)
   app.addHook('preClose', async () => { app.server.closeAllConnections(); });
