@@ -31,6 +31,24 @@ export function toScheduleRecord(stored: StoredSchedule, now = new Date()): Sche
   return { ...stored.spec, createdBy: stored.createdBy, createdAt: stored.createdAt, ...stored.status, nextRunAt: next?.toISOString() ?? null };
 }
 
+/**
+ * 400 for what the schema cannot say; then a tick's submission, dry-run now: a schedule that
+ * could never run is refused up front (its template missing, an override the policy refuses,
+ * sizes no pool holds), with the answer a submission would get.
+ */
+async function check(spec: Schedule, cluster: Cluster, submittedBy: string | undefined) {
+  const problem = scheduleProblem(spec);
+  if (problem) throw new HttpError(400, problem.message, { field: problem.field });
+  const own = Object.keys(spec.labels ?? {}).find((key) => isScheduleLabel(key) || isKernelLabel(key));
+  if (own !== undefined) throw new HttpError(400, `field "labels": the label "${own}" is the service's own (it marks a schedule's runs, or a notebook kernel)`, { field: 'labels' });
+  refuseServiceLabels({ jobName: spec.jobName, configOverrides: spec.configOverrides }, {}, undefined);
+  const appName = scheduledRunName(spec.jobName, spec.name, new Date());
+  const result = await submitApplication(cluster, {
+    appName, jobName: spec.jobName, configTemplateName: spec.configTemplateName || undefined, configOverrides: spec.configOverrides, labels: spec.labels, submittedBy,
+  }, { dryRun: true });
+  return result.ok ? undefined : result;
+}
+
 export async function scheduleRoutes(app: FastifyInstance, { store, cluster, policy, changed }: ScheduleRoutesOptions) {
   /** 404 when absent; 403 when a user key acts on a schedule another key created. */
   const ownSchedule = async (request: FastifyRequest<{ Params: { name: string } }>, action: string) => {
@@ -40,21 +58,6 @@ export async function scheduleRoutes(app: FastifyInstance, { store, cluster, pol
       throw new HttpError(403, `a user key may ${action} only the schedules it created; "${stored.spec.name}" was created by another key (an admin key may act on every schedule)`);
     }
     return stored;
-  };
-
-  /** 400 for what the schema cannot say; then the submission of a tick, dry-run now: a schedule that could never run is refused up front. */
-  const check = async (spec: Schedule, request: FastifyRequest) => {
-    const problem = scheduleProblem(spec);
-    if (problem) throw new HttpError(400, problem.message, { field: problem.field });
-    const own = Object.keys(spec.labels ?? {}).find((key) => isScheduleLabel(key) || isKernelLabel(key));
-    if (own !== undefined) throw new HttpError(400, `field "labels": the label "${own}" is the service's own (it marks a schedule's runs, or a notebook kernel)`, { field: 'labels' });
-    refuseServiceLabels({ jobName: spec.jobName, configOverrides: spec.configOverrides }, {}, undefined);
-    const appName = scheduledRunName(spec.jobName, spec.name, new Date());
-    const result = await submitApplication(cluster, {
-      appName, jobName: spec.jobName, configTemplateName: spec.configTemplateName || undefined, configOverrides: spec.configOverrides, labels: spec.labels,
-      submittedBy: request.apiKey?.id,
-    }, { dryRun: true });
-    return result.ok ? undefined : result;
   };
 
   app.post<{ Body: Schedule }>('/api/schedules/', {
@@ -67,7 +70,7 @@ export async function scheduleRoutes(app: FastifyInstance, { store, cluster, pol
     },
   }, async (request, reply) => {
     if (await store.get(request.body.name)) throw new HttpError(409, `schedule "${request.body.name}" already exists`);
-    const refused = await check(request.body, request);
+    const refused = await check(request.body, cluster, request.apiKey?.id);
     if (refused) return reply.code(refused.status).send(refused.body);
     const created = await store.create({ spec: request.body, createdBy: request.apiKey?.id ?? null, createdAt: new Date().toISOString(), status: emptyStatus() });
     changed?.();
@@ -95,7 +98,7 @@ export async function scheduleRoutes(app: FastifyInstance, { store, cluster, pol
       throw new HttpError(400, `the body's name "${request.body.name}" differs from the path's "${request.params.name}"`, { field: 'name' });
     }
     await ownSchedule(request, 'change');
-    const refused = await check(request.body, request);
+    const refused = await check(request.body, cluster, request.apiKey?.id);
     if (refused) return reply.code(refused.status).send(refused.body);
     const replaced = await store.replace(request.body);
     changed?.();
