@@ -12,28 +12,7 @@ import { emptyStatus } from '../../cluster/schedules/schedule-store.js';
 import { ANNOTATION_SUBMITTED_BY, applicationLabels, LABEL_JOB } from '../../domain/index.js';
 import type { Schedule } from '../../schemas/index.js';
 import { tempDir } from '../helpers/temp.js';
-
-class FakeClock implements SchedulerClock {
-  private timers: { at: number; run: () => void }[] = [];
-  constructor(private at: number) {}
-  now = () => new Date(this.at);
-  setTimer = (run: () => void, ms: number) => { const timer = { at: this.at + ms, run }; this.timers.push(timer); return timer; };
-  clearTimer = (handle: unknown) => { this.timers = this.timers.filter((timer) => timer !== handle); };
-  /** Moves to `iso`, running each timer that falls due on the way, and each pass it starts, to its end. */
-  async until(iso: string, runner: ScheduleRunner): Promise<void> {
-    const end = Date.parse(iso);
-    for (;;) {
-      await runner.idle();
-      const due = this.timers.filter((timer) => timer.at <= end).sort((a, b) => a.at - b.at)[0];
-      if (!due) break;
-      this.timers = this.timers.filter((timer) => timer !== due);
-      this.at = Math.max(this.at, due.at);
-      due.run();
-    }
-    this.at = end;
-    await runner.idle();
-  }
-}
+import { SchedulerTestClock as FakeClock } from '../helpers/scheduler-clock.js';
 
 class FakeCluster {
   readonly records = new Map<string, AppRecord>();
