@@ -29,6 +29,7 @@ import { LeaderElection } from './leader-election.js';
 import type { LeaseTiming } from './lease-decision.js';
 import { isLogContainer, type LogArchive, LogArchiver, type LogArchiverOptions, type LogContainer } from './log-archive.js';
 import { Reconciler } from './reconciler.js';
+import type { LeaderTask } from './schedule-reconciler.js';
 import { type ApplicationResource, applicationResource, desiredStatus, toRecord } from './records.js';
 import { ANNOTATION_IDEMPOTENCY, idempotencyOf } from '../app-record.js';
 import { KubernetesTemplateStore } from './template-store.js';
@@ -69,6 +70,8 @@ export class KubernetesCluster implements Cluster {
   readonly reconciler: Reconciler;
   readonly leader?: LeaderElection;
   readonly archiver?: LogArchiver;
+  /** More work run only on the leader (the Schedule controller): started and stopped with the Lease. */
+  private readonly leaderTasks: LeaderTask[] = [];
   private started?: Promise<void>;
 
   constructor(private readonly options: KubernetesClusterOptions) {
@@ -98,10 +101,16 @@ export class KubernetesCluster implements Cluster {
         name: lease.name ?? 'submission-service-controller',
         identity: lease.identity ?? `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`,
         timing: { leaseMs: lease.leaseMs, renewDeadlineMs: lease.renewDeadlineMs, retryMs: lease.retryMs },
-        onStartedLeading: () => { this.reconciler.activate(); this.archiver?.touchAll(); },
-        onStoppedLeading: () => { this.reconciler.deactivate(); void this.archiver?.stopFollowing(); },
+        onStartedLeading: () => { this.reconciler.activate(); this.archiver?.touchAll(); for (const task of this.leaderTasks) task.activate(); },
+        onStoppedLeading: () => { this.reconciler.deactivate(); void this.archiver?.stopFollowing(); for (const task of this.leaderTasks) task.deactivate(); },
       });
     }
+  }
+
+  /** Work that runs on the leader only (schedule-reconciler.ts); started at once if this replica leads already. */
+  addLeaderTask(task: LeaderTask): void {
+    this.leaderTasks.push(task);
+    if (this.leader?.isLeader) task.activate();
   }
 
   /** Lists and watches (the cache), then runs for the Lease. Reads wait for it; the wiring calls it before the port opens. */
@@ -387,6 +396,7 @@ export class KubernetesCluster implements Cluster {
     await this.started?.catch(() => undefined);
     await this.leader?.stop();
     this.reconciler.deactivate();
+    for (const task of this.leaderTasks) task.deactivate();
     await this.archiver?.close();
     await this.cache.stop();
   }
