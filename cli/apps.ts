@@ -7,7 +7,7 @@ import { deepMerge } from '../domain/merge.js';
 import { serverEvents } from '../lib/server-events.js';
 
 
-function client(url: string, apiKey?: string) {
+export function client(url: string, apiKey?: string) {
   const headers: Record<string, string> = apiKey ? { 'x-api-key': apiKey } : {};
   return async (method: string, path: string, body?: unknown, signal?: AbortSignal): Promise<Response> => {
     const response = await fetch(url.replace(/\/$/, '') + path, {

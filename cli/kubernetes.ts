@@ -1,6 +1,8 @@
 // `submission-service api` and `submission-service webhook`: the processes of a cluster deployment.
 import { parseArgs } from 'node:util';
-import { kubeClients } from '../cluster/kubernetes/client.js';
+import { type KubeClients, kubeClients } from '../cluster/kubernetes/client.js';
+import { ScheduleReconciler } from '../cluster/kubernetes/schedule-reconciler.js';
+import { KubernetesScheduleStore } from '../cluster/kubernetes/schedule-store.js';
 import { createLogger, loggerOptions } from '../lib/logger.js';
 import { KubernetesCluster } from '../cluster/kubernetes/kubernetes-cluster.js';
 import { timingForLease } from '../cluster/kubernetes/lease-decision.js';
@@ -43,6 +45,17 @@ function onSignal(drain: Drain, delayMs: number, close: () => Promise<void>) {
   };
   process.once('SIGINT', stop);
   process.once('SIGTERM', stop);
+}
+
+/** Schedules as custom resources; their controller runs on the replica holding the Lease (cluster/kubernetes/schedule-reconciler.ts). */
+function kubernetesSchedules(cluster: KubernetesCluster, clients: KubeClients, namespace: string) {
+  const store = new KubernetesScheduleStore(clients, namespace);
+  const reconciler = new ScheduleReconciler({
+    store, cluster, mayWrite: () => cluster.leader?.isLeader ?? false,
+    log: (level, message) => { if (level !== 'info') process.stderr.write(`${message}\n`); },
+  });
+  cluster.addLeaderTask(reconciler);
+  return { store, changed: () => reconciler.wake() };
 }
 
 export async function apiCommand(argv: string[]): Promise<number> {
@@ -101,6 +114,7 @@ export async function apiCommand(argv: string[]): Promise<number> {
   const sweeper = retentionMs === undefined || values.controller !== 'on' ? undefined : new RetentionSweeper({
     cluster, history, retentionMs, onError: (error, appName) => void process.stderr.write(`retention: ${appName ?? ''} ${(error as Error)?.message ?? String(error)}\n`),
   });
+  const schedules = kubernetesSchedules(cluster, clients, values.namespace);
   const fileStore = secretStore ? undefined : new FileKeyStore(values['data-dir']);
   const store = secretStore ?? fileStore!;
   const policy = values['node-pools'] ? rulesFrom(values['node-pools'], values.namespace).policy : undefined;
@@ -116,6 +130,7 @@ export async function apiCommand(argv: string[]): Promise<number> {
     // A sandboxed Spark UI page's cookieless /static/ requests, the same for every name (docs/security.md).
     sparkStatic: historyWiring.sparkStatic?.reader,
     idempotencyWindowMs: parseIdempotencyWindow(values['idempotency-window']),
+    schedules,
     ...connectionLimitsFrom(values),
   });
   const drain = new Drain();

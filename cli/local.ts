@@ -8,6 +8,8 @@ import { LocalCluster } from '../cluster/local/local-cluster.js';
 import { ProfileRecorder } from '../cluster/local/profile-recorder.js';
 import type { LocalLogger } from '../cluster/local/logger.js';
 import type { AdmissionRules } from '../domain/index.js';
+import { FileScheduleStore } from '../cluster/schedules/file-schedule-store.js';
+import { ScheduleRunner } from '../cluster/schedules/runner.js';
 import { parseByteSize } from '../cluster/local/work-dir-space.js';
 import { eventLogDir, LocalSparkHistory } from '../cluster/local/local-history.js';
 import { LocalSparkStatic } from '../cluster/local/spark-static.js';
@@ -75,6 +77,25 @@ function recordRuns(cluster: LocalCluster, history: LocalSparkHistory | undefine
   return cluster.jobs;
 }
 
+/** Schedules: files beside the records; their loop runs in this process (cluster/schedules/runner.ts). */
+function localSchedules(dataDir: string, cluster: LocalCluster, log: LocalLogger) {
+  const store = new FileScheduleStore(join(dataDir, 'schedules'), { log });
+  const scheduler = new ScheduleRunner({ store, cluster, log: (level, message, fields) => log[level](fields ?? {}, message) });
+  return { scheduler, schedules: { store, changed: () => scheduler.wake() } };
+}
+
+/** On SIGINT or SIGTERM: close, then exit. A signal ends the process either way; a failed close is said before it does. */
+function onSignal(log: LocalLogger, close: () => Promise<void>): void {
+  const shutdown = () => {
+    close().then(() => process.exit(0), (error: unknown) => {
+      log.error({ err: error }, 'shutdown failed');
+      process.exit(1);
+    });
+  };
+  process.once('SIGINT', shutdown);
+  process.once('SIGTERM', shutdown);
+}
+
 export async function localCommand(argv: string[]): Promise<number> {
   const { values } = parseArgs({ args: argv, options: localOptions() });
   if (values.auth !== 'on' && values.auth !== 'off') throw new Error('--auth takes on or off');
@@ -123,6 +144,7 @@ export async function localCommand(argv: string[]): Promise<number> {
   const sweeper = retentionMs === undefined ? undefined : new RetentionSweeper({
     cluster, history, retentionMs, onError: (error, appName) => log.warn({ err: error, appName }, 'retention: could not remove an expired application'),
   });
+  const { scheduler, schedules } = localSchedules(dataDir, cluster, log);
   const sparkUiHost = values['spark-ui-host'];
   // The Spark UI host is one of this service's names (dashboard/spark-ui-access.ts).
   const allowedHosts = [...listFlag(values['allowed-hosts']), ...(sparkUiHost ? [`*.${sparkUiHost}`] : [])];
@@ -142,6 +164,7 @@ export async function localCommand(argv: string[]): Promise<number> {
     sparkUiHost,
     sparkStatic: new LocalSparkStatic({ sparkClass: sparkClassBeside(spark.sparkSubmit), python: spark.python }).reader, // a sandboxed page's cookieless /static/ requests
     idempotencyWindowMs: parseIdempotencyWindow(values['idempotency-window']),
+    schedules,
     ...connectionLimitsFrom(values),
   });
   // The notebook gateway on the same server, calling the API over HTTP like any client would.
@@ -159,16 +182,11 @@ export async function localCommand(argv: string[]): Promise<number> {
   if (sandbox && workDirCapAsked !== undefined && workDirCap === undefined) api.log.warn('work dirs are not capped: a tmpfs per work dir needs the service to run as root (docs/security.md, "Disk and files")');
   api.log.info({ dataDir, nodePools: rules.pools.map((p) => p.instanceName), cores: Number(values.cores), driverSandbox: sandbox ? (sandbox.user ? `bwrap as uid ${sandbox.user.uid}` : 'bwrap') : `none (${problem})` }, 'local mode');
   const address = await api.listen({ port: Number(values.port), host: values.host });
+  scheduler.start();
   process.stdout.write(`Submission Service (local mode) at ${address}/api/  notebooks at ${address}/notebooks  data in ${join(dataDir)}\n`);
-  // A signal ends the process either way; a failed close is said before it does.
-  const shutdown = () => {
+  onSignal(api.log, async () => {
     sweeper?.close();
-    api.close().then(() => history?.close()).then(() => cluster.close()).then(() => process.exit(0), (error: unknown) => {
-      api.log.error({ err: error }, 'shutdown failed');
-      process.exit(1);
-    });
-  };
-  process.once('SIGINT', shutdown);
-  process.once('SIGTERM', shutdown);
+    await scheduler.stop().then(() => api.close()).then(() => history?.close()).then(() => cluster.close());
+  });
   return -1; // keeps running
 }

@@ -32,6 +32,8 @@ const USAGE = `usage: submission-service <command> [options]
   apps list [--job NAME] [--state STATE] [--search TEXT]
   apps logs APP [-f]
                    (apps: --url, or SUBMISSION_SERVICE_URL; --api-key, or SUBMISSION_SERVICE_API_KEY)
+  schedules create NAME --cron "0 3 * * *" --job NAME [--time-zone TZ] [--template T] [--set k=v] [--concurrency Allow|Forbid|Replace]
+                   [--starting-deadline S] [--suspend] | schedules list | get NAME | pause NAME | resume NAME | delete NAME
 `;
 
 async function main(argv: string[]): Promise<number> {
@@ -41,6 +43,7 @@ async function main(argv: string[]): Promise<number> {
     case 'local': return (await import('./local.js')).localCommand(rest);
     case 'keys': return (await import('./keys.js')).keysCommand(rest, (await import('./config.js')).defaultDataDir());
     case 'apps': return (await import('./apps.js')).appsCommand(rest);
+    case 'schedules': return (await import('./schedules.js')).schedulesCommand(rest);
     case 'api': return (await import('./kubernetes.js')).apiCommand(rest);
     case 'webhook': return (await import('./kubernetes.js')).webhookCommand(rest);
     case 'gateway': return (await import('./gateway.js')).gatewayCommand(rest);

@@ -28,3 +28,4 @@ export * from './run-cost.js';
 export * from './job-history.js';
 export * from './sizing-recommendation.js';
 export * from './history-sizing.js';
+export * from './schedule.js';

@@ -240,4 +240,32 @@ export function applicationCrd(index: SchemaIndex = indexSchemas()): Schema {
   });
 }
 
-export const allCrds = (index: SchemaIndex = indexSchemas()): Schema[] => [configTemplateCrd(index), applicationCrd(index)];
+/**
+ * Schedule: a submission made on a cron schedule (cluster/schedules/). `metadata.name` is its
+ * name; the spec carries its owner (`createdBy`: the runs are submitted as that key); the
+ * status is written by the controller's leader after each tick it settles.
+ */
+export function scheduleCrd(index: SchemaIndex = indexSchemas()): Schema {
+  const record = resolveRef('schedule-record.json', index);
+  const spec = ['schedule', 'timeZone', 'jobName', 'configTemplateName', 'configOverrides', 'labels', 'concurrencyPolicy', 'suspend',
+    'startingDeadlineSeconds', 'successfulRunsHistoryLimit', 'failedRunsHistoryLimit', 'createdBy'];
+  return crd({
+    kind: 'Schedule',
+    plural: 'schedules',
+    shortNames: ['sssched'],
+    description: String(resolveRef('schedule.json', index).description),
+    spec: toStructural(pick(record, spec), index),
+    status: toStructural(pick(record, ['lastScheduleTime', 'lastRunName', 'lastOutcome']), index),
+    columns: [
+      { name: 'Schedule', type: 'string', jsonPath: '.spec.schedule' },
+      { name: 'Time zone', type: 'string', jsonPath: '.spec.timeZone' },
+      { name: 'Job', type: 'string', jsonPath: '.spec.jobName' },
+      { name: 'Suspend', type: 'boolean', jsonPath: '.spec.suspend' },
+      { name: 'Last tick', type: 'date', jsonPath: '.status.lastScheduleTime' },
+      { name: 'Last run', type: 'string', jsonPath: '.status.lastRunName', priority: 1 },
+      AGE_COLUMN,
+    ],
+  });
+}
+
+export const allCrds = (index: SchemaIndex = indexSchemas()): Schema[] => [configTemplateCrd(index), applicationCrd(index), scheduleCrd(index)];

@@ -12,6 +12,9 @@ import labels from './labels.json' with { type: 'json' };
 import nodePool from './node-pool.json' with { type: 'json' };
 import nodePoolsFile from './node-pools-file.json' with { type: 'json' };
 import podConfig from './pod-config.json' with { type: 'json' };
+import scheduleList from './schedule-list.json' with { type: 'json' };
+import scheduleRecord from './schedule-record.json' with { type: 'json' };
+import schedule from './schedule.json' with { type: 'json' };
 import secretMount from './secret-mount.json' with { type: 'json' };
 import sizingRules from './sizing-rules.json' with { type: 'json' };
 import submission from './submission.json' with { type: 'json' };
@@ -24,7 +27,7 @@ export type JsonSchema = { $id: string; title?: string; [key: string]: unknown }
 export const allSchemas: JsonSchema[] = [
   secretMount, podConfig, applicationConfig, applicationState, applicationAttempt, labels, application, applicationList,
   submission, configTemplate, configTemplateList, error, nodePool, sizingRules, nodePoolsFile,
-  unschedulablePod, unschedulableError,
+  unschedulablePod, unschedulableError, schedule, scheduleRecord, scheduleList,
 ];
 
 export const schemaIds = {
@@ -37,6 +40,9 @@ export const schemaIds = {
   error: error.$id,
   labels: labels.$id,
   nodePoolsFile: nodePoolsFile.$id,
+  schedule: schedule.$id,
+  scheduleList: scheduleList.$id,
+  scheduleRecord: scheduleRecord.$id,
   submission: submission.$id,
   unschedulableError: unschedulableError.$id,
 } as const;

@@ -587,6 +587,134 @@ export interface SizingRules {
   nonAllocatableMemoryFraction?: number;
 }
 /**
+ * This interface was referenced by `Schemas`'s JSON-Schema
+ * via the `definition` "ScheduleList".
+ */
+export interface ScheduleList {
+  items: ScheduleRecord[];
+}
+/**
+ * A schedule as the API answers it: its spec, who owns it, and what its ticks did.
+ *
+ * This interface was referenced by `Schemas`'s JSON-Schema
+ * via the `definition` "ScheduleRecord".
+ */
+export interface ScheduleRecord {
+  /**
+   * A DNS-1123 label, unique per namespace (local mode: per service).
+   */
+  name: string;
+  /**
+   * Cron: 5 fields (minute hour day-of-month month day-of-week, as crontab) or 6 with seconds first. Read by croner; `@daily`-style nicknames are accepted.
+   */
+  schedule: string;
+  /**
+   * IANA time zone the schedule is read in (such as Europe/Berlin); default UTC. Across a DST change a time that does not exist runs at the first valid time after it, and a time that occurs twice runs once.
+   */
+  timeZone?: string;
+  /**
+   * The job every run belongs to (as in a submission).
+   */
+  jobName: string;
+  /**
+   * Template of every run; empty for none.
+   */
+  configTemplateName?: string;
+  configOverrides?: ApplicationConfig;
+  labels?: Labels;
+  /**
+   * When a tick falls due while a run of this schedule has not ended: Allow runs beside it, Forbid skips the tick, Replace stops the running one(s) and runs.
+   */
+  concurrencyPolicy?: 'Allow' | 'Forbid' | 'Replace';
+  /**
+   * true: no tick makes a run (pause). Ticks passed while suspended follow startingDeadlineSeconds on resume, like ticks missed while the service was down: at most the latest one runs.
+   */
+  suspend?: boolean;
+  /**
+   * A tick found later than this (the service was down, the schedule suspended) is missed instead of run. Absent: no limit (the latest missed tick runs).
+   */
+  startingDeadlineSeconds?: number;
+  /**
+   * How many COMPLETED runs of this schedule are kept; older ones are deleted.
+   */
+  successfulRunsHistoryLimit?: number;
+  /**
+   * How many ended runs that did not complete (FAILED, KILLED, UNKNOWN) are kept; older ones are deleted.
+   */
+  failedRunsHistoryLimit?: number;
+  /**
+   * Id of the API key that created the schedule; its runs are submitted as that key. null when authentication was off.
+   */
+  createdBy: string | null;
+  createdAt: string;
+  /**
+   * The last tick acted upon (run, skipped or missed).
+   */
+  lastScheduleTime?: string | null;
+  /**
+   * appName of the last run made.
+   */
+  lastRunName?: string | null;
+  /**
+   * What the last tick did, in words (ran, skipped under Forbid, missed its deadline, refused and why).
+   */
+  lastOutcome?: string | null;
+  /**
+   * The next tick (computed when read); null while suspended or when none is left.
+   */
+  nextRunAt?: string | null;
+}
+/**
+ * Body of POST /api/schedules/ and PUT /api/schedules/{name}: a submission made on a cron schedule. Also the spec of the Schedule custom resource.
+ *
+ * This interface was referenced by `Schemas`'s JSON-Schema
+ * via the `definition` "Schedule".
+ */
+export interface Schedule {
+  /**
+   * A DNS-1123 label, unique per namespace (local mode: per service).
+   */
+  name: string;
+  /**
+   * Cron: 5 fields (minute hour day-of-month month day-of-week, as crontab) or 6 with seconds first. Read by croner; `@daily`-style nicknames are accepted.
+   */
+  schedule: string;
+  /**
+   * IANA time zone the schedule is read in (such as Europe/Berlin); default UTC. Across a DST change a time that does not exist runs at the first valid time after it, and a time that occurs twice runs once.
+   */
+  timeZone?: string;
+  /**
+   * The job every run belongs to (as in a submission).
+   */
+  jobName: string;
+  /**
+   * Template of every run; empty for none.
+   */
+  configTemplateName?: string;
+  configOverrides?: ApplicationConfig;
+  labels?: Labels;
+  /**
+   * When a tick falls due while a run of this schedule has not ended: Allow runs beside it, Forbid skips the tick, Replace stops the running one(s) and runs.
+   */
+  concurrencyPolicy?: 'Allow' | 'Forbid' | 'Replace';
+  /**
+   * true: no tick makes a run (pause). Ticks passed while suspended follow startingDeadlineSeconds on resume, like ticks missed while the service was down: at most the latest one runs.
+   */
+  suspend?: boolean;
+  /**
+   * A tick found later than this (the service was down, the schedule suspended) is missed instead of run. Absent: no limit (the latest missed tick runs).
+   */
+  startingDeadlineSeconds?: number;
+  /**
+   * How many COMPLETED runs of this schedule are kept; older ones are deleted.
+   */
+  successfulRunsHistoryLimit?: number;
+  /**
+   * How many ended runs that did not complete (FAILED, KILLED, UNKNOWN) are kept; older ones are deleted.
+   */
+  failedRunsHistoryLimit?: number;
+}
+/**
  * Body of POST /api/apps/.
  *
  * This interface was referenced by `Schemas`'s JSON-Schema

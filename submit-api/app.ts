@@ -14,6 +14,8 @@ import { appRoutes } from './routes/apps.js';
 import { jobRoutes } from './routes/jobs.js';
 import type { JobProfiles } from '../cluster/job-profiles.js';
 import { configTemplateRoutes } from './routes/config-templates.js';
+import { scheduleRoutes } from './routes/schedules.js';
+import type { ScheduleStore } from '../cluster/schedules/schedule-store.js';
 import { installValidation, unsafeField } from './validation.js';
 import { installHostAllowlist } from './host-allowlist.js';
 import { logSerializers } from './log-redaction.js';
@@ -48,6 +50,8 @@ export interface ApiOptions {
   gatewayProof?: string;
   /** How long an Idempotency-Key answers with the application it made (idempotency.ts); default 24 h. */
   idempotencyWindowMs?: number;
+  /** Where schedules are kept, and how the scheduler loop hears of a change (routes/schedules.ts); absent: no /api/schedules/. */
+  schedules?: { store: ScheduleStore; changed?: () => void };
 }
 
 export async function buildApi(options: ApiOptions): Promise<FastifyInstance> {
@@ -90,6 +94,7 @@ export async function buildApi(options: ApiOptions): Promise<FastifyInstance> {
   await app.register(appRoutes, { cluster: options.cluster, policy: options.policy ?? defaultPolicy, history: options.history, jobs: options.jobs, gatewayProof: options.gatewayProof, fairShare, idempotencyWindowMs: options.idempotencyWindowMs });
   await app.register(appEventRoutes, { cluster: options.cluster, history: options.history, fairShare });
   await app.register(configTemplateRoutes, { templates: options.cluster.templates });
+  if (options.schedules) await app.register(scheduleRoutes, { ...options.schedules, cluster: options.cluster, policy: options.policy ?? defaultPolicy });
   // Followed logs must not hold a shutdown open. (fastify's forceCloseConnections option
   // would do it too, but tracks every socket and costs 40% of the throughput here.)
   app.addHook('preClose', async () => { app.server.closeAllConnections(); });

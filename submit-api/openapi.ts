@@ -16,7 +16,7 @@ export async function installOpenApi(app: FastifyInstance, version: string, auth
       components: { securitySchemes: { apiKey: { type: 'apiKey', in: 'header', name: 'X-API-Key' } } },
       // With auth off no key is needed, and the document says so (clients and fuzzers read it).
       security: authEnabled ? [{ apiKey: [] }] : [],
-      tags: [{ name: 'apps', description: 'Applications' }, { name: 'config-templates', description: 'Config templates' }, { name: 'jobs', description: 'Jobs: what their past runs tell' }],
+      tags: [{ name: 'apps', description: 'Applications' }, { name: 'config-templates', description: 'Config templates' }, { name: 'jobs', description: 'Jobs: what their past runs tell' }, { name: 'schedules', description: 'Schedules: submissions on a cron schedule' }],
     },
     transformObject: (documents) => completeResponses((documents as { openapiObject: OpenApiDocument }).openapiObject) as never,
     // Components are named after each schema's title (ApplicationConfig, ...), not def-N.

@@ -5,7 +5,7 @@
 // checked. Without this a user app labelled as a kernel skipped the core queue in local mode
 // and ended that kernel when it ended.
 import type { Submission } from '../schemas/index.js';
-import { isKernelLabel, isLauncherToken, isReservedLabel } from '../domain/index.js';
+import { isKernelLabel, isLauncherToken, isReservedLabel, isScheduleLabel } from '../domain/index.js';
 import { GATEWAY_PROOF_HEADER, isGatewayProof, LAUNCHER_TOKEN_HEADER } from '../lib/gateway-proof.js';
 import { HttpError } from './errors.js';
 
@@ -15,8 +15,12 @@ export function refuseServiceLabels(body: Submission, headers: Record<string, un
   if (kernel !== undefined && !isGatewayProof(expectedProof, headers[GATEWAY_PROOF_HEADER])) {
     throw new HttpError(400, `field "labels": the label "${kernel}" marks a notebook kernel and is set by the notebook gateway only (start kernels through /notebooks/)`);
   }
+  const scheduled = Object.keys(body.labels ?? {}).find(isScheduleLabel);
+  if (scheduled !== undefined) {
+    throw new HttpError(400, `field "labels": the label "${scheduled}" marks a schedule's runs and is set by the scheduler only (create a schedule: POST /api/schedules/)`);
+  }
   for (const role of ['driver', 'executor'] as const) {
-    const own = Object.keys(body.configOverrides?.[role]?.labels ?? {}).find((key) => isKernelLabel(key) || isReservedLabel(key));
+    const own = Object.keys(body.configOverrides?.[role]?.labels ?? {}).find((key) => isKernelLabel(key) || isReservedLabel(key) || isScheduleLabel(key));
     if (own !== undefined) {
       throw new HttpError(400, `field "configOverrides.${role}.labels": the label "${own}" is the service's own (keys beginning with submission-service/, spark- or kernel.submission-service.io/ are set by the service only)`);
     }

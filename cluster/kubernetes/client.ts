@@ -6,6 +6,7 @@ export const GROUP = 'submission-service.io';
 export const VERSION = 'v1';
 export const TEMPLATES = 'configtemplates';
 export const APPLICATIONS = 'applications';
+export const SCHEDULES = 'schedules';
 /** Names our writes in managedFields (client-node would say node-fetch). */
 export const FIELD_MANAGER = 'submission-service';
 

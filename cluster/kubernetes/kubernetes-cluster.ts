@@ -31,6 +31,7 @@ import { isLogContainer, type LogArchive, type LogContainer } from './log-archiv
 import { driverKey, executorKey, LogArchiver, type LogArchiverOptions } from './log-archiver.js';
 import { Manager } from './manager.js';
 import { Reconciler } from './reconciler.js';
+import type { LeaderTask } from './schedule-reconciler.js';
 import { type ApplicationResource, applicationResource, desiredStatus, toRecord } from './records.js';
 import { ANNOTATION_IDEMPOTENCY, idempotencyOf } from '../app-record.js';
 import { KubernetesTemplateStore } from './template-store.js';
@@ -79,6 +80,8 @@ export class KubernetesCluster implements Cluster {
   readonly leader?: LeaderElection;
   readonly archiver?: LogArchiver;
   readonly eventLogAccess?: EventLogAccess;
+  /** More work run only on the leader (the Schedule controller): started and stopped with the Lease. */
+  private readonly leaderTasks: LeaderTask[] = [];
   private started?: Promise<void>;
 
   constructor(private readonly options: KubernetesClusterOptions) {
@@ -97,7 +100,10 @@ export class KubernetesCluster implements Cluster {
       cache: this.cache, log,
       elect: controller ? (hooks) => new LeaderElection({
         clients: options.clients, namespace: options.namespace, log, ...hooks,
-        onStartedLeading: () => { hooks.onStartedLeading(); this.eventLogAccess?.startedLeading(); },
+        // Beside the manager's controllers until they are controllers of it: the event-log keys and
+        // the leader's other tasks (the Schedule controller).
+        onStartedLeading: () => { hooks.onStartedLeading(); this.eventLogAccess?.startedLeading(); for (const task of this.leaderTasks) task.activate(); },
+        onStoppedLeading: () => { hooks.onStoppedLeading(); for (const task of this.leaderTasks) task.deactivate(); },
         name: lease.name ?? 'submission-service-controller',
         identity: lease.identity ?? `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`,
         timing: { leaseMs: lease.leaseMs, renewDeadlineMs: lease.renewDeadlineMs, retryMs: lease.retryMs },
@@ -130,6 +136,12 @@ export class KubernetesCluster implements Cluster {
         close: () => archiver.close(),
       });
     }
+  }
+
+  /** Work that runs on the leader only (schedule-reconciler.ts); started at once if this replica leads already. */
+  addLeaderTask(task: LeaderTask): void {
+    this.leaderTasks.push(task);
+    if (this.manager.isLeader) task.activate();
   }
 
   /** Lists and watches (the cache), then runs for the Lease. Reads wait for it; the wiring calls it before the port opens. */
@@ -396,5 +408,6 @@ export class KubernetesCluster implements Cluster {
 
   async close(): Promise<void> {
     await this.manager.stop();
+    for (const task of this.leaderTasks) task.deactivate();
   }
 }

@@ -3,6 +3,7 @@
 // (no polling: with nothing changing, the page sends nothing). The search is the server's
 // (`q`): it finds applications in pages not loaded yet, and the counts follow it.
 import { ACTIVE, STATES, api, appHref, badge, duration, el, isKernel, show, when } from './dom.js';
+import { loadSchedules, scheduleLines } from './schedules.js';
 
 /** Which Spark UI the application's link opens: its running driver's, or its run's history. */
 function sparkUiTag(a) {
@@ -31,6 +32,8 @@ export function listPage(session) {
   let loading = false;
   let searchTimer = null;
   let generation = 0; // each restart; answers for an older filter are dropped
+  let schedules = new Map(); // jobName -> its schedules (schedules.js)
+  const reloadSchedules = () => loadSchedules().then((found) => { schedules = found; schedule(); }, report);
 
   const countsBox = el('div', { class: 'counts', id: 'counts', role: 'group', 'aria-label': 'Applications per state' });
   const jobSelect = el('select', { id: 'job-filter', 'aria-label': 'Job' });
@@ -137,6 +140,7 @@ export function listPage(session) {
         failing ? el('span', { class: 'badge state-FAILED' }, 'last run failed') : null,
         el('span', { class: 'muted' }, `${perJob?.total ?? apps.length} run${(perJob?.total ?? apps.length) === 1 ? '' : 's'}`),
         el('span', { class: 'spacer' }), strip),
+      scheduleLines(schedules.get(jobName), reloadSchedules),
       el('table', {},
         el('thead', {}, el('tr', {}, el('th', {}, 'Application'), el('th', {}, 'State'), el('th', {}, 'Started'), el('th', { class: 'num' }, 'Duration'))),
         el('tbody', {}, rows)),
@@ -249,7 +253,7 @@ export function listPage(session) {
   // Durations of running applications grow: redraw every 5 s while any is shown (no request).
   const ticker = setInterval(() => { if ([...items.values()].some((a) => a.state === 'RUNNING')) schedule(); }, 5000);
   return {
-    start: () => restart(),
+    start: () => { void reloadSchedules(); return restart(); },
     stop: () => { source?.close(); clearTimeout(countsTimer); clearTimeout(searchTimer); clearInterval(ticker); document.removeEventListener('keydown', slash); if (frame) cancelAnimationFrame(frame); },
   };
 }

@@ -6,8 +6,10 @@ import type { SparkHistory } from '../../cluster/history/spark-history.js';
 import type { JobProfiles } from '../../cluster/job-profiles.js';
 import { encodeCursor } from '../../cluster/paging.js';
 import { newAppName } from '../../cluster/app-name.js';
+import { submitApplication } from '../../cluster/submit-application.js';
+import type { V1Pod } from '@kubernetes/client-node';
 import { type Application, type Submission, ref, schemaIds } from '../../schemas/index.js';
-import { bareDriverPod, KERNEL_POOL_LABEL_KEY, mayActOnApplication, type SubmissionPolicy } from '../../domain/index.js';
+import { KERNEL_POOL_LABEL_KEY, mayActOnApplication, type SubmissionPolicy } from '../../domain/index.js';
 import { GATEWAY_PROOF_HEADER, isGatewayProof } from '../../lib/gateway-proof.js';
 import { HttpError, notFound } from '../errors.js';
 import type { FairShare } from '../fair-share.js';
@@ -74,11 +76,12 @@ export async function appRoutes(app: FastifyInstance, { cluster, policy, history
     const launcherToken = launcherTokenOf(request.headers, gatewayProof);
     const dryRun = request.query.dryRun === true;
     const create = async (appName: string, mark?: string) => {
-      const bare = bareDriverPod({ appName, jobName, namespace: '', configTemplateName, configOverrides, labels, submittedBy: request.apiKey?.id });
-      const pod = mark === undefined ? bare : withIdempotencyMark(bare, mark);
+      const decorate = mark === undefined ? undefined : (pod: V1Pod) => withIdempotencyMark(pod, mark);
       // Counted toward the key's unfinished applications from now on (429 when it holds its cap).
       const counted = dryRun ? undefined : fairShare.reserveApplication(request);
-      const result = await cluster.createDriver(pod, { dryRun, launcherToken }).catch((error: unknown) => { counted?.(); throw error; });
+      // The same path as a schedule's ticks (cluster/submit-application.ts).
+      const result = await submitApplication(cluster, { appName, jobName, configTemplateName, configOverrides, labels, submittedBy: request.apiKey?.id }, { dryRun, launcherToken, decorate })
+        .catch((error: unknown) => { counted?.(); throw error; });
       counted?.(result.ok ? result.record : undefined);
       if (!result.ok) {
         // A refusal at 5xx (admission threw, a cluster fault passed back) is never answered unlogged.

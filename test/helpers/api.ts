@@ -6,6 +6,8 @@ import type { FastifyInstance, InjectOptions } from 'fastify';
 import type { Application, NodePool } from '../../schemas/index.js';
 import { randomBytes } from 'node:crypto';
 import { LocalCluster, type LocalClusterOptions } from '../../cluster/local/local-cluster.js';
+import { FileScheduleStore } from '../../cluster/schedules/file-schedule-store.js';
+import { ScheduleRunner, type SchedulerClock } from '../../cluster/schedules/runner.js';
 import { buildService, type ServiceOptions } from '../../cli/service.js';
 import type { KeyLookup } from '../../dashboard/session.js';
 import type { ApiOptions } from '../../submit-api/app.js';
@@ -41,6 +43,8 @@ export interface TestApi {
   call(method: InjectOptions['method'], url: string, payload?: unknown, headers?: Record<string, string>):
     Promise<{ status: number; json: any; body: string; headers: Record<string, unknown> }>;
   getApp(appName: string): Promise<Application & { stateDetail?: string }>;
+  /** With options.schedules: the store and the loop. */
+  schedules?: { store: FileScheduleStore; runner: ScheduleRunner };
 }
 
 export interface TestApiOptions {
@@ -75,6 +79,8 @@ export interface TestApiOptions {
   sparkUiHost?: string;
   /** Proxied Spark UI requests per key, an answer's time and bytes (dashboard/spark-ui-limits.ts). */
   sparkUiLimits?: ServiceOptions['sparkUiLimits'];
+  /** Schedules (local mode's store and loop), the loop on this clock and started only when asked. */
+  schedules?: { clock?: SchedulerClock; start?: boolean };
   /** More LocalCluster options: a key's share of the cores, caps on work dirs and logs. */
   local?: Pick<LocalClusterOptions, 'keyCoreShare' | 'workDirCap' | 'logCap' | 'sandbox'>;
 }
@@ -93,8 +99,11 @@ export async function startTestApi(t: TestLike, options: TestApiOptions = {}): P
     ...options.local,
     ...spark,
   });
+  const scheduleStore = options.schedules ? new FileScheduleStore(join(dataDir, 'schedules'), { log: { info: () => undefined, warn: () => undefined, error: () => undefined } }) : undefined;
+  const runner = scheduleStore && new ScheduleRunner({ store: scheduleStore, cluster, clock: options.schedules?.clock });
   // The whole process as the CLI builds it: the API with the dashboard on top.
   const app = await buildService({
+    schedules: scheduleStore && { store: scheduleStore, changed: () => runner!.wake() },
     cluster,
     policy: buildPolicy(options.policy),
     // The overload guard off unless a test sets it (test/security/overload.test.ts): this API shares
@@ -113,7 +122,9 @@ export async function startTestApi(t: TestLike, options: TestApiOptions = {}): P
     jobs: cluster.jobs,
   });
   // Registered after tempDir's teardown, so it runs first (tap runs teardowns in reverse).
+  if (options.schedules?.start) runner!.start();
   t.teardown(async () => {
+    await runner?.stop();
     await app.close();
     // Closed first, so that no queued app starts; then every running driver is stopped
     // through the cluster, so its end is recorded before the directory goes away.
@@ -135,5 +146,5 @@ export async function startTestApi(t: TestLike, options: TestApiOptions = {}): P
     if (res.status !== 200) throw new Error(`GET ${appName}: ${res.status} ${res.body}`);
     return res.json;
   };
-  return { app, cluster, dataDir, call, getApp };
+  return { app, cluster, dataDir, call, getApp, ...(scheduleStore && runner ? { schedules: { store: scheduleStore, runner } } : {}) };
 }

@@ -160,7 +160,7 @@ t.test('RBAC: least privilege', async (t) => {
   t.same(role('submission-service-api', 'spark-apps'), [
     { apiGroups: [''], resources: ['pods'], verbs: ['create', 'get', 'list', 'watch', 'patch', 'delete', 'deletecollection'] },
     { apiGroups: [''], resources: ['pods/log'], verbs: ['get'] },
-    { apiGroups: ['submission-service.io'], resources: ['applications', 'applications/status', 'configtemplates'], verbs: ['create', 'get', 'list', 'watch', 'update', 'patch', 'delete'] },
+    { apiGroups: ['submission-service.io'], resources: ['applications', 'applications/status', 'configtemplates', 'schedules', 'schedules/status'], verbs: ['create', 'get', 'list', 'watch', 'update', 'patch', 'delete'] },
     { apiGroups: [''], resources: ['secrets'], verbs: ['create'] },
     { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['create'] },
     { apiGroups: ['coordination.k8s.io'], resources: ['leases'], resourceNames: ['submission-service-controller'], verbs: ['get', 'update'] },

@@ -1,0 +1,57 @@
+// A schedule in local mode with real Spark (examples/pi.py): the API, LocalCluster and the
+// scheduler loop in this process, the loop's clock driven by the test (a minute passes when
+// the test says so; each run is waited for, never timed). Every minute, Forbid: a tick while
+// the last run is still RUNNING is skipped, the others make exactly one run each, named after
+// their tick; once paused, ticks make none.
+import { join } from 'node:path';
+import t from 'tap';
+import { repoRoot, startTestApi } from '../helpers/api.js';
+import { waitForState } from '../helpers/poll.js';
+import { SchedulerTestClock } from '../helpers/scheduler-clock.js';
+import { nextTick as nextTickAfter } from '../../domain/index.js';
+import { realSpark } from '../helpers/service.js';
+
+const spark = realSpark();
+const MINUTE = 60_000;
+
+t.test('every minute with Forbid: one run per tick, a skipped tick while one runs, none once paused', { skip: spark ? false : 'no Spark virtualenv (scripts/setup.sh makes one)' }, async (t) => {
+  // Starts at the real time, so the schedule's createdAt (written by the API) is "now" for the loop too.
+  const clock = new SchedulerTestClock(Date.now());
+  const api = await startTestApi(t, { cores: 2, spark, schedules: { clock, start: true } });
+  const runner = api.schedules!.runner;
+  const created = await api.call('POST', '/api/schedules/', {
+    name: 'pi-every-minute', schedule: '* * * * *', jobName: 'pi-sched', concurrencyPolicy: 'Forbid',
+    configOverrides: { type: 'Python', mainApplicationFile: `local://${join(repoRoot, 'examples', 'pi.py')}`, arguments: ['50'], executor: { cores: 1, instances: 1 } },
+  });
+  t.equal(created.status, 201, created.body);
+  const runs = async () => (await api.call('GET', '/api/apps/?labelSelector=schedule.submission-service.io/name=pi-every-minute')).json.items as { appName: string; state: string; labels: Record<string, string> }[];
+  const status = async () => (await api.call('GET', '/api/schedules/pi-every-minute')).json;
+  // The loop's next tick on the test's clock (the API's nextRunAt is on the real one).
+  const nextTick = () => clock.until(nextTickAfter({ schedule: '* * * * *' }, clock.now())!.getTime() + 1000, runner);
+
+  await nextTick();
+  const [first] = await runs();
+  t.ok(first, 'the first tick made a run');
+  t.match(first.appName, /^pi-sched-\d{8}-\d{6}-[a-z0-9]{5}$/);
+  t.equal(first.labels['schedule.submission-service.io/tick'], (await status()).lastScheduleTime.replace(/\.000Z$/, 'Z').replaceAll('-', '').replaceAll(':', ''));
+  await waitForState(() => api.getApp(first.appName), 'RUNNING', { timeoutMs: 120_000 });
+  await nextTick();
+  t.equal((await runs()).length, 1, 'a tick while the run is RUNNING makes none (Forbid)');
+  t.match((await status()).lastOutcome, /skipped: .* still running \(Forbid\)/);
+  t.equal((await waitForState(() => api.getApp(first.appName), 'COMPLETED', { timeoutMs: 300_000 })).state, 'COMPLETED');
+
+  for (let i = 0; i < 2; i++) {
+    await nextTick();
+    runner.wake(); // a second pass within the same minute changes nothing
+    await runner.idle();
+    const made = await runs();
+    t.equal(made.length, 2 + i, `tick ${i + 3}: one more run`);
+    await waitForState(() => api.getApp(made[0].appName), 'COMPLETED', { timeoutMs: 300_000 });
+  }
+
+  t.equal((await api.call('POST', '/api/schedules/pi-every-minute/pause')).status, 200);
+  const before = (await runs()).length;
+  await clock.until(clock.now().getTime() + 3 * MINUTE, runner);
+  t.equal((await runs()).length, before, 'paused: three ticks, no run');
+  t.equal((await status()).nextRunAt, null);
+});
