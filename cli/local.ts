@@ -8,6 +8,7 @@ import { LocalCluster } from '../cluster/local/local-cluster.js';
 import { parseByteSize } from '../cluster/local/work-dir-space.js';
 import { eventLogDir, LocalSparkHistory } from '../cluster/local/local-history.js';
 import { LocalSparkStatic } from '../cluster/local/spark-static.js';
+import { SparkEnvs } from '../cluster/local/spark-envs.js';
 import { makePrivateDir } from '../lib/atomic-file.js';
 import { loggerOptions } from '../lib/logger.js';
 import { LOOPBACK_HOSTS } from '../submit-api/host-allowlist.js';
@@ -104,9 +105,16 @@ export async function localCommand(argv: string[]): Promise<number> {
   // space of their own, which needs a mount, so root (docs/security.md, "Disk and files"). A
   // single user's unsandboxed drivers keep their spill and shuffle files on disk, uncapped.
   const workDirCap = sandbox && process.getuid?.() === 0 ? workDirCapAsked : undefined;
-  const cluster = new LocalCluster({ dataDir, rules, cores: Number(values.cores), log, interactiveLabel: KERNEL_LABEL, sandbox: driverSandbox, keyCoreShare, workDirCap, logCap, ...spark });
+  // Each application runs its engineVersion's Spark: a virtualenv per version, made at its first use (spark-envs.ts).
+  const sparkEnvs = new SparkEnvs({ base: spark });
+  const cluster = new LocalCluster({ dataDir, rules, cores: Number(values.cores), log, interactiveLabel: KERNEL_LABEL, sandbox: driverSandbox, keyCoreShare, workDirCap, logCap, sparkEnvs, ...spark });
+  // One History Server, of the newest Spark prepared here (a newer Spark reads older event logs; README, "Spark versions").
+  const historySpark = async () => {
+    const newest = (await sparkEnvs.preparedNewestFirst(rules.engineVersions))[0] ?? { version: 'base', ...spark };
+    return { key: newest.version, sparkClass: sparkClassBeside(newest.sparkSubmit), python: newest.python };
+  };
   const history = withHistory
-    ? new LocalSparkHistory({ dataDir, sparkClass: sparkClassBeside(spark.sparkSubmit), python: spark.python, events: cluster.events, log, retentionMs })
+    ? new LocalSparkHistory({ dataDir, sparkClass: sparkClassBeside(spark.sparkSubmit), python: spark.python, spark: historySpark, events: cluster.events, log, retentionMs })
     : undefined;
   const sweeper = retentionMs === undefined ? undefined : new RetentionSweeper({
     cluster, history, retentionMs, onError: (error, appName) => log.warn({ err: error, appName }, 'retention: could not remove an expired application'),
@@ -120,6 +128,7 @@ export async function localCommand(argv: string[]): Promise<number> {
     auth,
     loggerInstance: log,
     policy: rules.policy,
+    engineVersions: rules.engineVersions,
     // With auth off, only these Host names are served (DNS rebinding); `*` for any.
     allowedHosts,
     // The dashboard's session cookies: signed with <data-dir>/session-secret (created 0600 once).

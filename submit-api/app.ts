@@ -33,6 +33,8 @@ export interface ApiOptions {
   bodyLimit?: number;
   /** Who may act on which application (domain/policy.ts); default: users on their own only. */
   policy?: SubmissionPolicy;
+  /** The Spark versions offered (domain/engine-versions.ts): config templates naming another are refused; undefined: not checked here. */
+  engineVersions?: readonly string[];
   /** Timeouts and caps (limits.ts); defaults suit a service on the open network. */
   limits?: Partial<ApiLimits>;
   /** Host names served while auth is off (DNS rebinding, host-allowlist.ts); undefined: any. */
@@ -84,7 +86,7 @@ export async function buildApi(options: ApiOptions): Promise<FastifyInstance> {
   const fairShare = await installFairShare(app, { cluster: options.cluster, auth: options.auth, limits: { ...defaultFairShare, ...options.fairShare } });
   await app.register(appRoutes, { cluster: options.cluster, policy: options.policy ?? defaultPolicy, history: options.history, gatewayProof: options.gatewayProof, fairShare, idempotencyWindowMs: options.idempotencyWindowMs });
   await app.register(appEventRoutes, { cluster: options.cluster, history: options.history, fairShare });
-  await app.register(configTemplateRoutes, { templates: options.cluster.templates });
+  await app.register(configTemplateRoutes, { templates: options.cluster.templates, engineVersions: options.engineVersions });
   // Followed logs must not hold a shutdown open. (fastify's forceCloseConnections option
   // would do it too, but tracks every socket and costs 40% of the throughput here.)
   app.addHook('preClose', async () => { app.server.closeAllConnections(); });

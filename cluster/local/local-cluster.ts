@@ -27,6 +27,7 @@ import type { DriverSandbox } from './sandbox.js';
 import { collectEventLogs } from './sandbox-event-log.js';
 import { mountWorkDir, releaseWorkDir, workDirFull } from './work-dir-space.js';
 import { formatBytes } from './log-cap.js';
+import type { SparkInstall } from './spark-envs.js';
 
 /** What an exit file holds until the wrapper writes the code over it: room for any code, and no number. */
 const EXIT_FILE_PLACEHOLDER = ' '.repeat(8);
@@ -58,6 +59,14 @@ export interface LocalClusterOptions {
   workDirCap?: number;
   /** Bytes each driver's log file may take: its head and its tail (log-cap.ts). Undefined: no cap. */
   logCap?: number;
+  /**
+   * The Spark of each engineVersion (spark-envs.ts): ready now, or prepared (a virtualenv made)
+   * at its first application. Undefined: every application runs `sparkSubmit`.
+   */
+  sparkEnvs?: {
+    ready(version: string): Promise<SparkInstall | undefined>;
+    prepare(version: string): Promise<SparkInstall>;
+  };
 }
 
 
@@ -271,6 +280,7 @@ export class LocalCluster implements Cluster {
     const logFile = this.logFile(appName);
     const exitFile = join(this.options.dataDir, 'run', `${appName}.exit`);
     try {
+      const spark = await this.sparkFor(appName);
       const uiPort = await freePort();
       const stored = this.records.get(appName);
       if (this.closed || !stored || stored.record.state !== 'PENDING') { // stopped or deleted meanwhile
@@ -280,9 +290,11 @@ export class LocalCluster implements Cluster {
         return;
       }
       // Interactive drivers start Python first (pyspark starts the JVM): a kernel answers before its JVM exists.
+      // A sandboxed driver reads its version's virtualenv, which may have been made after the sandbox was chosen.
+      const sandbox = this.options.sandbox && spark.dir ? { ...this.options.sandbox, readable: [...this.options.sandbox.readable, spark.dir] } : this.options.sandbox;
       const machine = {
-        sparkSubmit: this.options.sparkSubmit, python: this.options.python, workDir: this.workDir(appName), uiPort,
-        pythonFirst: this.isInteractive(stored), sandbox: this.options.sandbox,
+        sparkSubmit: spark.sparkSubmit, python: spark.python, workDir: this.workDir(appName), uiPort,
+        pythonFirst: this.isInteractive(stored), sandbox,
       };
       // The exit file's space is taken now, so a full disk cannot refuse the code at the end.
       writeFileSync(exitFile, EXIT_FILE_PLACEHOLDER, { mode: 0o600 });
@@ -290,7 +302,7 @@ export class LocalCluster implements Cluster {
       const started = startDriverPod(stored.pod, machine, cores, { logFile, exitFile, logCap: this.options.logCap });
       const run = { pid: started.pid, startTicks: started.startTicks, cores, logFile, exitFile, uiPort };
       const startedAt = new Date().toISOString();
-      const running: StoredApp = { ...stored, run, record: applyChange(stored.record, { state: 'RUNNING', startedAt }, startedAt) };
+      const running: StoredApp = { ...stored, run, record: applyChange(stored.record, { state: 'RUNNING', startedAt, stateDetail: undefined }, startedAt) };
       // The event carries the record as saved: a quick driver may have ended by the time the write lands.
       // Kept in memory when the write fails: the driver does run; its end is written later.
       this.background(this.records.save(running, { keepOnFailure: true }).then(() => this.emit('changed', running.record)), appName, 'could not record that the driver started');
@@ -306,6 +318,23 @@ export class LocalCluster implements Cluster {
           appName, 'could not record that the driver failed to start');
       }
     }
+  }
+
+  /**
+   * The Spark an application's engineVersion names. A version whose virtualenv is not made yet
+   * is made now (minutes, once per version), and the pending application says so meanwhile.
+   */
+  private async sparkFor(appName: string): Promise<Omit<SparkInstall, 'version'>> {
+    const envs = this.options.sparkEnvs;
+    const stored = this.records.get(appName);
+    const version = stored?.record.config.engineVersion;
+    if (!envs || !stored || version === undefined) return { sparkSubmit: this.options.sparkSubmit, python: this.options.python };
+    const ready = await envs.ready(version);
+    if (ready) return ready;
+    const detail = `preparing Spark ${version} (first use of this version here: its Python environment with pyspark ${version} is being made)`;
+    this.logger.info({ appName, engineVersion: version }, detail);
+    await this.update(stored, { stateDetail: detail });
+    return envs.prepare(version);
   }
 
   async submission(appName: string): Promise<SubmissionInfo | undefined> {
