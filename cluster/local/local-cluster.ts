@@ -281,6 +281,7 @@ export class LocalCluster implements Cluster {
     const exitFile = join(this.options.dataDir, 'run', `${appName}.exit`);
     try {
       const spark = await this.sparkFor(appName);
+      if (!spark) return; // being prepared: queued again once it is
       const uiPort = await freePort();
       const stored = this.records.get(appName);
       if (this.closed || !stored || stored.record.state !== 'PENDING') { // stopped or deleted meanwhile
@@ -312,7 +313,7 @@ export class LocalCluster implements Cluster {
       this.interactive.delete(appName);
       this.releaseWorkDir(appName);
       const current = this.records.get(appName);
-      if (current) {
+      if (current?.record.state === 'PENDING') { // not when stopped meanwhile (while its Spark was prepared)
         this.background(
           this.update(current, { state: 'FAILED', stateDetail: `could not start the driver: ${(error as Error).message}`, endedAt: new Date().toISOString() }, { keepOnFailure: true }),
           appName, 'could not record that the driver failed to start');
@@ -321,20 +322,32 @@ export class LocalCluster implements Cluster {
   }
 
   /**
-   * The Spark an application's engineVersion names. A version whose virtualenv is not made yet
-   * is made now (minutes, once per version), and the pending application says so meanwhile.
+   * The Spark an application's engineVersion names, or undefined while it is being prepared: a
+   * version whose virtualenv is not made yet is made now (minutes, once per version). Meanwhile
+   * the application says so, stays PENDING and gives its cores back to others; it queues again,
+   * at its old turn, once its Spark is there.
    */
-  private async sparkFor(appName: string): Promise<Omit<SparkInstall, 'version'>> {
+  private async sparkFor(appName: string): Promise<Omit<SparkInstall, 'version'> | undefined> {
     const envs = this.options.sparkEnvs;
     const stored = this.records.get(appName);
     const version = stored?.record.config.engineVersion;
-    if (!envs || !stored || version === undefined) return { sparkSubmit: this.options.sparkSubmit, python: this.options.python };
+    const base = { sparkSubmit: this.options.sparkSubmit, python: this.options.python };
+    if (!envs || !stored || version === undefined) return base;
     const ready = await envs.ready(version);
     if (ready) return ready;
-    const detail = `preparing Spark ${version} (first use of this version here: its Python environment with pyspark ${version} is being made)`;
+    this.running.delete(appName);
+    this.interactive.delete(appName);
+    this.schedule();
+    const detail = `preparing Spark ${version}: its Python environment (pyspark ${version}) is being made, once per version`;
     this.logger.info({ appName, engineVersion: version }, detail);
     await this.update(stored, { stateDetail: detail });
-    return envs.prepare(version);
+    try {
+      await envs.prepare(version);
+    } catch (error) {
+      throw new Error(`could not prepare Spark ${version}: ${(error as Error).message}`);
+    }
+    if (this.records.get(appName)?.record.state === 'PENDING') this.requeue(appName);
+    return undefined;
   }
 
   async submission(appName: string): Promise<SubmissionInfo | undefined> {

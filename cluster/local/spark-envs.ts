@@ -27,7 +27,8 @@ export interface RequirementsFile { name: string; text: string }
 
 /** The requirements file that pins `pyspark==version`, if any (pure). */
 export function requirementsFor(version: string, files: readonly RequirementsFile[]): RequirementsFile | undefined {
-  const pin = new RegExp(`^\\s*pyspark==${version.replaceAll('.', '\\.')}\\s*(#.*)?$`, 'm');
+  // A pin may carry an environment marker (`; python_version ...`) and a comment.
+  const pin = new RegExp(`^\\s*pyspark==${version.replaceAll('.', '\\.')}\\s*(;[^#\\n]*)?(#.*)?$`, 'm');
   return files.find((file) => pin.test(file.text));
 }
 

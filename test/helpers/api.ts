@@ -76,7 +76,7 @@ export interface TestApiOptions {
   /** Proxied Spark UI requests per key, an answer's time and bytes (dashboard/spark-ui-limits.ts). */
   sparkUiLimits?: ServiceOptions['sparkUiLimits'];
   /** More LocalCluster options: a key's share of the cores, caps on work dirs and logs. */
-  local?: Pick<LocalClusterOptions, 'keyCoreShare' | 'workDirCap' | 'logCap' | 'sandbox'>;
+  local?: Pick<LocalClusterOptions, 'keyCoreShare' | 'workDirCap' | 'logCap' | 'sandbox' | 'sparkEnvs'>;
 }
 
 export async function startTestApi(t: TestLike, options: TestApiOptions = {}): Promise<TestApi> {
