@@ -4,6 +4,7 @@
 // versions' event logs). A version the installation does not offer is refused with 400 naming
 // the offered ones, in a submission, a dry run and a config template alike. The 4.2 virtualenv
 // is made here if scripts/setup.sh (SETUP_SPARK_VERSIONS=1) did not make it: minutes, once.
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import t from 'tap';
 import { repoRoot } from '../helpers/api.js';
@@ -36,7 +37,8 @@ t.test('a version not offered is refused with 400 naming the offered ones: submi
 });
 
 t.test('3.5.7 and 4.2.0 side by side: each COMPLETED on its own Spark, each UI from the history', { skip, timeout: 900_000 }, async (t) => {
-  const service = await startService(t, { dataDir: tempDir(t), args: ['--cores', '2'] });
+  const dataDir = tempDir(t);
+  const service = await startService(t, { dataDir, args: ['--cores', '2'] });
   const apps: Record<string, string> = {};
   for (const version of VERSIONS) {
     const res = await http(service.url, 'POST', '/api/apps/', {
@@ -67,4 +69,8 @@ t.test('3.5.7 and 4.2.0 side by side: each COMPLETED on its own Spark, each UI f
     t.equal(jobs.status, 200, `${version}: its jobs page opens from the history`);
     t.match(jobs.text, /Completed Jobs/, `${version}: the jobs page lists the finished job`);
   }
+  // spark-class execs the JVM: the pid file names it, and its classpath names the Spark it runs.
+  const [pid] = readFileSync(join(dataDir, 'run', 'history-server.pid'), 'utf8').trim().split(' ');
+  const command = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').join(' ');
+  t.match(command, /\/spark-4\.2-[0-9a-f]{12}\/lib\/python[^ ]*\/pyspark\/jars\//, "one History Server, 4.2.0's, served both runs");
 });
