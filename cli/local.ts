@@ -64,6 +64,20 @@ function localOptions() {
 /** The `spark-class` beside a spark-submit (on PATH when it is named bare). */
 const sparkClassBeside = (sparkSubmit: string): string => (sparkSubmit.includes('/') ? join(dirname(sparkSubmit), 'spark-class') : 'spark-class');
 
+/**
+ * Each application runs its engineVersion's Spark: a virtualenv per version, made at its first
+ * use (spark-envs.ts). One History Server, of the newest Spark prepared here: a newer Spark reads
+ * older versions' event logs (README, "Spark versions").
+ */
+function sparkVersions(spark: ReturnType<typeof findSpark>, offered: string[]) {
+  const sparkEnvs = new SparkEnvs({ base: spark });
+  const historySpark = async () => {
+    const newest = (await sparkEnvs.preparedNewestFirst(offered))[0] ?? { version: 'base', ...spark };
+    return { key: newest.version, sparkClass: sparkClassBeside(newest.sparkSubmit), python: newest.python };
+  };
+  return { sparkEnvs, historySpark };
+}
+
 export async function localCommand(argv: string[]): Promise<number> {
   const { values } = parseArgs({ args: argv, options: localOptions() });
   if (values.auth !== 'on' && values.auth !== 'off') throw new Error('--auth takes on or off');
@@ -105,17 +119,9 @@ export async function localCommand(argv: string[]): Promise<number> {
   // space of their own, which needs a mount, so root (docs/security.md, "Disk and files"). A
   // single user's unsandboxed drivers keep their spill and shuffle files on disk, uncapped.
   const workDirCap = sandbox && process.getuid?.() === 0 ? workDirCapAsked : undefined;
-  // Each application runs its engineVersion's Spark: a virtualenv per version, made at its first use (spark-envs.ts).
-  const sparkEnvs = new SparkEnvs({ base: spark });
+  const { sparkEnvs, historySpark } = sparkVersions(spark, rules.engineVersions);
   const cluster = new LocalCluster({ dataDir, rules, cores: Number(values.cores), log, interactiveLabel: KERNEL_LABEL, sandbox: driverSandbox, keyCoreShare, workDirCap, logCap, sparkEnvs, ...spark });
-  // One History Server, of the newest Spark prepared here (a newer Spark reads older event logs; README, "Spark versions").
-  const historySpark = async () => {
-    const newest = (await sparkEnvs.preparedNewestFirst(rules.engineVersions))[0] ?? { version: 'base', ...spark };
-    return { key: newest.version, sparkClass: sparkClassBeside(newest.sparkSubmit), python: newest.python };
-  };
-  const history = withHistory
-    ? new LocalSparkHistory({ dataDir, sparkClass: sparkClassBeside(spark.sparkSubmit), python: spark.python, spark: historySpark, events: cluster.events, log, retentionMs })
-    : undefined;
+  const history = withHistory ? new LocalSparkHistory({ dataDir, sparkClass: sparkClassBeside(spark.sparkSubmit), python: spark.python, spark: historySpark, events: cluster.events, log, retentionMs }) : undefined;
   const sweeper = retentionMs === undefined ? undefined : new RetentionSweeper({
     cluster, history, retentionMs, onError: (error, appName) => log.warn({ err: error, appName }, 'retention: could not remove an expired application'),
   });
@@ -127,8 +133,7 @@ export async function localCommand(argv: string[]): Promise<number> {
     history,
     auth,
     loggerInstance: log,
-    policy: rules.policy,
-    engineVersions: rules.engineVersions,
+    policy: rules.policy, engineVersions: rules.engineVersions,
     // With auth off, only these Host names are served (DNS rebinding); `*` for any.
     allowedHosts,
     // The dashboard's session cookies: signed with <data-dir>/session-secret (created 0600 once).

@@ -53,7 +53,8 @@ export function applyDefaults(config: ApplicationConfig, rules: AdmissionRules):
     type: config.type ?? (config.mainApplicationFile?.endsWith('.py') ? 'Python' : 'Scala'),
     engineVersion,
     mode: config.mode ?? 'cluster',
-    image: config.image ?? imageFor(engineVersion, rules),
+    // `{version}` in a given image too: one kernel image setting serves every version's kernels.
+    image: config.image?.replaceAll('{version}', engineVersion) ?? imageFor(engineVersion, rules),
     engineConf: Object.assign(engineDefaults(config, engineVersion, rules), config.engineConf),
     driver,
     executor,

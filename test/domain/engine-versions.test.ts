@@ -39,6 +39,9 @@ t.test('the version picks the image and keeps dynamic allocation for every major
   const four = applyDefaults({ engineVersion: '4.2.0' }, rules);
   t.equal(four.image, 'registry.example/spark:4.2.0-ours', 'the per-version image map');
   t.equal(applyDefaults({ engineVersion: '3.5.7' }, rules).image, 'apache/spark:3.5.7', 'the pattern for a version without an entry');
+  const kernel = (engineVersion?: string) => applyDefaults({ engineVersion, image: 'registry.example/kernel:{version}' }, rules).image;
+  t.equal(kernel('4.2.0'), 'registry.example/kernel:4.2.0', "{version} in a given image (the gateway's kernel image) is the kernel's version");
+  t.equal(kernel(undefined), 'registry.example/kernel:3.5.7', 'or the default');
   t.equal(four.engineConf?.['spark.dynamicAllocation.enabled'], 'true', '4.x: dynamic allocation on');
   t.equal(four.engineConf?.['spark.dynamicAllocation.shuffleTracking.enabled'], 'true', '4.x: shuffle tracking on');
   t.equal(applyDefaults({ engineVersion: '10.0.0' }, rules).engineConf?.['spark.dynamicAllocation.enabled'], 'true', 'a two-digit major is >= 3 too');
