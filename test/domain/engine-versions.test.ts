@@ -2,7 +2,7 @@
 // the default, the one refusal of any other (through effectiveConfig, which the API, dry runs,
 // the webhook and local mode share), and what follows from the version (image, dynamic allocation).
 import t from 'tap';
-import { applyDefaults, buildRules, effectiveConfig, engineMajor, engineVersionRefusal, resolveEngineVersions } from '../../domain/index.js';
+import { applyDefaults, buildRules, effectiveConfig, engineMajor, engineVersionRefusal, renderDriverPod, resolveEngineVersions } from '../../domain/index.js';
 
 const nodePools = [{ cloudProvider: 'gce', instanceName: 'n1-standard-4', cpu: 4, memoryMib: 15258, preemptible: false }];
 
@@ -50,4 +50,16 @@ t.test('the version picks the image and keeps dynamic allocation for every major
   t.ok(Number.isNaN(engineMajor('latest')));
   const sized = effectiveConfig(undefined, { engineVersion: '4.2.0', executor: { cores: 2 } }, rules, () => undefined);
   t.ok(sized.ok && sized.config.executor?.coreRequest && sized.config.executor.memory, '4.x executors are sized like 3.x');
+});
+
+t.test("a 4.x driver pod declares the Connect port as Spark 4's spark-submit does; 3.x pods do not", async (t) => {
+  const rules = buildRules({ nodePools });
+  const portsOf = (engineVersion: string) => {
+    const admitted = effectiveConfig(undefined, { engineVersion, type: 'Python', mainApplicationFile: 'local:///opt/spark/examples/src/main/python/pi.py' }, rules, () => undefined);
+    if (!admitted.ok) throw new Error('refused');
+    const pod = renderDriverPod({ spec: { containers: [] } }, admitted.config, { appName: 'pi-20260101-000000-aaaaa', jobName: 'pi', namespace: 'spark-apps' }, rules);
+    return (pod.spec?.containers[0]?.ports ?? []).map((p) => `${p.name}=${p.containerPort}`).sort();
+  };
+  t.same(portsOf('4.2.0'), ['blockmanager=7079', 'driver-rpc-port=7078', 'spark-connect=15002', 'spark-ui=4040']);
+  t.same(portsOf('3.5.7'), ['blockmanager=7079', 'driver-rpc-port=7078', 'spark-ui=4040']);
 });
