@@ -39,10 +39,10 @@ build() {
 }
 
 # A virtualenv per requirements file, cached by its hash (and Python's version), made by
-# scripts/python-env.sh: the same script local mode runs to make a Spark version's venv at its
+# cluster/local/python-env.sh: the same script local mode runs to make a Spark version's venv at its
 # first application, so both agree on the path, and its lock keeps them from building one twice.
 python_env() {
-  SUBMISSION_SERVICE_CACHE="$cache" bash "$root/scripts/python-env.sh" "$1" "$2"
+  SUBMISSION_SERVICE_CACHE="$cache" bash "$root/cluster/local/python-env.sh" "$1" "$2"
 }
 
 # Debian's Chromium, for the dashboard's browser tests (SETUP_BROWSER=1: the test command).

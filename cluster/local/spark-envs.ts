@@ -2,7 +2,7 @@
 // its own (pyspark carries Spark: spark-submit, spark-class, the jars), made from the
 // requirements file that pins that pyspark (requirements.txt: the version setup always makes;
 // requirements-spark-X.Y.txt: the others), at the first application that needs it, by
-// scripts/python-env.sh. That script is the one scripts/setup.sh uses, so both name a venv by
+// python-env.sh beside this file. That script is the one scripts/setup.sh uses, so both name a venv by
 // the same hash and find each other's, and it takes a lock: two processes never build one venv
 // at once (the second waits, then finds it made).
 import { execFile } from 'node:child_process';
@@ -47,7 +47,7 @@ const installIn = (version: string, dir: string): SparkInstall =>
 export interface SparkEnvsOptions {
   /** What setup made (findSpark): it serves the version requirements.txt pins, as before. */
   base: { sparkSubmit: string; python?: string };
-  /** Where the requirements files and scripts/python-env.sh are (default: the package's root). */
+  /** Where the requirements files and cluster/local/python-env.sh are (default: the package's root). */
   root?: string;
   /** Where venvs are kept (default: the service's cache). */
   cache?: string;
@@ -105,7 +105,7 @@ export class SparkEnvs {
   private async build(version: string): Promise<SparkInstall> {
     const file = requirementsFor(version, this.files);
     if (!file) throw new Error(`no requirements file pins pyspark==${version}`);
-    const script = join(this.root, 'scripts', 'python-env.sh');
+    const script = join(this.root, 'cluster', 'local', 'python-env.sh');
     const out = await run('bash', [script, join(this.root, file.name), venvName(file.name, version)], { ...process.env, SUBMISSION_SERVICE_CACHE: this.cache });
     const dir = out.trim().split('\n').pop() ?? '';
     if (!existsSync(join(dir, '.complete'))) throw new Error(`the virtualenv for Spark ${version} was not made (${dir})`);

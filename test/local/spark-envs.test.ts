@@ -1,6 +1,6 @@
 // Local mode's Spark per engineVersion (cluster/local/spark-envs.ts): the requirements file
 // that pins a version, the venv path setup and the service agree on, one build at a time
-// across processes (scripts/python-env.sh's lock), and an application whose version is not
+// across processes (cluster/local/python-env.sh's lock), and an application whose version is not
 // prepared yet saying so while it waits, then running that version's spark-submit.
 import { spawn } from 'node:child_process';
 import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -29,10 +29,10 @@ t.test('the requirements file that pins the version, and the venv name setup giv
   t.equal(requirementsFor('4.2.0', shipped)?.name, 'requirements-spark-4.2.txt', 'and 4.2.0 in its own file');
 });
 
-/** Runs scripts/python-env.sh as setup does; resolves with its stdout and stderr. */
+/** Runs cluster/local/python-env.sh as setup does; resolves with its stdout and stderr. */
 function pythonEnv(requirements: string, name: string, cache: string): Promise<{ code: number | null; out: string; err: string }> {
   return new Promise((done) => {
-    const child = spawn('bash', [join(repoRoot, 'scripts', 'python-env.sh'), requirements, name], { env: { ...process.env, SUBMISSION_SERVICE_CACHE: cache } });
+    const child = spawn('bash', [join(repoRoot, 'cluster', 'local', 'python-env.sh'), requirements, name], { env: { ...process.env, SUBMISSION_SERVICE_CACHE: cache } });
     let out = '';
     let err = '';
     child.stdout.on('data', (c) => { out += c; });
@@ -66,8 +66,8 @@ t.test('two processes asking for one venv at once: one builds, both get the path
 t.test("SparkEnvs: a version ready in the cache at once; another's venv made by the script on first need", { timeout: 300_000 }, async (t) => {
   const root = tempDir(t);
   const cache = join(root, 'cache');
-  mkdirSync(join(root, 'scripts'));
-  writeFileSync(join(root, 'scripts', 'python-env.sh'), readFileSync(join(repoRoot, 'scripts', 'python-env.sh')));
+  mkdirSync(join(root, 'cluster', 'local'), { recursive: true });
+  writeFileSync(join(root, 'cluster', 'local', 'python-env.sh'), readFileSync(join(repoRoot, 'cluster', 'local', 'python-env.sh')));
   writeFileSync(join(root, 'requirements.txt'), 'pyspark==3.5.7\n');
   // Nothing to install (a comment after the pin keeps pip from fetching pyspark): the pin is what names the version.
   writeFileSync(join(root, 'requirements-spark-9.9.txt'), '# pyspark==9.9.0\n');

@@ -96,7 +96,8 @@ const localDirVolume = (pod: V1Pod, c: V1Container) => {
 
 const missing = missingPrerequisite();
 // Which Spark's spark-submit is the reference: SPARK_PARITY_VERSION=4.2.0 with
-// SUBMISSION_SERVICE_PYTHON_ENV naming that version's venv (~/.cache/submission-service/spark-4.2-*).
+// SUBMISSION_SERVICE_PYTHON_ENV naming that version's venv (~/.cache/submission-service/spark-4.2-*)
+// and its bin/ first on PATH (pip's spark-submit finds its Spark through the `python3` on PATH).
 const VERSION = process.env.SPARK_PARITY_VERSION ?? '3.5.7';
 const IMAGE = VERSION === '3.5.7' ? SPARK_IMAGE : `apache/spark:${VERSION}`;
 /** Spark 4's submission client declares the Connect server's port too. */
