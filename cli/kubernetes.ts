@@ -117,11 +117,12 @@ export async function apiCommand(argv: string[]): Promise<number> {
   const schedules = kubernetesSchedules(cluster, clients, values.namespace);
   const fileStore = secretStore ? undefined : new FileKeyStore(values['data-dir']);
   const store = secretStore ?? fileStore!;
-  const policy = values['node-pools'] ? rulesFrom(values['node-pools'], values.namespace).policy : undefined;
+  const fileRules = values['node-pools'] ? rulesFrom(values['node-pools'], values.namespace) : undefined;
+  const policy = fileRules?.policy;
   // Session cookies must verify on every replica: the chart gives all of them the same secret
   // (SUBMISSION_SERVICE_SESSION_SECRET from the auth Secret); without it, <data-dir>/session-secret.
   const api = await buildService({
-    cluster, auth: { enabled: values.auth === 'on', store }, policy, sessionSecret: loadSessionSecret(values['data-dir']),
+    cluster, auth: { enabled: values.auth === 'on', store }, policy, engineVersions: fileRules?.engineVersions, sessionSecret: loadSessionSecret(values['data-dir']),
     trustProxy: values['trust-proxy'], logger: loggerOptions('api'), sparkUiHost: values['spark-ui-host'],
     // Kernel labels only from the notebook gateway: SUBMISSION_SERVICE_GATEWAY_SECRET, shared with it.
     gatewayProof: apiGatewayProof(false),

@@ -13,6 +13,7 @@ import { ScheduleRunner } from '../cluster/schedules/runner.js';
 import { parseByteSize } from '../cluster/local/work-dir-space.js';
 import { eventLogDir, LocalSparkHistory } from '../cluster/local/local-history.js';
 import { LocalSparkStatic } from '../cluster/local/spark-static.js';
+import { SparkEnvs } from '../cluster/local/spark-envs.js';
 import { makePrivateDir } from '../lib/atomic-file.js';
 import { loggerOptions } from '../lib/logger.js';
 import { LOOPBACK_HOSTS } from '../submit-api/host-allowlist.js';
@@ -96,6 +97,20 @@ function onSignal(log: LocalLogger, close: () => Promise<void>): void {
   process.once('SIGTERM', shutdown);
 }
 
+/**
+ * Each application runs its engineVersion's Spark: a virtualenv per version, made at its first
+ * use (spark-envs.ts). One History Server, of the newest Spark prepared here: a newer Spark reads
+ * older versions' event logs (README, "Spark versions").
+ */
+function sparkVersions(spark: ReturnType<typeof findSpark>, offered: string[]) {
+  const sparkEnvs = new SparkEnvs({ base: spark });
+  const historySpark = async () => {
+    const newest = (await sparkEnvs.preparedNewestFirst(offered))[0] ?? { version: 'base', ...spark };
+    return { key: newest.version, sparkClass: sparkClassBeside(newest.sparkSubmit), python: newest.python };
+  };
+  return { sparkEnvs, historySpark };
+}
+
 export async function localCommand(argv: string[]): Promise<number> {
   const { values } = parseArgs({ args: argv, options: localOptions() });
   if (values.auth !== 'on' && values.auth !== 'off') throw new Error('--auth takes on or off');
@@ -137,10 +152,9 @@ export async function localCommand(argv: string[]): Promise<number> {
   // space of their own, which needs a mount, so root (docs/security.md, "Disk and files"). A
   // single user's unsandboxed drivers keep their spill and shuffle files on disk, uncapped.
   const workDirCap = sandbox && process.getuid?.() === 0 ? workDirCapAsked : undefined;
-  const cluster = new LocalCluster({ dataDir, rules, cores: Number(values.cores), log, interactiveLabel: KERNEL_LABEL, sandbox: driverSandbox, keyCoreShare, workDirCap, logCap, ...spark });
-  const history = withHistory
-    ? new LocalSparkHistory({ dataDir, sparkClass: sparkClassBeside(spark.sparkSubmit), python: spark.python, events: cluster.events, log, retentionMs })
-    : undefined;
+  const { sparkEnvs, historySpark } = sparkVersions(spark, rules.engineVersions);
+  const cluster = new LocalCluster({ dataDir, rules, cores: Number(values.cores), log, interactiveLabel: KERNEL_LABEL, sandbox: driverSandbox, keyCoreShare, workDirCap, logCap, sparkEnvs, ...spark });
+  const history = withHistory ? new LocalSparkHistory({ dataDir, sparkClass: sparkClassBeside(spark.sparkSubmit), python: spark.python, spark: historySpark, events: cluster.events, log, retentionMs }) : undefined;
   const sweeper = retentionMs === undefined ? undefined : new RetentionSweeper({
     cluster, history, retentionMs, onError: (error, appName) => log.warn({ err: error, appName }, 'retention: could not remove an expired application'),
   });
@@ -153,7 +167,7 @@ export async function localCommand(argv: string[]): Promise<number> {
     history, jobs: recordRuns(cluster, history, rules, log),
     auth,
     loggerInstance: log,
-    policy: rules.policy,
+    policy: rules.policy, engineVersions: rules.engineVersions,
     // With auth off, only these Host names are served (DNS rebinding); `*` for any.
     allowedHosts,
     // The dashboard's session cookies: signed with <data-dir>/session-secret (created 0600 once).

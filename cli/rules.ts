@@ -9,6 +9,8 @@ interface ServiceConfigFile {
   images?: Record<string, string>;
   imagePattern?: string;
   defaultEngineVersion?: string;
+  /** The Spark versions submissions may name (domain/engine-versions.ts); absent: 3.5.7 and 4.2.0. */
+  engineVersions?: string[];
   serviceAccount?: string;
   /** The applications namespace's headless Service of all drivers (driver-dns.ts); absent: pod IPs. */
   driverService?: string;
@@ -57,6 +59,7 @@ export function rulesFrom(nodePoolsFile: string | undefined, namespace: string, 
     images: extra.images,
     imagePattern: extra.imagePattern,
     defaultEngineVersion: extra.defaultEngineVersion,
+    engineVersions: extra.engineVersions,
     serviceAccount: extra.serviceAccount,
     driverService: extra.driverService || undefined,
     policy: extra.policy,

@@ -1,9 +1,10 @@
 // Defaults a submission does not have to spell out. Values already present win.
 import type { ApplicationConfig, PodConfig, SecretMount } from '../schemas/index.js';
+import { engineMajor } from './engine-versions.js';
 import { eventLogDefaults } from './event-log.js';
 import type { AdmissionRules } from './rules.js';
 
-/** Spark's own keys for dynamic allocation without an external shuffle service (Spark 3.x). */
+/** Spark's own keys for dynamic allocation without an external shuffle service (Spark 3.0 and later, 4.x included). */
 export const DYNAMIC_ALLOCATION_DEFAULTS: Record<string, string> = {
   'spark.dynamicAllocation.enabled': 'true',
   'spark.dynamicAllocation.shuffleTracking.enabled': 'true',
@@ -37,7 +38,8 @@ const cloudSecrets = (config: ApplicationConfig): SecretMount[] =>
 
 function engineDefaults(config: ApplicationConfig, version: string, rules: AdmissionRules): Record<string, string> {
   const defaults: Record<string, string> = eventLogDefaults(rules.eventLog);
-  if (version.startsWith('3.')) Object.assign(defaults, DYNAMIC_ALLOCATION_DEFAULTS);
+  // Shuffle tracking came with 3.0; every later major keeps it (an unparsable version gets none).
+  if (engineMajor(version) >= 3) Object.assign(defaults, DYNAMIC_ALLOCATION_DEFAULTS);
   for (const secret of cloudSecrets(config)) Object.assign(defaults, cloudCredentialConf(secret));
   return defaults;
 }
@@ -51,7 +53,8 @@ export function applyDefaults(config: ApplicationConfig, rules: AdmissionRules):
     type: config.type ?? (config.mainApplicationFile?.endsWith('.py') ? 'Python' : 'Scala'),
     engineVersion,
     mode: config.mode ?? 'cluster',
-    image: config.image ?? imageFor(engineVersion, rules),
+    // `{version}` in a given image too: one kernel image setting serves every version's kernels.
+    image: config.image?.replaceAll('{version}', engineVersion) ?? imageFor(engineVersion, rules),
     engineConf: Object.assign(engineDefaults(config, engineVersion, rules), config.engineConf),
     driver,
     executor,

@@ -14,6 +14,7 @@ import { sizingAnnotation } from './sizing-annotation.js';
 import type { HistoryDecision } from './history-sizing.js';
 import { parseMemoryMib } from './quantities.js';
 import type { AdmissionRules } from './rules.js';
+import { engineMajor } from './engine-versions.js';
 import { type AppIdentity, cpuQuantity, DRIVER_PORTS, podMemoryMib, sparkProperties } from './spark-properties.js';
 
 export interface BarePodInput {
@@ -133,6 +134,8 @@ export function renderDriverPod(pod: V1Pod, config: ApplicationConfig, id: AppId
       { name: 'driver-rpc-port', containerPort: DRIVER_PORTS.rpc, protocol: 'TCP' },
       { name: 'blockmanager', containerPort: DRIVER_PORTS.blockManager, protocol: 'TCP' },
       { name: 'spark-ui', containerPort: DRIVER_PORTS.ui, protocol: 'TCP' },
+      // Spark 4's submission client declares its Connect server's port on every driver (docs/driver-pod-parity.md).
+      ...(engineMajor(config.engineVersion ?? '') >= 4 ? [{ name: 'spark-connect', containerPort: DRIVER_PORTS.connect, protocol: 'TCP' }] : []),
     ],
     resources: {
       requests: { cpu: cpuQuantity(driver.coreRequest ?? '1'), memory },

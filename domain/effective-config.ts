@@ -2,6 +2,7 @@
 // defaults filled in, pods sized. One function for the API, local mode and the webhook.
 import type { ApplicationConfig, UnschedulableError } from '../schemas/index.js';
 import { applyDefaults } from './defaults.js';
+import { chosenEngineVersion, engineVersionRefusal } from './engine-versions.js';
 import { deepMerge } from './merge.js';
 import type { AdmissionRules } from './rules.js';
 import { sizeApplication } from './sizing.js';
@@ -10,6 +11,7 @@ export type TemplateLookup = (name: string) => ApplicationConfig | undefined;
 
 export type ConfigResult =
   | { ok: true; config: ApplicationConfig }
+  | { ok: false; status: 400; body: { message: string; field: string } }
   | { ok: false; status: 404; body: { message: string; code: 'TEMPLATE_NOT_FOUND' } }
   | { ok: false; status: 422; body: UnschedulableError };
 
@@ -27,6 +29,9 @@ export function effectiveConfig(
     }
   }
   const merged = deepMerge<ApplicationConfig>(base ?? {}, overrides ?? {});
+  // A version this installation has no image (or local virtualenv) for never starts a driver.
+  const unoffered = engineVersionRefusal(chosenEngineVersion(merged, rules.defaultEngineVersion), rules.engineVersions);
+  if (unoffered) return { ok: false, status: 400, body: unoffered };
   const sized = sizeApplication(applyDefaults(merged, rules), rules);
   return sized.ok ? { ok: true, config: sized.config } : { ok: false, status: 422, body: sized.error };
 }

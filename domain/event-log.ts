@@ -67,6 +67,9 @@ export function eventLogDefaults(rules: EventLogRules | undefined): Record<strin
     // per stage (a few lines per stage), and the process's RSS besides the JVM's own figures.
     'spark.eventLog.logStageExecutorMetrics': 'true',
     'spark.executor.processTreeMetrics.enabled': 'true',
+    // Spark 4 compresses event logs (zstd) by default; the service reads a log's head as lines
+    // (event-log-head.ts) to know whose run it is, so every version writes them plain, as 3.x did.
+    'spark.eventLog.compress': 'false',
   };
   const s3 = rules.s3;
   // S3A deletes the parent "directory" markers after every file it writes, by default; stores

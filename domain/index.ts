@@ -4,6 +4,7 @@ export * from './defaults.js';
 export * from './driver-dns.js';
 export * from './driver-pod.js';
 export * from './effective-config.js';
+export * from './engine-versions.js';
 export * from './event-log.js';
 export * from './event-log-access.js';
 export * from './executor-guard.js';

@@ -1,6 +1,7 @@
 // Everything admission decides from besides the pod: node pools, sizing tunables,
 // images, placement. Built once from configuration; admission itself stays pure.
 import type { NodePool, SizingRules } from '../schemas/index.js';
+import { resolveEngineVersions } from './engine-versions.js';
 import type { EventLogRules } from './event-log.js';
 import { buildPolicy, type SubmissionPolicy } from './policy.js';
 
@@ -24,6 +25,8 @@ export interface AdmissionRules {
   namespace: string;
   serviceAccount: string;
   defaultEngineVersion: string;
+  /** The Spark versions submissions may name (engine-versions.ts); the default is one of them. */
+  engineVersions: string[];
   /** Image per engineVersion; `{version}` in `imagePattern` serves the others. */
   images: Record<string, string>;
   imagePattern: string;
@@ -94,6 +97,8 @@ export interface RulesOptions {
   namespace?: string;
   serviceAccount?: string;
   defaultEngineVersion?: string;
+  /** Offered Spark versions; default DEFAULT_ENGINE_VERSIONS. */
+  engineVersions?: string[];
   images?: Record<string, string>;
   imagePattern?: string;
   master?: string;
@@ -115,12 +120,14 @@ export function buildRules(options: RulesOptions): AdmissionRules {
     ? options.placement
     : placementPresets[options.placement ?? 'generic'];
   if (!placement) throw new Error(`unknown placement preset ${String(options.placement)}`);
+  const versions = resolveEngineVersions(options.engineVersions, options.defaultEngineVersion);
   return {
     pools,
     sizing,
     namespace: options.namespace ?? 'spark-apps',
     serviceAccount: options.serviceAccount ?? 'spark-driver',
-    defaultEngineVersion: options.defaultEngineVersion ?? '3.5.7',
+    defaultEngineVersion: versions.defaultVersion,
+    engineVersions: versions.offered,
     images: options.images ?? {},
     imagePattern: options.imagePattern ?? 'apache/spark:{version}',
     master: options.master ?? 'k8s://https://kubernetes.default.svc',

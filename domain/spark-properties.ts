@@ -9,7 +9,7 @@ import type { AdmissionRules } from './rules.js';
 /** Spark's own name for the language (it sizes Python executors' extra memory from it). */
 const RESOURCE_TYPES: Record<NonNullable<ApplicationConfig['type']>, string> = { Scala: 'java', Java: 'java', Python: 'python', R: 'r' };
 
-export const DRIVER_PORTS = { rpc: 7078, blockManager: 7079, ui: 4040 };
+export const DRIVER_PORTS = { rpc: 7078, blockManager: 7079, ui: 4040, connect: 15002 };
 
 /** Where the dashboard proxies an application's Spark UI (dashboard/spark-ui-proxy.ts). */
 export const sparkUiPath = (appName: string): string => `/dashboard/apps/${appName}/spark-ui`;

@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
-# Builds the project's three images without a daemon, as OCI archives that containerd imports
+# Builds the project's images without a daemon, as OCI archives that containerd imports
 # (`ctr -n k8s.io images import --local FILE`):
-#   spark-runtime  Spark 3.5.7, Java 17, Python 3 and the scipy stack (images/spark-runtime)
-#   kernel         the notebook kernel image, FROM the Spark runtime (manifests/kernel-image)
+#   spark-runtime  Spark, Java 17, Python 3 and the scipy stack (images/spark-runtime), per Spark version
+#   kernel         the notebook kernel image, FROM the Spark runtime (manifests/kernel-image), per version
 #   service        the service itself (the repository's Dockerfile)
+# Spark versions: SPARK_VERSIONS (default "3.5.7 4.2.0", the versions the service offers); each
+# pinned by images/spark-runtime/requirements[-X.Y].txt. The first is the default version: its
+# archives are named `spark-runtime` and `kernel` as before, the others `spark-runtime-VERSION`
+# and `kernel-VERSION`; every image is tagged by its version (localhost/submission-service/spark:VERSION).
 # No registry is reachable here, so the bases are root filesystems made from Debian packages
 # (mmdebstrap) and the builder is buildah; the build arguments that name the bases take the
 # official images elsewhere (README, "Container images").
@@ -24,7 +28,7 @@ for tool in mmdebstrap buildah; do
   command -v "$tool" >/dev/null || { say "$tool is missing: apt-get install mmdebstrap buildah"; exit 1; }
 done
 
-spark_version=3.5.7
+read -r -a spark_versions <<<"${SPARK_VERSIONS:-3.5.7 4.2.0}"
 service_version=$(node -p 'require(process.argv[1]).version' "$root/package.json" 2>/dev/null \
   || sed -n 's/^ *"version": *"\([^"]*\)".*/\1/p' "$root/package.json" | head -1)
 debian_mirror=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
@@ -182,6 +186,32 @@ context_files() {
 
 wanted() { [ -z "${IMAGES_ONLY:-}" ] || [[ " $IMAGES_ONLY " == *" $1 "* ]]; }
 
+# The Spark runtime and kernel images of one Spark version, each cached by its inputs (so by
+# version). The S3A jars (Hadoop 3.3.4's connector) go into 3.x images only: Spark 4 is built on
+# Hadoop 3.4, whose connector is another (README, "Spark versions").
+spark_images() {
+  local version=$1 suffixed=$2 minor requirements name_suffix="" s3a=""
+  minor=$(echo "$version" | cut -d. -f1,2)
+  requirements=images/spark-runtime/requirements.txt
+  [ "${version%%.*}" = 3 ] || requirements=images/spark-runtime/requirements-$minor.txt
+  [ -f "$root/$requirements" ] || { say "no $requirements pins Spark $version"; exit 1; }
+  grep -q "^pyspark==$version\$" "$root/$requirements" || { say "$requirements does not pin pyspark==$version"; exit 1; }
+  [ -n "$suffixed" ] && name_suffix="-$version"
+  [ "${version%%.*}" = 3 ] && s3a=${SUBMISSION_SERVICE_S3A_JARS:-}
+  local spark kernel
+  spark=$(SUBMISSION_SERVICE_S3A_JARS=$s3a timed "the Spark $version runtime image" image "spark-runtime$name_suffix" \
+    "localhost/submission-service/spark:$version" images/spark-runtime/Containerfile \
+    "BASE_IMAGE=oci-archive:$spark_base" "SPARK_REQUIREMENTS=$requirements" -- \
+    images/spark-runtime/entrypoint.sh "$requirements" examples/pi.py)
+  wanted spark-runtime && echo "spark-runtime$name_suffix $spark"
+  if wanted kernel; then
+    kernel=$(timed "the Spark $version kernel image" image "kernel$name_suffix" \
+      "localhost/submission-service/kernel:$version" manifests/kernel-image/Dockerfile \
+      "SPARK_IMAGE=oci-archive:$spark" -- gateway/kernel/launcher.py)
+    echo "kernel$name_suffix $kernel"
+  fi
+}
+
 # The whole script is read before it runs (a function): editing it mid-build is harmless.
 main() {
   # One build at a time: two would write the same archives.
@@ -199,17 +229,11 @@ main() {
   if wanted spark-runtime || wanted kernel; then
     spark_base=$(timed "the Spark base" base spark bookworm \
       openjdk-17-jre-headless python3 python3-pip tini procps ca-certificates)
-    spark=$(timed "the Spark runtime image" image spark-runtime \
-      "localhost/submission-service/spark:$spark_version" images/spark-runtime/Containerfile \
-      "BASE_IMAGE=oci-archive:$spark_base" -- \
-      images/spark-runtime/entrypoint.sh images/spark-runtime/requirements.txt examples/pi.py)
-    wanted spark-runtime && echo "spark-runtime $spark"
-    if wanted kernel; then
-      kernel=$(timed "the kernel image" image kernel \
-        "localhost/submission-service/kernel:$spark_version" manifests/kernel-image/Dockerfile \
-        "SPARK_IMAGE=oci-archive:$spark" -- gateway/kernel/launcher.py)
-      echo "kernel $kernel"
-    fi
+    local version suffix=""
+    for version in "${spark_versions[@]}"; do
+      spark_images "$version" "$suffix"
+      suffix=1 # the first version's archives keep their plain names
+    done
   fi
   if wanted service; then
     wait "$node_job" || { say "the Node base was not made"; exit 1; }

@@ -92,6 +92,7 @@ export function valuesSchema(): Record<string, unknown> {
       nodePools: { type: 'array', minItems: 1, items: pool },
       sizing,
       placement: { enum: Object.keys(placementPresets) },
+      engineVersions: { type: 'array', minItems: 1, items: { type: 'string', pattern: '^[0-9]+\\.[0-9]+\\.[0-9]+$' } },
       defaultEngineVersion: { type: 'string', pattern: '^[0-9]+\\.[0-9]+\\.[0-9]+$' },
       images: { type: 'object', additionalProperties: string },
       imagePattern: { type: 'string', pattern: '\\{version\\}' },

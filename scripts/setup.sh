@@ -38,20 +38,11 @@ build() {
   (cd "$root" && npx tsc -p tsconfig.json >&2)
 }
 
-# A virtualenv per requirements file, cached by its hash (and Python's version). The marker is
-# written last, so an interrupted install is redone rather than trusted.
+# A virtualenv per requirements file, cached by its hash (and Python's version), made by
+# cluster/local/python-env.sh: the same script local mode runs to make a Spark version's venv at its
+# first application, so both agree on the path, and its lock keeps them from building one twice.
 python_env() {
-  local requirements=$1 name=$2 hash venv
-  command -v python3 >/dev/null || { say "python3 is missing: apt-get install python3 python3-venv"; exit 1; }
-  hash=$(cat "$requirements" <(python3 --version) | sha256sum | cut -c1-12)
-  venv="$cache/$name-$hash"
-  if [ ! -f "$venv/.complete" ]; then
-    say "creating Python virtualenv $venv from $(basename "$requirements") (first time only)"
-    rm -rf "$venv" && python3 -m venv "$venv"
-    "$venv/bin/pip" install --disable-pip-version-check -q -r "$requirements" >&2
-    touch "$venv/.complete"
-  fi
-  echo "$venv"
+  SUBMISSION_SERVICE_CACHE="$cache" bash "$root/cluster/local/python-env.sh" "$1" "$2"
 }
 
 # Debian's Chromium, for the dashboard's browser tests (SETUP_BROWSER=1: the test command).
@@ -127,6 +118,15 @@ need_node; need_java; npm_install
 [ "${SETUP_TEST_TOOLS:-}" = 1 ] && node_packages
 [ "${SKIP_BUILD:-}" = 1 ] || build
 venv=$(python_env "$root/requirements.txt" venv)
+# SETUP_SPARK_VERSIONS=1 (the test command): the other Spark versions' venvs too
+# (requirements-spark-X.Y.txt), which local mode otherwise makes at a version's first
+# application (minutes). Cached by hash like the one above: a second run makes nothing.
+if [ "${SETUP_SPARK_VERSIONS:-}" = 1 ]; then
+  for requirements in "$root"/requirements-spark-*.txt; do
+    minor=$(basename "$requirements" .txt); minor=${minor#requirements-spark-}
+    python_env "$requirements" "spark-$minor" >/dev/null
+  done
+fi
 # The History Server's gate (cluster/local/ui-gate.ts), compiled once per Spark version and cached,
 # so that the first history view (or test) does not wait for javac. Needs the build; harmless to skip.
 if [ "${SKIP_BUILD:-}" != 1 ]; then

@@ -5,7 +5,7 @@
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
-env_file=$(SETUP_BROWSER=1 SETUP_TEST_TOOLS=1 SETUP_IMAGE_TOOLS=1 SETUP_AIRFLOW=1 bash scripts/setup.sh | tail -n 1) || { echo "0 passed, 1 failed"; exit 1; }
+env_file=$(SETUP_BROWSER=1 SETUP_SPARK_VERSIONS=1 SETUP_TEST_TOOLS=1 SETUP_IMAGE_TOOLS=1 SETUP_AIRFLOW=1 bash scripts/setup.sh | tail -n 1) || { echo "0 passed, 1 failed"; exit 1; }
 # shellcheck disable=SC1090
 source "$env_file"
 if [ -x test/cluster/build.sh ] && [ "${SKIP_CLUSTER_TESTS:-}" != 1 ]; then

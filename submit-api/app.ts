@@ -39,6 +39,8 @@ export interface ApiOptions {
   bodyLimit?: number;
   /** Who may act on which application (domain/policy.ts); default: users on their own only. */
   policy?: SubmissionPolicy;
+  /** The Spark versions offered (domain/engine-versions.ts): config templates naming another are refused; undefined: not checked here. */
+  engineVersions?: readonly string[];
   /** Timeouts and caps (limits.ts); defaults suit a service on the open network. */
   limits?: Partial<ApiLimits>;
   /** Host names served while auth is off (DNS rebinding, host-allowlist.ts); undefined: any. */
@@ -93,7 +95,7 @@ export async function buildApi(options: ApiOptions): Promise<FastifyInstance> {
   await app.register(jobRoutes, { cluster: options.cluster, jobs: options.jobs, policy: options.policy ?? defaultPolicy });
   await app.register(appRoutes, { cluster: options.cluster, policy: options.policy ?? defaultPolicy, history: options.history, jobs: options.jobs, gatewayProof: options.gatewayProof, fairShare, idempotencyWindowMs: options.idempotencyWindowMs });
   await app.register(appEventRoutes, { cluster: options.cluster, history: options.history, fairShare });
-  await app.register(configTemplateRoutes, { templates: options.cluster.templates });
+  await app.register(configTemplateRoutes, { templates: options.cluster.templates, engineVersions: options.engineVersions });
   if (options.schedules) await app.register(scheduleRoutes, { ...options.schedules, cluster: options.cluster, policy: options.policy ?? defaultPolicy });
   // Followed logs must not hold a shutdown open. (fastify's forceCloseConnections option
   // would do it too, but tracks every socket and costs 40% of the throughput here.)

@@ -17,6 +17,13 @@ export interface HistoryServerOptions {
   sparkClass: string;
   /** The Python whose pyspark holds Spark (pip's spark-class finds SPARK_HOME with it), as the drivers use. */
   python?: string;
+  /**
+   * Which Spark to run, asked at each start and each `url()`: when its `key` (the version)
+   * changed since the server started, the server is started again on it. Local mode names the
+   * newest Spark prepared there, which reads every older version's event logs. Default:
+   * `sparkClass` and `python`.
+   */
+  spark?: () => Promise<HistorySpark>;
   /** Local directory of the event logs, or a URL Spark reads (`s3a://bucket/prefix` with `props` and `env` for S3A). */
   logDir: string;
   /** More Spark properties (e.g. `spark.hadoop.fs.s3a.endpoint`). */
@@ -37,7 +44,10 @@ export interface HistoryServerOptions {
   gate?: boolean;
 }
 
-interface Running { pid: number; startTicks: number; url: URL; exited: Promise<void> }
+/** One Spark to run the History Server from. */
+export interface HistorySpark { key: string; sparkClass: string; python?: string }
+
+interface Running { pid: number; startTicks: number; url: URL; exited: Promise<void>; key: string }
 
 const sleep = (ms: number) => new Promise((ok) => setTimeout(ok, ms));
 
@@ -56,7 +66,7 @@ export class LocalHistoryServer {
   private running: Promise<Running> | undefined;
   private closed = false;
   private readonly secret = newGateSecret();
-  private gate: Promise<string> | undefined;
+  private readonly gates = new Map<string, Promise<string>>();
   /** What every request to the server must carry: the gate's secret. */
   readonly headers: Readonly<Record<string, string>>;
 
@@ -68,10 +78,18 @@ export class LocalHistoryServer {
   /** The server's address, starting it (once; again if it died) and waiting until it answers. */
   async url(): Promise<URL> {
     if (this.closed) throw new Error('the history server is closed');
+    const spark = await this.chosenSpark();
     const current = this.running && (await this.running.catch(() => undefined));
-    if (current && isAlive(current.pid, current.startTicks)) return current.url;
-    this.running = this.start();
+    if (current && isAlive(current.pid, current.startTicks) && current.key === spark.key) return current.url;
+    // A newer Spark was prepared since: the older server goes (its replays are redone on demand).
+    if (current) await killGroup(current.pid, current.startTicks, 3000);
+    this.running = this.start(spark);
     return (await this.running).url;
+  }
+
+  private chosenSpark(): Promise<HistorySpark> {
+    const { spark, sparkClass, python } = this.options;
+    return spark ? spark() : Promise.resolve({ key: 'default', sparkClass, python });
   }
 
   async close(): Promise<void> {
@@ -85,16 +103,20 @@ export class LocalHistoryServer {
     return join(this.options.runDir, 'history-server.pid');
   }
 
-  /** The built filter's classes (once; again after a failure). */
-  private gateClasses(): Promise<string> {
-    this.gate ??= sparkJars(this.options.sparkClass, this.options.python).then(buildUiGate).then(gateClasses);
-    this.gate.catch(() => { this.gate = undefined; });
-    return this.gate;
+  /** The built filter's classes for one Spark (once; again after a failure). */
+  private gateClasses(spark: HistorySpark): Promise<string> {
+    let gate = this.gates.get(spark.key);
+    if (!gate) {
+      gate = sparkJars(spark.sparkClass, spark.python).then(buildUiGate).then(gateClasses);
+      this.gates.set(spark.key, gate);
+      gate.catch(() => this.gates.delete(spark.key));
+    }
+    return gate;
   }
 
-  private async start(): Promise<Running> {
+  private async start(spark: HistorySpark): Promise<Running> {
     const gated = this.options.gate !== false;
-    const classes = gated ? await this.gateClasses() : undefined;
+    const classes = gated ? await this.gateClasses(spark) : undefined;
     const port = await freePort();
     const url = new URL(`http://127.0.0.1:${port}`);
     const props = {
@@ -113,7 +135,7 @@ export class LocalHistoryServer {
       ...(gated ? { 'spark.ui.filters': UI_GATE_CLASS } : {}),
     };
     const log = openSync(this.options.logFile, 'a', 0o600);
-    const child = spawn(this.options.sparkClass, ['org.apache.spark.deploy.history.HistoryServer'], {
+    const child = spawn(spark.sparkClass, ['org.apache.spark.deploy.history.HistoryServer'], {
       detached: true,
       stdio: ['ignore', log, log],
       env: {
@@ -122,14 +144,14 @@ export class LocalHistoryServer {
         SPARK_LOCAL_IP: '127.0.0.1', // its UI binds loopback only
         SPARK_LOG_DIR: this.options.runDir,
         SPARK_NO_DAEMONIZE: '1',
-        ...(this.options.python ? { PYSPARK_PYTHON: this.options.python, PYSPARK_DRIVER_PYTHON: this.options.python } : {}),
+        ...(spark.python ? { PYSPARK_PYTHON: spark.python, PYSPARK_DRIVER_PYTHON: spark.python } : {}),
         ...this.options.env,
         SPARK_DAEMON_CLASSPATH: [classes, this.options.env?.SPARK_DAEMON_CLASSPATH].filter(Boolean).join(':'),
         ...(gated ? { [UI_GATE_ENV]: this.secret } : {}),
       },
     });
     closeSync(log);
-    if (child.pid === undefined) throw new Error(`could not start ${this.options.sparkClass}`);
+    if (child.pid === undefined) throw new Error(`could not start ${spark.sparkClass}`);
     const pid = child.pid;
     const exited = new Promise<void>((ok) => child.once('exit', () => ok()));
     let ended = false;
@@ -138,7 +160,7 @@ export class LocalHistoryServer {
     writeFileSync(this.pidFile, `${pid} ${startTicks}\n`, { mode: 0o600 });
     const deadline = Date.now() + (this.options.startTimeoutMs ?? 120_000);
     while (!ended && Date.now() < deadline) {
-      if (await answers(url, this.headers)) return { pid, startTicks, url, exited };
+      if (await answers(url, this.headers)) return { pid, startTicks, url, exited, key: spark.key };
       await sleep(200);
     }
     await killGroup(pid, startTicks, 1000);

@@ -31,6 +31,7 @@ import { formatBytes } from './log-cap.js';
 import { afterRun, localAttemptEnd, retryPod, startAttempt } from './local-attempts.js';
 import { DriverUiGates } from './driver-ui-gate.js';
 import { UI_GATE_HEADER } from './ui-gate.js';
+import type { SparkInstall } from './spark-envs.js';
 
 /** What an exit file holds until the wrapper writes the code over it: room for any code, and no number. */
 const EXIT_FILE_PLACEHOLDER = ' '.repeat(8);
@@ -62,6 +63,14 @@ export interface LocalClusterOptions {
   workDirCap?: number;
   /** Bytes each driver's log file may take: its head and its tail (log-cap.ts). Undefined: no cap. */
   logCap?: number;
+  /**
+   * The Spark of each engineVersion (spark-envs.ts): ready now, or prepared (a virtualenv made)
+   * at its first application. Undefined: every application runs `sparkSubmit`.
+   */
+  sparkEnvs?: {
+    ready(version: string): Promise<SparkInstall | undefined>;
+    prepare(version: string): Promise<SparkInstall>;
+  };
 }
 
 
@@ -280,9 +289,12 @@ export class LocalCluster implements Cluster {
     const logFile = this.logFile(appName);
     const exitFile = join(this.options.dataDir, 'run', `${appName}.exit`);
     try {
+      const spark = await this.sparkFor(appName);
+      if (!spark) return; // being prepared: queued again once it is
       const uiPort = await freePort();
-      const spark = { sparkSubmit: this.options.sparkSubmit, python: this.options.python };
-      const gated = this.options.sandbox && await this.uiGates.forRun(spark, this.options.sandbox);
+      // A sandboxed driver reads its version's virtualenv, which may have been made after the sandbox was chosen.
+      const versioned = this.options.sandbox && spark.dir ? { ...this.options.sandbox, readable: [...this.options.sandbox.readable, spark.dir] } : this.options.sandbox;
+      const gated = versioned && await this.uiGates.forRun(spark, versioned);
       const stored = this.records.get(appName);
       if (this.closed || !stored || stored.record.state !== 'PENDING') { // stopped or deleted meanwhile
         this.running.delete(appName);
@@ -292,8 +304,8 @@ export class LocalCluster implements Cluster {
       }
       // Interactive drivers start Python first (pyspark starts the JVM): a kernel answers before its JVM exists.
       const machine = {
-        ...spark, workDir: this.workDir(appName), uiPort, pythonFirst: this.isInteractive(stored),
-        sandbox: gated ? gated.sandbox : this.options.sandbox, uiGate: gated ? gated.uiGate : undefined,
+        sparkSubmit: spark.sparkSubmit, python: spark.python, workDir: this.workDir(appName), uiPort, pythonFirst: this.isInteractive(stored),
+        sandbox: gated ? gated.sandbox : versioned, uiGate: gated ? gated.uiGate : undefined,
       };
       // The exit file's space is taken now, so a full disk cannot refuse the code at the end.
       writeFileSync(exitFile, EXIT_FILE_PLACEHOLDER, { mode: 0o600 });
@@ -301,7 +313,7 @@ export class LocalCluster implements Cluster {
       const started = startDriverPod(stored.pod, machine, cores, { logFile, exitFile, logCap: this.options.logCap });
       const run = { pid: started.pid, startTicks: started.startTicks, cores, logFile, exitFile, uiPort, uiGate: machine.uiGate?.secret };
       const startedAt = new Date().toISOString();
-      const change = { state: 'RUNNING' as const, startedAt: stored.record.startedAt ?? startedAt, ...startAttempt(stored.record, startedAt) };
+      const change = { state: 'RUNNING' as const, startedAt: stored.record.startedAt ?? startedAt, stateDetail: undefined, ...startAttempt(stored.record, startedAt) };
       const running: StoredApp = { ...stored, run, record: applyChange(stored.record, change, startedAt) };
       // The event carries the record as saved: a quick driver may have ended by the time the write lands.
       // Kept in memory when the write fails: the driver does run; its end is written later.
@@ -312,12 +324,41 @@ export class LocalCluster implements Cluster {
       this.interactive.delete(appName);
       this.releaseWorkDir(appName);
       const current = this.records.get(appName);
-      if (current) {
+      if (current?.record.state === 'PENDING') { // not when stopped meanwhile (while its Spark was prepared)
         this.background(
           this.update(current, { state: 'FAILED', stateDetail: `could not start the driver: ${(error as Error).message}`, endedAt: new Date().toISOString() }, { keepOnFailure: true }),
           appName, 'could not record that the driver failed to start');
       }
     }
+  }
+
+  /**
+   * The Spark an application's engineVersion names, or undefined while it is being prepared: a
+   * version whose virtualenv is not made yet is made now (minutes, once per version). Meanwhile
+   * the application says so, stays PENDING and gives its cores back to others; it queues again,
+   * at its old turn, once its Spark is there.
+   */
+  private async sparkFor(appName: string): Promise<Omit<SparkInstall, 'version'> | undefined> {
+    const envs = this.options.sparkEnvs;
+    const stored = this.records.get(appName);
+    const version = stored?.record.config.engineVersion;
+    const base = { sparkSubmit: this.options.sparkSubmit, python: this.options.python };
+    if (!envs || !stored || version === undefined) return base;
+    const ready = await envs.ready(version);
+    if (ready) return ready;
+    this.running.delete(appName);
+    this.interactive.delete(appName);
+    this.schedule();
+    const detail = `preparing Spark ${version}: its Python environment (pyspark ${version}) is being made, once per version`;
+    this.logger.info({ appName, engineVersion: version }, detail);
+    await this.update(stored, { stateDetail: detail });
+    try {
+      await envs.prepare(version);
+    } catch (error) {
+      throw new Error(`could not prepare Spark ${version}: ${(error as Error).message}`);
+    }
+    if (this.records.get(appName)?.record.state === 'PENDING') this.requeue(appName);
+    return undefined;
   }
 
   async submission(appName: string): Promise<SubmissionInfo | undefined> {

@@ -8,7 +8,7 @@ import { describeRefusal } from '../history/run-claims.js';
 import { runAvailable, settleRun, untilServed } from '../history/settle.js';
 import type { HistoryTarget, SparkHistory, WarmedListener } from '../history/spark-history.js';
 import { HistoryWarmer } from '../history/warm.js';
-import { LocalHistoryServer } from './history-server.js';
+import { type HistorySpark, LocalHistoryServer } from './history-server.js';
 import type { LocalLogger } from './logger.js';
 
 export interface LocalHistoryOptions {
@@ -16,6 +16,8 @@ export interface LocalHistoryOptions {
   /** Spark's `spark-class`, and the Python whose pyspark it belongs to. */
   sparkClass: string;
   python?: string;
+  /** Which Spark runs the History Server, asked at each use (history-server.ts); default: `sparkClass`. */
+  spark?: () => Promise<HistorySpark>;
   events: EventFeed;
   log: LocalLogger;
   retentionMs?: number;
@@ -44,7 +46,7 @@ export class LocalSparkHistory implements SparkHistory {
       onRefused: (refusal) => options.log.warn({ entry: refusal.entry, appName: refusal.identity.appName, owner: refusal.owner }, describeRefusal(refusal)),
     });
     this.server = new LocalHistoryServer({
-      sparkClass: options.sparkClass, python: options.python, logDir: dir,
+      sparkClass: options.sparkClass, python: options.python, spark: options.spark, logDir: dir,
       runDir: join(options.dataDir, 'run'), logFile: join(options.dataDir, 'logs', 'history-server.log'),
     });
     this.warmer = new HistoryWarmer({ server: () => this.server.url(), headers: this.server.headers, log: (message) => options.log.warn(message) });

@@ -8,7 +8,7 @@ const noTemplates = () => undefined;
 const size = (overrides: object) => effectiveConfig(undefined, overrides, rules, noTemplates);
 
 t.test('SPEC figures for the example cluster', async (t) => {
-  const d = size({ engineVersion: '3.0.0' });
+  const d = size({ engineVersion: '3.5.7' });
   if (!d.ok) throw new Error('default refused');
   t.same(d.config.driver, { serviceAccount: 'spark-driver', ...example.expected.defaultDriver }, 'default driver 710m / 2043m');
   t.same(d.config.executor, example.expected.defaultExecutor, 'default executor');

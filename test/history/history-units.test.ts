@@ -15,6 +15,7 @@ t.test('admission turns rolling event logs on, and a submission may override eac
   t.equal(c.engineConf?.['spark.eventLog.dir'], 'file:///data/spark-events');
   t.equal(c.engineConf?.['spark.eventLog.rolling.enabled'], 'true');
   t.equal(c.engineConf?.['spark.eventLog.rolling.maxFileSize'], '128m');
+  t.equal(c.engineConf?.['spark.eventLog.compress'], 'false', 'plain logs for every version: Spark 4 compresses them by default, and the index reads their heads as lines');
   const off = applyDefaults({ engineConf: { 'spark.eventLog.enabled': 'false' } }, rules);
   t.equal(off.engineConf?.['spark.eventLog.enabled'], 'false', 'the submission wins');
   t.notOk(applyDefaults({}, buildRules({ nodePools: pools })).engineConf?.['spark.eventLog.enabled'], 'no event logs without a directory');

@@ -29,7 +29,7 @@ function buildImages(): Map<string, string> {
 
 t.test('the images', { skip, timeout: 90 * 60_000 }, async (t) => {
   const archives = buildImages();
-  t.same([...archives.keys()].sort(), ['kernel', 'service', 'spark-runtime'], 'build.sh names its three archives');
+  t.same([...archives.keys()].sort(), ['kernel', 'kernel-4.2.0', 'service', 'spark-runtime', 'spark-runtime-4.2.0'], 'the service, a Spark runtime and kernel per version');
   for (const [name, archive] of archives) t.ok(existsSync(archive), `${name}: ${archive}`);
   const work = tempDir(t, 'subsvc-images-');
   const unpack = (name: string): Unpacked => unpackImage(archives.get(name)!, join(work, name));

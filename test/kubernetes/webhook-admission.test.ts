@@ -126,7 +126,7 @@ t.test('admission through the real apiserver', async (t) => {
   });
 
   t.test('a template created as a ConfigTemplate custom resource is merged', async (t) => {
-    const config = { engineVersion: '3.4.4', engineConf: { 'spark.from-template': 'a', 'spark.both': 'template' }, executor: { cores: 2, instances: 3 } };
+    const config = { engineVersion: '4.2.0', engineConf: { 'spark.from-template': 'a', 'spark.both': 'template' }, executor: { cores: 2, instances: 3 } };
     await custom.createNamespacedCustomObject({
       group: GROUP, version: VERSION, namespace, plural: TEMPLATES,
       body: { apiVersion: `${GROUP}/${VERSION}`, kind: 'ConfigTemplate', metadata: { name: 'crd-made' }, spec: { config } },
@@ -135,8 +135,8 @@ t.test('admission through the real apiserver', async (t) => {
     const overrides = { engineConf: { 'spark.both': 'override' }, executor: { cores: 6 } };
     const pod = await create(bareDriverPod({ appName: 'tpl-20250101-000000-aaaaa', jobName: 'tpl', namespace, configTemplateName: 'crd-made', configOverrides: overrides }));
     const effective = readConfig(pod)!;
-    t.equal(effective.engineVersion, '3.4.4', 'from the template');
-    t.equal(effective.image, 'apache/spark:3.4.4', 'the image follows the template engine version');
+    t.equal(effective.engineVersion, '4.2.0', 'from the template');
+    t.equal(effective.image, 'apache/spark:4.2.0', 'the image follows the template engine version');
     t.equal(effective.engineConf?.['spark.from-template'], 'a');
     t.equal(effective.engineConf?.['spark.both'], 'override', 'overrides win');
     t.equal(effective.executor?.instances, 3, 'template value kept');

@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import t from 'tap';
 import { rulesFrom } from '../../cli/rules.js';
+import { effectiveConfig } from '../../domain/index.js';
 import { mutatingWebhookConfiguration } from '../../webhook/server/registration.js';
 import { RELEASE_NAMESPACE, chartDir, helm, named, ofKind, renderChart } from './helm.js';
 
@@ -192,8 +193,37 @@ t.test('the ConfigMap is a node-pool file the webhook turns into the intended ru
   t.equal(rules.imagePattern, 'apache/spark:{version}');
   const eks = rulesOf(renderChart({ placement: 'eks', 'images.3\\.5\\.7': 'my/spark:3.5.7', 'sizing.defaultDriverCoreRequestReserveMillicores': '100' }));
   t.equal(eks.placement.preemptibleLabel.key, 'eks.amazonaws.com/capacityType');
-  t.same(eks.images, { '3.5.7': 'my/spark:3.5.7' });
+  t.same(eks.images, { '3.5.7': 'my/spark:3.5.7', '4.2.0': 'apache/spark:4.2.0' }, 'one entry replaced, the others kept');
   t.equal(eks.sizing.defaultDriverCoreRequestReserveMillicores, 100);
+});
+
+t.test('Spark versions: the offered list, the default and a per-version image map reach admission', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'ss-chart-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const rulesOf = (objects: typeof defaults) => {
+    writeFileSync(join(dir, 'node-pools.json'), named<V1ConfigMap>(objects, 'ConfigMap', 'submission-service-config')!.data!['node-pools.json']);
+    return rulesFrom(join(dir, 'node-pools.json'), 'spark-apps');
+  };
+  const rules = rulesOf(defaults);
+  t.same(rules.engineVersions, ['3.5.7', '4.2.0'], 'offered by default');
+  t.equal(rules.defaultEngineVersion, '3.5.7');
+  t.same(rules.images, { '3.5.7': 'apache/spark:3.5.7', '4.2.0': 'apache/spark:4.2.0' }, 'an image per offered version');
+  const built = rulesOf(renderChart({
+    'images.3\\.5\\.7': 'localhost/submission-service/spark:3.5.7', 'images.4\\.2\\.0': 'localhost/submission-service/spark:4.2.0', defaultEngineVersion: '4.2.0',
+  }));
+  const admitted = (engineVersion: string) => effectiveConfig(undefined, { engineVersion }, built, () => undefined);
+  const four = admitted('4.2.0');
+  t.equal(four.ok && four.config.image, 'localhost/submission-service/spark:4.2.0', "4.2.0's driver and executors run the 4.2.0 image");
+  const three = admitted('3.5.7');
+  t.equal(three.ok && three.config.image, 'localhost/submission-service/spark:3.5.7', "3.5.7's the 3.5.7 image");
+  const none = effectiveConfig(undefined, {}, built, () => undefined);
+  t.equal(none.ok && none.config.engineVersion, '4.2.0', 'defaultEngineVersion chooses for submissions that name none');
+  const refused = admitted('3.4.1');
+  t.equal(refused.ok ? 200 : refused.status, 400, 'a version not in engineVersions is refused');
+  const narrowed = rulesOf(renderChart({ engineVersions: '{4.2.0}', defaultEngineVersion: '4.2.0' }));
+  t.same(narrowed.engineVersions, ['4.2.0'], 'the list is the chart value');
+  const bad = helm(['template', 'ss', chartDir, '--set', 'engineVersions[0]=4.2']);
+  t.not(bad.status, 0, 'a list entry that is no version is refused by the values schema');
 });
 
 t.test('one headless drivers\' Service in the applications namespace, named in the rules, guarded by an admission policy', async (t) => {

@@ -1,6 +1,6 @@
 // Parity of our driver pod with the one Spark's own `spark-submit --deploy-mode cluster`
 // writes, on a real control plane (`testbed up`: etcd, kube-apiserver,
-// our webhook, our API) with the real spark-submit 3.5.7 of the project's virtualenv.
+// our webhook, our API) with the real spark-submit of the project's virtualenv (3.5.7; 4.2.0 with SPARK_PARITY_VERSION).
 // The same application (pi.py 10) goes both ways; the test asserts what MUST match for the
 // official image's entrypoint and Spark's driver, and checks that every other difference is
 // one docs/driver-pod-parity.md explains. No kubelet runs: the pods stay Pending.
@@ -95,8 +95,15 @@ const localDirVolume = (pod: V1Pod, c: V1Container) => {
 };
 
 const missing = missingPrerequisite();
+// Which Spark's spark-submit is the reference: SPARK_PARITY_VERSION=4.2.0 with
+// SUBMISSION_SERVICE_PYTHON_ENV naming that version's venv (~/.cache/submission-service/spark-4.2-*)
+// and its bin/ first on PATH (pip's spark-submit finds its Spark through the `python3` on PATH).
+const VERSION = process.env.SPARK_PARITY_VERSION ?? '3.5.7';
+const IMAGE = VERSION === '3.5.7' ? SPARK_IMAGE : `apache/spark:${VERSION}`;
+/** Spark 4's submission client declares the Connect server's port too. */
+const EXPECTED_PORTS = ['blockmanager=7079/TCP', 'driver-rpc-port=7078/TCP', ...(Number(VERSION.split('.')[0]) >= 4 ? ['spark-connect=15002/TCP'] : []), 'spark-ui=4040/TCP'];
 
-t.test('driver pod parity with spark-submit --deploy-mode cluster (Spark 3.5.7)', { skip: missing ?? false, timeout: 900_000 }, async (t) => {
+t.test(`driver pod parity with spark-submit --deploy-mode cluster (Spark ${VERSION})`, { skip: missing ?? false, timeout: 900_000 }, async (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'spark-parity-'));
   let tb: Testbed | undefined;
   t.teardown(async () => {
@@ -107,7 +114,7 @@ t.test('driver pod parity with spark-submit --deploy-mode cluster (Spark 3.5.7)'
 
   // --- theirs: the real spark-submit, cluster deploy mode, without waiting for the app.
   const name = 'pi-parity';
-  const submit = await runSparkSubmit(sparkSubmitArgs(tb, name, PI_PY));
+  const submit = await runSparkSubmit(sparkSubmitArgs(tb, name, PI_PY, { 'spark.kubernetes.container.image': IMAGE }));
   t.equal(submit.code, 0, `spark-submit exits 0 (output tail: ${submit.output.slice(-1500)})`);
   const pods = await tb.core.listNamespacedPod({ namespace: NAMESPACE, labelSelector: `spark-app-name=${name},spark-role=driver` });
   t.equal(pods.items.length, 1, 'spark-submit created one driver pod');
@@ -133,7 +140,7 @@ t.test('driver pod parity with spark-submit --deploy-mode cluster (Spark 3.5.7)'
   const response = await fetch(`${tb.baseUrl}/api/apps/`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ jobName: name, configOverrides: { type: 'Python', mainApplicationFile: PI_PY.file, arguments: PI_PY.arguments, engineVersion: '3.5.7' } }),
+    body: JSON.stringify({ jobName: name, configOverrides: { type: 'Python', mainApplicationFile: PI_PY.file, arguments: PI_PY.arguments, engineVersion: VERSION } }),
   });
   const created = await response.json() as { appName: string };
   t.equal(response.status, 201, JSON.stringify(created).slice(0, 300));
@@ -149,7 +156,7 @@ t.test('driver pod parity with spark-submit --deploy-mode cluster (Spark 3.5.7)'
     t.equal(ours.spec!.containers.length, 1);
     t.equal(oc.name, tc.name, 'container name spark-kubernetes-driver');
     t.equal(oc.image, tc.image, 'image');
-    t.equal(oc.image, SPARK_IMAGE);
+    t.equal(oc.image, IMAGE);
     t.equal(tc.args?.[0], 'driver', 'their entrypoint role is driver');
     t.equal(oc.args?.[0], 'driver', 'our entrypoint role is driver');
     t.notOk(tc.command, 'no command: the image entrypoint runs');
@@ -178,7 +185,7 @@ t.test('driver pod parity with spark-submit --deploy-mode cluster (Spark 3.5.7)'
 
   await t.test('MUST match: ports, labels, sizing formula', async (t) => {
     t.same(ports(oc), ports(tc), 'ports driver-rpc-port=7078, blockmanager=7079, spark-ui=4040');
-    t.same(ports(oc), ['blockmanager=7079/TCP', 'driver-rpc-port=7078/TCP', 'spark-ui=4040/TCP']);
+    t.same(ports(oc), EXPECTED_PORTS);
     t.equal(theirs.metadata!.labels!['spark-role'], 'driver');
     t.equal(ours.metadata!.labels!['spark-role'], 'driver');
     // Pod memory = Spark memory + max(384 MiB, factor x memory), request = limit, both sides.
