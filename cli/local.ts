@@ -25,6 +25,7 @@ import { parseIdempotencyWindow } from '../submit-api/idempotency.js';
 import { buildService } from './service.js';
 import { adminOnlyStore, chooseSandbox, type SandboxMode } from './local-sandbox.js';
 import { lockDataDir } from '../lib/data-dir-lock.js';
+import { connectFlags, parseConnectFlags, startConnectEndpoint } from './connect-wiring.js';
 
 /** `submission-service local`'s flags; defaults read when called (PORT, the cores, the home dir). */
 function localOptions() {
@@ -57,6 +58,7 @@ function localOptions() {
     'log-cap': { type: 'string', default: '64MiB' },
     ...fairShareFlags,
     ...connectionFlags,
+    ...connectFlags,
   } as const;
 }
 
@@ -71,6 +73,7 @@ export async function localCommand(argv: string[]): Promise<number> {
   // Before anything reads or writes the records: a second process on them refuses to start.
   lockDataDir(dataDir);
   const warmPool = parseWarmPool(values['warm-pool']);
+  const connect = parseConnectFlags(values);
   if (values.history !== 'on' && values.history !== 'off') throw new Error('--history takes on or off');
   const retentionMs = parseRetention(values.retention);
   const logCap = parseByteSize(values['log-cap'], '--log-cap');
@@ -148,10 +151,15 @@ export async function localCommand(argv: string[]): Promise<number> {
   api.log.info({ dataDir, nodePools: rules.pools.map((p) => p.instanceName), cores: Number(values.cores), driverSandbox: sandbox ? (sandbox.user ? `bwrap as uid ${sandbox.user.uid}` : 'bwrap') : `none (${problem})` }, 'local mode');
   const address = await api.listen({ port: Number(values.port), host: values.host });
   process.stdout.write(`Submission Service (local mode) at ${address}/api/  notebooks at ${address}/notebooks  data in ${join(dataDir)}\n`);
+  // Spark Connect sessions (connect/): submitted through this API as the caller's key; stopped here without one (idle, shutdown).
+  const endpoint = connect && await startConnectEndpoint(values.host, {
+    settings: connect, auth, log, apiUrl: () => `http://${self()}`, defaultVersion: rules.defaultEngineVersion, stopApp: (appName) => cluster.stop(appName),
+  });
+  if (endpoint) process.stdout.write(`Spark Connect at ${endpoint.url}/${auth.enabled ? ';token=YOUR_KEY' : ''}${connect?.tls ? `  (TLS: trust ${connect.tls.certFile} with GRPC_DEFAULT_SSL_ROOTS_FILE_PATH)` : ''}\n`);
   // A signal ends the process either way; a failed close is said before it does.
   const shutdown = () => {
     sweeper?.close();
-    api.close().then(() => history?.close()).then(() => cluster.close()).then(() => process.exit(0), (error: unknown) => {
+    (endpoint ? endpoint.close() : Promise.resolve()).then(() => api.close()).then(() => history?.close()).then(() => cluster.close()).then(() => process.exit(0), (error: unknown) => {
       api.log.error({ err: error }, 'shutdown failed');
       process.exit(1);
     });
