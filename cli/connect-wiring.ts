@@ -12,7 +12,8 @@ import { parseDuration } from '../lib/duration.js';
 
 export const connectFlags = {
   // The Spark Connect endpoint's port (0: any free one, printed at start; off: no endpoint).
-  'connect-port': { type: 'string', default: '15002' },
+  // Absent: 15002, Spark Connect's own, or none (said) while something else holds it.
+  'connect-port': { type: 'string' },
   // Stop a Connect session's application after this long without a call (0: never).
   'connect-idle-timeout': { type: 'string', default: '1h' },
   // PEM files: serve TLS (clients need it for any host name but localhost).
@@ -20,10 +21,18 @@ export const connectFlags = {
   'connect-tls-key': { type: 'string' },
 } as const;
 
-export interface ConnectSettings { port: number; idleMs: number; tls?: { cert: string; key: string; certFile: string } }
+export const DEFAULT_CONNECT_PORT = 15002;
+
+export interface ConnectSettings {
+  port: number;
+  /** The port was asked for: a busy one stops the start (else the endpoint is left out, said in the log). */
+  explicit: boolean;
+  idleMs: number;
+  tls?: { cert: string; key: string; certFile: string };
+}
 
 export function parseConnectFlags(values: { [K in keyof typeof connectFlags]?: string }): ConnectSettings | undefined {
-  const port = values['connect-port'] ?? '15002';
+  const port = values['connect-port'] ?? String(DEFAULT_CONNECT_PORT);
   if (port === 'off') return undefined;
   if (!/^\d{1,5}$/.test(port) || Number(port) > 65535) throw new Error(`--connect-port takes a port (0: any free one) or off, not ${JSON.stringify(port)}`);
   const idleMs = parseDuration(values['connect-idle-timeout'] ?? '1h', 's');
@@ -31,7 +40,7 @@ export function parseConnectFlags(values: { [K in keyof typeof connectFlags]?: s
   const [certFile, keyFile] = [values['connect-tls-cert'], values['connect-tls-key']];
   if (Boolean(certFile) !== Boolean(keyFile)) throw new Error('--connect-tls-cert and --connect-tls-key go together');
   const tls = certFile && keyFile ? { cert: readFileSync(certFile, 'utf8'), key: readFileSync(keyFile, 'utf8'), certFile } : undefined;
-  return { port: Number(port), idleMs, tls };
+  return { port: Number(port), explicit: values['connect-port'] !== undefined, idleMs, tls };
 }
 
 /**
@@ -54,8 +63,11 @@ export interface ConnectWiring {
   stopApp: (appName: string) => Promise<unknown>;
 }
 
-/** Starts the endpoint on `host`; resolves with its address and a close that stops every session. */
-export async function startConnectEndpoint(host: string, wiring: ConnectWiring): Promise<{ url: string; close: () => Promise<void> }> {
+/**
+ * Starts the endpoint on `host`; resolves with its address and a close that stops every session,
+ * or undefined when the default port is taken (another service on this machine holds it).
+ */
+export async function startConnectEndpoint(host: string, wiring: ConnectWiring): Promise<{ url: string; close: () => Promise<void> } | undefined> {
   const sessions = new ConnectSessions({
     api: new ServiceApi(wiring.apiUrl), log: wiring.log, defaultVersion: wiring.defaultVersion,
     serverJar: connectServerJar, idleMs: wiring.settings.idleMs, stopApp: wiring.stopApp,
@@ -63,10 +75,16 @@ export async function startConnectEndpoint(host: string, wiring: ConnectWiring):
   const server = createConnectEndpoint({ auth: wiring.auth, sessions, log: wiring.log, tls: wiring.settings.tls });
   const clients = new Set<ServerHttp2Session>();
   server.on('session', (client: ServerHttp2Session) => { clients.add(client); client.once('close', () => clients.delete(client)); });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(wiring.settings.port, host, () => { server.off('error', reject); resolve(); });
-  });
+  try {
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(wiring.settings.port, host, () => { server.off('error', reject); resolve(); });
+    });
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'EADDRINUSE' || wiring.settings.explicit) throw error;
+    wiring.log.warn(`no Spark Connect endpoint: port ${wiring.settings.port} is in use (--connect-port 0 picks a free one)`);
+    return undefined;
+  }
   const { port } = server.address() as AddressInfo;
   // The Python client sends a token in plaintext only to the name localhost.
   const name = host === '127.0.0.1' || host === '::1' || host === 'localhost' ? 'localhost' : host;

@@ -150,12 +150,13 @@ export async function localCommand(argv: string[]): Promise<number> {
   if (sandbox && workDirCapAsked !== undefined && workDirCap === undefined) api.log.warn('work dirs are not capped: a tmpfs per work dir needs the service to run as root (docs/security.md, "Disk and files")');
   api.log.info({ dataDir, nodePools: rules.pools.map((p) => p.instanceName), cores: Number(values.cores), driverSandbox: sandbox ? (sandbox.user ? `bwrap as uid ${sandbox.user.uid}` : 'bwrap') : `none (${problem})` }, 'local mode');
   const address = await api.listen({ port: Number(values.port), host: values.host });
-  process.stdout.write(`Submission Service (local mode) at ${address}/api/  notebooks at ${address}/notebooks  data in ${join(dataDir)}\n`);
   // Spark Connect sessions (connect/): submitted through this API as the caller's key; stopped here without one (idle, shutdown).
   const endpoint = connect && await startConnectEndpoint(values.host, {
     settings: connect, auth, log, apiUrl: () => `http://${self()}`, defaultVersion: rules.defaultEngineVersion, stopApp: (appName) => cluster.stop(appName),
   });
   if (endpoint) process.stdout.write(`Spark Connect at ${endpoint.url}/${auth.enabled ? ';token=YOUR_KEY' : ''}${connect?.tls ? `  (TLS: trust ${connect.tls.certFile} with GRPC_DEFAULT_SSL_ROOTS_FILE_PATH)` : ''}\n`);
+  // Last: the line scripts wait for, once everything listens.
+  process.stdout.write(`Submission Service (local mode) at ${address}/api/  notebooks at ${address}/notebooks  data in ${join(dataDir)}\n`);
   // A signal ends the process either way; a failed close is said before it does.
   const shutdown = () => {
     sweeper?.close();
