@@ -72,8 +72,7 @@ export async function localCommand(argv: string[]): Promise<number> {
   const dataDir = values['data-dir'];
   // Before anything reads or writes the records: a second process on them refuses to start.
   lockDataDir(dataDir);
-  const warmPool = parseWarmPool(values['warm-pool']);
-  const connect = parseConnectFlags(values);
+  const [warmPool, connect] = [parseWarmPool(values['warm-pool']), parseConnectFlags(values)];
   if (values.history !== 'on' && values.history !== 'off') throw new Error('--history takes on or off');
   const retentionMs = parseRetention(values.retention);
   const logCap = parseByteSize(values['log-cap'], '--log-cap');
@@ -150,17 +149,12 @@ export async function localCommand(argv: string[]): Promise<number> {
   if (sandbox && workDirCapAsked !== undefined && workDirCap === undefined) api.log.warn('work dirs are not capped: a tmpfs per work dir needs the service to run as root (docs/security.md, "Disk and files")');
   api.log.info({ dataDir, nodePools: rules.pools.map((p) => p.instanceName), cores: Number(values.cores), driverSandbox: sandbox ? (sandbox.user ? `bwrap as uid ${sandbox.user.uid}` : 'bwrap') : `none (${problem})` }, 'local mode');
   const address = await api.listen({ port: Number(values.port), host: values.host });
-  // Spark Connect sessions (connect/): submitted through this API as the caller's key; stopped here without one (idle, shutdown).
-  const endpoint = connect && await startConnectEndpoint(values.host, {
-    settings: connect, auth, log, apiUrl: () => `http://${self()}`, defaultVersion: rules.defaultEngineVersion, stopApp: (appName) => cluster.stop(appName),
-  });
-  if (endpoint) process.stdout.write(`Spark Connect at ${endpoint.url}/${auth.enabled ? ';token=YOUR_KEY' : ''}${connect?.tls ? `  (TLS: trust ${connect.tls.certFile} with GRPC_DEFAULT_SSL_ROOTS_FILE_PATH)` : ''}\n`);
-  // Last: the line scripts wait for, once everything listens.
+  if (connect) await startConnectEndpoint(values.host, { dataDir, settings: connect, auth, log, apiUrl: () => `http://${self()}`, defaultVersion: rules.defaultEngineVersion, stopApp: (appName) => cluster.stop(appName), closeWith: (close) => api.addHook('preClose', close) });
   process.stdout.write(`Submission Service (local mode) at ${address}/api/  notebooks at ${address}/notebooks  data in ${join(dataDir)}\n`);
   // A signal ends the process either way; a failed close is said before it does.
   const shutdown = () => {
     sweeper?.close();
-    (endpoint ? endpoint.close() : Promise.resolve()).then(() => api.close()).then(() => history?.close()).then(() => cluster.close()).then(() => process.exit(0), (error: unknown) => {
+    api.close().then(() => history?.close()).then(() => cluster.close()).then(() => process.exit(0), (error: unknown) => {
       api.log.error({ err: error }, 'shutdown failed');
       process.exit(1);
     });

@@ -1,7 +1,9 @@
 // What a Spark Connect client tells the endpoint in its gRPC metadata (HTTP/2 headers). The
 // Python client turns `sc://host:port/;token=KEY;template=NAME` into `authorization: Bearer KEY`
 // and a `template: NAME` header (every `;key=value` but its own becomes metadata); the JVM client
-// sent the token as `authentication` until mid-2026, so both are read.
+// sent the token as `authentication` until mid-2026, so both are read. pyspark 3.5's client
+// sends a token over TLS only (4.x also in plaintext to `localhost`), so on loopback without TLS
+// a 3.5 client names its key as the API's own header, `;x-api-key=KEY`, which it sends as metadata.
 import type { IncomingHttpHeaders } from 'node:http2';
 
 /** Metadata that is the endpoint's own: never passed on to the Spark Connect server (the key stays here). */
@@ -11,9 +13,9 @@ const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'tra
 
 const single = (value: string | string[] | undefined): string | undefined => (Array.isArray(value) ? value[0] : value);
 
-/** The bearer token of a call (`authorization`, else `authentication`); undefined without one. */
+/** The key of a call (`authorization`'s bearer token, else `authentication`'s, else `x-api-key`); undefined without one. */
 export function bearerToken(headers: IncomingHttpHeaders): string | undefined {
-  for (const name of ['authorization', 'authentication']) {
+  for (const name of ['authorization', 'authentication', 'x-api-key']) {
     const value = single(headers[name])?.trim();
     if (!value) continue;
     const match = /^bearer\s+(.+)$/i.exec(value);

@@ -15,11 +15,13 @@ export function connectClientPython(): string | undefined {
 }
 
 /** Runs `client.py MODE URL ...args` to its end and returns the JSON line it printed. */
-export function runConnectClient(mode: string, url: string, ...args: string[]): Promise<Record<string, any>> {
+export function runConnectClient(mode: string, url: string, ...rest: Array<string | Record<string, string>>): Promise<Record<string, any>> {
+  const args = rest.filter((arg): arg is string => typeof arg === 'string');
+  const extraEnv = Object.assign({}, ...rest.filter((arg) => typeof arg !== 'string')) as Record<string, string>;
   const python = connectClientPython();
   if (!python) return Promise.reject(new Error('the Spark Connect client virtualenv is missing (SETUP_TEST_TOOLS=1 scripts/setup.sh)'));
   return new Promise((resolve, reject) => {
-    execFile(python, [script, mode, url, ...args], { env: { ...process.env, SPARK_CONNECT_AUTHENTICATE_TOKEN: '' }, timeout: 900_000, maxBuffer: 16 * 1024 * 1024 }, (error, stdout, stderr) => {
+    execFile(python, [script, mode, url, ...args], { env: { ...process.env, SPARK_CONNECT_AUTHENTICATE_TOKEN: '', ...extraEnv }, timeout: 900_000, maxBuffer: 16 * 1024 * 1024 }, (error, stdout, stderr) => {
       const line = stdout.trim().split('\n').pop() ?? '';
       try {
         resolve(JSON.parse(line) as Record<string, any>);

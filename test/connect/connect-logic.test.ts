@@ -38,6 +38,7 @@ t.test('the token comes from authorization or the JVM client\'s authentication h
   t.equal(bearerToken({ authorization: 'Bearer ssk_a' }), 'ssk_a');
   t.equal(bearerToken({ authentication: 'Bearer ssk_b' }), 'ssk_b', 'the JVM client before mid-2026');
   t.equal(bearerToken({ authorization: 'bearer  ssk_c ' }), 'ssk_c');
+  t.equal(bearerToken({ 'x-api-key': 'ssk_d' }), 'ssk_d', 'pyspark 3.5 in plaintext: ;x-api-key=KEY');
   t.equal(bearerToken({}), undefined);
   t.equal(templateOf({ template: 'small' }), 'small');
   t.equal(templateOf({}), undefined);
