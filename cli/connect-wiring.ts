@@ -89,17 +89,20 @@ export interface ConnectWiring {
   apiUrl: () => string;
   defaultVersion: string;
   stopApp: (appName: string) => Promise<unknown>;
-  /** Registers what stops the endpoint and its sessions when the service closes (before the API does). */
-  closeWith: (close: () => Promise<void>) => void;
+}
+
+export interface ConnectEndpoint {
+  url: string;
+  /** Stops every session, then the endpoint (no Connect server is left running). */
+  close: () => Promise<void>;
 }
 
 /**
  * Starts the endpoint on `host` (after the API listens: sessions are submitted through it as the
  * caller's key, and stopped by `stopApp` without one when idle or at shutdown) and prints its
- * address, which it resolves with; undefined when the default port is taken (another service on
- * this machine holds it). The service's close stops every session first (`closeWith`).
+ * address; undefined when the default port is taken (another service on this machine holds it).
  */
-export async function startConnectEndpoint(host: string, wiring: ConnectWiring): Promise<string | undefined> {
+export async function startConnectEndpoint(host: string, wiring: ConnectWiring): Promise<ConnectEndpoint | undefined> {
   const sessions = new ConnectSessions({
     api: new ServiceApi(wiring.apiUrl), log: wiring.log, defaultVersion: wiring.defaultVersion,
     serverJar: connectServerJar, idleMs: wiring.settings.idleMs, stopApp: wiring.stopApp,
@@ -124,11 +127,11 @@ export async function startConnectEndpoint(host: string, wiring: ConnectWiring):
   const url = `sc://${name.includes(':') ? `[${name}]` : name}:${port}`;
   const trust = tls ? `  (TLS: clients trust it with GRPC_DEFAULT_SSL_ROOTS_FILE_PATH=${tls.trust})` : '';
   process.stdout.write(`Spark Connect at ${url}/${wiring.auth.enabled ? ';token=YOUR_KEY' : ''}${trust}\n`);
-  wiring.closeWith(async () => {
+  const close = async () => {
     await sessions.close();
     const closed = new Promise<void>((resolve) => { server.close(() => resolve()); });
     for (const client of clients) client.destroy();
     await closed;
-  });
-  return url;
+  };
+  return { url, close };
 }

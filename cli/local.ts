@@ -22,7 +22,7 @@ import { rulesFrom } from './rules.js';
 import { connectionFlags, connectionLimitsFrom } from './connection-flags.js';
 import { fairShareFlags, fairShareFrom } from './fair-share-flags.js';
 import { parseIdempotencyWindow } from '../submit-api/idempotency.js';
-import { buildService } from './service.js';
+import { buildService, exitOnSignals } from './service.js';
 import { adminOnlyStore, chooseSandbox, type SandboxMode } from './local-sandbox.js';
 import { lockDataDir } from '../lib/data-dir-lock.js';
 import { connectFlags, parseConnectFlags, startConnectEndpoint } from './connect-wiring.js';
@@ -149,17 +149,14 @@ export async function localCommand(argv: string[]): Promise<number> {
   if (sandbox && workDirCapAsked !== undefined && workDirCap === undefined) api.log.warn('work dirs are not capped: a tmpfs per work dir needs the service to run as root (docs/security.md, "Disk and files")');
   api.log.info({ dataDir, nodePools: rules.pools.map((p) => p.instanceName), cores: Number(values.cores), driverSandbox: sandbox ? (sandbox.user ? `bwrap as uid ${sandbox.user.uid}` : 'bwrap') : `none (${problem})` }, 'local mode');
   const address = await api.listen({ port: Number(values.port), host: values.host });
-  if (connect) await startConnectEndpoint(values.host, { dataDir, settings: connect, auth, log, apiUrl: () => `http://${self()}`, defaultVersion: rules.defaultEngineVersion, stopApp: (appName) => cluster.stop(appName), closeWith: (close) => api.addHook('preClose', close) });
+  const endpoint = connect && await startConnectEndpoint(values.host, { dataDir, settings: connect, auth, log, apiUrl: () => `http://${self()}`, defaultVersion: rules.defaultEngineVersion, stopApp: (appName) => cluster.stop(appName) });
   process.stdout.write(`Submission Service (local mode) at ${address}/api/  notebooks at ${address}/notebooks  data in ${join(dataDir)}\n`);
-  // A signal ends the process either way; a failed close is said before it does.
-  const shutdown = () => {
+  exitOnSignals(api.log, async () => {
     sweeper?.close();
-    api.close().then(() => history?.close()).then(() => cluster.close()).then(() => process.exit(0), (error: unknown) => {
-      api.log.error({ err: error }, 'shutdown failed');
-      process.exit(1);
-    });
-  };
-  process.once('SIGINT', shutdown);
-  process.once('SIGTERM', shutdown);
+    await endpoint?.close(); // its sessions first: stopped through the cluster, which closes last
+    await api.close();
+    await history?.close();
+    await cluster.close();
+  });
   return -1; // keeps running
 }

@@ -54,8 +54,32 @@ function readSessionId(stream: ServerHttp2Stream): Promise<ReadHead> {
   });
 }
 
-async function handleCall(options: ConnectEndpointOptions, upstreams: Upstreams, stream: ServerHttp2Stream, headers: IncomingHttpHeaders): Promise<void> {
+/** The calls open per key id: a revoked key's are ended at once. */
+type OpenCalls = Map<string, Set<ServerHttp2Stream>>;
+
+function trackCall(open: OpenCalls, keyId: string, stream: ServerHttp2Stream): void {
+  const calls = open.get(keyId) ?? new Set<ServerHttp2Stream>();
+  open.set(keyId, calls.add(stream));
+  stream.once('close', () => {
+    calls.delete(stream);
+    if (calls.size === 0 && open.get(keyId) === calls) open.delete(keyId);
+  });
+}
+
+/** When a key is revoked: its open calls end with UNAUTHENTICATED (or are reset mid-answer), its sessions are stopped. */
+function watchRevocations(options: ConnectEndpointOptions, open: OpenCalls): (() => void) | undefined {
+  if (!options.auth.enabled) return undefined;
+  return options.auth.store.onRevoked?.((keyId) => {
+    for (const stream of open.get(keyId) ?? []) answerStatus(stream, GrpcStatus.UNAUTHENTICATED, 'The API key was revoked');
+    open.delete(keyId);
+    options.sessions.endOwnedBy(keyId, 'its API key was revoked')
+      .catch((error: Error) => options.log.warn({ err: error, keyId }, 'could not stop the Spark Connect sessions of a revoked key'));
+  });
+}
+
+async function handleCall(options: ConnectEndpointOptions, upstreams: Upstreams, open: OpenCalls, stream: ServerHttp2Stream, headers: IncomingHttpHeaders): Promise<void> {
   const caller = authenticateCall(options.auth, headers);
+  if (caller.id !== null) trackCall(open, caller.id, stream);
   let template: string | undefined;
   try {
     template = templateOf(headers);
@@ -74,6 +98,8 @@ async function handleCall(options: ConnectEndpointOptions, upstreams: Upstreams,
 /** The endpoint's server (not listening yet); its close also drops the connections to the sessions' servers. */
 export function createConnectEndpoint(options: ConnectEndpointOptions): Http2Server {
   const upstreams = new Upstreams();
+  const open: OpenCalls = new Map();
+  const stopWatching = watchRevocations(options, open);
   const server = options.tls ? createSecureServer({ cert: options.tls.cert, key: options.tls.key }) : createServer();
   server.on('stream', (stream, headers) => {
     stream.on('error', () => { /* a reset call: nothing to answer */ });
@@ -82,7 +108,7 @@ export function createConnectEndpoint(options: ConnectEndpointOptions): Http2Ser
       stream.end('This is the Spark Connect endpoint (gRPC): connect with a Spark Connect client, sc://HOST:PORT/;token=YOUR_KEY\n');
       return;
     }
-    handleCall(options, upstreams, stream, headers).catch((error: unknown) => {
+    handleCall(options, upstreams, open, stream, headers).catch((error: unknown) => {
       if (error instanceof GrpcRefusal) {
         answerStatus(stream, error.code, error.message);
         return;
@@ -92,6 +118,9 @@ export function createConnectEndpoint(options: ConnectEndpointOptions): Http2Ser
     });
   });
   server.on('sessionError', () => { /* a broken client connection: its streams end with it */ });
-  server.once('close', () => upstreams.close());
+  server.once('close', () => {
+    stopWatching?.();
+    upstreams.close();
+  });
   return server;
 }

@@ -161,6 +161,12 @@ export class ConnectSessions {
     else await this.options.api.stop(session.appName, session.key);
   }
 
+  /** Stops the sessions of a key that was revoked: nobody can reach them any more. */
+  async endOwnedBy(owner: string, why: string): Promise<void> {
+    const owned = [...this.sessions.values()].filter((session) => session.owner === owner);
+    await Promise.allSettled(owned.map((session) => this.end(session, why)));
+  }
+
   /** Stops every session idle (no open call) for longer than the idle time. */
   cull(now = Date.now()): void {
     for (const session of [...this.sessions.values()]) {

@@ -67,6 +67,15 @@ t.test('Spark Connect sessions through the endpoint, as applications of their ke
     t.same((await apps()).map((x) => [x.appName, x.state]), before.map((x) => [x.appName, x.state]), 'nothing was started or stopped');
   });
 
+  await t.test('a revoked key\'s session is stopped at once', async (t) => {
+    const revoked = await runCli(['keys', 'revoke', b.id, '--data-dir', dataDir], env);
+    t.equal(revoked.code, 0, revoked.stderr);
+    await until(async () => (await apps()).some((x) => x.labels?.['connect.submission-service.io/session'] === sessionB && x.state === 'KILLED'), { what: 'B\'s session to be stopped', timeoutMs: 120_000, intervalMs: 500 });
+    t.pass('B\'s session\'s application is KILLED');
+    const after = await runConnectClient('status', url(b.key, sessionB));
+    t.equal(after.status, 'UNAUTHENTICATED', after.message);
+  });
+
   await t.test('an idle session is stopped, stays listed as ended, and its id is refused afterwards', async (t) => {
     await until(async () => (await apps()).some((x) => x.labels?.['connect.submission-service.io/session'] === sessionA && x.state === 'KILLED'), { what: 'A\'s idle session to be stopped', timeoutMs: 600_000, intervalMs: 1000 });
     t.pass('the idle session\'s application is KILLED (its record stays, with its Spark UI in the history)');
