@@ -3,6 +3,7 @@
 // its session by the session id in its first message, and relayed to that session's server,
 // started at its first call. Refusals are gRPC statuses, decided before anything is done.
 import { createSecureServer, createServer, type Http2Server, type IncomingHttpHeaders, type ServerHttp2Stream } from 'node:http2';
+import type { Socket } from 'node:net';
 import type { FastifyBaseLogger } from 'fastify';
 import type { KeyVerifier } from '../submit-api/auth/plugin.js';
 import { answerStatus, GrpcRefusal, GrpcStatus } from './grpc-status.js';
@@ -117,6 +118,7 @@ export function createConnectEndpoint(options: ConnectEndpointOptions): Http2Ser
       answerStatus(stream, GrpcStatus.INTERNAL, 'the Spark Connect endpoint failed (see its log)');
     });
   });
+  server.on('connection', (socket: Socket) => socket.setNoDelay(true));
   server.on('sessionError', () => { /* a broken client connection: its streams end with it */ });
   server.once('close', () => {
     stopWatching?.();

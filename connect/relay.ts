@@ -3,6 +3,7 @@
 // body go up, the response's headers, body and trailers (gRPC's status) come back. A cancelled
 // call is cancelled upstream, and the other way round.
 import { type ClientHttp2Session, type ClientHttp2Stream, connect, constants, type IncomingHttpHeaders, type ServerHttp2Stream } from 'node:http2';
+import { connect as tcpConnect } from 'node:net';
 import { answerStatus, GrpcStatus } from './grpc-status.js';
 import { forwardedHeaders } from './metadata.js';
 
@@ -13,7 +14,8 @@ export class Upstreams {
   get(port: number): ClientHttp2Session {
     const open = this.connections.get(port);
     if (open && !open.closed && !open.destroyed) return open;
-    const session = connect(`http://127.0.0.1:${port}`);
+    // No Nagle: a call is a few small frames each way, and waiting to batch them adds latency.
+    const session = connect(`http://127.0.0.1:${port}`, { createConnection: () => tcpConnect({ host: '127.0.0.1', port, noDelay: true }) });
     session.on('error', () => { /* each stream reports it */ });
     session.once('close', () => { if (this.connections.get(port) === session) this.connections.delete(port); });
     this.connections.set(port, session);
