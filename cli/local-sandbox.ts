@@ -24,7 +24,8 @@ export function chooseSandbox(mode: SandboxMode, authOn: boolean, setup: { dataD
   // A virtualenv's python links to the interpreter it was made from (pyenv's is in the home too).
   const prefix = (program: string | undefined) => (program && isAbsolute(program) ? dirname(dirname(program)) : undefined);
   const real = (program: string | undefined) => { try { return program && realpathSync(program); } catch { return undefined; } };
-  const readable = [packageRoot, prefix(setup.sparkSubmit), prefix(setup.python), prefix(real(setup.python)), process.env.JAVA_HOME]
+  // Spark 3.5's Connect server jar (scripts/setup.sh) too: a Connect session's driver loads it.
+  const readable = [packageRoot, prefix(setup.sparkSubmit), prefix(setup.python), prefix(real(setup.python)), process.env.JAVA_HOME, process.env.SUBMISSION_SERVICE_CONNECT_JARS]
     .filter((p): p is string => Boolean(p));
   const found = findSandbox({ dataDir: setup.dataDir, readable, driverUser: setup.driverUser });
   if (found.ok) return { sandbox: found.sandbox };

@@ -28,9 +28,10 @@ import { rulesFrom } from './rules.js';
 import { connectionFlags, connectionLimitsFrom } from './connection-flags.js';
 import { fairShareFlags, fairShareFrom } from './fair-share-flags.js';
 import { parseIdempotencyWindow } from '../submit-api/idempotency.js';
-import { buildService } from './service.js';
+import { buildService, exitOnSignals } from './service.js';
 import { adminOnlyStore, chooseSandbox, type SandboxMode } from './local-sandbox.js';
 import { lockDataDir } from '../lib/data-dir-lock.js';
+import { connectFlags, parseConnectFlags, startConnectEndpoint } from './connect-wiring.js';
 
 /** `submission-service local`'s flags; defaults read when called (PORT, the cores, the home dir). */
 function localOptions() {
@@ -63,6 +64,7 @@ function localOptions() {
     'log-cap': { type: 'string', default: '64MiB' },
     ...fairShareFlags,
     ...connectionFlags,
+    ...connectFlags,
   } as const;
 }
 
@@ -85,18 +87,6 @@ function localSchedules(dataDir: string, cluster: LocalCluster, log: LocalLogger
   return { scheduler, schedules: { store, changed: () => scheduler.wake() } };
 }
 
-/** On SIGINT or SIGTERM: close, then exit. A signal ends the process either way; a failed close is said before it does. */
-function onSignal(log: LocalLogger, close: () => Promise<void>): void {
-  const shutdown = () => {
-    close().then(() => process.exit(0), (error: unknown) => {
-      log.error({ err: error }, 'shutdown failed');
-      process.exit(1);
-    });
-  };
-  process.once('SIGINT', shutdown);
-  process.once('SIGTERM', shutdown);
-}
-
 /**
  * Each application runs its engineVersion's Spark: a virtualenv per version, made at its first
  * use (spark-envs.ts). One History Server, of the newest Spark prepared here: a newer Spark reads
@@ -111,6 +101,19 @@ function sparkVersions(spark: ReturnType<typeof findSpark>, offered: string[]) {
   return { sparkEnvs, historySpark };
 }
 
+/** The flags on history, disk and the cores' share, checked. */
+function diskAndShareFlags(values: { history: string; retention: string; 'log-cap': string; 'work-dir-cap': string; 'key-core-share': string }) {
+  if (values.history !== 'on' && values.history !== 'off') throw new Error('--history takes on or off');
+  const keyCoreShare = Number(values['key-core-share']);
+  if (!/^\d*\.?\d+$/.test(values['key-core-share']) || keyCoreShare > 1) throw new Error('--key-core-share takes a share of the cores from 0 to 1 (0 or 1: none), such as 0.5');
+  return {
+    retentionMs: parseRetention(values.retention),
+    logCap: parseByteSize(values['log-cap'], '--log-cap'),
+    workDirCapAsked: parseByteSize(values['work-dir-cap'], '--work-dir-cap'),
+    keyCoreShare,
+  };
+}
+
 export async function localCommand(argv: string[]): Promise<number> {
   const { values } = parseArgs({ args: argv, options: localOptions() });
   if (values.auth !== 'on' && values.auth !== 'off') throw new Error('--auth takes on or off');
@@ -118,13 +121,8 @@ export async function localCommand(argv: string[]): Promise<number> {
   const dataDir = values['data-dir'];
   // Before anything reads or writes the records: a second process on them refuses to start.
   lockDataDir(dataDir);
-  const warmPool = parseWarmPool(values['warm-pool']);
-  if (values.history !== 'on' && values.history !== 'off') throw new Error('--history takes on or off');
-  const retentionMs = parseRetention(values.retention);
-  const logCap = parseByteSize(values['log-cap'], '--log-cap');
-  const workDirCapAsked = parseByteSize(values['work-dir-cap'], '--work-dir-cap');
-  const keyCoreShare = Number(values['key-core-share']);
-  if (!/^\d*\.?\d+$/.test(values['key-core-share']) || keyCoreShare > 1) throw new Error('--key-core-share takes a share of the cores from 0 to 1 (0 or 1: none), such as 0.5');
+  const [warmPool, connect] = [parseWarmPool(values['warm-pool']), parseConnectFlags(values)];
+  const { retentionMs, logCap, workDirCapAsked, keyCoreShare } = diskAndShareFlags(values);
   const spark = findSpark();
   const store = new FileKeyStore(dataDir);
   // User code never runs as this service: a sandbox for the drivers, else admin keys only (docs/security.md).
@@ -197,10 +195,15 @@ export async function localCommand(argv: string[]): Promise<number> {
   api.log.info({ dataDir, nodePools: rules.pools.map((p) => p.instanceName), cores: Number(values.cores), driverSandbox: sandbox ? (sandbox.user ? `bwrap as uid ${sandbox.user.uid}` : 'bwrap') : `none (${problem})` }, 'local mode');
   const address = await api.listen({ port: Number(values.port), host: values.host });
   scheduler.start();
+  const endpoint = connect && await startConnectEndpoint(values.host, { dataDir, settings: connect, auth, log, apiUrl: () => `http://${self()}`, defaultVersion: rules.defaultEngineVersion, stopApp: (appName) => cluster.stop(appName) });
   process.stdout.write(`Submission Service (local mode) at ${address}/api/  notebooks at ${address}/notebooks  data in ${join(dataDir)}\n`);
-  onSignal(api.log, async () => {
+  exitOnSignals(api.log, async () => {
     sweeper?.close();
-    await scheduler.stop().then(() => api.close()).then(() => history?.close()).then(() => cluster.close());
+    await endpoint?.close(); // its sessions first: stopped through the cluster, which closes last
+    await scheduler.stop();
+    await api.close();
+    await history?.close();
+    await cluster.close();
   });
   return -1; // keeps running
 }

@@ -1,7 +1,7 @@
 // The composition root of one API process: the submission API (submit-api/) with the dashboard
 // registered on top, sharing one session verifier. Local mode, `api` and `testbed up` all build
 // their process here, so submit-api never needs to know the dashboard exists.
-import type { FastifyInstance } from 'fastify';
+import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import { Sessions, type KeyLookup } from '../dashboard/session.js';
 import { dashboardPlugin } from '../dashboard/plugin.js';
 import type { SparkUiLimits } from '../dashboard/spark-ui-limits.js';
@@ -31,4 +31,16 @@ export async function buildService(options: ServiceOptions): Promise<FastifyInst
   });
   await app.register(dashboardPlugin, { auth: options.auth, sessions, cluster: options.cluster, history: options.history, policy: options.policy, sparkUiHost, sparkUiLimits, sparkStatic });
   return app;
+}
+
+/** SIGINT or SIGTERM runs `close` once, then exits 0; a failed close is said (exit 1) before the process ends either way. */
+export function exitOnSignals(log: FastifyBaseLogger, close: () => Promise<void>): void {
+  const shutdown = () => {
+    close().then(() => process.exit(0), (error: unknown) => {
+      log.error({ err: error }, 'shutdown failed');
+      process.exit(1);
+    });
+  };
+  process.once('SIGINT', shutdown);
+  process.once('SIGTERM', shutdown);
 }

@@ -111,6 +111,27 @@ s3a_jars() {
   echo "$dir"
 }
 
+# Spark 3.5's Connect server (the driver of a Spark Connect session, connect/): the
+# spark-connect_2.12 artifact of pyspark's version, fetched with Maven once and checked against its
+# pinned SHA-256 (Spark 4 ships it). Without it, each session's driver resolves it at its start.
+CONNECT_JARS="org.apache.spark:spark-connect_2.12:3.5.7"
+CONNECT_SUMS="15366e21273a874c760b51fa00743a2acb8fa78642cc35d7a076a3ade0c5eef6  spark-connect_2.12-3.5.7.jar"
+connect_jars() {
+  local dir="$cache/connect-$(echo "$CONNECT_SUMS" | sha256sum | cut -c1-12)" artifact tmp
+  if [ ! -f "$dir/.complete" ]; then
+    command -v mvn >/dev/null || { say "maven is missing: Spark Connect sessions will fetch their server at start"; return 0; }
+    say "fetching Spark Connect's server jar into $dir (first time only)"
+    tmp="$dir.tmp.$$" && rm -rf "$tmp" && mkdir -p "$tmp"
+    for artifact in $CONNECT_JARS; do
+      mvn -q -B dependency:copy -Dartifact="$artifact" -DoutputDirectory="$tmp" >&2 \
+        || { say "could not fetch $artifact"; rm -rf "$tmp"; return 0; }
+    done
+    (cd "$tmp" && echo "$CONNECT_SUMS" | sha256sum --quiet -c - >&2) || { say "Connect jar: checksum mismatch"; rm -rf "$tmp"; return 0; }
+    touch "$tmp/.complete" && rm -rf "$dir" && mv "$tmp" "$dir"
+  fi
+  echo "$dir"
+}
+
 need_node; need_java; npm_install
 [ "${SETUP_TEST_TOOLS:-}" = 1 ] && sandbox
 [ "${SETUP_IMAGE_TOOLS:-}" = 1 ] && image_tools
@@ -145,6 +166,10 @@ airflow=""
 [ "${SETUP_AIRFLOW:-}" = 1 ] && airflow=$(python_env "$root/clients/airflow/requirements-test.txt" airflow)
 s3a=""
 [ "${SETUP_TEST_TOOLS:-}" = 1 ] && s3a=$(s3a_jars)
+connect=$(connect_jars)
+# The Spark Connect client the endpoint's tests and bench drive (pyspark[connect] 3.5.7).
+connect_client=""
+[ "${SETUP_TEST_TOOLS:-}" = 1 ] && connect_client=$(python_env "$root/requirements-connect-client.txt" connect-client)
 # The env file is named by what it holds, so a setup with other flags (or from another checkout)
 # writes another file and never rewrites one that a running suite sources. Written to a temporary
 # name and renamed: a reader sees the whole file or none.
@@ -153,6 +178,8 @@ env_text=$(
   echo "export PATH='$venv/bin':\"\$PATH\""
   [ -z "$tools" ] || echo "export SUBMISSION_SERVICE_TOOLS_ENV='$tools'"
   [ -z "$airflow" ] || echo "export SUBMISSION_SERVICE_AIRFLOW_ENV='$airflow'"
+  [ -z "$connect" ] || echo "export SUBMISSION_SERVICE_CONNECT_JARS='$connect'"
+  [ -z "$connect_client" ] || echo "export SUBMISSION_SERVICE_CONNECT_CLIENT_ENV='$connect_client'"
   [ -z "$s3a" ] || echo "export SUBMISSION_SERVICE_S3A_JARS='$s3a/hadoop-aws-3.3.4.jar:$s3a/aws-java-sdk-bundle-1.12.262.jar'"
 )
 env_file="$cache/env-$(printf '%s\n' "$env_text" | sha256sum | cut -c1-12).sh"

@@ -1,0 +1,137 @@
+// `submission-service local`'s Spark Connect endpoint (connect/): its flags, and the endpoint
+// started beside the API, calling it over HTTP as the caller's key like any client would.
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { hostname } from 'node:os';
+import type { ServerHttp2Session } from 'node:http2';
+import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import type { FastifyBaseLogger } from 'fastify';
+import { type ConnectAuth, createConnectEndpoint } from '../connect/endpoint.js';
+import { ServiceApi } from '../connect/service-api.js';
+import { ConnectSessions } from '../connect/sessions.js';
+import { generateCa, issueServingCert } from '../certs/generate.js';
+import { makePrivateDir } from '../lib/atomic-file.js';
+import { parseDuration } from '../lib/duration.js';
+
+export const connectFlags = {
+  // The Spark Connect endpoint's port (0: any free one, printed at start; off: no endpoint).
+  // Absent: 15002, Spark Connect's own, or none (said) while something else holds it.
+  'connect-port': { type: 'string' },
+  // Stop a Connect session's application after this long without a call (0: never).
+  'connect-idle-timeout': { type: 'string', default: '1h' },
+  // TLS (the Python client needs it for any host name but localhost, and pyspark 3.5 for a token):
+  // off, or on with --connect-tls-cert/--connect-tls-key, else a certificate the service makes.
+  'connect-tls': { type: 'string', default: 'off' },
+  'connect-tls-cert': { type: 'string' },
+  'connect-tls-key': { type: 'string' },
+} as const;
+
+export const DEFAULT_CONNECT_PORT = 15002;
+
+export interface ConnectSettings {
+  port: number;
+  /** The port was asked for: a busy one stops the start (else the endpoint is left out, said in the log). */
+  explicit: boolean;
+  idleMs: number;
+  /** PEM files given, or `made`: a CA and certificate the service makes once in the data dir. */
+  tls?: { certFile: string; keyFile: string } | 'made';
+}
+
+export function parseConnectFlags(values: { [K in keyof typeof connectFlags]?: string }): ConnectSettings | undefined {
+  const port = values['connect-port'] ?? String(DEFAULT_CONNECT_PORT);
+  if (port === 'off') return undefined;
+  if (!/^\d{1,5}$/.test(port) || Number(port) > 65535) throw new Error(`--connect-port takes a port (0: any free one) or off, not ${JSON.stringify(port)}`);
+  const idleMs = parseDuration(values['connect-idle-timeout'] ?? '1h', 's');
+  if (idleMs === undefined) throw new Error(`--connect-idle-timeout takes a duration such as 30m or 3600 (seconds; 0: never), not ${JSON.stringify(values['connect-idle-timeout'])}`);
+  const [certFile, keyFile, mode] = [values['connect-tls-cert'], values['connect-tls-key'], values['connect-tls'] ?? 'off'];
+  if (mode !== 'on' && mode !== 'off') throw new Error('--connect-tls takes on or off');
+  if (Boolean(certFile) !== Boolean(keyFile)) throw new Error('--connect-tls-cert and --connect-tls-key go together');
+  const tls = mode === 'off' ? undefined : certFile && keyFile ? { certFile, keyFile } : 'made';
+  return { port: Number(port), explicit: values['connect-port'] !== undefined, idleMs, tls };
+}
+
+/**
+ * Spark 3.5's Connect server jar fetched ahead by scripts/setup.sh (SUBMISSION_SERVICE_CONNECT_JARS:
+ * a directory of `spark-connect_2.12-VERSION.jar`); undefined: the driver resolves the artifact.
+ */
+export function connectServerJar(version: string): string | undefined {
+  const dir = process.env.SUBMISSION_SERVICE_CONNECT_JARS;
+  const jar = dir ? join(dir, `spark-connect_2.12-${version}.jar`) : undefined;
+  return jar && existsSync(jar) ? jar : undefined;
+}
+
+/**
+ * The endpoint's certificate: the files given, or a CA and a certificate for this machine's
+ * names made once in DIR/connect-tls/ (0700; kept across restarts, so clients trust it once).
+ * `trust`: the file clients trust (GRPC_DEFAULT_SSL_ROOTS_FILE_PATH).
+ */
+async function endpointCertificate(tls: NonNullable<ConnectSettings['tls']>, dataDir: string): Promise<{ cert: string; key: string; trust: string }> {
+  if (tls !== 'made') return { cert: readFileSync(tls.certFile, 'utf8'), key: readFileSync(tls.keyFile, 'utf8'), trust: tls.certFile };
+  const dir = join(dataDir, 'connect-tls');
+  const [caFile, certFile, keyFile] = ['ca.pem', 'cert.pem', 'key.pem'].map((name) => join(dir, name));
+  if (!existsSync(keyFile)) {
+    makePrivateDir(dir);
+    const ca = await generateCa({ commonName: 'submission-service Spark Connect (local)', validityDays: 3650 });
+    const serving = await issueServingCert({ ca, dnsNames: ['localhost', hostname()], ipAddresses: ['127.0.0.1', '::1'], validityDays: 3649 });
+    writeFileSync(caFile, ca.cert, { mode: 0o644 });
+    writeFileSync(certFile, serving.cert, { mode: 0o644 });
+    writeFileSync(keyFile, serving.key, { mode: 0o600 });
+  }
+  return { cert: readFileSync(certFile, 'utf8'), key: readFileSync(keyFile, 'utf8'), trust: caFile };
+}
+
+export interface ConnectWiring {
+  dataDir: string;
+  settings: ConnectSettings;
+  auth: ConnectAuth;
+  log: FastifyBaseLogger;
+  /** The API's address (this server's own), known once it listens. */
+  apiUrl: () => string;
+  defaultVersion: string;
+  stopApp: (appName: string) => Promise<unknown>;
+}
+
+export interface ConnectEndpoint {
+  url: string;
+  /** Stops every session, then the endpoint (no Connect server is left running). */
+  close: () => Promise<void>;
+}
+
+/**
+ * Starts the endpoint on `host` (after the API listens: sessions are submitted through it as the
+ * caller's key, and stopped by `stopApp` without one when idle or at shutdown) and prints its
+ * address; undefined when the default port is taken (another service on this machine holds it).
+ */
+export async function startConnectEndpoint(host: string, wiring: ConnectWiring): Promise<ConnectEndpoint | undefined> {
+  const sessions = new ConnectSessions({
+    api: new ServiceApi(wiring.apiUrl), log: wiring.log, defaultVersion: wiring.defaultVersion,
+    serverJar: connectServerJar, idleMs: wiring.settings.idleMs, stopApp: wiring.stopApp,
+  });
+  const tls = wiring.settings.tls && await endpointCertificate(wiring.settings.tls, wiring.dataDir);
+  const server = createConnectEndpoint({ auth: wiring.auth, sessions, log: wiring.log, tls });
+  const clients = new Set<ServerHttp2Session>();
+  server.on('session', (client: ServerHttp2Session) => { clients.add(client); client.once('close', () => clients.delete(client)); });
+  try {
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(wiring.settings.port, host, () => { server.off('error', reject); resolve(); });
+    });
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'EADDRINUSE' || wiring.settings.explicit) throw error;
+    wiring.log.warn(`no Spark Connect endpoint: port ${wiring.settings.port} is in use (--connect-port 0 picks a free one)`);
+    return undefined;
+  }
+  const { port } = server.address() as AddressInfo;
+  // The Python client sends a token in plaintext only to the name localhost.
+  const name = host === '127.0.0.1' || host === '::1' || host === 'localhost' ? 'localhost' : host;
+  const url = `sc://${name.includes(':') ? `[${name}]` : name}:${port}`;
+  const trust = tls ? `  (TLS: clients trust it with GRPC_DEFAULT_SSL_ROOTS_FILE_PATH=${tls.trust})` : '';
+  process.stdout.write(`Spark Connect at ${url}/${wiring.auth.enabled ? ';token=YOUR_KEY' : ''}${trust}\n`);
+  const close = async () => {
+    await sessions.close();
+    const closed = new Promise<void>((resolve) => { server.close(() => resolve()); });
+    for (const client of clients) client.destroy();
+    await closed;
+  };
+  return { url, close };
+}

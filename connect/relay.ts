@@ -1,0 +1,103 @@
+// One call relayed to a session's Connect server over HTTP/2 (node:http2 on both sides: the
+// frames, flow control and trailers are the library's): the request's headers (less the key) and
+// body go up, the response's headers, body and trailers (gRPC's status) come back. A cancelled
+// call is cancelled upstream, and the other way round.
+import { type ClientHttp2Session, type ClientHttp2Stream, connect, constants, type IncomingHttpHeaders, type ServerHttp2Stream } from 'node:http2';
+import { connect as tcpConnect } from 'node:net';
+import { answerStatus, GrpcStatus } from './grpc-status.js';
+import { forwardedHeaders } from './metadata.js';
+
+/** One HTTP/2 connection per Connect server port, made at first use and dropped when it closes. */
+export class Upstreams {
+  private readonly connections = new Map<number, ClientHttp2Session>();
+
+  get(port: number): ClientHttp2Session {
+    const open = this.connections.get(port);
+    if (open && !open.closed && !open.destroyed) return open;
+    // No Nagle: a call is a few small frames each way, and waiting to batch them adds latency.
+    const session = connect(`http://127.0.0.1:${port}`, { createConnection: () => tcpConnect({ host: '127.0.0.1', port, noDelay: true }) });
+    session.on('error', () => { /* each stream reports it */ });
+    session.once('close', () => { if (this.connections.get(port) === session) this.connections.delete(port); });
+    this.connections.set(port, session);
+    return session;
+  }
+
+  close(): void {
+    for (const session of this.connections.values()) session.destroy();
+    this.connections.clear();
+  }
+}
+
+/** Response headers as they go back: pseudo-headers other than :status are the connection's. */
+const responseHeaders = (headers: IncomingHttpHeaders): Record<string, string | string[] | number> => {
+  const out: Record<string, string | string[] | number> = {};
+  for (const [name, value] of Object.entries(headers)) {
+    if (value === undefined || (name.startsWith(':') && name !== ':status')) continue;
+    out[name] = value;
+  }
+  return out;
+};
+
+export interface RelayCall {
+  stream: ServerHttp2Stream;
+  headers: IncomingHttpHeaders;
+  /** What was read of the body already (to find the session id), sent first. */
+  head: Buffer[];
+  /** Whether the client's body had ended while it was read. */
+  bodyEnded: boolean;
+}
+
+/**
+ * Relays `call` to `upstream`. `onUnreachable` is asked what to answer when the server cannot be
+ * reached (the session may have ended); `onDone` runs once the call is over either way.
+ */
+export function relay(call: RelayCall, upstream: ClientHttp2Session, onUnreachable: () => Promise<string | undefined>, onDone: () => void): void {
+  const { stream, headers } = call;
+  let request: ClientHttp2Stream;
+  try {
+    request = upstream.request({ ':method': 'POST', ':path': headers[':path'] ?? '/', ...forwardedHeaders(headers) }, { endStream: false });
+  } catch (error) {
+    answerStatus(stream, GrpcStatus.UNAVAILABLE, `could not reach the session's Spark Connect server: ${(error as Error).message}`);
+    onDone();
+    return;
+  }
+  let trailers: IncomingHttpHeaders | undefined;
+  let done = false;
+  const finish = () => { if (!done) { done = true; onDone(); } };
+  stream.once('close', () => {
+    if (!request.closed) request.close(constants.NGHTTP2_CANCEL);
+    finish();
+  });
+  request.on('response', (responded, flags) => {
+    if (stream.closed || stream.destroyed) return;
+    // A trailers-only answer (a status and no body) ends with its headers.
+    if ((flags ?? 0) & constants.NGHTTP2_FLAG_END_STREAM) {
+      stream.respond(responseHeaders(responded), { endStream: true });
+      return;
+    }
+    stream.respond(responseHeaders(responded), { waitForTrailers: true });
+    request.pipe(stream);
+  });
+  request.on('trailers', (received) => { trailers = received; });
+  stream.on('wantTrailers', () => {
+    stream.sendTrailers(trailers ? responseHeaders(trailers) : { 'grpc-status': String(GrpcStatus.INTERNAL), 'grpc-message': 'the Spark Connect server ended the call without a status' });
+  });
+  request.on('error', (error: Error) => {
+    if (stream.headersSent || stream.closed) {
+      if (!stream.closed) stream.close(constants.NGHTTP2_INTERNAL_ERROR);
+      return;
+    }
+    void onUnreachable().then((ended) => {
+      if (ended) answerStatus(stream, GrpcStatus.FAILED_PRECONDITION, ended);
+      else answerStatus(stream, GrpcStatus.UNAVAILABLE, `could not reach the session's Spark Connect server: ${error.message}`);
+    });
+  });
+  request.on('close', () => {
+    // The server reset the call (e.g. cancelled it): the client's call is reset the same way.
+    const code = request.rstCode;
+    if (code !== undefined && code !== constants.NGHTTP2_NO_ERROR && !stream.closed && stream.headersSent) stream.close(code);
+  });
+  for (const chunk of call.head) request.write(chunk);
+  if (call.bodyEnded) request.end();
+  else stream.pipe(request);
+}

@@ -1,0 +1,52 @@
+// What a Connect session's application is: a driver that runs Spark's own Connect server
+// (SparkConnectServer, as Spark's sbin/start-connect-server.sh starts it) on a loopback port the
+// endpoint picked, from the caller's template. Pure: the endpoint submits what this returns.
+
+export const CONNECT_SERVER_CLASS = 'org.apache.spark.sql.connect.service.SparkConnectServer';
+/** Labels of a Connect session's application: how the API, the dashboard and the endpoint tell it. */
+export const CONNECT_SESSION_LABEL = 'connect.submission-service.io/session';
+export const CONNECT_TEMPLATE_LABEL = 'connect.submission-service.io/template';
+/** The template label's value when the call named none (the service's defaults). */
+export const NO_TEMPLATE = 'none';
+
+/**
+ * The Spark properties that put the Connect server on the driver's class path. Spark 4 ships it
+ * in its distribution; 3.5 needs the `spark-connect_2.12` artifact of the same version: a jar
+ * fetched ahead (`jar`, scripts/setup.sh), else Spark resolves the artifact at the driver's start.
+ */
+export function connectServerConf(version: string, jar: string | undefined): Record<string, string> {
+  const major = Number(version.split('.')[0]);
+  if (major >= 4) return {};
+  return jar ? { 'spark.jars': jar } : { 'spark.jars.packages': `org.apache.spark:spark-connect_2.12:${version}` };
+}
+
+export interface SessionAppInput {
+  sessionId: string;
+  template: string | undefined;
+  /** The template's Spark version (or the service's default). */
+  version: string;
+  /** The loopback port the server listens on. */
+  port: number;
+  /** The 3.5 server's jar, when fetched ahead. */
+  jar?: string;
+}
+
+/** The POST /api/apps/ body of a session's application. */
+export function sessionSubmission(input: SessionAppInput): Record<string, unknown> {
+  return {
+    jobName: `connect-${input.sessionId.toLowerCase().replace(/[^a-z0-9]/g, '').slice(0, 12)}`,
+    ...(input.template ? { configTemplateName: input.template } : {}),
+    configOverrides: {
+      // Whatever the template runs, this driver runs the Connect server ("spark-internal": no file of its own).
+      type: 'Scala',
+      mainClass: CONNECT_SERVER_CLASS,
+      mainApplicationFile: 'spark-internal',
+      arguments: [],
+      engineConf: {
+        ...connectServerConf(input.version, input.jar),
+        'spark.connect.grpc.binding.port': String(input.port),
+      },
+    },
+    labels: { [CONNECT_SESSION_LABEL]: input.sessionId, [CONNECT_TEMPLATE_LABEL]: input.template ?? NO_TEMPLATE },
+  };
+}

@@ -1,0 +1,186 @@
+// The endpoint's sessions: one application per (key, template, client session id), submitted at
+// the session's first call, waited for until its Connect server answers, followed lazily (a call
+// that cannot reach the server asks the API whether the application ended) and stopped when idle.
+import { connect as tcpConnect } from 'node:net';
+import type { FastifyBaseLogger } from 'fastify';
+import { freePort } from '../lib/free-port.js';
+import { GrpcRefusal, GrpcStatus } from './grpc-status.js';
+import { type ConnectCaller, sessionRefusal } from './session-owners.js';
+import { sessionSubmission } from './server-app.js';
+import type { ConnectApp, ServiceApi } from './service-api.js';
+
+const TERMINAL = new Set(['COMPLETED', 'FAILED', 'KILLED', 'UNKNOWN']);
+/** Ended sessions remembered (so that their id is not started again by a late call): the newest this many. */
+const ENDED_KEPT = 10_000;
+
+export interface ConnectSession {
+  sessionId: string;
+  owner: string | null;
+  /** The caller's key, for the API calls made on its behalf (submit, state, stop). */
+  key: string | undefined;
+  template: string | undefined;
+  appName?: string;
+  port?: number;
+  /** Resolves once the Connect server answers; rejects when the application could not start. */
+  ready: Promise<void>;
+  openCalls: number;
+  lastActivity: number;
+}
+
+export interface SessionsOptions {
+  api: ServiceApi;
+  log: FastifyBaseLogger;
+  /** The Spark version of a session without a template (or whose template names none). */
+  defaultVersion: string;
+  /** The 3.5 Connect server's jar fetched ahead, by version; undefined: Spark resolves it. */
+  serverJar: (version: string) => string | undefined;
+  /** Stop sessions with no call this long (ms); 0: never. */
+  idleMs: number;
+  /** How often the server's port is tried while it starts (ms). */
+  probeMs?: number;
+  /**
+   * Stops an application without a key (local mode: the cluster itself), for what the endpoint
+   * ends by itself (idle, shutdown): the owner's key may have been revoked meanwhile.
+   */
+  stopApp?: (appName: string) => Promise<unknown>;
+}
+
+/** Whether something listens on the loopback port. */
+const listening = (port: number) => new Promise<boolean>((resolve) => {
+  const socket = tcpConnect({ host: '127.0.0.1', port }, () => { socket.destroy(); resolve(true); });
+  socket.once('error', () => resolve(false));
+});
+
+const endedMessage = (sessionId: string, why: string) =>
+  `Spark Connect session ${sessionId} has ended (${why}); its temp views and cached data are gone: stop this SparkSession and build a new one`;
+
+export class ConnectSessions {
+  readonly sessions = new Map<string, ConnectSession>();
+  private readonly ended = new Map<string, { owner: string | null; why: string }>();
+  private cullTimer: NodeJS.Timeout | undefined;
+  private closed = false;
+
+  constructor(private readonly options: SessionsOptions) {
+    if (options.idleMs > 0) {
+      this.cullTimer = setInterval(() => this.cull(), Math.max(250, Math.min(60_000, options.idleMs / 4)));
+      this.cullTimer.unref();
+    }
+  }
+
+  /** The caller's session, started if new; throws a GrpcRefusal (before any side effect) when it may not have it. */
+  async acquire(caller: ConnectCaller, sessionId: string, template: string | undefined): Promise<ConnectSession> {
+    const gone = this.ended.get(sessionId);
+    if (gone) {
+      throw sessionRefusal(caller, sessionId, { owner: gone.owner, template }, template)
+        ?? new GrpcRefusal(GrpcStatus.FAILED_PRECONDITION, endedMessage(sessionId, gone.why));
+    }
+    let session = this.sessions.get(sessionId);
+    if (session) {
+      const refusal = sessionRefusal(caller, sessionId, session, template);
+      if (refusal) throw refusal;
+    } else {
+      if (this.closed) throw new GrpcRefusal(GrpcStatus.UNAVAILABLE, 'the Spark Connect endpoint is shutting down');
+      session = { sessionId, owner: caller.id, key: caller.key, template, openCalls: 0, lastActivity: Date.now(), ready: Promise.resolve() };
+      session.ready = this.start(session);
+      this.sessions.set(sessionId, session);
+    }
+    session.openCalls++;
+    session.lastActivity = Date.now();
+    try {
+      await session.ready;
+    } catch (error) {
+      this.release(session);
+      throw error;
+    }
+    return session;
+  }
+
+  /** A call of the session ended. */
+  release(session: ConnectSession): void {
+    session.openCalls = Math.max(0, session.openCalls - 1);
+    session.lastActivity = Date.now();
+  }
+
+  /** Submits the session's application and waits for its Connect server; a failed start forgets the session (no trace but the application, if one was made). */
+  private async start(session: ConnectSession): Promise<void> {
+    const { api, log } = this.options;
+    try {
+      const version = session.template ? (await api.template(session.template, session.key)).config.engineVersion ?? this.options.defaultVersion : this.options.defaultVersion;
+      session.port = await freePort();
+      const app = await api.submit(sessionSubmission({ sessionId: session.sessionId, template: session.template, version, port: session.port, jar: this.options.serverJar(version) }), session.key);
+      session.appName = app.appName;
+      log.info({ appName: app.appName, sessionId: session.sessionId, version }, 'Spark Connect session: application submitted');
+      await this.waitForServer(session);
+    } catch (error) {
+      this.sessions.delete(session.sessionId);
+      if (session.appName) this.forget(session, 'its application did not start');
+      throw error instanceof GrpcRefusal ? error : new GrpcRefusal(GrpcStatus.UNAVAILABLE, `could not start the Spark Connect session: ${(error as Error).message}`);
+    }
+  }
+
+  private async waitForServer(session: ConnectSession): Promise<void> {
+    for (;;) {
+      if (await listening(session.port!)) return;
+      const app = await this.options.api.get(session.appName!, session.key);
+      if (!app || TERMINAL.has(app.state)) {
+        throw new GrpcRefusal(GrpcStatus.FAILED_PRECONDITION, `the application ${session.appName} of this Spark Connect session ended ${app?.state ?? 'deleted'} before its server answered${app?.stateDetail ? `: ${app.stateDetail}` : ''} (its driver log: GET /api/apps/${session.appName}/log)`);
+      }
+      if (this.closed) throw new GrpcRefusal(GrpcStatus.UNAVAILABLE, 'the Spark Connect endpoint is shutting down');
+      await new Promise((resolve) => setTimeout(resolve, this.options.probeMs ?? 250));
+    }
+  }
+
+  /**
+   * A call could not reach the session's server: whether its application ended (stopped,
+   * deleted, failed). An ended one is forgotten, and later calls are told so.
+   */
+  async checkEnded(session: ConnectSession): Promise<string | undefined> {
+    let app: ConnectApp | undefined;
+    try {
+      app = await this.options.api.get(session.appName!, session.key);
+    } catch {
+      return undefined;
+    }
+    if (app && !TERMINAL.has(app.state)) return undefined;
+    const why = app ? `its application ${session.appName} is ${app.state}` : `its application ${session.appName} was deleted`;
+    this.forget(session, why);
+    return endedMessage(session.sessionId, why);
+  }
+
+  private forget(session: ConnectSession, why: string): void {
+    this.sessions.delete(session.sessionId);
+    this.ended.set(session.sessionId, { owner: session.owner, why });
+    if (this.ended.size > ENDED_KEPT) this.ended.delete(this.ended.keys().next().value!);
+  }
+
+  /** Stops the session's application and forgets the session. */
+  async end(session: ConnectSession, why: string): Promise<void> {
+    this.forget(session, why);
+    if (!session.appName) return;
+    if (this.options.stopApp) await this.options.stopApp(session.appName);
+    else await this.options.api.stop(session.appName, session.key);
+  }
+
+  /** Stops the sessions of a key that was revoked: nobody can reach them any more. */
+  async endOwnedBy(owner: string, why: string): Promise<void> {
+    const owned = [...this.sessions.values()].filter((session) => session.owner === owner);
+    await Promise.allSettled(owned.map((session) => this.end(session, why)));
+  }
+
+  /** Stops every session idle (no open call) for longer than the idle time. */
+  cull(now = Date.now()): void {
+    for (const session of [...this.sessions.values()]) {
+      if (session.openCalls > 0 || !session.appName || now - session.lastActivity < this.options.idleMs) continue;
+      this.options.log.info({ appName: session.appName, sessionId: session.sessionId }, 'Spark Connect session idle: stopping it');
+      this.end(session, `idle for more than ${Math.round(this.options.idleMs / 1000)} s`)
+        .catch((error: Error) => this.options.log.warn({ err: error, appName: session.appName }, 'could not stop an idle Spark Connect session'));
+    }
+  }
+
+  /** Stops every session (the endpoint is going away: no server is left behind). */
+  async close(): Promise<void> {
+    this.closed = true;
+    if (this.cullTimer) clearInterval(this.cullTimer);
+    await Promise.allSettled([...this.sessions.values()].map((session) => this.end(session, 'the endpoint stopped')));
+  }
+}

@@ -1,0 +1,93 @@
+# The real Spark Connect client (pyspark[connect]) driven by test/connect/*.test.ts and
+# bench/connect.ts: `python client.py MODE URL [ARG]` prints one JSON line with what it saw.
+# Run from a file, not `python -c` (the client's import can exit in a SPARK_HOME search).
+import json
+import sys
+import threading
+
+
+def status_of(error):
+    """The gRPC status name a client error carries (pyspark shows it in the message)."""
+    text = str(error)
+    for name in ("UNAUTHENTICATED", "PERMISSION_DENIED", "FAILED_PRECONDITION", "INVALID_ARGUMENT", "UNAVAILABLE", "NOT_FOUND"):
+        if name in text:
+            return name
+    return type(error).__name__
+
+
+def session(url):
+    from pyspark.sql import SparkSession
+    return SparkSession.builder.remote(url).getOrCreate()
+
+
+def work(url):
+    """What a user does in a session: a sum, a pandas round trip, a temp view, a Python UDF, an interrupt."""
+    import pandas as pd
+    from pyspark.sql.functions import udf
+    spark = session(url)
+    out = {"sum": spark.range(10**6).selectExpr("sum(id)").collect()[0][0]}
+    frame = pd.DataFrame({"x": [1, 2, 3], "y": ["a", "b", "c"]})
+    out["pandas"] = spark.createDataFrame(frame).toPandas().to_dict(orient="list")
+    spark.range(5).createOrReplaceTempView("mine")
+    out["view"] = spark.sql("select count(*) from mine").collect()[0][0]
+    plus_one = udf(lambda v: v + 1, "long")
+    out["udf"] = [r[0] for r in spark.range(3).select(plus_one("id")).collect()]
+    out["interrupted"] = interrupt_long_query(spark)
+    print(json.dumps(out), flush=True)
+
+
+def interrupt_long_query(spark):
+    """Starts a query that runs for hours and interrupts it once the server has it (interruptAll names it)."""
+    failure = {}
+
+    def run():
+        try:
+            spark.range(10**13).selectExpr("sum(id * id)").collect()
+        except Exception as error:  # the interrupt surfaces as the query's error
+            failure["error"] = type(error).__name__
+    thread = threading.Thread(target=run)
+    thread.start()
+    interrupted = []
+    while not interrupted and thread.is_alive():
+        interrupted = spark.interruptAll()
+        thread.join(0.2)
+    thread.join()
+    return {"operations": len(interrupted), "error": failure.get("error")}
+
+
+def views(url, name):
+    """The temp views this session sees, then one of its own named `name`."""
+    spark = session(url)
+    seen = sorted(row.viewName for row in spark.sql("show views").collect())
+    spark.range(1).createOrReplaceTempView(name)
+    print(json.dumps({"seen": seen, "session": spark.client._session_id}), flush=True)
+
+
+def bench(url, count):
+    """The first query's time (a new session: cold when the server starts with it), then `count` small ones, in ms."""
+    import time
+    start = time.perf_counter()
+    spark = session(url)
+    spark.sql("select 1").collect()
+    first = (time.perf_counter() - start) * 1000
+    times = []
+    for _ in range(int(count)):
+        began = time.perf_counter()
+        spark.sql("select 1").collect()
+        times.append((time.perf_counter() - began) * 1000)
+    print(json.dumps({"first": first, "times": times}), flush=True)
+
+
+def status(url):
+    """One call: "OK", or the gRPC status it was refused with and the message."""
+    try:
+        session(url).range(1).collect()
+        print(json.dumps({"status": "OK"}), flush=True)
+    except Exception as error:
+        print(json.dumps({"status": status_of(error), "message": str(error)[:800]}), flush=True)
+
+
+if __name__ == "__main__":
+    mode, url = sys.argv[1], sys.argv[2]
+    {"work": lambda: work(url), "views": lambda: views(url, sys.argv[3]), "status": lambda: status(url),
+     "bench": lambda: bench(url, sys.argv[3])}[mode]()

@@ -1,0 +1,39 @@
+// The real Spark Connect client (test/connect/client.py in the pyspark[connect] virtualenv that
+// scripts/setup.sh builds with SETUP_TEST_TOOLS=1), for the endpoint's tests and bench.
+import { execFile } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { sparkEnv } from '../helpers/service.js';
+
+const script = join(import.meta.dirname, 'client.py');
+
+/** The client virtualenv's python, or undefined when setup has not built it. */
+export function connectClientPython(): string | undefined {
+  const venv = sparkEnv().SUBMISSION_SERVICE_CONNECT_CLIENT_ENV;
+  const python = venv && join(venv, 'bin', 'python');
+  return python && existsSync(python) ? python : undefined;
+}
+
+/** Runs `client.py MODE URL ...args` to its end and returns the JSON line it printed. */
+export function runConnectClient(mode: string, url: string, ...rest: Array<string | Record<string, string>>): Promise<Record<string, any>> {
+  const args = rest.filter((arg): arg is string => typeof arg === 'string');
+  const extraEnv = Object.assign({}, ...rest.filter((arg) => typeof arg !== 'string')) as Record<string, string>;
+  const python = connectClientPython();
+  if (!python) return Promise.reject(new Error('the Spark Connect client virtualenv is missing (SETUP_TEST_TOOLS=1 scripts/setup.sh)'));
+  return new Promise((resolve, reject) => {
+    execFile(python, [script, mode, url, ...args], { env: { ...process.env, SPARK_CONNECT_AUTHENTICATE_TOKEN: '', ...extraEnv }, timeout: 900_000, maxBuffer: 16 * 1024 * 1024 }, (error, stdout, stderr) => {
+      const line = stdout.trim().split('\n').pop() ?? '';
+      try {
+        resolve(JSON.parse(line) as Record<string, any>);
+      } catch {
+        reject(new Error(`client.py ${mode} printed no result (${error?.message ?? 'exit 0'}):\n${stdout}\n${stderr.slice(-4000)}`));
+      }
+    });
+  });
+}
+
+/** The endpoint's port as `submission-service local` printed it. */
+export function connectPortOf(output: string): number | undefined {
+  const match = /Spark Connect at sc:\/\/localhost:(\d+)\//.exec(output);
+  return match ? Number(match[1]) : undefined;
+}
