@@ -3,7 +3,7 @@ clients/python/generate_models.py: do not edit. total=False: the comments mark r
 
 from typing import Any, Dict, List, Literal, Optional, TypedDict, Union  # noqa: F401
 
-__all__ = ["ApplicationAttempt", "ApplicationConfig", "ApplicationList", "ApplicationState", "Application", "ConfigTemplateList", "ConfigTemplate", "ErrorBody", "Labels", "NodePool", "NodePoolsFile", "PodConfig", "SecretMount", "SizingRules", "Submission", "UnschedulableError", "UnschedulablePod"]
+__all__ = ["ApplicationAttempt", "ApplicationConfig", "ApplicationList", "ApplicationState", "Application", "ConfigTemplateList", "ConfigTemplate", "ErrorBody", "Labels", "NodePool", "NodePoolsFile", "PodConfig", "ScheduleList", "ScheduleRecord", "Schedule", "SecretMount", "SizingRules", "Submission", "UnschedulableError", "UnschedulablePod"]
 
 
 class ApplicationAttemptMemory(TypedDict, total=False):
@@ -32,6 +32,11 @@ class ApplicationConfigRestartPolicy(TypedDict, total=False):
     retryIntervalSeconds: int
 
 
+class ApplicationConfigSizing(TypedDict, total=False):
+    """How past runs of the job size this one (README, "Sizing from past runs")."""
+    fromHistory: Literal["off", "recommend", "apply"]
+
+
 class ApplicationConfig(TypedDict, total=False):
     """Configuration of a Spark application: in a submission's configOverrides, in a config template, and (merged, defaulted and sized) in the response."""
     type: Literal["Scala", "Java", "Python", "R"]
@@ -46,6 +51,7 @@ class ApplicationConfig(TypedDict, total=False):
     driver: "PodConfig"
     executor: "PodConfig"
     restartPolicy: "ApplicationConfigRestartPolicy"
+    sizing: "ApplicationConfigSizing"
 
 
 class ApplicationList(TypedDict, total=False):
@@ -62,6 +68,14 @@ class ApplicationSparkUi(TypedDict, total=False):
     state: Literal["live", "history", "unavailable"]  # required
     url: Optional[str]  # required
     expiresAt: Optional[str]  # required
+
+
+class ApplicationCost(TypedDict, total=False):
+    """What the run cost, once it ended and its event log was read (local mode): core-hours and GiB-hours its pods requested (driver and executors, for as long as each was held) and used (task CPU time; each executor's peak memory over its life). `used*` are null when no event log could be read."""
+    requestedCoreHours: float  # required
+    requestedGibHours: float  # required
+    usedCoreHours: Optional[float]  # required
+    usedGibHours: Optional[float]  # required
 
 
 class ApplicationTransitions(TypedDict, total=False):
@@ -87,6 +101,7 @@ class Application(TypedDict, total=False):
     endedAt: Optional[str]
     runningExecutors: int
     sparkUi: "ApplicationSparkUi"
+    cost: "ApplicationCost"
     transitions: List["ApplicationTransitions"]
 
 
@@ -139,6 +154,9 @@ class NodePoolsFileHistory(TypedDict, total=False):
     s3Endpoint: str
     pathStyleAccess: bool
     credentialsSecret: str
+    driverKeys: Literal["shared", "versitygw"]
+    incomingDir: str
+    storeAdminEndpoint: str
     logArchiveDir: str
     serverUrl: str
 
@@ -172,6 +190,48 @@ class PodConfig(TypedDict, total=False):
     annotations: Dict[str, str]
     env: Dict[str, str]
     secrets: List["SecretMount"]
+
+
+class ScheduleList(TypedDict, total=False):
+    items: List["ScheduleRecord"]  # required
+
+
+class ScheduleRecord(TypedDict, total=False):
+    """A schedule as the API answers it: its spec, who owns it, and what its ticks did."""
+    name: str  # required
+    schedule: str  # required
+    timeZone: str
+    jobName: str  # required
+    configTemplateName: str
+    configOverrides: "ApplicationConfig"
+    labels: "Labels"
+    concurrencyPolicy: Literal["Allow", "Forbid", "Replace"]
+    suspend: bool
+    startingDeadlineSeconds: int
+    successfulRunsHistoryLimit: int
+    failedRunsHistoryLimit: int
+    createdBy: Optional[str]  # required
+    createdAt: str  # required
+    lastScheduleTime: Optional[str]
+    lastRunName: Optional[str]
+    lastOutcome: Optional[str]
+    nextRunAt: Optional[str]
+
+
+class Schedule(TypedDict, total=False):
+    """Body of POST /api/schedules/ and PUT /api/schedules/{name}: a submission made on a cron schedule. Also the spec of the Schedule custom resource."""
+    name: str  # required
+    schedule: str  # required
+    timeZone: str
+    jobName: str  # required
+    configTemplateName: str
+    configOverrides: "ApplicationConfig"
+    labels: "Labels"
+    concurrencyPolicy: Literal["Allow", "Forbid", "Replace"]
+    suspend: bool
+    startingDeadlineSeconds: int
+    successfulRunsHistoryLimit: int
+    failedRunsHistoryLimit: int
 
 
 class SecretMount(TypedDict, total=False):
