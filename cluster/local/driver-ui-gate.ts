@@ -16,19 +16,23 @@ export interface GatedRun {
 
 export class DriverUiGates {
   /** The filter's classes per Spark (its spark-submit): compiled once, at the first driver of that Spark. */
-  private readonly built = new Map<string, Promise<string>>();
+  private readonly built = new Map<string, Promise<string | undefined>>();
 
   constructor(private readonly build: (jars: string) => Promise<string> = buildUiGate) {}
 
-  /** The gate for one run of the Spark behind `sparkSubmit`; rejects (the driver does not start) when it cannot be built. */
-  async forRun(spark: { sparkSubmit: string; python?: string }, sandbox: DriverSandbox): Promise<GatedRun> {
+  /**
+   * The gate for one run of the Spark behind `sparkSubmit`; rejects (the driver does not start)
+   * when it cannot be built. Undefined when no Spark's jars are found beside it: a program that
+   * only stands in for spark-submit (a test double) serves no Spark UI to keep.
+   */
+  async forRun(spark: { sparkSubmit: string; python?: string }, sandbox: DriverSandbox): Promise<GatedRun | undefined> {
     let classes = this.built.get(spark.sparkSubmit);
     if (!classes) {
-      classes = sparkJars(spark.sparkSubmit, spark.python).then(this.build).then(gateClasses);
+      classes = sparkJars(spark.sparkSubmit, spark.python).then(this.build, () => undefined).then((built) => built && gateClasses(built));
       this.built.set(spark.sparkSubmit, classes);
       classes.catch(() => this.built.delete(spark.sparkSubmit));
     }
     const dir = await classes;
-    return { uiGate: { classes: dir, secret: newGateSecret() }, sandbox: { ...sandbox, readable: [...sandbox.readable, dir] } };
+    return dir === undefined ? undefined : { uiGate: { classes: dir, secret: newGateSecret() }, sandbox: { ...sandbox, readable: [...sandbox.readable, dir] } };
   }
 }

@@ -57,7 +57,7 @@ t.test('the filter is compiled once per Spark, each run gets a secret of its own
   const built: string[] = [];
   let fail = true;
   const gates = new DriverUiGates(async (jars) => { built.push(jars); if (fail) throw new Error('no javac'); return '/cache/ui-gate-x'; });
-  await t.rejects(gates.forRun(spark, sandbox), /no javac/, 'a build that fails refuses the run (it never runs ungated)');
+  await t.rejects(gates.forRun(spark, sandbox), /no javac/, 'a build that fails refuses the run (a Spark never runs ungated)');
   fail = false;
   const first = await gates.forRun(spark, sandbox);
   const second = await gates.forRun(spark, sandbox);
@@ -67,4 +67,6 @@ t.test('the filter is compiled once per Spark, each run gets a secret of its own
   t.match(first.uiGate.secret, /^[0-9a-f]{64}$/);
   t.same(first.sandbox.readable, ['/venv', '/cache/ui-gate-x/classes'], 'the classes readable inside the sandbox');
   t.same(sandbox.readable, ['/venv'], 'the service\'s sandbox itself unchanged');
+  const noSpark = await gates.forRun({ sparkSubmit: join(home, 'nowhere', 'bin', 'spark-submit') }, sandbox);
+  t.equal(noSpark, undefined, 'a stand-in for spark-submit with no Spark jars beside it gets no gate (it serves no Spark UI)');
 });
