@@ -180,8 +180,8 @@ export async function startWebhookService(options: WebhookServiceOptions) {
       ready: () => cache.ready,
       drain: options.drain,
       prepare: (review) => cache.prepare(review),
-      admit: (pod) => admitPod(pod, {
-        rules,
+      admit: (pod, review) => admitPod(pod, {
+        rules, dryRun: review.dryRun,
         templates: (name) => cache.templates.get(name),
         applications: (name, uid) => cache.driverConfig(name, uid),
         newAppName,

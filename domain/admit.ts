@@ -1,5 +1,6 @@
 // Admission: a pod in, an admitted pod (or a refusal) out. Pure: everything it needs
 // arrives in the context, so the webhook, local mode and dry runs share one truth.
+import { engineVersionRefusal } from './engine-versions.js';
 import type { V1Pod } from '@kubernetes/client-node';
 import type { ApplicationConfig } from '../schemas/index.js';
 import { renderDriverPod } from './driver-pod.js';
@@ -26,6 +27,11 @@ export interface AdmissionContext {
   newAppName: (jobName: string) => string;
   /** A job's past runs (job-history.ts), for sizing from them; absent: no history kept. */
   jobRuns?: (jobName: string) => RunEvidence[] | undefined;
+  /**
+   * A dry run: answers what admission would make of any engineVersion (SPEC's dry runs name
+   * 3.0.0 and 2.4.4); a pod that is really created must name an offered version.
+   */
+  dryRun?: boolean;
 }
 
 export type Admission =
@@ -77,6 +83,9 @@ function admitDriver(pod: V1Pod, jobName: string, ctx: AdmissionContext): Admiss
   const labels = pod.metadata?.labels ?? {};
   const result = configFor(pod, ctx);
   if (!result.ok) return { outcome: 'refused', status: result.status, body: result.body };
+  // A version this installation has no image (or local virtualenv) for never starts a driver.
+  const unoffered = ctx.dryRun ? undefined : engineVersionRefusal(result.config.engineVersion ?? ctx.rules.defaultEngineVersion, ctx.rules.engineVersions);
+  if (unoffered) return { outcome: 'refused', status: 400, body: unoffered };
   const appName = labels[LABEL_APP] ?? pod.metadata?.name ?? ctx.newAppName(jobName);
   const namespace = pod.metadata?.namespace || ctx.rules.namespace;
   // The job's past runs may resize the executors (sizing.fromHistory: apply); the asked config is the memo's.

@@ -2,7 +2,6 @@
 // defaults filled in, pods sized. One function for the API, local mode and the webhook.
 import type { ApplicationConfig, UnschedulableError } from '../schemas/index.js';
 import { applyDefaults } from './defaults.js';
-import { chosenEngineVersion, engineVersionRefusal } from './engine-versions.js';
 import { deepMerge } from './merge.js';
 import type { AdmissionRules } from './rules.js';
 import { sizeApplication } from './sizing.js';
@@ -29,9 +28,6 @@ export function effectiveConfig(
     }
   }
   const merged = deepMerge<ApplicationConfig>(base ?? {}, overrides ?? {});
-  // A version this installation has no image (or local virtualenv) for never starts a driver.
-  const unoffered = engineVersionRefusal(chosenEngineVersion(merged, rules.defaultEngineVersion), rules.engineVersions);
-  if (unoffered) return { ok: false, status: 400, body: unoffered };
   const sized = sizeApplication(applyDefaults(merged, rules), rules);
   return sized.ok ? { ok: true, config: sized.config } : { ok: false, status: 422, body: sized.error };
 }

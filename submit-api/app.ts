@@ -95,7 +95,8 @@ export async function buildApi(options: ApiOptions): Promise<FastifyInstance> {
   await app.register(jobRoutes, { cluster: options.cluster, jobs: options.jobs, policy: options.policy ?? defaultPolicy });
   await app.register(appRoutes, { cluster: options.cluster, policy: options.policy ?? defaultPolicy, history: options.history, jobs: options.jobs, gatewayProof: options.gatewayProof, fairShare, idempotencyWindowMs: options.idempotencyWindowMs });
   await app.register(appEventRoutes, { cluster: options.cluster, history: options.history, fairShare });
-  await app.register(configTemplateRoutes, { templates: options.cluster.templates, engineVersions: options.engineVersions });
+  // Templates may name any version (SPEC's show 2.4.4): a real submission of one not offered is refused.
+  await app.register(configTemplateRoutes, { templates: options.cluster.templates });
   if (options.schedules) await app.register(scheduleRoutes, { ...options.schedules, cluster: options.cluster, policy: options.policy ?? defaultPolicy });
   // Followed logs must not hold a shutdown open. (fastify's forceCloseConnections option
   // would do it too, but tracks every socket and costs 40% of the throughput here.)

@@ -30,9 +30,9 @@ export type ApiAdmission =
  * refusal, as the webhook would answer it; undefined when admission would ignore it. `template`: the config of the template the pod
  * names (callers leave a missing or unreadable one to the webhook, whose 404 or 503 it is).
  */
-export function expectedAdmission(bare: V1Pod, namespace: string, rules: AdmissionRules, template?: ApplicationConfig): ApiAdmission | undefined {
+export function expectedAdmission(bare: V1Pod, namespace: string, rules: AdmissionRules, template?: ApplicationConfig, dryRun = false): ApiAdmission | undefined {
   const context = {
-    rules,
+    rules, dryRun,
     templates: () => template,
     applications: () => undefined,
     newAppName: () => bare.metadata?.name ?? '',

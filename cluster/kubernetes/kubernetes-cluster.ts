@@ -169,7 +169,7 @@ export class KubernetesCluster implements Cluster {
     const appName = bare.metadata!.name!;
     // With the webhook's rules the API admits the pod itself (expected-admission.ts): a refusal
     // is answered before anything is written, an admitted pod is written as admitted.
-    const admission = await this.expectedAdmission(bare);
+    const admission = await this.expectedAdmission(bare, dryRun === true);
     if (admission?.outcome === 'refused') return { ok: false, status: admission.status, body: admission.body };
     const expected = admission;
     let owner: ApplicationResource | undefined;
@@ -237,7 +237,7 @@ export class KubernetesCluster implements Cluster {
   }
 
   /** What the webhook would admit, when this process has its rules; undefined when unknown (the pod goes bare to the webhook, the controller copies its config). */
-  private async expectedAdmission(bare: V1Pod): Promise<ApiAdmission | undefined> {
+  private async expectedAdmission(bare: V1Pod, dryRun: boolean): Promise<ApiAdmission | undefined> {
     const rules = this.options.rules;
     if (!rules) return undefined;
     const templateName = bare.metadata?.labels?.[LABEL_TEMPLATE];
@@ -248,7 +248,7 @@ export class KubernetesCluster implements Cluster {
       if (!read) return undefined;
       template = read.found?.config;
     }
-    return expectedAdmission(bare, this.ns, rules, template);
+    return expectedAdmission(bare, this.ns, rules, template, dryRun);
   }
 
   /** The launcher's Secret, owned by its Application (not its controller: the Application's controller is ours, its pod's). */

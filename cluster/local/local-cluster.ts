@@ -118,7 +118,7 @@ export class LocalCluster implements Cluster {
 
   private async admitAndCreate(pod: V1Pod, dryRun: boolean, launcher?: string): Promise<CreateResult> {
     const admission = admitPod(pod, {
-      rules: this.rules,
+      rules: this.rules, dryRun,
       templates: this.templates.lookup,
       applications: (name) => this.records.get(name)?.record.config,
       newAppName,

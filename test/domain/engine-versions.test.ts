@@ -2,7 +2,7 @@
 // the default, the one refusal of any other (through effectiveConfig, which the API, dry runs,
 // the webhook and local mode share), and what follows from the version (image, dynamic allocation).
 import t from 'tap';
-import { applyDefaults, buildRules, effectiveConfig, engineMajor, engineVersionRefusal, renderDriverPod, resolveEngineVersions } from '../../domain/index.js';
+import { admitPod, applyDefaults, bareDriverPod, buildRules, effectiveConfig, engineMajor, engineVersionRefusal, renderDriverPod, resolveEngineVersions } from '../../domain/index.js';
 
 const nodePools = [{ cloudProvider: 'gce', instanceName: 'n1-standard-4', cpu: 4, memoryMib: 15258, preemptible: false }];
 
@@ -24,12 +24,17 @@ t.test('an unoffered version is a 400 naming the offered ones; offered ones pass
   t.equal(engineVersionRefusal('4.2.0', ['3.5.7', '4.2.0']), undefined);
   t.same(engineVersionRefusal('3.4.1', ['3.5.7', '4.2.0']), { field: 'engineVersion', message: 'engineVersion "3.4.1" is not offered here; offered: 3.5.7, 4.2.0' });
   const rules = buildRules({ nodePools });
-  const refused = effectiveConfig(undefined, { engineVersion: '4.3.0' }, rules, () => undefined);
-  t.same(refused, { ok: false, status: 400, body: { field: 'engineVersion', message: 'engineVersion "4.3.0" is not offered here; offered: 3.5.7, 4.2.0' } });
-  const fromTemplate = effectiveConfig('old', {}, rules, () => ({ engineVersion: '3.4.1' }));
-  t.equal(fromTemplate.ok ? 0 : fromTemplate.status, 400, "a template's version is checked too (templates made before the setting changed)");
-  const overridden = effectiveConfig('old', { engineVersion: '4.2.0' }, rules, () => ({ engineVersion: '3.4.1' }));
-  t.ok(overridden.ok, 'overrides win before the check: the version that would run is the one checked');
+  const context = { rules, templates: () => undefined, applications: () => undefined, newAppName: (job: string) => job };
+  const pod = (configOverrides: Record<string, unknown>, configTemplateName?: string) =>
+    bareDriverPod({ appName: 'v-20260101-000000-aaaaa', jobName: 'v', namespace: 'spark-apps', configTemplateName, configOverrides });
+  const refused = admitPod(pod({ engineVersion: '4.3.0' }), context);
+  t.same(refused, { outcome: 'refused', status: 400, body: { field: 'engineVersion', message: 'engineVersion "4.3.0" is not offered here; offered: 3.5.7, 4.2.0' } });
+  const dry = admitPod(pod({ engineVersion: '3.0.0' }), { ...context, dryRun: true });
+  t.equal(dry.outcome, 'admitted', 'a dry run answers what admission would make of any version (SPEC\'s dry runs name 3.0.0)');
+  const fromTemplate = admitPod(pod({}, 'old'), { ...context, templates: () => ({ engineVersion: '3.4.1' }) });
+  t.equal(fromTemplate.outcome, 'refused', "a template's version is checked too (templates made before the setting changed)");
+  const overridden = admitPod(pod({ engineVersion: '4.2.0' }, 'old'), { ...context, templates: () => ({ engineVersion: '3.4.1' }) });
+  t.equal(overridden.outcome, 'admitted', 'overrides win before the check: the version that would run is the one checked');
   const none = effectiveConfig(undefined, {}, rules, () => undefined);
   t.equal(none.ok && none.config.engineVersion, '3.5.7', 'no version: the default');
 });

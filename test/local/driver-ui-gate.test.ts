@@ -59,8 +59,8 @@ t.test('the filter is compiled once per Spark, each run gets a secret of its own
   const gates = new DriverUiGates(async (jars) => { built.push(jars); if (fail) throw new Error('no javac'); return '/cache/ui-gate-x'; });
   await t.rejects(gates.forRun(spark, sandbox), /no javac/, 'a build that fails refuses the run (a Spark never runs ungated)');
   fail = false;
-  const first = await gates.forRun(spark, sandbox);
-  const second = await gates.forRun(spark, sandbox);
+  const first = (await gates.forRun(spark, sandbox))!;
+  const second = (await gates.forRun(spark, sandbox))!;
   t.same(built, [join(home, 'jars'), join(home, 'jars')], 'built against that Spark\'s jars, again after the failure, then kept');
   t.equal(first.uiGate.classes, '/cache/ui-gate-x/classes');
   t.not(first.uiGate.secret, second.uiGate.secret, 'each run has a secret of its own');

@@ -34,9 +34,9 @@ t.test('each admission is logged with its uid and counted; one that throws is an
   const log = captureLog();
   const BOOM = 'boom-20250101-120000-aaaaa';
   // The real admission, except for one pod: that one throws, as a bug in admission would.
-  const admitOrThrow = (pod: V1Pod) => {
+  const admitOrThrow = (pod: V1Pod, review: { dryRun: boolean }) => {
     if (pod.metadata?.name === BOOM) throw new TypeError('admission bug for the test');
-    return admit(pod);
+    return admit(pod, review);
   };
   const server = await startWebhookServer({ port: 0, host: '127.0.0.1', certFile: store.paths.cert, keyFile: store.paths.key, admit: admitOrThrow, logger: log.logger });
   t.teardown(() => server.close());

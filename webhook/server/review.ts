@@ -9,7 +9,7 @@ import { clone } from '../../domain/merge.js';
 import { type AdmissionReviewResponse, allow, deny, REVIEW_API_VERSION } from './envelope.js';
 
 /** The admission context bound in: `(pod) => admitPod(pod, ctx)`. Gets a copy it may change. */
-export type AdmitFunction = (pod: V1Pod) => Admission;
+export type AdmitFunction = (pod: V1Pod, review: { dryRun: boolean }) => Admission;
 
 export type ReviewOutcome =
   | Admission['outcome']
@@ -64,8 +64,8 @@ export function podPatch(original: V1Pod, admitted: V1Pod): string | undefined {
   return operations.length > 0 ? Buffer.from(JSON.stringify(operations)).toString('base64') : undefined;
 }
 
-function admitRequest(uid: string, pod: V1Pod, admit: AdmitFunction): ReviewResult {
-  const result = admit(clone(pod));
+function admitRequest(uid: string, pod: V1Pod, admit: AdmitFunction, dryRun: boolean): ReviewResult {
+  const result = admit(clone(pod), { dryRun });
   switch (result.outcome) {
     case 'ignored':
       return { review: allow(uid), outcome: 'ignored', detail: result.reason, uid };
@@ -95,7 +95,7 @@ export function reviewAdmission(body: unknown, admit: AdmitFunction): ReviewResu
   if (!isObject(request.object)) return malformed(uid, 'request.object is not an object');
   const appName = podAppName(request.object);
   try {
-    return { appName, ...admitRequest(uid, request.object as V1Pod, admit) };
+    return { appName, ...admitRequest(uid, request.object as V1Pod, admit, request.dryRun === true) };
   } catch (error) {
     const message = brief(error instanceof Error ? error.message : String(error));
     return { review: deny(uid, 500, `admission failed: ${message}`), outcome: 'failed', detail: message, uid, appName, error };
