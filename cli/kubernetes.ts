@@ -122,7 +122,7 @@ export async function apiCommand(argv: string[]): Promise<number> {
   // Session cookies must verify on every replica: the chart gives all of them the same secret
   // (SUBMISSION_SERVICE_SESSION_SECRET from the auth Secret); without it, <data-dir>/session-secret.
   const api = await buildService({
-    cluster, auth: { enabled: values.auth === 'on', store }, policy, engineVersions: fileRules?.engineVersions, sessionSecret: loadSessionSecret(values['data-dir']),
+    cluster, auth: { enabled: values.auth === 'on', store }, policy, sessionSecret: loadSessionSecret(values['data-dir']),
     trustProxy: values['trust-proxy'], logger: loggerOptions('api'), sparkUiHost: values['spark-ui-host'],
     // Kernel labels only from the notebook gateway: SUBMISSION_SERVICE_GATEWAY_SECRET, shared with it.
     gatewayProof: apiGatewayProof(false),

@@ -165,7 +165,7 @@ export async function localCommand(argv: string[]): Promise<number> {
     history, jobs: recordRuns(cluster, history, rules, log),
     auth,
     loggerInstance: log,
-    policy: rules.policy, engineVersions: rules.engineVersions,
+    policy: rules.policy,
     // With auth off, only these Host names are served (DNS rebinding); `*` for any.
     allowedHosts,
     // The dashboard's session cookies: signed with <data-dir>/session-secret (created 0600 once).

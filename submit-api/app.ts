@@ -39,8 +39,6 @@ export interface ApiOptions {
   bodyLimit?: number;
   /** Who may act on which application (domain/policy.ts); default: users on their own only. */
   policy?: SubmissionPolicy;
-  /** The Spark versions offered (domain/engine-versions.ts): config templates naming another are refused; undefined: not checked here. */
-  engineVersions?: readonly string[];
   /** Timeouts and caps (limits.ts); defaults suit a service on the open network. */
   limits?: Partial<ApiLimits>;
   /** Host names served while auth is off (DNS rebinding, host-allowlist.ts); undefined: any. */
