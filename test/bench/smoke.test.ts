@@ -19,7 +19,7 @@ interface Bench { file: string; env: Record<string, string>; needs?: Need[]; arg
 const BENCHES: Bench[] = [
   { file: 'admission.ts', env: { ADMISSION_ROUNDS: '1', ADMISSION_ROUND_MS: '100', ADMISSION_WARMUP_MS: '100' } },
   { file: 'dry-run.ts', env: { DRY_RUN_ROUNDS: '1', DRY_RUN_SECONDS: '1', DRY_RUN_WARMUP_SECONDS: '1', DRY_RUN_CONNECTIONS: '2' } },
-  { file: 'sizing.ts', env: { SIZING_CALLS: '200', SIZING_LOG_MB: '1' }, figures: /Added p99: \*\*[\d,.]+ µs/ },
+  { file: 'sizing.ts', env: { SIZING_CALLS: '200', SIZING_LOG_MB: '1' }, figures: /Added p99: \*\*-?[\d,.]+ µs/ },
   { file: 'events-resume.ts', env: { BENCH_EVENTS: '200' }, figures: /RSS before \d+ MiB, peak \d+ MiB/ },
   { file: 'local-run.ts', env: { LOCAL_RUNS: '1', LOCAL_WARMUP: '0' }, needs: ['spark'] },
   { file: 'dashboard/dashboard.ts', env: { BENCH_APPS: '20', BENCH_IDLE_S: '1', BENCH_LOG_MB: '1' }, needs: ['chromium'], figures: /"firstRenderMs": \{\s*"median": \d+/ },
