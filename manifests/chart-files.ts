@@ -120,6 +120,7 @@ export function valuesSchema(): Record<string, unknown> {
       }),
       // NetworkPolicies: drivers' UI port and the History Server reachable only from the service's pods (where the CNI enforces them).
       networkPolicy: object({ enabled: { type: 'boolean' } }),
+      uninstallHook: object({ enabled: { type: 'boolean' } }),
       auth: object({ enabled: { type: 'boolean' }, existingSecret: string }),
       notebookService: notebookServiceValues(),
       ingress: object({

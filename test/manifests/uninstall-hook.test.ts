@@ -37,7 +37,7 @@ if (skip) {
   t.test('after uninstall no pod stays Terminating: the pre-delete hook takes our finalizer off', async (t) => {
     const core = bed.kc.makeApiClient(CoreV1Api);
     const objects = KubernetesObjectApi.makeApiClient(bed.kc);
-    const rendered = renderChart();
+    const rendered = renderChart({ 'uninstallHook.enabled': 'true' });
     const job = named<V1Job>(rendered, 'Job', 'submission-service-release-finalizers');
     t.ok(job, 'the chart has the hook Job');
     t.equal(job!.metadata?.annotations?.['helm.sh/hook'], 'pre-delete', 'run before anything of the release is deleted');
