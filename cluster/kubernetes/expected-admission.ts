@@ -10,7 +10,7 @@
 // the admitted pod.
 import type { V1Pod } from '@kubernetes/client-node';
 import type { ApplicationConfig } from '../../schemas/index.js';
-import { type AdmissionRules, admitPod, readConfig } from '../../domain/index.js';
+import { type AdmissionRules, admitPod } from '../../domain/index.js';
 import { submissionAnnotations } from '../submission-info.js';
 
 export interface ExpectedAdmission {
@@ -63,8 +63,3 @@ export function canonicalJson(value: unknown): string {
   return JSON.stringify(value ?? null);
 }
 
-/** Whether the admitted pod carries exactly the config and annotations the Application was written with. */
-export function admittedAsExpected(expected: ExpectedAdmission, admitted: V1Pod): boolean {
-  return canonicalJson(readConfig(admitted)) === canonicalJson(expected.config)
-    && canonicalJson(submissionAnnotations(admitted)) === canonicalJson(expected.annotations);
-}
