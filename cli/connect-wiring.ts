@@ -2,11 +2,12 @@
 // started beside the API, calling it over HTTP as the caller's key like any client would.
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
-import type { ServerHttp2Session } from 'node:http2';
+import type { Http2SecureServer, ServerHttp2Session } from 'node:http2';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import type { FastifyBaseLogger } from 'fastify';
 import { type ConnectAuth, createConnectEndpoint } from '../connect/endpoint.js';
+import type { ServerPlacement } from '../connect/placement.js';
 import { ServiceApi } from '../connect/service-api.js';
 import { ConnectSessions } from '../connect/sessions.js';
 import { generateCa, issueServingCert } from '../certs/generate.js';
@@ -65,7 +66,7 @@ export function connectServerJar(version: string): string | undefined {
  * names made once in DIR/connect-tls/ (0700; kept across restarts, so clients trust it once).
  * `trust`: the file clients trust (GRPC_DEFAULT_SSL_ROOTS_FILE_PATH).
  */
-async function endpointCertificate(tls: NonNullable<ConnectSettings['tls']>, dataDir: string): Promise<{ cert: string; key: string; trust: string }> {
+async function endpointCertificate(tls: NonNullable<ConnectSettings['tls']>, dataDir: string): Promise<EndpointCertificate> {
   if (tls !== 'made') return { cert: readFileSync(tls.certFile, 'utf8'), key: readFileSync(tls.keyFile, 'utf8'), trust: tls.certFile };
   const dir = join(dataDir, 'connect-tls');
   const [caFile, certFile, keyFile] = ['ca.pem', 'cert.pem', 'key.pem'].map((name) => join(dir, name));
@@ -89,12 +90,25 @@ export interface ConnectWiring {
   apiUrl: () => string;
   defaultVersion: string;
   stopApp: (appName: string) => Promise<unknown>;
+  /** Where sessions' servers run (default: loopback ports, local mode). */
+  placement?: ServerPlacement;
+  /** The 3.5 Connect server's jar by version (default: the one setup fetched onto this machine). */
+  serverJar?: (version: string) => string | undefined;
+  /** A certificate already at hand (Kubernetes mode: from its Secret), instead of settings.tls's. */
+  certificate?: EndpointCertificate;
+  /** The host name the printed address names (default: localhost on loopback, else `host`). */
+  announceHost?: string;
 }
+
+/** PEM certificate and key the endpoint serves, and what clients trust (said at start). */
+export interface EndpointCertificate { cert: string; key: string; trust: string }
 
 export interface ConnectEndpoint {
   url: string;
   /** Stops every session, then the endpoint (no Connect server is left running). */
   close: () => Promise<void>;
+  /** Serves a renewed certificate to new connections (TLS only). */
+  setCertificate: (pair: { cert: string; key: string }) => void;
 }
 
 /**
@@ -105,9 +119,9 @@ export interface ConnectEndpoint {
 export async function startConnectEndpoint(host: string, wiring: ConnectWiring): Promise<ConnectEndpoint | undefined> {
   const sessions = new ConnectSessions({
     api: new ServiceApi(wiring.apiUrl), log: wiring.log, defaultVersion: wiring.defaultVersion,
-    serverJar: connectServerJar, idleMs: wiring.settings.idleMs, stopApp: wiring.stopApp,
+    serverJar: wiring.serverJar ?? connectServerJar, idleMs: wiring.settings.idleMs, stopApp: wiring.stopApp, placement: wiring.placement,
   });
-  const tls = wiring.settings.tls && await endpointCertificate(wiring.settings.tls, wiring.dataDir);
+  const tls = wiring.certificate ?? (wiring.settings.tls && await endpointCertificate(wiring.settings.tls, wiring.dataDir));
   const server = createConnectEndpoint({ auth: wiring.auth, sessions, log: wiring.log, tls });
   const clients = new Set<ServerHttp2Session>();
   server.on('session', (client: ServerHttp2Session) => { clients.add(client); client.once('close', () => clients.delete(client)); });
@@ -123,7 +137,7 @@ export async function startConnectEndpoint(host: string, wiring: ConnectWiring):
   }
   const { port } = server.address() as AddressInfo;
   // The Python client sends a token in plaintext only to the name localhost.
-  const name = host === '127.0.0.1' || host === '::1' || host === 'localhost' ? 'localhost' : host;
+  const name = wiring.announceHost ?? (host === '127.0.0.1' || host === '::1' || host === 'localhost' ? 'localhost' : host);
   const url = `sc://${name.includes(':') ? `[${name}]` : name}:${port}`;
   const trust = tls ? `  (TLS: clients trust it with GRPC_DEFAULT_SSL_ROOTS_FILE_PATH=${tls.trust})` : '';
   process.stdout.write(`Spark Connect at ${url}/${wiring.auth.enabled ? ';token=YOUR_KEY' : ''}${trust}\n`);
@@ -133,5 +147,6 @@ export async function startConnectEndpoint(host: string, wiring: ConnectWiring):
     for (const client of clients) client.destroy();
     await closed;
   };
-  return { url, close };
+  const setCertificate = (pair: { cert: string; key: string }) => { if (tls) (server as Http2SecureServer).setSecureContext(pair); };
+  return { url, close, setCertificate };
 }

@@ -20,6 +20,8 @@ import { buildService } from './service.js';
 import { connectionFlags, connectionLimitsFrom } from './connection-flags.js';
 import { apiGatewayProof } from './gateway-wiring.js';
 import { Drain } from '../lib/drain.js';
+import { DEFAULT_ENGINE_VERSION } from '../domain/index.js';
+import { kubernetesConnectFlags, parseKubernetesConnectFlags, startKubernetesConnect } from './connect-kubernetes.js';
 
 const common = {
   kubeconfig: { type: 'string' },
@@ -78,9 +80,12 @@ export async function apiCommand(argv: string[]): Promise<number> {
       'log-archive-max-mb': { type: 'string', default: '1024', description: 'an archived log keeps at most this many MiB, then a line saying it was cut' },
       'idempotency-window': { type: 'string', default: '24h', description: 'how long an Idempotency-Key answers with the application it made (24h, 90m, 45s)' },
       ...fairShareFlags,
+      // The Spark Connect endpoint (cli/connect-kubernetes.ts); --connect-port off: none.
+      ...kubernetesConnectFlags,
     },
   });
   if (values.auth !== 'on' && values.auth !== 'off') throw new Error('--auth takes on or off');
+  const connect = parseKubernetesConnectFlags(values);
   if (values.controller !== 'on' && values.controller !== 'off') throw new Error('--controller takes on or off');
   const leaseSeconds = Number(values['lease-seconds']);
   if (!Number.isInteger(leaseSeconds) || leaseSeconds < 1) throw new Error('--lease-seconds takes a whole number of seconds, at least 1');
@@ -136,10 +141,16 @@ export async function apiCommand(argv: string[]): Promise<number> {
   });
   const drain = new Drain();
   drain.attach(api.server);
-  const address = await api.listen({ port: Number(values.port ?? 8080), host: values.host });
+  const apiPort = Number(values.port ?? 8080);
+  const address = await api.listen({ port: apiPort, host: values.host });
+  const endpoint = connect && await startKubernetesConnect(values.host, {
+    settings: connect, clients, cluster, auth: { enabled: values.auth === 'on', store }, log: api.log, dataDir: values['data-dir'],
+    apiUrl: () => `http://127.0.0.1:${apiPort}`, defaultVersion: fileRules?.defaultEngineVersion ?? DEFAULT_ENGINE_VERSION,
+  });
   const keysFrom = values.auth !== 'on' ? '' : secretStore ? `, API keys from Secret ${secretStore.ref}` : `, API keys from ${fileStore!.path}`;
   process.stdout.write(`Submission Service API (Kubernetes mode, namespace ${values.namespace}${keysFrom}) at ${address}/api/\n`);
-  onSignal(drain, delayMs, async () => { sweeper?.close(); await api.close(); await history?.close(); await secretStore?.stop(); await cluster.close(); });
+  // The endpoint's sessions are stopped first: none is left running unreachable.
+  onSignal(drain, delayMs, async () => { sweeper?.close(); await endpoint?.close(); await api.close(); await history?.close(); await secretStore?.stop(); await cluster.close(); });
   return -1;
 }
 

@@ -93,7 +93,7 @@ async function handleCall(options: ConnectEndpointOptions, upstreams: Upstreams,
     options.sessions.release(session);
     return;
   }
-  relay({ stream, headers, head, bodyEnded }, upstreams.get(session.port!), () => options.sessions.checkEnded(session), () => options.sessions.release(session));
+  relay({ stream, headers, head, bodyEnded }, upstreams.get(session.server!), () => options.sessions.checkEnded(session), () => options.sessions.release(session));
 }
 
 /** The endpoint's server (not listening yet); its close also drops the connections to the sessions' servers. */

@@ -6,19 +6,21 @@ import { type ClientHttp2Session, type ClientHttp2Stream, connect, constants, ty
 import { connect as tcpConnect } from 'node:net';
 import { answerStatus, GrpcStatus } from './grpc-status.js';
 import { forwardedHeaders } from './metadata.js';
+import { authorityOf, type ServerAddress } from './placement.js';
 
-/** One HTTP/2 connection per Connect server port, made at first use and dropped when it closes. */
+/** One HTTP/2 connection per Connect server address, made at first use and dropped when it closes. */
 export class Upstreams {
-  private readonly connections = new Map<number, ClientHttp2Session>();
+  private readonly connections = new Map<string, ClientHttp2Session>();
 
-  get(port: number): ClientHttp2Session {
-    const open = this.connections.get(port);
+  get(address: ServerAddress): ClientHttp2Session {
+    const authority = authorityOf(address);
+    const open = this.connections.get(authority);
     if (open && !open.closed && !open.destroyed) return open;
     // No Nagle: a call is a few small frames each way, and waiting to batch them adds latency.
-    const session = connect(`http://127.0.0.1:${port}`, { createConnection: () => tcpConnect({ host: '127.0.0.1', port, noDelay: true }) });
+    const session = connect(`http://${authority}`, { createConnection: () => tcpConnect({ host: address.host, port: address.port, noDelay: true }) });
     session.on('error', () => { /* each stream reports it */ });
-    session.once('close', () => { if (this.connections.get(port) === session) this.connections.delete(port); });
-    this.connections.set(port, session);
+    session.once('close', () => { if (this.connections.get(authority) === session) this.connections.delete(authority); });
+    this.connections.set(authority, session);
     return session;
   }
 

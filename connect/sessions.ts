@@ -1,11 +1,10 @@
 // The endpoint's sessions: one application per (key, template, client session id), submitted at
 // the session's first call, waited for until its Connect server answers, followed lazily (a call
 // that cannot reach the server asks the API whether the application ended) and stopped when idle.
-import { connect as tcpConnect } from 'node:net';
 import type { FastifyBaseLogger } from 'fastify';
-import { freePort } from '../lib/free-port.js';
 import { GrpcRefusal, GrpcStatus } from './grpc-status.js';
 import { type ConnectCaller, sessionRefusal } from './session-owners.js';
+import { listening, loopbackPlacement, type ServerAddress, type ServerPlacement } from './placement.js';
 import { sessionSubmission } from './server-app.js';
 import type { ConnectApp, ServiceApi } from './service-api.js';
 
@@ -20,7 +19,10 @@ export interface ConnectSession {
   key: string | undefined;
   template: string | undefined;
   appName?: string;
+  /** The port its server was told to listen on. */
   port?: number;
+  /** Where the endpoint reaches its server, once it answered. */
+  server?: ServerAddress;
   /** Resolves once the Connect server answers; rejects when the application could not start. */
   ready: Promise<void>;
   openCalls: number;
@@ -38,18 +40,14 @@ export interface SessionsOptions {
   idleMs: number;
   /** How often the server's port is tried while it starts (ms). */
   probeMs?: number;
+  /** Where sessions' servers run (default: local mode's loopback ports). */
+  placement?: ServerPlacement;
   /**
    * Stops an application without a key (local mode: the cluster itself), for what the endpoint
    * ends by itself (idle, shutdown): the owner's key may have been revoked meanwhile.
    */
   stopApp?: (appName: string) => Promise<unknown>;
 }
-
-/** Whether something listens on the loopback port. */
-const listening = (port: number) => new Promise<boolean>((resolve) => {
-  const socket = tcpConnect({ host: '127.0.0.1', port }, () => { socket.destroy(); resolve(true); });
-  socket.once('error', () => resolve(false));
-});
 
 const endedMessage = (sessionId: string, why: string) =>
   `Spark Connect session ${sessionId} has ended (${why}); its temp views and cached data are gone: stop this SparkSession and build a new one`;
@@ -106,7 +104,7 @@ export class ConnectSessions {
     const { api, log } = this.options;
     try {
       const version = session.template ? (await api.template(session.template, session.key)).config.engineVersion ?? this.options.defaultVersion : this.options.defaultVersion;
-      session.port = await freePort();
+      session.port = await (this.options.placement ?? loopbackPlacement).port();
       const app = await api.submit(sessionSubmission({ sessionId: session.sessionId, template: session.template, version, port: session.port, jar: this.options.serverJar(version) }), session.key);
       session.appName = app.appName;
       log.info({ appName: app.appName, sessionId: session.sessionId, version }, 'Spark Connect session: application submitted');
@@ -120,7 +118,11 @@ export class ConnectSessions {
 
   private async waitForServer(session: ConnectSession): Promise<void> {
     for (;;) {
-      if (await listening(session.port!)) return;
+      const address = await (this.options.placement ?? loopbackPlacement).address(session.appName!, session.port!);
+      if (address && await listening(address)) {
+        session.server = address;
+        return;
+      }
       const app = await this.options.api.get(session.appName!, session.key);
       if (!app || TERMINAL.has(app.state)) {
         throw new GrpcRefusal(GrpcStatus.FAILED_PRECONDITION, `the application ${session.appName} of this Spark Connect session ended ${app?.state ?? 'deleted'} before its server answered${app?.stateDetail ? `: ${app.stateDetail}` : ''} (its driver log: GET /api/apps/${session.appName}/log)`);

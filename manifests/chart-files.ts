@@ -131,6 +131,14 @@ export function valuesSchema(): Record<string, unknown> {
         tls: { type: 'array', items: object({ secretName: string, hosts: { type: 'array', items: string } }) },
       }),
       api: apiValues(),
+      // The Spark Connect endpoint in the api (README "Spark Connect"): its Service and certificate.
+      connect: object({
+        enabled: { type: 'boolean' }, port, serviceType: { enum: ['ClusterIP', 'NodePort', 'LoadBalancer'] },
+        dnsNames: { type: 'array', items: { type: 'string', pattern: '^[a-z0-9*]([-.a-z0-9]*[a-z0-9])?$' } },
+        existingSecret: string,
+        // --connect-idle-timeout: 30m, 1h, 3600 (seconds), 0: never
+        idleTimeout: { type: 'string', pattern: '^[0-9]+(\\.[0-9]+)?[smhd]?$' },
+      }),
       webhook: component({
         // Any number: the replicas share their certificates through a Secret (certs/secret-store.ts).
         replicas: { type: 'integer', minimum: 0 },

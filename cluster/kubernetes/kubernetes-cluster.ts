@@ -397,13 +397,18 @@ export class KubernetesCluster implements Cluster {
     return submissionInfo(this.cache.driver(appName)?.pod, this.cache.application(appName)?.metadata.annotations);
   }
 
-  /** The driver pod's IP and Spark UI port while the pod runs (from the cache). */
-  async sparkUiTarget(appName: string): Promise<URL | undefined> {
+  /** The driver pod's IP while the pod runs (from the cache): its Spark UI, its Spark Connect server. */
+  driverPodIp(appName: string): Promise<string | undefined> {
     const driver = this.cache.driver(appName);
     const pod = driver && !driver.deleted ? driver.pod : undefined;
     const ip = pod?.status?.podIP;
-    if (!pod || pod.status?.phase !== 'Running' || !ip) return undefined;
-    return new URL(`http://${ip.includes(':') ? `[${ip}]` : ip}:${DRIVER_PORTS.ui}`);
+    return Promise.resolve(pod && pod.status?.phase === 'Running' && ip ? ip : undefined);
+  }
+
+  /** The driver pod's IP and Spark UI port while the pod runs (from the cache). */
+  async sparkUiTarget(appName: string): Promise<URL | undefined> {
+    const ip = await this.driverPodIp(appName);
+    return ip ? new URL(`http://${ip.includes(':') ? `[${ip}]` : ip}:${DRIVER_PORTS.ui}`) : undefined;
   }
 
   async close(): Promise<void> {

@@ -5,6 +5,8 @@ release per namespace. Cluster-scoped objects carry the namespace to stay unique
 {{- define "ss.webhookClusterRoleName" -}}submission-service-webhook-{{ .Release.Namespace }}{{- end }}
 {{- define "ss.webhookServiceName" -}}submission-service-webhook{{- end }}
 {{- define "ss.webhookCertSecretName" -}}submission-service-webhook-cert{{- end }}
+{{- define "ss.connectCertSecretName" -}}submission-service-connect-cert{{- end }}
+{{- define "ss.connectServiceName" -}}submission-service-connect{{- end }}
 {{- define "ss.authSecretName" -}}{{ .Values.auth.existingSecret | default "submission-service-auth" }}{{- end }}
 {{- define "ss.image" -}}{{ .Values.image.repository }}:{{ .Values.image.tag | default .Chart.AppVersion }}{{- end }}
 

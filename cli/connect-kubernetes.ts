@@ -1,0 +1,99 @@
+// `submission-service api`'s Spark Connect endpoint (Kubernetes mode): the same endpoint as local
+// mode's (connect/, cli/connect-wiring.ts), its sessions' servers in driver pods reached on their
+// IPs, its certificate kept in a Secret shared by every replica (as the webhook keeps its own) or
+// given as files (an operator's certificate, e.g. cert-manager's, mounted from a TLS Secret).
+import type { FastifyBaseLogger } from 'fastify';
+import { ensureSharedCertificates, secretCertificateStore } from '../certs/secret-store.js';
+import { serviceDnsNames } from '../certs/generate.js';
+import type { KubeClients } from '../cluster/kubernetes/client.js';
+import type { KubernetesCluster } from '../cluster/kubernetes/kubernetes-cluster.js';
+import type { ConnectAuth } from '../connect/endpoint.js';
+import { podPlacement } from '../connect/placement.js';
+import { DRIVER_PORTS } from '../domain/index.js';
+import { parseSecretRef } from './config.js';
+import { connectFlags, type ConnectEndpoint, type ConnectSettings, type EndpointCertificate, parseConnectFlags, startConnectEndpoint } from './connect-wiring.js';
+
+export const kubernetesConnectFlags = {
+  ...connectFlags,
+  // NAMESPACE/NAME of the Secret that keeps the endpoint's CA and certificate (issued by the first
+  // replica, adopted by the others, renewed before it expires); clients trust its ca.crt.
+  'connect-cert-secret': { type: 'string' },
+  // The Service the endpoint is reached through (NAMESPACE/NAME): its cluster DNS names go into
+  // the issued certificate.
+  'connect-service': { type: 'string' },
+  // More names clients use (a load balancer's, an ingress's): also in the issued certificate.
+  'connect-dns-name': { type: 'string', multiple: true },
+} as const;
+
+type Values = { [K in keyof typeof kubernetesConnectFlags]?: K extends 'connect-dns-name' ? string[] : string };
+
+export interface KubernetesConnectSettings {
+  endpoint: ConnectSettings;
+  /** Issue (or adopt) the certificate in this Secret for these names. */
+  certSecret?: { namespace: string; name: string; dnsNames: string[] };
+  /** The name the endpoint's address is printed with: the first --connect-dns-name, else the Service's. */
+  announceHost?: string;
+}
+
+/** The flags as settings; undefined: no endpoint. TLS is on whenever a certificate Secret is named. */
+export function parseKubernetesConnectFlags(values: Values): KubernetesConnectSettings | undefined {
+  const certSecret = values['connect-cert-secret'];
+  if (certSecret && values['connect-tls-cert']) throw new Error('--connect-cert-secret and --connect-tls-cert are alternatives: one certificate');
+  const endpoint = parseConnectFlags({ ...values, 'connect-tls': certSecret ? 'on' : values['connect-tls'] });
+  if (!endpoint) return undefined;
+  if (endpoint.tls === 'made' && !certSecret) throw new Error('--connect-tls on needs --connect-cert-secret NAMESPACE/NAME (a certificate kept for every replica) or --connect-tls-cert/--connect-tls-key');
+  if (!certSecret) return { endpoint };
+  const service = values['connect-service'] ? parseSecretRef(values['connect-service'], '--connect-service') : undefined;
+  const extra = values['connect-dns-name'] ?? [];
+  const dnsNames = [...extra, ...(service ? serviceDnsNames(service.name, service.namespace) : []), 'localhost'];
+  const announceHost = extra[0] ?? (service ? `${service.name}.${service.namespace}.svc` : undefined);
+  return { endpoint, announceHost, certSecret: { ...parseSecretRef(certSecret, '--connect-cert-secret'), dnsNames: [...new Set(dnsNames)] } };
+}
+
+/** How often the Secret's certificate is checked for renewal (or for a pair another replica wrote). */
+const CERTIFICATE_CHECK_MS = 6 * 60 * 60_000;
+
+async function secretCertificate(clients: KubeClients, ref: NonNullable<KubernetesConnectSettings['certSecret']>): Promise<EndpointCertificate> {
+  const store = secretCertificateStore({ core: clients.core, namespace: ref.namespace, name: ref.name });
+  const { certs } = await ensureSharedCertificates(store, { dnsNames: ref.dnsNames });
+  return { cert: certs.cert, key: certs.key, trust: `ca.crt of Secret ${ref.namespace}/${ref.name}` };
+}
+
+export interface KubernetesConnectWiring {
+  settings: KubernetesConnectSettings;
+  clients: KubeClients;
+  cluster: KubernetesCluster;
+  auth: ConnectAuth;
+  log: FastifyBaseLogger;
+  apiUrl: () => string;
+  defaultVersion: string;
+  dataDir: string;
+}
+
+/** Starts the endpoint on `host`, once the API listens (sessions are submitted through it as the caller's key). */
+export async function startKubernetesConnect(host: string, wiring: KubernetesConnectWiring): Promise<ConnectEndpoint | undefined> {
+  const { settings, cluster } = wiring;
+  const ref = settings.certSecret;
+  const certificate = ref ? await secretCertificate(wiring.clients, ref) : undefined;
+  const endpoint = await startConnectEndpoint(host, {
+    dataDir: wiring.dataDir, settings: settings.endpoint, auth: wiring.auth, log: wiring.log, apiUrl: wiring.apiUrl,
+    defaultVersion: wiring.defaultVersion, stopApp: (appName) => cluster.stop(appName),
+    // Each driver pod has its own IP: every session's server listens on Connect's own port.
+    placement: podPlacement(DRIVER_PORTS.connect, (appName) => cluster.driverPodIp(appName)),
+    // A jar on this machine is not in the driver's image: 3.5 drivers resolve the artifact.
+    serverJar: () => undefined,
+    certificate, announceHost: settings.announceHost,
+  });
+  if (!endpoint || !ref) return endpoint;
+  let served = certificate!.cert;
+  const timer = setInterval(() => {
+    secretCertificate(wiring.clients, ref).then((renewed) => {
+      if (renewed.cert === served) return;
+      endpoint.setCertificate(renewed);
+      served = renewed.cert;
+      wiring.log.info('Spark Connect endpoint: serving a renewed certificate');
+    }, (error: Error) => wiring.log.warn({ err: error }, 'Spark Connect endpoint: could not check its certificate; will try again'));
+  }, CERTIFICATE_CHECK_MS);
+  timer.unref();
+  return { ...endpoint, close: async () => { clearInterval(timer); await endpoint.close(); } };
+}
