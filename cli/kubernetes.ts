@@ -143,10 +143,8 @@ export async function apiCommand(argv: string[]): Promise<number> {
   drain.attach(api.server);
   const apiPort = Number(values.port ?? 8080);
   const address = await api.listen({ port: apiPort, host: values.host });
-  const endpoint = connect && await startKubernetesConnect(values.host, {
-    settings: connect, clients, cluster, auth: { enabled: values.auth === 'on', store }, log: api.log, dataDir: values['data-dir'],
-    apiUrl: () => `http://127.0.0.1:${apiPort}`, defaultVersion: fileRules?.defaultEngineVersion ?? DEFAULT_ENGINE_VERSION,
-  });
+  const endpoint = connect && await startKubernetesConnect(values.host, { settings: connect, clients, cluster, auth: { enabled: values.auth === 'on', store }, log: api.log,
+    dataDir: values['data-dir'], apiUrl: () => `http://127.0.0.1:${apiPort}`, defaultVersion: fileRules?.defaultEngineVersion ?? DEFAULT_ENGINE_VERSION });
   const keysFrom = values.auth !== 'on' ? '' : secretStore ? `, API keys from Secret ${secretStore.ref}` : `, API keys from ${fileStore!.path}`;
   process.stdout.write(`Submission Service API (Kubernetes mode, namespace ${values.namespace}${keysFrom}) at ${address}/api/\n`);
   // The endpoint's sessions are stopped first: none is left running unreachable.

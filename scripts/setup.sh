@@ -170,6 +170,9 @@ connect=$(connect_jars)
 # The Spark Connect client the endpoint's tests and bench drive (pyspark[connect] 3.5.7).
 connect_client=""
 [ "${SETUP_TEST_TOOLS:-}" = 1 ] && connect_client=$(python_env "$root/requirements-connect-client.txt" connect-client)
+# Spark 4's thin client (pyspark-client 4.2.0): the Kubernetes-mode Connect test drives a 4.2.0 session with it.
+connect_client_4=""
+[ "${SETUP_TEST_TOOLS:-}" = 1 ] && connect_client_4=$(python_env "$root/requirements-connect-client-4.2.txt" connect-client-4.2)
 # The env file is named by what it holds, so a setup with other flags (or from another checkout)
 # writes another file and never rewrites one that a running suite sources. Written to a temporary
 # name and renamed: a reader sees the whole file or none.
@@ -180,6 +183,7 @@ env_text=$(
   [ -z "$airflow" ] || echo "export SUBMISSION_SERVICE_AIRFLOW_ENV='$airflow'"
   [ -z "$connect" ] || echo "export SUBMISSION_SERVICE_CONNECT_JARS='$connect'"
   [ -z "$connect_client" ] || echo "export SUBMISSION_SERVICE_CONNECT_CLIENT_ENV='$connect_client'"
+  [ -z "$connect_client_4" ] || echo "export SUBMISSION_SERVICE_CONNECT_CLIENT_4_ENV='$connect_client_4'"
   [ -z "$s3a" ] || echo "export SUBMISSION_SERVICE_S3A_JARS='$s3a/hadoop-aws-3.3.4.jar:$s3a/aws-java-sdk-bundle-1.12.262.jar'"
 )
 env_file="$cache/env-$(printf '%s\n' "$env_text" | sha256sum | cut -c1-12).sh"

@@ -78,6 +78,13 @@ def bench(url, count):
     print(json.dumps({"first": first, "times": times}), flush=True)
 
 
+def count(url):
+    """spark.range(10).count() in a new session: the answer, the server's Spark version and the session id."""
+    spark = session(url)
+    out = {"count": spark.range(10).count(), "version": spark.version, "session": spark.client._session_id}
+    print(json.dumps(out), flush=True)
+
+
 def status(url):
     """One call: "OK", or the gRPC status it was refused with and the message."""
     try:
@@ -89,5 +96,5 @@ def status(url):
 
 if __name__ == "__main__":
     mode, url = sys.argv[1], sys.argv[2]
-    {"work": lambda: work(url), "views": lambda: views(url, sys.argv[3]), "status": lambda: status(url),
+    {"work": lambda: work(url), "views": lambda: views(url, sys.argv[3]), "status": lambda: status(url), "count": lambda: count(url),
      "bench": lambda: bench(url, sys.argv[3])}[mode]()

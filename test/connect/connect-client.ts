@@ -14,11 +14,22 @@ export function connectClientPython(): string | undefined {
   return python && existsSync(python) ? python : undefined;
 }
 
+/** Spark 4's thin client's python (pyspark-client 4.2.0, SETUP_TEST_TOOLS=1), or undefined. */
+export function connectClient4Python(): string | undefined {
+  const venv = sparkEnv().SUBMISSION_SERVICE_CONNECT_CLIENT_4_ENV;
+  const python = venv && join(venv, 'bin', 'python');
+  return python && existsSync(python) ? python : undefined;
+}
+
 /** Runs `client.py MODE URL ...args` to its end and returns the JSON line it printed. */
 export function runConnectClient(mode: string, url: string, ...rest: Array<string | Record<string, string>>): Promise<Record<string, any>> {
+  return runClientWith(connectClientPython(), mode, url, ...rest);
+}
+
+/** As runConnectClient, with the python of `python` (a client virtualenv's). */
+export function runClientWith(python: string | undefined, mode: string, url: string, ...rest: Array<string | Record<string, string>>): Promise<Record<string, any>> {
   const args = rest.filter((arg): arg is string => typeof arg === 'string');
   const extraEnv = Object.assign({}, ...rest.filter((arg) => typeof arg !== 'string')) as Record<string, string>;
-  const python = connectClientPython();
   if (!python) return Promise.reject(new Error('the Spark Connect client virtualenv is missing (SETUP_TEST_TOOLS=1 scripts/setup.sh)'));
   return new Promise((resolve, reject) => {
     execFile(python, [script, mode, url, ...args], { env: { ...process.env, SPARK_CONNECT_AUTHENTICATE_TOKEN: '', ...extraEnv }, timeout: 900_000, maxBuffer: 16 * 1024 * 1024 }, (error, stdout, stderr) => {
