@@ -62,6 +62,16 @@ t.test('a driver\'s Spark UI port answers only the api and the notebook service;
   t.ok(reachable(policies, APPS, { 'spark-role': 'executor' }, otherDriver, 4040), 'executors are not selected (their driver dials them)');
 });
 
+t.test('a Spark Connect session\'s server (15002, no authentication of its own) answers only the service\'s pods', async (t) => {
+  const policies = ofKind<V1NetworkPolicy>(renderChart(HISTORY), 'NetworkPolicy');
+  const connect = (client: Client) => reachable(policies, APPS, driverLabels, client, 15002);
+  t.ok(connect(api), 'the api\'s relay reaches it');
+  t.notOk(connect(otherDriver), 'another application\'s driver does not');
+  t.notOk(connect(executor), 'an executor does not');
+  t.notOk(connect(elsewhere), 'a pod labelled like the api in another namespace does not');
+  for (const port of [15001, 15003]) t.ok(reachable(policies, APPS, driverLabels, executor, port), `the ports beside it stay open (${port})`);
+});
+
 t.test('the History Server answers only the api', async (t) => {
   const policies = ofKind<V1NetworkPolicy>(renderChart(HISTORY), 'NetworkPolicy');
   const history = (client: Client) => reachable(policies, RELEASE_NAMESPACE, component('history'), client, 18080);
