@@ -149,8 +149,9 @@ t.test('RBAC: least privilege', async (t) => {
   t.same(secretRules, [
     { apiGroups: [''], resources: ['secrets'], verbs: ['create'] },
     { apiGroups: [''], resources: ['secrets'], resourceNames: ['submission-service-auth'], verbs: ['get', 'list', 'watch'] },
+    { apiGroups: [''], resources: ['secrets'], resourceNames: ['submission-service-connect-cert'], verbs: ['get', 'update'] },
     { apiGroups: [''], resources: ['secrets'], resourceNames: ['submission-service-webhook-cert'], verbs: ['get', 'watch', 'update', 'patch'] },
-  ], 'secrets: read each by name only; the api reads the keys Secret (and creates kernels\' launcher Secrets), the webhook its own certificate Secret');
+  ], 'secrets: read each by name only; the api reads the keys Secret (and creates kernels\' launcher Secrets) and keeps the Connect certificate Secret, the webhook its own certificate Secret');
   t.same(ofKind<V1Role>(renderChart({ 'auth.enabled': 'false' }), 'Role').filter((r) => r.metadata?.name === 'submission-service-api-keys'), [],
     'no keys Secret access without auth');
 
