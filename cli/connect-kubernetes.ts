@@ -68,6 +68,8 @@ export interface KubernetesConnectWiring {
   apiUrl: () => string;
   defaultVersion: string;
   dataDir: string;
+  /** The port sessions' servers listen on in their pods (default Spark Connect's 15002; tests use another). */
+  serverPort?: number;
 }
 
 /** Starts the endpoint on `host`, once the API listens (sessions are submitted through it as the caller's key). */
@@ -79,7 +81,7 @@ export async function startKubernetesConnect(host: string, wiring: KubernetesCon
     dataDir: wiring.dataDir, settings: settings.endpoint, auth: wiring.auth, log: wiring.log, apiUrl: wiring.apiUrl,
     defaultVersion: wiring.defaultVersion, stopApp: (appName) => cluster.stop(appName),
     // Each driver pod has its own IP: every session's server listens on Connect's own port.
-    placement: podPlacement(DRIVER_PORTS.connect, (appName) => cluster.driverPodIp(appName)),
+    placement: podPlacement(wiring.serverPort ?? DRIVER_PORTS.connect, (appName) => cluster.driverPodIp(appName)),
     // A jar on this machine is not in the driver's image: 3.5 drivers resolve the artifact.
     serverJar: () => undefined,
     certificate, announceHost: settings.announceHost,
