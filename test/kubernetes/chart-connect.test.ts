@@ -92,10 +92,12 @@ t.test('a Spark 4.2.0 Connect session through the chart\'s Service, with a key; 
   t.equal(none.status, 'UNAUTHENTICATED', 'an unknown key is refused');
   const again = await runClientWith(python, 'status', url(alice.key, `;session_id=${sessionId}`), env);
   t.equal(again.status, 'OK', 'alice\'s session goes on (the refusals had no side effect)');
-  const after = await call(agent, base, 'GET', '/api/apps/', bob.key);
-  t.notOk(((after.json as { items?: Array<{ labels?: Record<string, string> }> }).items ?? []).some((a) => a.labels?.[CONNECT_SESSION_LABEL] === sessionId), 'bob has no application of that session');
+  // Listing shows every key's applications (the default policy lets users see them): count by session and submitter.
+  const after = await call(agent, base, 'GET', '/api/apps/', admin.key);
+  const ofSession = ((after.json as { items?: Array<{ labels?: Record<string, string>; submittedBy?: string }> }).items ?? []).filter((a) => a.labels?.[CONNECT_SESSION_LABEL] === sessionId);
+  t.same(ofSession.map((a) => a.submittedBy), [alice.id], 'one application of that session, alice\'s: bob\'s refused call submitted none');
 
   // Stopping the application ends the session.
-  t.equal((await call(agent, base, 'POST', `/api/apps/${app!.appName}/stop`, alice.key)).status, 200);
+  t.equal((await call(agent, base, 'POST', `/api/apps/${app!.appName}/stop`, alice.key)).status, 200, 'the owner stops the session\'s application');
   process.stderr.write(`chart-connect: whole test ${((Date.now() - started) / 1000).toFixed(0)} s\n`);
 });
