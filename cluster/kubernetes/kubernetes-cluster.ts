@@ -11,8 +11,8 @@ import { PassThrough, type Readable } from 'node:stream';
 import { Log, type V1Pod } from '@kubernetes/client-node';
 import type { ApplicationConfig } from '../../schemas/index.js';
 import {
-  type AdmissionRules, ANNOTATION_ADMITTED, ANNOTATION_SUBMITTED_BY, applicationLabels, DRIVER_CONTAINER, DRIVER_PORTS, LABEL_APP, LABEL_JOB, LABEL_TEMPLATE,
-  KERNEL_CLAIMER_LABEL, LAUNCHER_SECRET_KEY, launcherSecretName, readConfig, withLauncherSecret,
+  ANNOTATION_ADMITTED, ANNOTATION_SUBMITTED_BY, applicationLabels, DRIVER_CONTAINER, DRIVER_PORTS, LABEL_APP, LABEL_JOB, LABEL_TEMPLATE,
+  KERNEL_CLAIMER_LABEL, LAUNCHER_SECRET_KEY, launcherSecretName, readConfig, type RulesInput, rulesNow, withLauncherSecret,
 } from '../../domain/index.js';
 import type { AppRecord, Cluster, CreateOptions, CreateResult, ListQuery, Page } from '../cluster.js';
 import { ConflictError, isTerminal, UnavailableError } from '../cluster.js';
@@ -55,8 +55,9 @@ export interface KubernetesClusterOptions {
    * The webhook's admission rules (the same node-pool file): the Application is then created
    * with the config admission gives its pod (expected-admission.ts), so the controller does
    * not copy it in a third write. Absent: the controller copies it from the admitted pod.
+   * A watched source (cli/watched-rules.ts) follows the file as the webhook does.
    */
-  rules?: AdmissionRules;
+  rules?: RulesInput;
   /** A pod being deleted whose log could not be archived is let go after this long (default 2 min). */
   logArchiveGiveUpMs?: number;
   /** Following running pods' logs into the archive (log-archive.ts): limit, size cap, spool directory. */
@@ -238,8 +239,8 @@ export class KubernetesCluster implements Cluster {
 
   /** What the webhook would admit, when this process has its rules; undefined when unknown (the pod goes bare to the webhook, the controller copies its config). */
   private async expectedAdmission(bare: V1Pod, dryRun: boolean): Promise<ApiAdmission | undefined> {
-    const rules = this.options.rules;
-    if (!rules) return undefined;
+    if (!this.options.rules) return undefined;
+    const rules = rulesNow(this.options.rules);
     const templateName = bare.metadata?.labels?.[LABEL_TEMPLATE];
     let template: ApplicationConfig | undefined;
     if (templateName) {
