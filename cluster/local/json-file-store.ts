@@ -24,6 +24,36 @@ export interface JsonFileStoreOptions<T> {
   isWhole(value: T | null): boolean;
 }
 
+/**
+ * The records of a folder of JSON files (made private if new), after the temp files of an
+ * interrupted write are removed; a file that is not a whole record is set aside and logged.
+ */
+export function loadJsonFolder<T>(dir: string, options: Pick<JsonFileStoreOptions<T>, 'log' | 'kind' | 'isWhole'>): T[] {
+  makePrivateDir(dir);
+  const stale = removeTempFiles(dir);
+  if (stale.length > 0) options.log.warn({ dir, files: stale }, 'removed temp files left by an interrupted write');
+  const records: T[] = [];
+  for (const name of readdirSync(dir)) {
+    if (!name.endsWith('.json') || isTempFile(name)) continue;
+    const path = join(dir, name);
+    const record = readWhole(path, options.isWhole);
+    if (record === undefined) options.log.error({ file: path, setAsideAs: setAside(path) }, `${options.kind} ${path} cannot be read; set aside as ${path}.corrupt`);
+    else records.push(record);
+  }
+  return records;
+}
+
+/** undefined for a file that is not a whole record. */
+function readWhole<T>(path: string, isWhole: (value: T | null) => boolean): T | undefined {
+  try {
+    const record = JSON.parse(readFileSync(path, 'utf8')) as T | null;
+    return isWhole(record) ? record as T : undefined;
+  } catch (error) {
+    if (error instanceof SyntaxError) return undefined;
+    throw error;
+  }
+}
+
 export class JsonFileStore<T> {
   private readonly cache = new Map<string, T>();
   private readonly changes = new KeyedSerial();
@@ -31,19 +61,7 @@ export class JsonFileStore<T> {
 
   constructor(private readonly dir: string, private readonly options: JsonFileStoreOptions<T>) {
     this.writeFile = options.writeFile ?? writeFileAtomic;
-    makePrivateDir(dir);
-    const stale = removeTempFiles(dir);
-    if (stale.length > 0) options.log.warn({ dir, files: stale }, 'removed temp files left by an interrupted write');
-    for (const name of readdirSync(dir)) {
-      if (!name.endsWith('.json') || isTempFile(name)) continue;
-      const path = join(dir, name);
-      const record = this.read(path);
-      if (record === undefined) {
-        options.log.error({ file: path, setAsideAs: setAside(path) }, `${options.kind} ${path} cannot be read; set aside as ${path}.corrupt`);
-        continue;
-      }
-      this.cache.set(options.nameOf(record), record);
-    }
+    for (const record of loadJsonFolder(dir, options)) this.cache.set(options.nameOf(record), record);
   }
 
   /** Every record, by name. */
@@ -98,14 +116,4 @@ export class JsonFileStore<T> {
     return join(this.dir, `${name}.json`);
   }
 
-  /** undefined for a file that is not a whole record. */
-  private read(path: string): T | undefined {
-    try {
-      const record = JSON.parse(readFileSync(path, 'utf8')) as T | null;
-      return this.options.isWhole(record) ? record as T : undefined;
-    } catch (error) {
-      if (error instanceof SyntaxError) return undefined;
-      throw error;
-    }
-  }
 }
