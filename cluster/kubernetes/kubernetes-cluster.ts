@@ -93,6 +93,7 @@ export class KubernetesCluster implements Cluster {
       // The event-log keys are not a controller of the manager yet (their own serial queue): told beside it.
       onTouch: (name) => { this.manager.applicationChanged(name); this.eventLogAccess?.touch(name); },
       onExecutor: (pod) => this.manager.executorChanged(pod),
+      rules: options.rules,
     });
     const controller = options.controller ?? true;
     const lease = options.lease ?? {};
@@ -120,6 +121,7 @@ export class KubernetesCluster implements Cluster {
     // function, its keys, and which of the cache's changes queue which of its keys.
     this.reconciler = new Reconciler({
       clients: options.clients, namespace: options.namespace, cache: this.cache, graceMs: options.missingPodGraceMs, log, resyncMs: options.resyncMs, mayWrite,
+      rules: options.rules, createAttemptPod: (bare) => this.createAttemptPod(bare),
     });
     this.manager.register({ controller: this.reconciler.controller, application: (name) => [name] });
     if (options.logArchive && controller) {
@@ -279,6 +281,25 @@ export class KubernetesCluster implements Cluster {
     }
   }
 
+  /**
+   * A retry's driver pod (attempt-starter.ts), admitted as a submission's is: by this process
+   * when it has the webhook's rules, else by the webhook. A conflict (the pod is there: another
+   * replica made it) is the controller's to ignore. Resolves to admission's refusal, if any.
+   */
+  private async createAttemptPod(bare: V1Pod): Promise<{ refused: string } | undefined> {
+    const admission = await this.expectedAdmission(bare, false);
+    if (admission?.outcome === 'refused') return { refused: admission.body.message };
+    const body = admission ? admission.admit(bare) : bare;
+    try {
+      await postJson<V1Pod>(this.options.clients.kc, `/api/v1/namespaces/${this.ns}/pods?fieldManager=${FIELD_MANAGER}`, body);
+    } catch (error) {
+      const refusal = webhookRefusal(error);
+      if (refusal) return { refused: refusal.body.message };
+      throw error;
+    }
+    return undefined;
+  }
+
   /** Undoes the Application of a submission that did not get its pod; if this fails, the controller marks it UNKNOWN after its grace period. */
   private async dropApplication(appName: string): Promise<void> {
     try {
@@ -371,7 +392,7 @@ export class KubernetesCluster implements Cluster {
       return stream;
     }
     const abort = await this.call(`read the log of ${appName}`, () =>
-      new Log(this.options.clients.kc).log(this.ns, appName, DRIVER_CONTAINER, stream, { follow: options.follow }));
+      new Log(this.options.clients.kc).log(this.ns, driver.pod.metadata?.name ?? appName, DRIVER_CONTAINER, stream, { follow: options.follow }));
     options.signal?.addEventListener('abort', () => { abort.abort(); stream.end(); }, { once: true });
     return stream;
   }
