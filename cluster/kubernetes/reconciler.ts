@@ -55,6 +55,8 @@ export interface ReconcilerOptions {
   rules?: Pick<AdmissionRules, 'pools'>;
   /** Creates a retry's driver pod through admission (kubernetes-cluster.ts); absent: no retries are started. */
   createAttemptPod?: AttemptStarterDeps['createPod'];
+  /** The wall clock (ms since the epoch) a retry's interval is measured on (tests: a fake one). */
+  wallClock?: () => number;
 }
 
 /**
@@ -183,7 +185,7 @@ export class Reconciler {
       namespace: this.options.namespace, cache: this.options.cache, createPod: createAttemptPod,
       deletePod: (path, options, signal) => this.calls.deletePod(kc, path, options, signal),
       putStatus: (r, status, signal) => this.calls.putJson(kc, `${this.path(r.metadata.name)}/status?fieldManager=${FIELD_MANAGER}`, { ...r, status }, signal),
-      write: (kind, name, ctx, run) => this.write(kind, name, ctx, run),
+      write: (kind, name, ctx, run) => this.write(kind, name, ctx, run), now: this.options.wallClock,
     }, resource, context);
   }
 

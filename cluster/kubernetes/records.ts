@@ -165,7 +165,8 @@ export function desiredStatus(resource: ApplicationResource, driver: DriverView 
     state, startedAt, endedAt,
     runningExecutors: state === 'RUNNING' ? runningExecutors : 0,
     transitions,
-    ...currentAttempts(resource, driver, state, { startedAt: next.startedAt, endedAt, detail: detail || undefined }),
+    // An attempt starts only by its own pod (a stop while the next attempt waited starts none).
+    ...currentAttempts(resource, driver, state, { startedAt: driver ? next.startedAt : null, endedAt, detail: detail || undefined }),
   };
   if (detail) status.stateDetail = detail;
   return status;
