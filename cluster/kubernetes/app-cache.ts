@@ -135,6 +135,8 @@ export class AppCache {
     return gone ? { pod: gone, deleted: true } : undefined;
   }
 
+  /** The application's driver pods that exist now (every attempt's). */
+  driverPods = (appName: string): V1Pod[] => this.drivers.informer.list(this.options.namespace).filter((p) => p.metadata?.labels?.[LABEL_APP] === appName);
   /** The application's executor pods that exist now (any attempt's). */
   executorsOf = (appName: string): V1Pod[] => this.executorPods().filter((p) => p.metadata?.labels?.[LABEL_APP] === appName);
 
@@ -157,9 +159,7 @@ export class AppCache {
   }
 
   /** Forgets a deleted driver's last state once its Application recorded the end. */
-  forgetDeletedDriver(appName: string): void {
-    this.deletedDrivers.delete(attemptPodName(appName, this.application(appName)?.status?.attempt ?? 1));
-  }
+  forgetDeletedDriver = (appName: string): void => void this.deletedDrivers.delete(attemptPodName(appName, this.application(appName)?.status?.attempt ?? 1));
 
   /**
    * Resolves once the cached record of `appName` passes `check` (or after `timeoutMs`, with
