@@ -191,7 +191,8 @@ export function toRecord(resource: ApplicationResource, status: ApplicationStatu
     submittedBy: resource.spec.submittedBy ?? null,
     transitions: status.transitions ?? [],
     ...(status.attempt !== undefined ? { attempt: status.attempt } : {}),
-    ...(status.attempts ? { attempts: status.attempts } : {}),
+    // As local mode lists them: the attempts that started (the status also holds the next one while it waits).
+    ...(status.attempts ? { attempts: status.attempts.filter((a) => a.startedAt) } : {}),
     ...idempotencyOf(resource),
   };
   if (status.stateDetail) record.stateDetail = status.stateDetail;

@@ -43,6 +43,7 @@ t.test('retries on the test bed', async (t) => {
     const waiting = await app(appName);
     t.equal(waiting.attempt, 2, 'the state is about attempt 2');
     t.match(waiting.transitions.at(-1), { state: 'PENDING', detail: /attempt 1: the executor ran out of memory .*: attempt 2 \(retry 1 of 1\) with executor memory/ }, 'why it waits again');
+    t.equal(waiting.attempts.length, 1, 'the API lists the attempts that started, as in local mode');
     const [one] = waiting.attempts as Attempt[];
     t.match(one, { attempt: 1, driverPod: appName, exitCode: 1, reason: 'OOMKilled (executor)', counted: true });
     const raised = JSON.parse(created.metadata!.annotations![ANNOTATION_CONFIG]!).executor.memory as string;
