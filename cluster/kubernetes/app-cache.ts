@@ -275,7 +275,7 @@ export class AppCache {
     const resource = this.application(name);
     if (resource) {
       const driver = this.driver(name);
-      const status = statusAfterAttempt(resource, desiredStatus(resource, driver, this.runningExecutors(name)), driver, { executors: this.attemptExecutors(name), rules: this.options.rules });
+      const status = statusAfterAttempt(resource, desiredStatus(resource, driver, this.runningExecutors(name)), driver, { executors: () => this.attemptExecutors(name), rules: this.options.rules });
       const record = toRecord(resource, status, driver);
       const previous = this.records.get(name);
       const text = JSON.stringify(record);

@@ -14,7 +14,8 @@ import type { ApplicationResource, ApplicationStatus, DriverView } from './recor
 
 /** What an attempt's end needs beside the status: the attempt's executors (an OOM kill shows there) and the pools (how far memory may grow). */
 export interface AttemptFacts {
-  executors: readonly V1Pod[];
+  /** Asked only when an attempt has just ended under OnFailure (the cache's reads stay cheap). */
+  executors: () => readonly V1Pod[];
   rules?: Pick<AdmissionRules, 'pools'>;
 }
 
@@ -40,7 +41,7 @@ export function statusAfterAttempt(resource: ApplicationResource, status: Applic
   const ended = attempts[attempts.length - 1];
   if (!ended || ended.attempt !== (status.attempt ?? 1)) return status;
   const endedAt = ended.endedAt ?? status.endedAt ?? new Date().toISOString();
-  const end: AttemptEnd = (driver && kubernetesAttemptEnd(driver, facts.executors)) ?? { reason: 'Unknown', exitCode: null, detail: status.stateDetail ?? 'unknown' };
+  const end: AttemptEnd = (driver && kubernetesAttemptEnd(driver, facts.executors())) ?? { reason: 'Unknown', exitCode: null, detail: status.stateDetail ?? 'unknown' };
   attempts[attempts.length - 1] = endAttempt({ ...ended, endedAt: null }, end, endedAt);
   const decision = decideAfterAttempt(resource.spec.config ?? {}, attempts, end, facts.rules ?? { pools: [] });
   const transitions = [...(status.transitions ?? [])];

@@ -167,7 +167,8 @@ export class LogArchiver {
     if (kind === 'driver') {
       const driver = this.options.cache.driver(name);
       // An earlier attempt's driver (restartPolicy OnFailure) still holding the finalizer goes first: else it would never be let go.
-      const earlier = this.options.cache.driverPods?.(name).find((p) => p !== driver?.pod && hasFinalizer(p) && ended(p));
+      const retried = (this.options.cache.application(name)?.status?.attempt ?? 1) > 1;
+      const earlier = retried ? this.options.cache.driverPods?.(name).find((p) => p !== driver?.pod && hasFinalizer(p) && ended(p)) : undefined;
       const pod = earlier ?? (driver && !driver.deleted ? driver.pod : undefined);
       return pod ? { pod, appName: name, container: 'driver', containerName: DRIVER_CONTAINER } : undefined;
     }

@@ -152,7 +152,7 @@ export class Reconciler {
       const patched = await this.write('config', name, context, (signal) => this.calls.patchJson(this.options.clients.kc, `${this.path(name)}?fieldManager=${FIELD_MANAGER}`, patch, signal));
       if (patched && typeof patched === 'object') resource = patched as typeof resource;
     }
-    const status = statusAfterAttempt(resource, desiredStatus(resource, driver, cache.runningExecutors(name), { missing }), driver, { executors: cache.attemptExecutors(name), rules: this.options.rules });
+    const status = statusAfterAttempt(resource, desiredStatus(resource, driver, cache.runningExecutors(name), { missing }), driver, { executors: () => cache.attemptExecutors(name), rules: this.options.rules });
     // Within the grace period an Application whose pod the watch has not brought yet (it is
     // written first; its pod follows within milliseconds) has nothing to record: the pod's
     // event, or the grace timer above, brings the name back.

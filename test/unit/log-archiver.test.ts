@@ -55,7 +55,7 @@ function setUp(t: { teardown(run: () => unknown): void }): Harness {
   };
   const cache = {
     names: () => ['app-1'],
-    application: (name: string) => (name === 'app-1' ? { metadata: { name } } : undefined),
+    application: (name: string) => (name === 'app-1' ? { metadata: { name }, status: h.pods.earlier ? { attempt: 2 } : undefined } : undefined),
     driver: () => (h.pods.driver ? { pod: h.pods.driver, deleted: false } : undefined),
     executorPods: () => h.pods.executors,
     driverPods: () => [h.pods.earlier, h.pods.driver].filter((p) => p !== undefined),
