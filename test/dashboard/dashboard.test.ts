@@ -9,7 +9,7 @@ import type { AddressInfo } from 'node:net';
 import httpProxy from 'http-proxy';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { chromium, type Browser } from 'playwright-core';
+import { type Browser } from 'playwright-core';
 import t from 'tap';
 import { buildService } from '../../cli/service.js';
 import { loadSessionSecret } from '../../dashboard/session-secret.js';
@@ -19,9 +19,9 @@ import { browsePages, watchedPage } from '../helpers/dashboard-pages.js';
 import { fakeJob } from '../helpers/fake-spark-submit.js';
 import { craftRecords } from '../helpers/records.js';
 import { waitForState } from '../helpers/poll.js';
+import { launchChromium, openPage } from '../helpers/browser.js';
 
 const shots = process.env.DASHBOARD_SCREENSHOTS ?? join(tmpdir(), 'submission-service-dashboard');
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 
 t.test('pages and assets', async (t) => {
   const api = await startTestApi(t);
@@ -140,12 +140,7 @@ t.test('sessions: any replica with the shared secret accepts them; a restart kee
 
 async function launch(t: { teardown(fn: () => unknown): void }): Promise<Browser> {
   mkdirSync(shots, { recursive: true });
-  const browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
-  });
-  t.teardown(() => browser.close());
-  return browser;
+  return launchChromium(t);
 }
 
 t.test('in Chromium: empty, grouped by jobName, counts, filters, search, kernels, live by events', async (t) => {
@@ -153,7 +148,7 @@ t.test('in Chromium: empty, grouped by jobName, counts, filters, search, kernels
   const api = await startTestApi(t, { cores: 8, gatewayProof: 'as-the-gateway' });
   const address = await api.app.listen({ port: 0, host: '127.0.0.1' });
   const browser = await launch(t);
-  const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+  const page = await openPage(browser, { viewport: { width: 1280, height: 900 } });
   const errors: string[] = [];
   page.on('pageerror', (err) => errors.push(String(err)));
   const requests: string[] = [];
@@ -173,14 +168,14 @@ t.test('in Chromium: empty, grouped by jobName, counts, filters, search, kernels
   };
   const daily = [await submit('daily-report', { lines: 2 }), await submit('daily-report', { lines: 1, exit: 3 }), await submit('daily-report', { lines: 3 })];
   const hourly = await submit('hourly-etl', { lines: 2 }, { team: 'payments' });
-  const kernel = await submit('notebook', { lines: 400, tick: 0.25 }, { 'kernel.submission-service.io/id': 'k-123' });
+  const kernel = await submit('notebook', { lines: 4000, tick: 0.25 }, { 'kernel.submission-service.io/id': 'k-123' });
   for (const name of [daily[0], daily[2], hourly]) await waitForState(() => api.getApp(name), 'COMPLETED');
   await waitForState(() => api.getApp(daily[1]), 'FAILED');
   await waitForState(() => api.getApp(kernel), 'RUNNING');
 
   // The page had nothing: everything arrives by the events stream, without a reload or a poll.
-  await page.locator(`tr[data-app="${hourly}"] .badge`).filter({ hasText: 'COMPLETED' }).waitFor({ timeout: 60_000 });
-  await page.locator(`tr[data-app="${daily[2]}"] .badge`).filter({ hasText: 'COMPLETED' }).waitFor({ timeout: 60_000 });
+  await page.locator(`tr[data-app="${hourly}"] .badge`).filter({ hasText: 'COMPLETED' }).waitFor();
+  await page.locator(`tr[data-app="${daily[2]}"] .badge`).filter({ hasText: 'COMPLETED' }).waitFor();
   const jobs = await page.locator('section.job').evaluateAll((sections) => sections.map((s) => ({
     job: s.getAttribute('data-job'),
     apps: [...s.querySelectorAll('tbody tr')].map((r) => r.getAttribute('data-app')),
@@ -191,7 +186,7 @@ t.test('in Chromium: empty, grouped by jobName, counts, filters, search, kernels
   t.same(jobs.find((j) => j.job === 'daily-report')?.strip, [`${daily[2]}: COMPLETEDC`, `${daily[1]}: FAILEDF`, `${daily[0]}: COMPLETEDC`], 'the run-history strip says each state in text');
   t.equal(await page.locator(`tr[data-app="${kernel}"] .tag.kernel`).innerText(), 'kernel', 'a notebook kernel is marked');
   t.equal(await page.locator(`tr[data-app="${hourly}"] .tag.kernel`).count(), 0, 'a batch job is not');
-  await page.locator('#counts [data-state="COMPLETED"] .n').filter({ hasText: '3' }).waitFor({ timeout: 60_000 });
+  await page.locator('#counts [data-state="COMPLETED"] .n').filter({ hasText: '3' }).waitFor();
   const counts = Object.fromEntries(await page.locator('#counts button').evaluateAll((bs) => bs.map((b) => [b.getAttribute('data-state'), b.querySelector('.n')?.textContent])));
   t.same(counts, { ALL: '5', PENDING: '0', RUNNING: '1', COMPLETED: '3', FAILED: '1', KILLED: '0', UNKNOWN: '0' }, 'counts per state');
   t.ok(requests.some((u) => u.includes('/api/apps/?') && u.includes('view=summary')), 'the list reads light items');
@@ -214,14 +209,14 @@ t.test('in Chromium: empty, grouped by jobName, counts, filters, search, kernels
   await page.locator('#search').fill('no-such-thing');
   await page.locator('#empty').waitFor();
   t.match(await page.locator('#empty').innerText(), /No application matches/, 'an empty result says so');
-  await page.locator('#counts [data-state="ALL"] .n').filter({ hasText: /^0$/ }).waitFor({ timeout: 60_000 });
+  await page.locator('#counts [data-state="ALL"] .n').filter({ hasText: /^0$/ }).waitFor();
   t.pass('the counts follow the search (the server\'s answer)');
   await page.screenshot({ path: join(shots, 'dashboard-no-match.png') });
   await page.locator('#empty button').click();
   await page.locator(`tr[data-app="${daily[0]}"]`).waitFor();
 
   // A phone.
-  const phone = await browser.newPage({ viewport: { width: 390, height: 844 }, isMobile: true });
+  const phone = await openPage(browser, { viewport: { width: 390, height: 844 }, isMobile: true });
   await phone.goto(`${address}/dashboard/`);
   await phone.locator(`tr[data-app="${hourly}"]`).waitFor();
   const overflow = await phone.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
@@ -235,7 +230,7 @@ t.test('in Chromium: empty, grouped by jobName, counts, filters, search, kernels
   const focusable = await page.evaluate(() => [...document.querySelectorAll('#main a, #main button, #main select, #main input')].length);
   t.ok(focusable > 10, 'links, buttons and fields are real controls');
   await api.call('POST', `/api/apps/${kernel}/stop`);
-  await page.locator(`tr[data-app="${kernel}"] .badge`).filter({ hasText: 'KILLED' }).waitFor({ timeout: 60_000 });
+  await page.locator(`tr[data-app="${kernel}"] .badge`).filter({ hasText: 'KILLED' }).waitFor();
   t.pass('a stop elsewhere shows up live');
   t.same(errors, [], 'no script errors');
 });
@@ -246,7 +241,7 @@ t.test('in Chromium: the search is the server\'s: it finds applications in pages
   const api = await startTestApi(t, { dataDir });
   const address = await api.app.listen({ port: 0, host: '127.0.0.1' });
   const browser = await launch(t);
-  const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+  const page = await openPage(browser, { viewport: { width: 1280, height: 900 } });
   const errors: string[] = [];
   page.on('pageerror', (err) => errors.push(String(err)));
   const searches: string[] = [];
@@ -261,7 +256,7 @@ t.test('in Chromium: the search is the server\'s: it finds applications in pages
   await page.keyboard.press('/');
   t.equal(await page.evaluate(() => document.activeElement?.id), 'search', '"/" focuses the search');
   await page.keyboard.type(names[3].slice(-9), { delay: 15 });
-  await page.locator(`tr[data-app="${names[3]}"]`).waitFor({ timeout: 60_000 });
+  await page.locator(`tr[data-app="${names[3]}"]`).waitFor();
   t.same(await page.locator('tbody tr').evaluateAll((rs) => rs.map((r) => r.getAttribute('data-app'))), [names[3]], 'found by the server in a page never loaded');
   // One search per pause in typing: a machine under load may pause once.
   t.ok(searches.length <= 2 && searches.at(-1) === names[3].slice(-9), `${searches.length} search(es) for 9 keys typed (debounced): ${searches.join(', ')}`);
@@ -270,7 +265,7 @@ t.test('in Chromium: the search is the server\'s: it finds applications in pages
   await page.locator('#search').fill('');
   await page.locator('#search').type('DATA-TEAM');
   await page.locator('#search').press('Enter');
-  await page.locator('#counts [data-state="ALL"] .n').filter({ hasText: '45' }).waitFor({ timeout: 60_000 });
+  await page.locator('#counts [data-state="ALL"] .n').filter({ hasText: '45' }).waitFor();
   const counts = Object.fromEntries(await page.locator('#counts button').evaluateAll((bs) => bs.map((b) => [b.getAttribute('data-state'), b.querySelector('.n')?.textContent])));
   t.same(counts, { ALL: '45', PENDING: '0', RUNNING: '0', COMPLETED: '15', FAILED: '15', KILLED: '15', UNKNOWN: '0' }, 'label values, ignoring case: counts per state within the search');
   t.match(await page.locator('#summary').innerText(), /45 shown matching “DATA-TEAM” in 1 job/, 'every match loaded, none left behind');
@@ -283,7 +278,7 @@ t.test('in Chromium: the search is the server\'s: it finds applications in pages
   await page.locator('#counts [data-state="FAILED"]').click();
 
   await page.locator('#search').press('Escape');
-  await page.locator('#counts [data-state="ALL"] .n').filter({ hasText: '450' }).waitFor({ timeout: 60_000 });
+  await page.locator('#counts [data-state="ALL"] .n').filter({ hasText: '450' }).waitFor();
   t.equal(await page.locator('#search').inputValue(), '', 'Escape clears the search');
   t.equal(new URL(page.url()).search, '', 'and the address');
   t.same(errors, [], 'no script errors');
@@ -291,7 +286,7 @@ t.test('in Chromium: the search is the server\'s: it finds applications in pages
   // The service goes away: a filter that cannot be read says so on the page.
   await api.app.close();
   await page.locator('#counts [data-state="KILLED"]').click();
-  await page.locator('#problem').waitFor({ timeout: 60_000 });
+  await page.locator('#problem').waitFor();
   t.match(await page.locator('#problem').innerText(), /^Could not load: /, 'a failed read is shown, not swallowed');
 });
 
@@ -299,7 +294,7 @@ t.test('in Chromium: an application page with config and a live log', async (t) 
   const api = await startTestApi(t);
   const address = await api.app.listen({ port: 0, host: '127.0.0.1' });
   const browser = await launch(t);
-  const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+  const page = await openPage(browser, { viewport: { width: 1280, height: 900 } });
   const errors: string[] = [];
   page.on('pageerror', (err) => errors.push(String(err)));
   // Long enough to be stopped while it runs on a loaded machine (2.5 min); the test stops it.
@@ -319,14 +314,14 @@ t.test('in Chromium: an application page with config and a live log', async (t) 
   t.match(await page.locator('#submission').innerText(), /Driver → n1-standard-2/, 'the sizing decision');
   t.same(JSON.parse((await page.locator('#overrides').getAttribute('data-json'))!), fakeJob({ lines: LINES, tick: 0.25 }), 'the overrides');
   const log = page.locator('#log');
-  await page.waitForFunction((n) => (document.getElementById('log')?.textContent ?? '').includes(`fake line 2 of ${n}`), LINES, { timeout: 60_000 });
+  await page.waitForFunction((n) => (document.getElementById('log')?.textContent ?? '').includes(`fake line 2 of ${n}`), LINES);
   const early = (await log.innerText()).split('\n').filter((l) => l.startsWith('fake line')).length;
   t.ok(early < LINES, `the log is read while the app runs (${early} lines so far)`);
   t.equal(await page.locator('#state .badge').innerText(), 'RUNNING');
   t.notOk(await page.locator('#stop').isHidden(), 'Stop is offered while running');
   await page.screenshot({ path: join(shots, 'dashboard-app-running.png'), fullPage: true });
 
-  await page.waitForFunction(({ n, total }) => (document.getElementById('log')?.textContent ?? '').includes(`fake line ${n} of ${total}`), { n: early + 3, total: LINES }, { timeout: 60_000 });
+  await page.waitForFunction(({ n, total }) => (document.getElementById('log')?.textContent ?? '').includes(`fake line ${n} of ${total}`), { n: early + 3, total: LINES });
   const later = (await log.innerText()).split('\n').filter((l) => l.startsWith('fake line')).length;
   t.ok(later > early, `more lines appear without a reload (${early} → ${later})`);
 
@@ -335,16 +330,16 @@ t.test('in Chromium: an application page with config and a live log', async (t) 
   const resumed: string[] = [];
   page.on('request', (r) => { if (/\/log\?follow=true&offset=[1-9]/.test(r.url())) resumed.push(r.url()); });
   api.app.server.closeAllConnections();
-  await page.waitForFunction(({ n, total }) => (document.getElementById('log')?.textContent ?? '').includes(`fake line ${n} of ${total}`), { n: later + 4, total: LINES }, { timeout: 60_000 });
+  await page.waitForFunction(({ n, total }) => (document.getElementById('log')?.textContent ?? '').includes(`fake line ${n} of ${total}`), { n: later + 4, total: LINES });
   const lines = (await log.innerText()).split('\n').filter((l) => l.startsWith('fake line'));
   t.same(lines, lines.map((_, i) => `fake line ${i + 1} of ${LINES}`), `after a dropped connection: every line once, in order (${lines.length})`);
   t.ok(resumed.length >= 1, `the log was read again from an offset (${resumed[0]?.replace(/^.*\?/, '')})`);
 
   page.once('dialog', (dialog) => void dialog.accept());
   await page.locator('#stop').click();
-  await page.waitForFunction(() => document.querySelector('#state .badge')?.textContent === 'KILLED', undefined, { timeout: 60_000 });
+  await page.waitForFunction(() => document.querySelector('#state .badge')?.textContent === 'KILLED');
   t.ok(await page.locator('#stop').isHidden(), 'no Stop once ended');
-  await page.waitForFunction(() => document.getElementById('log-status')?.textContent === 'log ended', undefined, { timeout: 60_000 });
+  await page.waitForFunction(() => document.getElementById('log-status')?.textContent === 'log ended');
   await page.screenshot({ path: join(shots, 'dashboard-app-stopped.png'), fullPage: true });
 
   await page.goto(`${address}/dashboard/apps/no-such-app`);
@@ -406,7 +401,7 @@ t.test('in Chromium, auth on, two API servers behind a round-robin proxy: one si
   await page.locator('#stop').waitFor();
   page.once('dialog', (dialog) => void dialog.accept());
   await page.locator('#stop').click();
-  await page.waitForFunction(() => document.querySelector('#state .badge')?.textContent === 'KILLED', undefined, { timeout: 60_000 });
+  await page.waitForFunction(() => document.querySelector('#state .badge')?.textContent === 'KILLED');
   t.equal((await a.cluster.get(long))?.state, 'KILLED', 'stopped from the dashboard with auth on');
   t.same(unauthorized, [], 'no 401 while signed in, on either server');
 

@@ -6,7 +6,6 @@
 import { mkdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { chromium } from 'playwright-core';
 import t from 'tap';
 import { runCost, type RunEvidence } from '../../domain/index.js';
 import { readRunProfile } from '../../cluster/history/run-profile-reader.js';
@@ -16,9 +15,9 @@ import { repoRoot, startTestApi, type TestApi } from '../helpers/api.js';
 import { fakeJob } from '../helpers/fake-spark-submit.js';
 import { waitForState } from '../helpers/poll.js';
 import { tempDir } from '../helpers/temp.js';
+import { launchChromium, openPage } from '../helpers/browser.js';
 
 const shots = process.env.DASHBOARD_SCREENSHOTS ?? join(tmpdir(), 'submission-service-dashboard');
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 
 /** Runs `count` fake apps of `jobName` as `headers`' key, each recorded with the fixture's figures. */
 async function recordedRuns(api: TestApi, jobs: LocalJobProfiles, jobName: string, count: number, headers?: Record<string, string>): Promise<string[]> {
@@ -65,9 +64,8 @@ t.test('in Chromium: the job page shows the recommendation and the cost trend', 
   const address = await api.app.listen({ port: 0, host: '127.0.0.1' });
   const css = await api.call('GET', '/dashboard/static/uPlot.min.css');
   t.equal(css.status, 200, 'uPlot\'s files are served from the installed package');
-  const browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu', '--no-first-run'] });
-  t.teardown(() => browser.close());
-  const page = await browser.newPage({ viewport: { width: 1280, height: 1100 } });
+  const browser = await launchChromium(t);
+  const page = await openPage(browser, { viewport: { width: 1280, height: 1100 } });
   const errors: string[] = [];
   page.on('pageerror', (err) => errors.push(String(err)));
   await page.goto(`${address}/dashboard/apps/${names[4]}`);

@@ -1,19 +1,17 @@
 // The list page in Chromium: a job's schedule (cron, time zone, next run) and its pause button.
-import { chromium } from 'playwright-core';
 import t from 'tap';
 import { startTestApi } from '../helpers/api.js';
 import { fakeJob } from '../helpers/fake-spark-submit.js';
+import { launchChromium, openPage } from '../helpers/browser.js';
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 
 t.test('a job card shows its schedule and pauses and resumes it', async (t) => {
   const api = await startTestApi(t, { schedules: {} });
   const address = await api.app.listen({ port: 0, host: '127.0.0.1' });
   t.equal((await api.call('POST', '/api/schedules/', { name: 'nightly', schedule: '30 2 * * *', timeZone: 'Europe/Berlin', jobName: 'etl', configOverrides: fakeJob() })).status, 201);
   t.equal((await api.call('POST', '/api/apps/', { jobName: 'etl', configOverrides: fakeJob() })).status, 201);
-  const browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu', '--no-first-run'] });
-  t.teardown(() => browser.close());
-  const page = await browser.newPage();
+  const browser = await launchChromium(t);
+  const page = await openPage(browser);
   const errors: string[] = [];
   page.on('pageerror', (err) => errors.push(String(err)));
   await page.goto(`${address}/dashboard/`);

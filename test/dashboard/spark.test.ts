@@ -5,24 +5,22 @@
 import { readFileSync, mkdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { chromium } from 'playwright-core';
 import t from 'tap';
 import { repoRoot, startTestApi } from '../helpers/api.js';
 import { until, waitForState } from '../helpers/poll.js';
 import { realSpark } from '../helpers/service.js';
 import { sleep } from '../helpers/temp.js';
+import { launchChromium, openPage } from '../helpers/browser.js';
 
 const spark = realSpark();
 const shots = process.env.DASHBOARD_SCREENSHOTS ?? join(tmpdir(), 'submission-service-dashboard');
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 
 t.test('pi.py: config, live log, Spark UI through the proxy', { skip: spark ? false : 'no Spark virtualenv (scripts/setup.sh makes one)' }, async (t) => {
   mkdirSync(shots, { recursive: true });
   const api = await startTestApi(t, { cores: 2, spark });
   const address = await api.app.listen({ port: 0, host: '127.0.0.1' });
-  const browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu', '--no-first-run'] });
-  t.teardown(() => browser.close());
-  const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+  const browser = await launchChromium(t);
+  const page = await openPage(browser, { viewport: { width: 1280, height: 900 } });
   const errors: string[] = [];
   page.on('pageerror', (err) => errors.push(String(err)));
 
@@ -42,7 +40,7 @@ t.test('pi.py: config, live log, Spark UI through the proxy', { skip: spark ? fa
 
   // Lines as the driver writes them to its log file vs. when they are on the page.
   const logFile = join(api.dataDir, 'logs', `${appName}.log`);
-  const onPage = (line: string) => page.waitForFunction((l) => (document.getElementById('log')?.textContent ?? '').includes(l), line, { timeout: 60_000, polling: 20 });
+  const onPage = (line: string) => page.waitForFunction((l) => (document.getElementById('log')?.textContent ?? '').includes(l), line, { polling: 20 });
   const delays: number[] = [];
   let seen = '';
   for (const deadline = Date.now() + 60_000; Date.now() < deadline && delays.length < 5;) {
@@ -71,7 +69,7 @@ t.test('pi.py: config, live log, Spark UI through the proxy', { skip: spark ? fa
   const jobsPage = () => page.request.get(`${base}/jobs/`).then(async (r) => (r.status() === 200 && /Spark Jobs/.test(await r.text())));
   await until(jobsPage, { timeoutMs: 120_000, intervalMs: 100, what: 'the proxied Spark UI' });
   t.pass('the proxied UI answers');
-  const uiPage = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+  const uiPage = await openPage(browser, { viewport: { width: 1280, height: 900 } });
   await uiPage.goto(`${base}/`);
   t.match(uiPage.url(), new RegExp(`/dashboard/apps/${appName}/spark-ui/jobs/`), 'its redirect stays under the proxy path');
   t.match(await uiPage.title(), /Spark Jobs/);
@@ -94,8 +92,8 @@ t.test('pi.py: config, live log, Spark UI through the proxy', { skip: spark ? fa
 
   const done = await waitForState(() => api.getApp(appName), 'COMPLETED', { timeoutMs: 600_000 });
   t.equal(done.state, 'COMPLETED');
-  await page.waitForFunction(() => /Pi is roughly/.test(document.getElementById('log')?.textContent ?? ''), undefined, { timeout: 10_000 });
-  await page.waitForFunction(() => document.getElementById('log-status')?.textContent === 'log ended', undefined, { timeout: 10_000 });
+  await page.waitForFunction(() => /Pi is roughly/.test(document.getElementById('log')?.textContent ?? ''));
+  await page.waitForFunction(() => document.getElementById('log-status')?.textContent === 'log ended');
   t.ok(await page.locator('#spark-ui').isHidden(), 'no Spark UI link once ended');
   t.equal((await page.request.get(`${base}/`)).status(), 404, 'and the proxy says it is not running');
   t.same(errors, [], 'no script errors');

@@ -15,7 +15,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import httpProxy from 'http-proxy';
-import { chromium } from 'playwright-core';
 import t from 'tap';
 import { FakeKubelet } from '../../testbed/fake-kubelet.js';
 import { SECRET_DATA_KEY } from '../../submit-api/auth/secret-key-store.js';
@@ -23,9 +22,9 @@ import { fakeJob, writeFakeSparkSubmit } from '../helpers/fake-spark-submit.js';
 import { browsePages, watchedPage } from '../helpers/dashboard-pages.js';
 import { eventually, startKubeBed } from '../helpers/kubernetes.js';
 import { binPath, http, runCli } from '../helpers/service.js';
+import { launchChromium } from '../helpers/browser.js';
 
 const shots = process.env.DASHBOARD_SCREENSHOTS ?? join(tmpdir(), 'submission-service-dashboard');
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const AUTH_SECRET = 'submission-service-auth';
 
 interface TestLike { teardown(fn: () => unknown): void }
@@ -117,8 +116,7 @@ t.test('two API processes on the test bed behind a round-robin proxy: one sign-i
   await eventually(() => http(address, 'GET', `/api/apps/${long}`, undefined, headers), (r) => r.json?.state === 'RUNNING', { what: 'the long app to run', timeoutMs: 60_000 });
 
   mkdirSync(shots, { recursive: true });
-  const browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'] });
-  t.teardown(() => browser.close());
+  const browser = await launchChromium(t);
   const { page, unauthorized, errors } = await watchedPage(browser);
 
   await page.goto(`${address}/dashboard/`);
@@ -136,10 +134,10 @@ t.test('two API processes on the test bed behind a round-robin proxy: one sign-i
 
   await page.goto(`${address}/dashboard/apps/${long}`);
   await page.locator('#stop').waitFor();
-  await page.waitForFunction(() => /fake line \d+ of 900/.test(document.getElementById('log')?.textContent ?? ''), undefined, { timeout: 15_000 });
+  await page.waitForFunction(() => /fake line \d+ of 900/.test(document.getElementById('log')?.textContent ?? ''));
   page.once('dialog', (dialog) => void dialog.accept());
   await page.locator('#stop').click();
-  await page.waitForFunction(() => document.querySelector('#state .badge')?.textContent === 'KILLED', undefined, { timeout: 15_000 });
+  await page.waitForFunction(() => document.querySelector('#state .badge')?.textContent === 'KILLED');
   for (const target of targets) t.equal((await http(target, 'GET', `/api/apps/${long}`, undefined, headers)).json.state, 'KILLED', `${target} reads it KILLED`);
   await page.screenshot({ path: join(shots, 'dashboard-two-processes.png'), fullPage: true });
   t.same(unauthorized, [], 'no 401 in the browser while signed in');

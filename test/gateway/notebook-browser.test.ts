@@ -3,13 +3,13 @@
 // cell, see its output. The screenshot is kept in docs/screenshots/gateway-notebook.png.
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { chromium, type Locator } from 'playwright-core';
+import { type Locator } from 'playwright-core';
 import t from 'tap';
 import { repoRoot } from '../helpers/api.js';
 import { http, realSpark, sparkEnv, startService } from '../helpers/service.js';
 import { keyedDataDir, startJupyter, toolsEnv } from './jupyter.js';
+import { launchChromium, openPage } from '../helpers/browser.js';
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const skip = !realSpark() || !toolsEnv() ? 'needs the Spark and tools virtualenvs' : false;
 
 t.test('Notebook 7 runs a Spark cell on a template kernel', { skip, timeout: 600_000 }, async (t) => {
@@ -27,9 +27,8 @@ t.test('Notebook 7 runs a Spark cell on a template kernel', { skip, timeout: 600
       source: 'print("sum:", sc.parallelize(range(100)).sum())\nspark.range(10).count()' }],
   }));
 
-  const browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-sync'] });
-  t.teardown(() => browser.close());
-  const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+  const browser = await launchChromium(t);
+  const page = await openPage(browser, { viewport: { width: 1280, height: 800 } });
   // The kernel messages the page sends and receives, to say what was missing if a wait fails.
   const frames: string[] = [];
   page.on('websocket', (socket) => {

@@ -3,6 +3,7 @@
 // each checked for a sign-in prompt.
 import type { Browser, Page } from 'playwright-core';
 import type { Test } from 'tap';
+import { openContext } from './browser.js';
 
 
 /** Opens `count` pages (the list, then an app's page, and so on over `apps`); none may ask to sign in. */
@@ -22,7 +23,7 @@ export async function browsePages(t: Test, page: Page, address: string, apps: st
 
 /** A laptop-sized page that records every 401 it receives and every error its scripts throw. */
 export async function watchedPage(browser: Browser): Promise<{ page: Page; unauthorized: string[]; errors: string[] }> {
-  const page = await (await browser.newContext({ viewport: { width: 1280, height: 900 } })).newPage();
+  const page = await (await openContext(browser, { viewport: { width: 1280, height: 900 } })).newPage();
   const unauthorized: string[] = [];
   page.on('response', (r) => { if (r.status() === 401) unauthorized.push(r.url()); });
   const errors: string[] = [];

@@ -6,16 +6,15 @@
 import { existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { chromium } from 'playwright-core';
 import t from 'tap';
 import { repoRoot } from '../helpers/api.js';
 import { until, waitForState } from '../helpers/poll.js';
 import { http, realSpark, startService } from '../helpers/service.js';
 import { tempDir } from '../helpers/temp.js';
+import { launchChromium, openPage } from '../helpers/browser.js';
 
 const spark = realSpark();
 const shots = process.env.DASHBOARD_SCREENSHOTS ?? join(tmpdir(), 'submission-service-dashboard');
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const skip = spark ? false : 'no Spark virtualenv (scripts/setup.sh makes one)';
 const pi = `local://${join(repoRoot, 'examples', 'pi.py')}`;
 
@@ -61,9 +60,8 @@ t.test('after the end and a restart, the link opens the run from its history', {
   const log = await http(url, 'GET', `/api/apps/${good}/log`);
   t.match(log.text, /Pi is roughly/, 'its log is readable after the restart');
 
-  const browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu', '--no-first-run'] });
-  t.teardown(() => browser.close());
-  const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+  const browser = await launchChromium(t);
+  const page = await openPage(browser, { viewport: { width: 1280, height: 900 } });
   const errors: string[] = [];
   page.on('pageerror', (err) => errors.push(String(err)));
   await page.goto(`${url}/dashboard/apps/${good}`);
@@ -72,7 +70,7 @@ t.test('after the end and a restart, the link opens the run from its history', {
   await page.screenshot({ path: join(shots, 'history-app-page.png'), fullPage: true });
 
   const href = await page.locator('#spark-ui').getAttribute('href');
-  const ui = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+  const ui = await openPage(browser, { viewport: { width: 1280, height: 900 } });
   // The first request starts the History Server (a JVM): its answer may take a while.
   await ui.goto(`${url}${href}`, { timeout: 180_000 });
   t.match(await ui.title(), /Spark Jobs/, 'the jobs page of the run');
@@ -90,7 +88,7 @@ t.test('after the end and a restart, the link opens the run from its history', {
     t.equal((await ui.request.get(`${url}/dashboard/apps/${good}/spark-ui/${path}`)).status(), 200, `live path ${path} answers from the history`);
   }
 
-  const failed = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+  const failed = await openPage(browser, { viewport: { width: 1280, height: 900 } });
   await failed.goto(`${url}/dashboard/apps/${bad}/spark-ui/stages/`, { timeout: 120_000 });
   t.match(await failed.locator('body').innerText(), /Failed Stages/, "a failed run's history shows its failed stage");
   await failed.screenshot({ path: join(shots, 'history-failed-stages.png') });

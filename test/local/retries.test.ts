@@ -3,12 +3,12 @@
 // whose task runs out of the JVM's memory).
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { chromium } from 'playwright-core';
 import t from 'tap';
 import { startTestApi } from '../helpers/api.js';
 import { until, waitForState } from '../helpers/poll.js';
 import { realSpark } from '../helpers/service.js';
 import { tempDir } from '../helpers/temp.js';
+import { launchChromium, openPage } from '../helpers/browser.js';
 
 const TERMINAL = ['COMPLETED', 'FAILED', 'KILLED', 'UNKNOWN'];
 const spark = realSpark();
@@ -38,9 +38,8 @@ t.test('test double: exit 1 with retries 2 runs 3 attempts, then FAILED with eve
 
   // The dashboard's application page lists the attempts.
   const address = await api.app.listen({ port: 0, host: '127.0.0.1' });
-  const browser = await chromium.launch({ executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium', args: ['--no-sandbox', '--disable-gpu', '--no-first-run'] });
-  t.teardown(() => browser.close());
-  const page = await browser.newPage();
+  const browser = await launchChromium(t);
+  const page = await openPage(browser);
   const errors: string[] = [];
   page.on('pageerror', (err) => errors.push(String(err)));
   await page.goto(`${address}/dashboard/apps/${created.json.appName}`);

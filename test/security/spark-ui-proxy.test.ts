@@ -7,14 +7,14 @@
 import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { chromium, type BrowserContext, type Response } from 'playwright-core';
+import type { BrowserContext, Response } from 'playwright-core';
 import t, { type Test } from 'tap';
 import { FileKeyStore } from '../../submit-api/auth/key-store.js';
 import { startTestApi, type TestApi } from '../helpers/api.js';
 import { waitForState } from '../helpers/poll.js';
 import { tempDir } from '../helpers/temp.js';
+import { launchChromium, openContext } from '../helpers/browser.js';
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const shots = process.env.DASHBOARD_SCREENSHOTS ?? join(tmpdir(), 'submission-service-dashboard');
 
 // TEST DOUBLE for spark-submit: serves a hostile page on the spark.ui.port it is given.
@@ -138,9 +138,8 @@ async function checkOwnership(t: Test, setup: Setup, host: string) {
 t.test('one host: the hostile page runs sandboxed and cannot act as the admin who opens it', { timeout: 180_000 }, async (t) => {
   mkdirSync(shots, { recursive: true });
   const setup = await hostileApp(t);
-  const browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu', '--no-first-run'] });
-  t.teardown(() => browser.close());
-  const context = await browser.newContext({ viewport: { width: 1000, height: 500 } });
+  const browser = await launchChromium(t);
+  const context = await openContext(browser, { viewport: { width: 1000, height: 500 } });
   const { ui, main } = await adminOpensTheUi(t, setup, context);
   t.match(main.headers()['content-security-policy'] ?? '', /^sandbox allow-scripts/, 'served in a sandbox');
   t.notMatch(main.headers()['content-security-policy'] ?? '', /allow-same-origin/);
@@ -163,9 +162,8 @@ t.test('one host: the hostile page runs sandboxed and cannot act as the admin wh
 t.test('a Spark UI host of its own: each application\'s page runs on its own origin, where only its Spark UI is served', { timeout: 180_000 }, async (t) => {
   const setup = await hostileApp(t, 'ui.localhost');
   const appHost = `${setup.appName}.ui.localhost`;
-  const browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu', '--no-first-run'] });
-  t.teardown(() => browser.close());
-  const context = await browser.newContext({ viewport: { width: 1000, height: 500 } });
+  const browser = await launchChromium(t);
+  const context = await openContext(browser, { viewport: { width: 1000, height: 500 } });
   const { ui, main } = await adminOpensTheUi(t, setup, context);
   t.equal(new URL(ui.url()).hostname, appHost, 'the link led to the application\'s own origin under the Spark UI host');
   t.notMatch(ui.url(), /ss_ui_grant/, 'the hand-over grant is gone from the address');
