@@ -2,6 +2,8 @@
 export const LABEL_JOB = 'submission-service/job-name';
 export const LABEL_TEMPLATE = 'submission-service/config-template';
 export const LABEL_APP = 'submission-service/app-name';
+/** On a driver pod of attempt 2 or later (restartPolicy OnFailure, Kubernetes mode): which attempt it runs. */
+export const LABEL_ATTEMPT = 'submission-service/attempt';
 export const ANNOTATION_OVERRIDES = 'submission-service/config-overrides';
 /** The effective config, as admission computed it. */
 export const ANNOTATION_CONFIG = 'submission-service/config';
