@@ -12,13 +12,18 @@ export const defaultDataDir = () =>
 
 /** Reads and validates a node-pool file (the format of example-cluster.json). */
 export function readNodePools(file: string): NodePoolsFile {
-  const data = JSON.parse(readFileSync(file, 'utf8')) as unknown;
+  return parseNodePools(readFileSync(file, 'utf8'), file);
+}
+
+/** A node-pool file's text, validated; `name` says which file in errors. */
+export function parseNodePools(text: string, name: string): NodePoolsFile {
+  const data = JSON.parse(text) as unknown;
   const ajv = new Ajv({ strict: false });
   for (const schema of allSchemas) ajv.addSchema(schema);
   const validate = ajv.getSchema('node-pools-file.json')!;
   if (!validate(data)) {
     const issue = validate.errors?.[0];
-    throw new Error(`${file}: ${issue?.instancePath || '/'} ${issue?.message ?? 'is invalid'}`);
+    throw new Error(`${name}: ${issue?.instancePath || '/'} ${issue?.message ?? 'is invalid'}`);
   }
   return data as NodePoolsFile;
 }

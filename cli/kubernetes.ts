@@ -14,6 +14,7 @@ import { RetentionSweeper, parseRetention } from '../cluster/history/retention.j
 import { defaultDataDir, parseSecretRef, readNodePools } from './config.js';
 import { kubernetesHistory } from './kubernetes-history.js';
 import { rulesFrom } from './rules.js';
+import { WatchedRules } from './watched-rules.js';
 import { fairShareFlags, fairShareFrom } from './fair-share-flags.js';
 import { parseIdempotencyWindow } from '../submit-api/idempotency.js';
 import { buildService } from './service.js';
@@ -104,12 +105,13 @@ export async function apiCommand(argv: string[]): Promise<number> {
   // Listed before the port opens: a replica is never ready with an empty copy of the keys.
   await secretStore?.start();
   const historyWiring = kubernetesHistory(values['node-pools'] ? readNodePools(values['node-pools']).history : undefined);
+  const watchedRules = watchNodePools(values['node-pools'], values.namespace, values.placement);
   const cluster = new KubernetesCluster({
     clients, namespace: values.namespace, controller: values.controller === 'on',
     lease: timingForLease(leaseSeconds * 1000), logArchive: historyWiring.logArchive, eventLogAccess: historyWiring.eventLogAccess,
     logFollow: { followLimit, maxLogBytes: maxLogMiB * 1024 * 1024 },
     // The webhook's node-pool file (the chart gives both the same): Applications are written with their config.
-    rules: values['node-pools'] ? rulesFrom(values['node-pools'], values.namespace, values.placement) : undefined,
+    rules: watchedRules,
   });
   // The cache is listed before the port opens: a replica never answers from an empty cache.
   await cluster.start();
@@ -148,7 +150,7 @@ export async function apiCommand(argv: string[]): Promise<number> {
   const keysFrom = values.auth !== 'on' ? '' : secretStore ? `, API keys from Secret ${secretStore.ref}` : `, API keys from ${fileStore!.path}`;
   process.stdout.write(`Submission Service API (Kubernetes mode, namespace ${values.namespace}${keysFrom}) at ${address}/api/\n`);
   // The endpoint's sessions are stopped first: none is left running unreachable.
-  onSignal(drain, delayMs, async () => { sweeper?.close(); await endpoint?.close(); await api.close(); await history?.close(); await secretStore?.stop(); await cluster.close(); });
+  onSignal(drain, delayMs, async () => { watchedRules?.close(); sweeper?.close(); await endpoint?.close(); await api.close(); await history?.close(); await secretStore?.stop(); await cluster.close(); });
   return -1;
 }
 
@@ -173,7 +175,8 @@ export async function webhookCommand(argv: string[]): Promise<number> {
   const delayMs = shutdownDelayMs(values['shutdown-delay-seconds']);
   const drain = new Drain();
   const clients = kubeClients(values.kubeconfig);
-  const rules = rulesFrom(values['node-pools'], values.namespace, values.placement);
+  const watchedRules = watchNodePools(values['node-pools'], values.namespace, values.placement);
+  const rules = watchedRules ?? rulesFrom(undefined, values.namespace, values.placement);
   const service = values['service-name'] && values['service-namespace']
     ? { name: values['service-name'], namespace: values['service-namespace'] } : undefined;
   // --cert-secret NAMESPACE/NAME: certificates shared by all replicas (cli/webhook-service.ts).
@@ -189,6 +192,16 @@ export async function webhookCommand(argv: string[]): Promise<number> {
     drain,
   });
   process.stdout.write(`Submission Service webhook at ${webhook.url} (metrics at ${webhook.metricsUrl})\n`);
-  onSignal(drain, delayMs, () => webhook.close());
+  onSignal(drain, delayMs, async () => { watchedRules?.close(); await webhook.close(); });
   return -1;
+}
+
+/**
+ * The node-pool file both enforcement points of admission follow (cli/watched-rules.ts): the
+ * chart mounts one ConfigMap into the API and the webhook. Absent: no file to follow.
+ */
+function watchNodePools(file: string | undefined, namespace: string, placement: string | undefined): WatchedRules | undefined {
+  if (!file) return undefined;
+  const log = (message: string) => void process.stderr.write(`${message}\n`);
+  return new WatchedRules({ file, namespace, placement, log }).watch();
 }

@@ -49,7 +49,11 @@ export function logArchiveDir(history: NodePoolsFile['history']): string | undef
 }
 
 export function rulesFrom(nodePoolsFile: string | undefined, namespace: string, placement?: string): AdmissionRules {
-  const file = nodePoolsFile ? readNodePools(nodePoolsFile) : undefined;
+  return rulesOf(nodePoolsFile ? readNodePools(nodePoolsFile) : undefined, namespace, placement);
+}
+
+/** The rules of a node-pool file already read (none: this machine's one pool). */
+export function rulesOf(file: NodePoolsFile | undefined, namespace: string, placement?: string, policyVersion?: string): AdmissionRules {
   const extra = (file ?? {}) as ServiceConfigFile;
   return buildRules({
     nodePools: file?.nodePools ?? [thisMachinePool()],
@@ -65,5 +69,6 @@ export function rulesFrom(nodePoolsFile: string | undefined, namespace: string, 
     policy: extra.policy,
     eventLog: eventLogRules(file?.history),
     archiveLogs: logArchiveDir(file?.history) !== undefined,
+    policyVersion,
   });
 }

@@ -21,14 +21,15 @@ import { newAppName } from '../cluster/app-name.js';
 import { caBundle as caBundleOf, ensureCertificates, type EnsureResult, type RotationPolicy } from '../certs/rotation.js';
 import { ensureSharedCertificates, secretCertificateStore } from '../certs/secret-store.js';
 import { fileCertificateStore, type StoredCertificates } from '../certs/store.js';
-import { type AdmissionRules, admitPod } from '../domain/index.js';
+import { admitPod, type RulesInput, rulesNow } from '../domain/index.js';
 import { mutatingWebhookConfiguration } from '../webhook/server/registration.js';
 import { startWebhookServer, type WebhookServer, type WebhookServerOptions } from '../webhook/server/server.js';
 import type { Drain } from '../lib/drain.js';
 
 export interface WebhookServiceOptions {
   clients: KubeClients;
-  rules: AdmissionRules;
+  /** The admission rules; a watched source (cli/watched-rules.ts) follows the node-pool file. */
+  rules: RulesInput;
   certDir: string;
   port: number;
   host: string;
@@ -100,18 +101,18 @@ export interface CertificateCheck {
 
 export async function startWebhookService(options: WebhookServiceOptions) {
   const { rules } = options;
+  const logger = options.logger ?? pino({ enabled: false });
   // Without a logger (tests embedding the service), admissions are not logged line by line;
   // problems of the background work still reach stderr.
-  const logger = options.logger ?? pino({ enabled: false });
   const log = options.log ?? (options.logger ? (message: string) => logger.warn(message) : (message: string) => void process.stderr.write(`webhook: ${message}\n`));
-  const cache = new AdmissionCache(options.clients, rules.namespace);
+  const cache = new AdmissionCache(options.clients, rulesNow(rules).namespace);
   await cache.start();
   const files = fileCertificateStore(options.certDir);
   const shared = options.certSecret ? secretCertificateStore({ core: options.clients.core, ...options.certSecret }) : undefined;
   const publish = async (caBundle: string) => {
     if (!options.registration) return;
     const { name, url, service, apiUser } = options.registration;
-    await register(options.clients, mutatingWebhookConfiguration({ name, url, service, caBundle, namespaces: [rules.namespace], apiUser }) as V1MutatingWebhookConfiguration);
+    await register(options.clients, mutatingWebhookConfiguration({ name, url, service, caBundle, namespaces: [rulesNow(rules).namespace], apiUser }) as V1MutatingWebhookConfiguration);
   };
   const policy: RotationPolicy = {
     dnsNames: options.dnsNames, ipAddresses: options.ipAddresses, validityDays: options.validityDays, caValidityDays: options.caValidityDays,
@@ -181,7 +182,7 @@ export async function startWebhookService(options: WebhookServiceOptions) {
       drain: options.drain,
       prepare: (review) => cache.prepare(review),
       admit: (pod, review) => admitPod(pod, {
-        rules, dryRun: review.dryRun,
+        rules: rulesNow(rules), dryRun: review.dryRun,
         templates: (name) => cache.templates.get(name),
         applications: (name, uid) => cache.driverConfig(name, uid),
         newAppName,

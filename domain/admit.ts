@@ -9,7 +9,8 @@ import { executorPodRefusal } from './executor-guard.js';
 import { type HistoryDecision, sizeFromHistory } from './history-sizing.js';
 import type { RunEvidence } from './job-history.js';
 import { renderExecutorPod } from './executor-pod.js';
-import { ANNOTATION_CONFIG, ANNOTATION_OVERRIDES, LABEL_APP, LABEL_JOB, LABEL_TEMPLATE, SPARK_ROLE } from './labels.js';
+import { ANNOTATION_CONFIG, ANNOTATION_OVERRIDES, LABEL_APP, LABEL_ATTEMPT, LABEL_JOB, LABEL_TEMPLATE, SPARK_ROLE } from './labels.js';
+import { attemptPodName } from './attempts.js';
 import type { AdmissionRules } from './rules.js';
 import { overridesSchemaError } from './overrides-schema.js';
 import { checkOverrides } from './policy.js';
@@ -88,6 +89,9 @@ function admitDriver(pod: V1Pod, jobName: string, ctx: AdmissionContext): Admiss
   if (unoffered) return { outcome: 'refused', status: 400, body: unoffered };
   const appName = labels[LABEL_APP] ?? pod.metadata?.name ?? ctx.newAppName(jobName);
   const namespace = pod.metadata?.namespace || ctx.rules.namespace;
+  // A retry's new attempt has a pod of its own, named from the attempt (Kubernetes mode).
+  const attempt = Number(labels[LABEL_ATTEMPT] ?? 1);
+  const driverPod = attempt > 1 ? attemptPodName(appName, attempt) : undefined;
   // The job's past runs may resize the executors (sizing.fromHistory: apply); the asked config is the memo's.
   const { config, decision } = sizeFromHistory(result.config, ctx.jobRuns?.(jobName), ctx.rules);
   // Every decision is made above; the pod is rendered when first read (the webhook and a
@@ -99,7 +103,7 @@ function admitDriver(pod: V1Pod, jobName: string, ctx: AdmissionContext): Admiss
     config,
     ...(decision ? { history: decision } : {}),
     // Rendering builds new objects and leaves `pod` as it is: no copy needed.
-    get pod() { return (rendered ??= renderDriverPod(pod, config, { appName, jobName, namespace }, ctx.rules, decision)); },
+    get pod() { return (rendered ??= renderDriverPod(pod, config, { appName, jobName, namespace, ...(driverPod ? { driverPod } : {}) }, ctx.rules, decision)); },
   };
 }
 

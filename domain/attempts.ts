@@ -48,6 +48,24 @@ export type AttemptDecision =
     detail: string;
   };
 
+/**
+ * The driver pod of an attempt (Kubernetes mode): the first has the application's name, each
+ * later one a name of its own derived from its number, so two replicas that both believe they
+ * lead can only ever create the same pod, and the second is refused.
+ */
+export const attemptPodName = (appName: string, attempt: number): string => (attempt > 1 ? `${appName}-attempt-${attempt}` : appName);
+
+/**
+ * When the next attempt may start: the last attempt's end, plus the interval when it counted
+ * (an eviction or a lost node is retried at once). Milliseconds since the epoch.
+ */
+export function nextAttemptDue(attempts: readonly ApplicationAttempt[], policy: RetryPolicy): number {
+  const last = attempts[attempts.length - 1];
+  const ended = Date.parse(last?.endedAt ?? '');
+  if (!Number.isFinite(ended)) return 0;
+  return ended + (last.counted === false ? 0 : policy.retryIntervalSeconds * 1000);
+}
+
 export function retryPolicy(config: Pick<ApplicationConfig, 'restartPolicy'> | undefined): RetryPolicy {
   const policy = config?.restartPolicy ?? {};
   return {

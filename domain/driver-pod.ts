@@ -6,7 +6,7 @@ import { keyFilePath } from './defaults.js';
 import { type DriverAddress, driverAddress } from './driver-dns.js';
 import { archiveFinalizers, driverEventLogDir, eventLogEnv } from './event-log.js';
 import {
-  ANNOTATION_ADMITTED, ANNOTATION_CONFIG, ANNOTATION_DRIVER_ADDRESS, ANNOTATION_SIZING, ANNOTATION_OVERRIDES, ANNOTATION_SUBMITTED_BY, DRIVER_CONTAINER, LABEL_APP, LABEL_JOB,
+  ANNOTATION_ADMITTED, ANNOTATION_POLICY, ANNOTATION_CONFIG, ANNOTATION_DRIVER_ADDRESS, ANNOTATION_SIZING, ANNOTATION_OVERRIDES, ANNOTATION_SUBMITTED_BY, DRIVER_CONTAINER, LABEL_APP, LABEL_JOB,
   LABEL_TEMPLATE, RULES_VERSION, SPARK_ROLE,
 } from './labels.js';
 import { placeDriver } from './placement.js';
@@ -151,16 +151,20 @@ export function renderDriverPod(pod: V1Pod, config: ApplicationConfig, id: AppId
   const annotations: Record<string, string> = Object.assign({}, pod.metadata?.annotations, driver.annotations);
   annotations[ANNOTATION_CONFIG] = JSON.stringify(config);
   annotations[ANNOTATION_ADMITTED] = RULES_VERSION;
+  if (rules.policyVersion) annotations[ANNOTATION_POLICY] = rules.policyVersion;
   annotations[ANNOTATION_SIZING] = sizingAnnotation(config, rules, history);
-  const address = driverAddress(id.appName, id.namespace, rules.driverService);
+  const address = driverAddress(id.driverPod ?? id.appName, id.namespace, rules.driverService);
   if (address.fallback) annotations[ANNOTATION_DRIVER_ADDRESS] = address.fallback;
   return {
     ...pod,
-    metadata: { ...pod.metadata, name: id.appName, labels, annotations, ...archiveFinalizers(pod.metadata?.finalizers, rules.archiveLogs) },
+    metadata: { ...pod.metadata, name: id.driverPod ?? id.appName, labels, annotations, ...archiveFinalizers(pod.metadata?.finalizers, rules.archiveLogs) },
     spec: {
       ...withDriverDns(spec, address, rules),
       serviceAccountName: driver.serviceAccount,
-      restartPolicy: config.restartPolicy?.type ?? 'Never',
+      // Never, whatever restartPolicy says: a failed run is retried as a new attempt with a new
+      // driver pod (domain/attempts.ts), never by the kubelet restarting the driver beside the
+      // executors of the try that failed.
+      restartPolicy: 'Never',
       containers: [container, ...spec.containers.filter((c) => c !== original)],
       volumes: [...volumes, ...(spec.volumes ?? []).filter((v) => !volumes.some((ours) => ours.name === v.name))],
       ...placeDriver(rules),

@@ -5,7 +5,7 @@
 import type { V1Pod } from '@kubernetes/client-node';
 import type { ApplicationConfig } from '../schemas/index.js';
 import { archiveFinalizers } from './event-log.js';
-import { ANNOTATION_ADMITTED, RULES_VERSION } from './labels.js';
+import { ANNOTATION_ADMITTED, ANNOTATION_POLICY, RULES_VERSION } from './labels.js';
 import { executorTolerations } from './placement.js';
 import { parseMemoryMib } from './quantities.js';
 import type { AdmissionRules } from './rules.js';
@@ -24,7 +24,10 @@ export function renderExecutorPod(pod: V1Pod, config: ApplicationConfig, rules: 
     ...pod,
     metadata: {
       ...pod.metadata,
-      annotations: { ...pod.metadata?.annotations, [ANNOTATION_ADMITTED]: RULES_VERSION },
+      annotations: {
+        ...pod.metadata?.annotations, [ANNOTATION_ADMITTED]: RULES_VERSION,
+        ...(rules.policyVersion ? { [ANNOTATION_POLICY]: rules.policyVersion } : {}),
+      },
       ...archiveFinalizers(pod.metadata?.finalizers, rules.archiveLogs),
     },
     spec: {

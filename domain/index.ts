@@ -17,6 +17,7 @@ export * from './overrides-schema.js';
 export * from './policy.js';
 export * from './quantities.js';
 export * from './rules.js';
+export * from './rules-source.js';
 export * from './sizing.js';
 export * from './spark-properties.js';
 export * from './spark-ui.js';

@@ -2,6 +2,8 @@
 export const LABEL_JOB = 'submission-service/job-name';
 export const LABEL_TEMPLATE = 'submission-service/config-template';
 export const LABEL_APP = 'submission-service/app-name';
+/** On a driver pod of attempt 2 or later (restartPolicy OnFailure, Kubernetes mode): which attempt it runs. */
+export const LABEL_ATTEMPT = 'submission-service/attempt';
 export const ANNOTATION_OVERRIDES = 'submission-service/config-overrides';
 /** The effective config, as admission computed it. */
 export const ANNOTATION_CONFIG = 'submission-service/config';
@@ -12,6 +14,11 @@ export const ANNOTATION_SIZING = 'submission-service/sizing';
 /** Why executors dial this driver's pod IP although the namespace has a driver Service (driver-dns.ts). */
 export const ANNOTATION_DRIVER_ADDRESS = 'submission-service/driver-address';
 export const RULES_VERSION = 'submission-service-rules/v1';
+/**
+ * The policy a pod was admitted under: the content hash of the node-pool file (the chart's
+ * ConfigMap) the rules came from, so either enforcement point's pods say which copy they used.
+ */
+export const ANNOTATION_POLICY = 'submission-service/policy';
 /** The id of the API key that submitted the application (absent when authentication is off). */
 export const ANNOTATION_SUBMITTED_BY = 'submission-service/submitted-by';
 

@@ -44,6 +44,8 @@ export interface AdmissionRules {
    * by `<appName>.<driverService>.<namespace>.svc`. Absent: by the driver pod's IP.
    */
   driverService?: string;
+  /** The content hash of the file these rules came from (ANNOTATION_POLICY); absent for rules made in code. */
+  policyVersion?: string;
 }
 
 export const defaultSizing: Required<SizingRules> = {
@@ -108,6 +110,7 @@ export interface RulesOptions {
   eventLog?: { dir: string; rollingMaxFileSize?: string; s3?: EventLogRules['s3'] };
   archiveLogs?: boolean;
   driverService?: string;
+  policyVersion?: string;
 }
 
 export function buildRules(options: RulesOptions): AdmissionRules {
@@ -136,5 +139,6 @@ export function buildRules(options: RulesOptions): AdmissionRules {
     ...(options.eventLog ? { eventLog: { rollingMaxFileSize: '128m', ...options.eventLog } } : {}),
     ...(options.archiveLogs ? { archiveLogs: true } : {}),
     ...(options.driverService ? { driverService: options.driverService } : {}),
+    ...(options.policyVersion ? { policyVersion: options.policyVersion } : {}),
   };
 }

@@ -18,6 +18,8 @@ export interface AppIdentity {
   appName: string;
   jobName: string;
   namespace: string;
+  /** The driver pod's name when it is not the appName (a retry's new attempt: domain/attempts.ts attemptPodName). */
+  driverPod?: string;
 }
 
 /** Adds the properties of one pod's config (Object.assign-style: spreading large maps is slow in V8). */
@@ -37,12 +39,12 @@ export function sparkProperties(config: ApplicationConfig, id: AppIdentity, rule
   const props: Record<string, string> = {
     'spark.app.name': id.appName,
     'spark.kubernetes.namespace': id.namespace,
-    'spark.kubernetes.driver.pod.name': id.appName,
+    'spark.kubernetes.driver.pod.name': id.driverPod ?? id.appName,
     'spark.kubernetes.executor.podNamePrefix': id.appName,
     'spark.kubernetes.container.image': config.image ?? '',
     'spark.kubernetes.authenticate.driver.serviceAccountName': driver.serviceAccount ?? rules.serviceAccount,
     // Executors find the driver by its name under the namespace's driver Service, else its IP.
-    'spark.driver.host': driverAddress(id.appName, id.namespace, rules.driverService).host,
+    'spark.driver.host': driverAddress(id.driverPod ?? id.appName, id.namespace, rules.driverService).host,
     'spark.driver.memoryOverheadFactor': overhead,
     'spark.executor.memoryOverheadFactor': overhead,
     'spark.kubernetes.memoryOverheadFactor': overhead, // the key before Spark 3.3

@@ -2,7 +2,7 @@
 // feed (a driver that ends makes its kernel dead), found again by label after a restart,
 // culled when idle if asked.
 import { createHash, randomUUID } from 'node:crypto';
-import { EventEmitter, once } from 'node:events';
+import { EventEmitter } from 'node:events';
 import type { FastifyBaseLogger } from 'fastify';
 import { ApiClient, type ApiApplication, ApiError, TERMINAL_STATES } from './api-client.js';
 import type { GatewayCaller } from './auth.js';
@@ -50,7 +50,7 @@ export interface RegistryOptions {
   forgetLauncher?: (kernelId: string) => void;
   /** Launch, restart and interrupt timeouts (lifecycle-limits.ts); absent: the defaults. */
   lifecycle?: LifecycleLimits;
-  /** Time for the launch timeouts and the sessions' waits; absent: the process's. */
+  /** Time for the launch timeouts, idle culling, the warm pool's checks and the sessions' waits; absent: the process's. */
   clock?: Clock;
 }
 
@@ -65,14 +65,14 @@ export class KernelRegistry {
   readonly kernels = new Map<string, KernelSession>();
   private readonly keys = new Map<string, string | undefined>();
   private readonly stop = new AbortController();
-  private cullTimer: NodeJS.Timeout | undefined;
+  private cullTimer: TimerHandle | undefined;
   /** Kernels being ended: their application's removal, in flight. */
   private readonly ending = new Map<string, Promise<void>>();
   private following: Promise<void> | undefined;
   readonly pool: WarmPool;
   /** 'claim' when a pool kernel's claim becomes known. */
   private readonly changes = new EventEmitter();
-  private settleUntil = Date.now() + CLAIM_SETTLE_MS;
+  private settleUntil: number;
   /** The first listing of running kernels, done or failed (requests may arrive before it ends). */
   private readonly found: Promise<void>;
   private foundDone: () => void = () => {};
@@ -86,6 +86,7 @@ export class KernelRegistry {
   constructor(private readonly options: RegistryOptions) {
     this.lifecycle = options.lifecycle ?? DEFAULT_LIFECYCLE;
     this.clock = options.clock ?? systemClock;
+    this.settleUntil = this.clock.now() + CLAIM_SETTLE_MS;
     this.found = new Promise((resolve) => { this.foundDone = resolve; });
     this.pool = new WarmPool(new Map(Object.entries(options.warmPool ?? {})), {
       sessions: () => this.kernels.values(),
@@ -96,7 +97,7 @@ export class KernelRegistry {
         if (found?.config.pythonVersion !== '3') return undefined;
         return createHash('sha256').update(JSON.stringify(found.config)).digest('hex').slice(0, 16);
       },
-    }, options.log);
+    }, options.log, undefined, this.clock);
   }
 
   async open(): Promise<void> {
@@ -106,17 +107,17 @@ export class KernelRegistry {
     // The API may not answer yet (standalone gateway started first): the feed's reset retries.
     await this.resync().catch((error: Error) => this.options.log.error({ err: error }, 'could not list running kernels through the API'));
     this.foundDone();
-    this.settleUntil = Date.now() + CLAIM_SETTLE_MS;
+    this.settleUntil = this.clock.now() + CLAIM_SETTLE_MS;
     this.pool.open();
     if (this.options.cullIdleSeconds > 0) {
-      this.cullTimer = setInterval(() => this.cull(), Math.min(60_000, this.options.cullIdleSeconds * 250));
+      this.cullTimer = this.clock.setInterval(() => this.cull(), Math.min(60_000, this.options.cullIdleSeconds * 250));
     }
   }
 
   async close(): Promise<void> {
     this.foundDone();
     this.stop.abort();
-    if (this.cullTimer) clearInterval(this.cullTimer);
+    if (this.cullTimer !== undefined) this.clock.clearInterval(this.cullTimer);
     for (const timer of this.launchTimers.values()) this.clock.clearTimeout(timer);
     this.launchTimers.clear();
     await this.pool.close();
@@ -193,10 +194,21 @@ export class KernelRegistry {
   async list(caller: GatewayCaller): Promise<KernelSession[]> {
     await this.found;
     const unknown = () => [...this.kernels.values()].some((s) => s.claim === 'unknown');
-    while (unknown() && Date.now() < this.settleUntil) {
-      await once(this.changes, 'claim', { signal: AbortSignal.timeout(Math.max(1, this.settleUntil - Date.now())) }).catch(() => undefined);
-    }
+    while (unknown() && this.clock.now() < this.settleUntil) await this.nextClaim(Math.max(1, this.settleUntil - this.clock.now()));
     return [...this.kernels.values()].filter((s) => !s.unclaimed && mayUseKernel(caller, s.owner));
+  }
+
+  /** Resolves at the next claim that becomes known, or after `ms` on the registry's clock. */
+  private nextClaim(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const done = () => {
+        this.clock.clearTimeout(timer);
+        this.changes.off('claim', done);
+        resolve();
+      };
+      const timer = this.clock.setTimeout(done, ms);
+      this.changes.once('claim', done);
+    });
   }
 
   private newSession(id: string, specName: string, adopted: boolean, pool?: string): KernelSession {
@@ -372,7 +384,7 @@ export class KernelRegistry {
   }
 
   private cull(): void {
-    const limit = Date.now() - this.options.cullIdleSeconds * 1000;
+    const limit = this.clock.now() - this.options.cullIdleSeconds * 1000;
     for (const session of this.kernels.values()) {
       if (session.connections > 0 || session.executionState !== 'idle' || session.lastActivity.getTime() >= limit || this.ending.has(session.id)) continue;
       // A pool's kernels wait unclaimed by design: only claimed ones are culled (counted, so a test sees the pass).

@@ -42,7 +42,8 @@ export interface KernelModel {
 export class KernelSession {
   appName = '';
   executionState: ExecutionState = 'starting';
-  lastActivity = new Date();
+  /** When the kernel was last busy or claimed, on the session's clock (idle culling reads it). */
+  lastActivity: Date;
   /** Set while the application waits for resources, so the notebook learns why nothing happens. */
   pendingNoticeSent = false;
   private readonly clients = new Set<Client>();
@@ -96,6 +97,7 @@ export class KernelSession {
     private readonly lifecycle: LifecycleLimits = DEFAULT_LIFECYCLE,
     private readonly clock: Clock = systemClock,
   ) {
+    this.lastActivity = new Date(clock.now());
     this.claim = pool === undefined ? 'claimed' : adopted ? 'unknown' : 'unclaimed';
     this.held = new ByteQueue(limits.heldBytes);
     this.replay = new ByteQueue(limits.replayBytes);
@@ -136,7 +138,7 @@ export class KernelSession {
     this.replay.clear();
     this.adopted = false;
     this.owner = owner;
-    this.lastActivity = new Date();
+    this.lastActivity = new Date(this.clock.now());
     this.markClaimed();
     return true;
   }
@@ -208,7 +210,7 @@ export class KernelSession {
       return;
     }
     const { message, text } = frame;
-    if (countsAsActivity(message.header.msg_type)) this.lastActivity = new Date();
+    if (countsAsActivity(message.header.msg_type)) this.lastActivity = new Date(this.clock.now());
     this.askers.set(message.header.msg_id, { client, channel: message.channel });
     if (this.askers.size > ROUTE_LIMIT) this.askers.delete(this.askers.keys().next().value!);
     // Passed on as received: checked above, never re-serialized (but for a channel written in).
@@ -370,7 +372,7 @@ export class KernelSession {
       // `busy` and `idle` for it already (and Kernel Gateway relays none). Late, it would undo them.
       if (routing.state === 'starting' && routing.parent === '') return;
       this.noteKernelState(routing);
-    } else if (countsAsActivity(routing.msg_type)) this.lastActivity = new Date();
+    } else if (countsAsActivity(routing.msg_type)) this.lastActivity = new Date(this.clock.now());
     if (routing.channel === 'iopub') {
       if (!this.admitIopub(routing, text)) return;
       return this.broadcastText(text, true);

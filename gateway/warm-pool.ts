@@ -4,6 +4,7 @@
 // never culled. A claim is confirmed by the kernel's launcher, which keeps it and says it again
 // in every hello: a restarted gateway neither hands a claimed kernel out again nor loses it.
 import type { FastifyBaseLogger } from 'fastify';
+import { type Clock, systemClock, type TimerHandle } from './clock.js';
 import type { KernelSession } from './kernel-session.js';
 import { poolChecksTotal } from './metrics.js';
 
@@ -24,7 +25,7 @@ export interface PoolHost {
 export interface PoolStatus { template: string; size: number; ready: number; starting: number }
 
 export class WarmPool {
-  private timer: NodeJS.Timeout | undefined;
+  private timer: TimerHandle | undefined;
   private checking: Promise<void> | undefined;
   private again = false;
   private closed = false;
@@ -36,19 +37,20 @@ export class WarmPool {
     private readonly host: PoolHost,
     private readonly log: FastifyBaseLogger,
     private readonly checkMs = POOL_CHECK_MS,
+    private readonly clock: Clock = systemClock,
   ) {}
 
   get enabled(): boolean { return [...this.sizes.values()].some((n) => n > 0); }
 
   open(): void {
     if (!this.enabled) return;
-    this.timer = setInterval(() => this.poke(), this.checkMs);
+    this.timer = this.clock.setInterval(() => this.poke(), this.checkMs);
     this.poke();
   }
 
   async close(): Promise<void> {
     this.closed = true;
-    if (this.timer) clearInterval(this.timer);
+    if (this.timer !== undefined) this.clock.clearInterval(this.timer);
     await this.checking;
   }
 

@@ -85,7 +85,7 @@ export interface ApplicationConfig {
   driver?: PodConfig;
   executor?: PodConfig;
   /**
-   * What happens when a run fails. `Never`: the application ends FAILED. `OnFailure`: the service starts a new attempt (a new driver, after `retryIntervalSeconds`) up to `retries` times; an attempt whose driver was evicted, lost with its node or deleted does not count, and one that ran out of memory is retried with more memory for that role. `Always` is kept for compatibility and behaves as `OnFailure`. Kubernetes mode does not start new attempts yet: there `type` is the driver pod's restartPolicy.
+   * What happens when a run fails. `Never`: the application ends FAILED. `OnFailure`: the service starts a new attempt (a new driver, after `retryIntervalSeconds`) up to `retries` times; an attempt whose driver was evicted, lost with its node or deleted does not count, and one that ran out of memory is retried with more memory for that role. `Always` is kept for compatibility and behaves as `OnFailure`. In Kubernetes mode each attempt has a driver pod of its own (`<appName>-attempt-<n>` from attempt 2), started once the executors of the one before are gone; the driver pod's own restartPolicy is always `Never`.
    */
   restartPolicy?: {
     type?: 'Never' | 'OnFailure' | 'Always';

@@ -12,14 +12,23 @@ export interface RunIndex {
   lookup(appName: string): IndexedRun | undefined;
 }
 
+/** Time as settleRun sees it: the process's, or a fake one in the unit tests. */
+export interface SettleClock {
+  now(): number;
+  sleep(ms: number): Promise<unknown>;
+}
+
+const processClock: SettleClock = { now: () => Date.now(), sleep };
+
 /** Reads the logs again until `appName`'s run is found complete, for up to `withinMs`; the run as last seen. */
-export async function settleRun(index: RunIndex, appName: string, options: { withinMs: number; everyMs: number; signal?: AbortSignal }): Promise<IndexedRun | undefined> {
-  const deadline = Date.now() + options.withinMs;
+export async function settleRun(index: RunIndex, appName: string, options: { withinMs: number; everyMs: number; signal?: AbortSignal; clock?: SettleClock }): Promise<IndexedRun | undefined> {
+  const clock = options.clock ?? processClock;
+  const deadline = clock.now() + options.withinMs;
   for (;;) {
     await index.refresh();
     const run = index.lookup(appName);
-    if (run?.completed || options.signal?.aborted || Date.now() > deadline) return run;
-    await sleep(options.everyMs);
+    if (run?.completed || options.signal?.aborted || clock.now() > deadline) return run;
+    await clock.sleep(options.everyMs);
   }
 }
 

@@ -6,13 +6,14 @@
 // told to `onRecord` (the event feed) and every touched name to `onTouch` (the reconciler).
 import type { KubeConfig, KubernetesObject, V1Pod } from '@kubernetes/client-node';
 import type { ApplicationState } from '../../schemas/index.js';
-import { LABEL_APP, LABEL_JOB, SPARK_ROLE } from '../../domain/index.js';
+import { type AdmissionRules, attemptPodName, LABEL_APP, LABEL_JOB, SPARK_ROLE } from '../../domain/index.js';
 import type { AppRecord, ListQuery, Page } from '../cluster.js';
 import { decodeCursor, encodeCursor, matchesQuery } from '../paging.js';
 import { APPLICATIONS, GROUP, type KubeClients, VERSION } from './client.js';
 import { type Log, type ResilientInformer, resilientInformer } from './informers.js';
 import { applicationsByState, malformedAnnotations } from './metrics.js';
 import { type ApplicationResource, desiredStatus, type DriverView, toRecord, unreadableConfig } from './records.js';
+import { statusAfterAttempt } from './attempt-status.js';
 
 export const DRIVER_SELECTOR = `${LABEL_JOB},${SPARK_ROLE}=driver`;
 export const EXECUTOR_SELECTOR = `${SPARK_ROLE}=executor,${LABEL_APP}`;
@@ -30,6 +31,8 @@ export interface AppCacheOptions {
   onTouch?: (appName: string) => void;
   /** Every executor pod added or changed (the log archive holds ended ones until their log is kept). */
   onExecutor?: (pod: V1Pod) => void;
+  /** The node pools, so that a read shows a retry's memory as the controller decides it (attempt-status.ts). */
+  rules?: Pick<AdmissionRules, 'pools'>;
 }
 
 type Resource = ApplicationResource;
@@ -44,6 +47,8 @@ export class AppCache {
   private readonly serialized = new Map<string, string>();
   /** Final state of driver pods deleted while their Application lives: "COMPLETED, then deleted" stays COMPLETED. */
   private readonly deletedDrivers = new Map<string, V1Pod>();
+  /** Executor pods seen ended (by application, then name), until the next attempt starts: an OOM kill Spark deleted still says why its attempt failed. */
+  private readonly endedExecutors = new Map<string, Map<string, V1Pod>>();
   /** Running executor pod names by application. */
   private readonly running = new Map<string, Set<string>>();
   private readonly index: Key[] = [];
@@ -72,7 +77,7 @@ export class AppCache {
     const executors = this.executors.informer;
     executors.on('add', (p) => { this.options.onExecutor?.(p); this.executorChanged(p, false); });
     executors.on('update', (p) => { this.options.onExecutor?.(p); this.executorChanged(p, false); });
-    executors.on('delete', (p) => this.executorChanged(p, true));
+    executors.on('delete', (p) => { this.keepEnded(p); this.executorChanged(p, true); });
   }
 
   /** Lists and watches the three; resolves once all are listed (pods first, so the first records see their pods). */
@@ -121,13 +126,28 @@ export class AppCache {
     return this.applications.informer.get(appName, this.options.namespace) as unknown as Resource | undefined;
   }
 
-  /** The live driver pod, else the last state of a deleted one. */
+  /** The current attempt's driver pod (attemptPodName), live, else the last state of a deleted one. */
   driver(appName: string): DriverView | undefined {
-    const live = this.drivers.informer.get(appName, this.options.namespace);
+    const name = attemptPodName(appName, this.application(appName)?.status?.attempt ?? 1);
+    const live = this.drivers.informer.get(name, this.options.namespace);
     if (live) return { pod: live, deleted: false };
-    const gone = this.deletedDrivers.get(appName);
+    const gone = this.deletedDrivers.get(name);
     return gone ? { pod: gone, deleted: true } : undefined;
   }
+
+  /** The application's driver pods that exist now (every attempt's). */
+  driverPods = (appName: string): V1Pod[] => this.drivers.informer.list(this.options.namespace).filter((p) => p.metadata?.labels?.[LABEL_APP] === appName);
+  /** The application's executor pods that exist now (any attempt's). */
+  executorsOf = (appName: string): V1Pod[] => this.executorPods().filter((p) => p.metadata?.labels?.[LABEL_APP] === appName);
+
+  /** The executors of the current attempt as last seen: those that exist, and those seen ended since it started. */
+  attemptExecutors(appName: string): V1Pod[] {
+    const live = this.executorsOf(appName);
+    return [...live, ...[...this.endedExecutors.get(appName)?.values() ?? []].filter((p) => !live.some((l) => l.metadata?.name === p.metadata?.name))];
+  }
+
+  /** The next attempt starts: the ended executors of the one before say nothing about it. */
+  forgetEndedExecutors = (appName: string): void => void this.endedExecutors.delete(appName);
 
   /** Every executor pod of the namespace that is ours (the log archive's periodic pass). */
   executorPods(): readonly V1Pod[] {
@@ -139,9 +159,7 @@ export class AppCache {
   }
 
   /** Forgets a deleted driver's last state once its Application recorded the end. */
-  forgetDeletedDriver(appName: string): void {
-    this.deletedDrivers.delete(appName);
-  }
+  forgetDeletedDriver = (appName: string): void => void this.deletedDrivers.delete(attemptPodName(appName, this.application(appName)?.status?.attempt ?? 1));
 
   /**
    * Resolves once the cached record of `appName` passes `check` (or after `timeoutMs`, with
@@ -201,7 +219,8 @@ export class AppCache {
     const record = this.records.get(name);
     this.records.delete(name);
     this.serialized.delete(name);
-    this.deletedDrivers.delete(name);
+    for (const [pod, last] of this.deletedDrivers) if (last.metadata?.labels?.[LABEL_APP] === name) this.deletedDrivers.delete(pod);
+    this.endedExecutors.delete(name);
     if (record) {
       this.count(record.state, -1);
       this.options.onRecord?.('deleted', record);
@@ -215,7 +234,15 @@ export class AppCache {
     if (!name) return;
     // A live pod of that name again replaces the last state of a deleted one.
     if (this.drivers.informer.get(name, this.options.namespace)) this.deletedDrivers.delete(name);
-    this.refresh(name);
+    // A retry's pod has a name of its own (attemptPodName); its application is on its label.
+    this.refresh(pod.metadata?.labels?.[LABEL_APP] ?? name);
+  }
+
+  /** An executor that ended (its container terminated) is kept as last seen, for its attempt's end. */
+  private keepEnded(pod: V1Pod): void {
+    const app = pod.metadata?.labels?.[LABEL_APP];
+    const name = pod.metadata?.name;
+    if (app && name && pod.status?.containerStatuses?.some((c) => c.state?.terminated)) this.endedExecutors.set(app, (this.endedExecutors.get(app) ?? new Map()).set(name, pod));
   }
 
   /** A config annotation edited into something unreadable: said and counted here, shown in stateDetail (records.ts). */
@@ -248,7 +275,8 @@ export class AppCache {
     const resource = this.application(name);
     if (resource) {
       const driver = this.driver(name);
-      const record = toRecord(resource, desiredStatus(resource, driver, this.runningExecutors(name)), driver);
+      const status = statusAfterAttempt(resource, desiredStatus(resource, driver, this.runningExecutors(name)), driver, { executors: () => this.attemptExecutors(name), rules: this.options.rules });
+      const record = toRecord(resource, status, driver);
       const previous = this.records.get(name);
       const text = JSON.stringify(record);
       if (this.serialized.get(name) !== text) {

@@ -5,7 +5,9 @@
 // from the platform's doing.
 import type { V1Pod } from '@kubernetes/client-node';
 import { type AttemptEnd, SPARK_OOM_EXIT_CODE } from '../../domain/index.js';
-import type { DriverView } from './records.js';
+
+/** What the controller knows of the driver pod: the live pod, or the last state of one that was deleted. */
+export interface DriverView { pod: V1Pod; deleted: boolean }
 
 /** DisruptionTarget reasons that mean the node went away, not the application. */
 const NODE_LOST_REASONS = new Set(['DeletionByTaintManager', 'DeletionByPodGC', 'NodeLost']);

@@ -12,7 +12,7 @@ import { Log, type V1Pod } from '@kubernetes/client-node';
 import type { ApplicationConfig } from '../../schemas/index.js';
 import {
   type AdmissionRules, ANNOTATION_ADMITTED, ANNOTATION_SUBMITTED_BY, applicationLabels, DRIVER_CONTAINER, DRIVER_PORTS, LABEL_APP, LABEL_JOB, LABEL_TEMPLATE,
-  KERNEL_CLAIMER_LABEL, LAUNCHER_SECRET_KEY, launcherSecretName, readConfig, withLauncherSecret,
+  KERNEL_CLAIMER_LABEL, LAUNCHER_SECRET_KEY, launcherSecretName, readConfig, type RulesInput, rulesNow, withLauncherSecret,
 } from '../../domain/index.js';
 import type { AppRecord, Cluster, CreateOptions, CreateResult, ListQuery, Page } from '../cluster.js';
 import { ConflictError, isTerminal, UnavailableError } from '../cluster.js';
@@ -55,8 +55,9 @@ export interface KubernetesClusterOptions {
    * The webhook's admission rules (the same node-pool file): the Application is then created
    * with the config admission gives its pod (expected-admission.ts), so the controller does
    * not copy it in a third write. Absent: the controller copies it from the admitted pod.
+   * A watched source (cli/watched-rules.ts) follows the file as the webhook does.
    */
-  rules?: AdmissionRules;
+  rules?: RulesInput;
   /** A pod being deleted whose log could not be archived is let go after this long (default 2 min). */
   logArchiveGiveUpMs?: number;
   /** Following running pods' logs into the archive (log-archive.ts): limit, size cap, spool directory. */
@@ -93,6 +94,7 @@ export class KubernetesCluster implements Cluster {
       // The event-log keys are not a controller of the manager yet (their own serial queue): told beside it.
       onTouch: (name) => { this.manager.applicationChanged(name); this.eventLogAccess?.touch(name); },
       onExecutor: (pod) => this.manager.executorChanged(pod),
+      rules: this.pools,
     });
     const controller = options.controller ?? true;
     const lease = options.lease ?? {};
@@ -120,6 +122,7 @@ export class KubernetesCluster implements Cluster {
     // function, its keys, and which of the cache's changes queue which of its keys.
     this.reconciler = new Reconciler({
       clients: options.clients, namespace: options.namespace, cache: this.cache, graceMs: options.missingPodGraceMs, log, resyncMs: options.resyncMs, mayWrite,
+      rules: this.pools, createAttemptPod: (bare) => this.createAttemptPod(bare),
     });
     this.manager.register({ controller: this.reconciler.controller, application: (name) => [name] });
     if (options.logArchive && controller) {
@@ -148,6 +151,12 @@ export class KubernetesCluster implements Cluster {
   start(): Promise<void> {
     this.started ??= this.manager.start();
     return this.started;
+  }
+
+  /** The node pools in force now (a retry's memory bound), when this process has the rules. */
+  private get pools(): Pick<AdmissionRules, 'pools'> | undefined {
+    const { rules } = this.options;
+    return rules && { get pools() { return rulesNow(rules).pools; } };
   }
 
   private get ns() { return this.options.namespace; }
@@ -238,8 +247,8 @@ export class KubernetesCluster implements Cluster {
 
   /** What the webhook would admit, when this process has its rules; undefined when unknown (the pod goes bare to the webhook, the controller copies its config). */
   private async expectedAdmission(bare: V1Pod, dryRun: boolean): Promise<ApiAdmission | undefined> {
-    const rules = this.options.rules;
-    if (!rules) return undefined;
+    if (!this.options.rules) return undefined;
+    const rules = rulesNow(this.options.rules);
     const templateName = bare.metadata?.labels?.[LABEL_TEMPLATE];
     let template: ApplicationConfig | undefined;
     if (templateName) {
@@ -277,6 +286,25 @@ export class KubernetesCluster implements Cluster {
       }
       throw translate(error, this.options.clients.server, 'create the driver pod');
     }
+  }
+
+  /**
+   * A retry's driver pod (attempt-starter.ts), admitted as a submission's is: by this process
+   * when it has the webhook's rules, else by the webhook. A conflict (the pod is there: another
+   * replica made it) is the controller's to ignore. Resolves to admission's refusal, if any.
+   */
+  private async createAttemptPod(bare: V1Pod): Promise<{ refused: string } | undefined> {
+    const admission = await this.expectedAdmission(bare, false);
+    if (admission?.outcome === 'refused') return { refused: admission.body.message };
+    const body = admission ? admission.admit(bare) : bare;
+    try {
+      await postJson<V1Pod>(this.options.clients.kc, `/api/v1/namespaces/${this.ns}/pods?fieldManager=${FIELD_MANAGER}`, body);
+    } catch (error) {
+      const refusal = webhookRefusal(error);
+      if (refusal) return { refused: refusal.body.message };
+      throw error;
+    }
+    return undefined;
   }
 
   /** Undoes the Application of a submission that did not get its pod; if this fails, the controller marks it UNKNOWN after its grace period. */
@@ -371,7 +399,7 @@ export class KubernetesCluster implements Cluster {
       return stream;
     }
     const abort = await this.call(`read the log of ${appName}`, () =>
-      new Log(this.options.clients.kc).log(this.ns, appName, DRIVER_CONTAINER, stream, { follow: options.follow }));
+      new Log(this.options.clients.kc).log(this.ns, driver.pod.metadata?.name ?? appName, DRIVER_CONTAINER, stream, { follow: options.follow }));
     options.signal?.addEventListener('abort', () => { abort.abort(); stream.end(); }, { once: true });
     return stream;
   }

@@ -34,7 +34,7 @@ import { realTimers, type WorkQueueOptions } from './work-queue.js';
 export interface LogArchiverOptions {
   clients: KubeClients;
   namespace: string;
-  cache: Pick<AppCache, 'names' | 'application' | 'driver' | 'executorPods'>;
+  cache: Pick<AppCache, 'names' | 'application' | 'driver' | 'executorPods'> & Partial<Pick<AppCache, 'driverPods'>>;
   archive: LogArchive;
   /** Only the leader archives and removes finalizers (checked again before each removal). */
   isLeader: () => boolean;
@@ -166,7 +166,11 @@ export class LogArchiver {
     const [kind, name] = [key.slice(0, key.indexOf('/')), key.slice(key.indexOf('/') + 1)];
     if (kind === 'driver') {
       const driver = this.options.cache.driver(name);
-      return driver && !driver.deleted ? { pod: driver.pod, appName: name, container: 'driver', containerName: DRIVER_CONTAINER } : undefined;
+      // An earlier attempt's driver (restartPolicy OnFailure) still holding the finalizer goes first: else it would never be let go.
+      const retried = (this.options.cache.application(name)?.status?.attempt ?? 1) > 1;
+      const earlier = retried ? this.options.cache.driverPods?.(name).find((p) => p !== driver?.pod && hasFinalizer(p) && ended(p)) : undefined;
+      const pod = earlier ?? (driver && !driver.deleted ? driver.pod : undefined);
+      return pod ? { pod, appName: name, container: 'driver', containerName: DRIVER_CONTAINER } : undefined;
     }
     const pod = this.options.cache.executorPods().find((p) => p.metadata?.name === name);
     const appName = pod?.metadata?.labels?.[LABEL_APP];

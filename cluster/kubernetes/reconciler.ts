@@ -14,7 +14,7 @@
 // replica still leads (within its renew deadline), carries a timeout, and is aborted when
 // leadership ends.
 import type { V1Pod } from '@kubernetes/client-node';
-import { readConfig } from '../../domain/index.js';
+import { type AdmissionRules, LABEL_ATTEMPT, readConfig } from '../../domain/index.js';
 import { isTerminal, type Transition } from '../cluster.js';
 import type { AppCache } from './app-cache.js';
 import { APPLICATIONS, FIELD_MANAGER, GROUP, type KubeClients, VERSION } from './client.js';
@@ -28,11 +28,13 @@ import { controllerQueue, controllerRetries, statusWrites, transitionSeconds } f
 import { type ApplicationResource, type ApplicationStatus, desiredStatus } from './records.js';
 import { type BackoffOptions, type WorkQueue, type WorkQueueOptions } from './work-queue.js';
 import { Controller, type ReconcileContext, type ReconcileResult } from './controller.js';
+import { awaitsNextAttempt, statusAfterAttempt } from './attempt-status.js';
+import { type AttemptStarterDeps, startNextAttempt } from './attempt-starter.js';
 
 export interface ReconcilerOptions {
   clients: KubeClients;
   namespace: string;
-  cache: AppCache;
+  cache: ReconcilerCache;
   /** How long an Application may be without its driver pod before it is UNKNOWN (default 30 s). */
   graceMs?: number;
   workers?: number;
@@ -49,6 +51,12 @@ export interface ReconcilerOptions {
   calls?: Partial<Calls>;
   /** The queue's timers and clock (tests: a fake clock), and its overall retry bucket. */
   queue?: WorkQueueOptions;
+  /** The node pools, for how far a retry may raise memory (restartPolicy OnFailure); absent: no raise. */
+  rules?: Pick<AdmissionRules, 'pools'>;
+  /** Creates a retry's driver pod through admission (kubernetes-cluster.ts); absent: no retries are started. */
+  createAttemptPod?: AttemptStarterDeps['createPod'];
+  /** The wall clock (ms since the epoch) a retry's interval is measured on (tests: a fake one). */
+  wallClock?: () => number;
 }
 
 /**
@@ -66,6 +74,9 @@ function remember(set: Set<string>, uid: string): void {
 }
 
 interface Calls { putJson: typeof putJson; patchJson: typeof patchJson; deletePod: typeof deleteJson }
+
+/** What the status controller reads of the cache (app-cache.ts; a fake in the unit tests). */
+export type ReconcilerCache = Pick<AppCache, 'names' | 'application' | 'driver' | 'runningExecutors' | 'forgetDeletedDriver' | 'executorsOf' | 'attemptExecutors' | 'forgetEndedExecutors'>;
 
 export class Reconciler {
   /** Applications (by uid) whose config was corrected: at most once each, so a difference that stays never loops. */
@@ -126,6 +137,7 @@ export class Reconciler {
     let resource = cache.application(name);
     if (!resource) return;
     const driver = cache.driver(name);
+    if (!driver && awaitsNextAttempt(resource) && !resource.spec.stopRequested) return this.startAttempt(resource, context);
     let missing = false;
     let requeueAfterMs: number | undefined;
     if (!driver && !isTerminal(resource.status?.state)) {
@@ -140,7 +152,7 @@ export class Reconciler {
       const patched = await this.write('config', name, context, (signal) => this.calls.patchJson(this.options.clients.kc, `${this.path(name)}?fieldManager=${FIELD_MANAGER}`, patch, signal));
       if (patched && typeof patched === 'object') resource = patched as typeof resource;
     }
-    const status = desiredStatus(resource, driver, cache.runningExecutors(name), { missing });
+    const status = statusAfterAttempt(resource, desiredStatus(resource, driver, cache.runningExecutors(name), { missing }), driver, { executors: () => cache.attemptExecutors(name), rules: this.options.rules });
     // Within the grace period an Application whose pod the watch has not brought yet (it is
     // written first; its pod follows within milliseconds) has nothing to record: the pod's
     // event, or the grace timer above, brings the name back.
@@ -155,12 +167,26 @@ export class Reconciler {
     // the garbage collector and Spark remove them).
     const podUid = driver?.pod.metadata?.uid ?? name;
     if (stored && resource.spec.stopRequested && status.state === 'KILLED' && driver && !driver.deleted && !driver.pod.metadata?.deletionTimestamp && !this.podsStopped.has(podUid)) {
-      const deleted = await this.write('stop', name, context, (signal) => this.calls.deletePod(this.options.clients.kc, `/api/v1/namespaces/${this.options.namespace}/pods/${name}`, { preconditions: { uid: driver.pod.metadata?.uid } }, signal));
+      const pod = driver.pod.metadata?.name ?? name;
+      const deleted = await this.write('stop', name, context, (signal) => this.calls.deletePod(this.options.clients.kc, `/api/v1/namespaces/${this.options.namespace}/pods/${pod}`, { preconditions: { uid: driver.pod.metadata?.uid } }, signal));
       // Until the pod's deletion reaches the cache, a pass would delete it again: harmless, but not needed.
       if (deleted) remember(this.podsStopped, podUid);
     }
     if (isTerminal(status.state) && driver?.deleted) cache.forgetDeletedDriver(name);
     return requeueAfterMs === undefined ? undefined : { requeueAfterMs };
+  }
+
+  /** An application awaiting its next attempt: its driver pod once the interval and the last attempt's executors are over (attempt-starter.ts). */
+  private startAttempt(resource: ApplicationResource, context: ReconcileContext): Promise<ReconcileResult> {
+    const { createAttemptPod } = this.options;
+    if (!createAttemptPod) return Promise.resolve(undefined);
+    const { kc } = this.options.clients;
+    return startNextAttempt({
+      namespace: this.options.namespace, cache: this.options.cache, createPod: createAttemptPod,
+      deletePod: (path, options, signal) => this.calls.deletePod(kc, path, options, signal),
+      putStatus: (r, status, signal) => this.calls.putJson(kc, `${this.path(r.metadata.name)}/status?fieldManager=${FIELD_MANAGER}`, { ...r, status }, signal),
+      write: (kind, name, ctx, run) => this.write(kind, name, ctx, run), now: this.options.wallClock,
+    }, resource, context);
   }
 
   /**
@@ -172,11 +198,12 @@ export class Reconciler {
   private configPatch(resource: ApplicationResource, pod: V1Pod) {
     const has = Object.keys(resource.spec.config ?? {}).length > 0;
     if (has) {
-      const uid = resource.metadata.uid ?? resource.metadata.name;
+      // Per driver pod: a retry's new attempt runs with the config admission gave it (more memory).
+      const uid = `${resource.metadata.uid ?? resource.metadata.name}/${pod.metadata?.name}`;
       const admitted = readConfig(pod);
       if (!admitted || this.corrected.has(uid) || canonicalJson(admitted) === canonicalJson(resource.spec.config)) return undefined;
       remember(this.corrected, uid);
-      this.options.log?.(`reconcile ${resource.metadata.name}: the webhook admitted another config than the API expected (do both read the same node-pool file?); the Application takes the admitted one`);
+      if (!pod.metadata?.labels?.[LABEL_ATTEMPT]) this.options.log?.(`reconcile ${resource.metadata.name}: the webhook admitted another config than the API expected (do both read the same node-pool file?); the Application takes the admitted one`);
     }
     return configCopyPatch(resource, pod);
   }

@@ -5,10 +5,13 @@
 // The API answers with the same function the controller writes with, so a read never
 // disagrees with the write that is about to happen.
 import type { V1ContainerStatus, V1Pod } from '@kubernetes/client-node';
-import type { ApplicationConfig, ApplicationState } from '../../schemas/index.js';
-import { applicationLabels, readConfig, readConfigAnnotation } from '../../domain/index.js';
+import type { ApplicationAttempt, ApplicationConfig, ApplicationState } from '../../schemas/index.js';
+import { applicationLabels, attemptPodName, endAttempt, readConfig, readConfigAnnotation } from '../../domain/index.js';
 import { type AppRecord, isTerminal, type Transition } from '../cluster.js';
 import { idempotencyOf } from '../app-record.js';
+import { type DriverView, kubernetesAttemptEnd } from './attempt-end.js';
+
+export type { DriverView };
 
 export interface ApplicationStatus {
   state?: ApplicationState;
@@ -17,6 +20,10 @@ export interface ApplicationStatus {
   endedAt?: string | null;
   runningExecutors?: number;
   transitions?: Transition[];
+  /** Which attempt the state is about (restartPolicy OnFailure: attempt-status.ts); absent: the first. */
+  attempt?: number;
+  /** Every attempt, oldest first; one whose pod is not created yet has startedAt null. */
+  attempts?: ApplicationAttempt[];
 }
 
 export interface ApplicationResource {
@@ -27,9 +34,6 @@ export interface ApplicationResource {
   spec: { jobName: string; configTemplateName: string; config: ApplicationConfig; submittedBy?: string | null; stopRequested?: boolean };
   status?: ApplicationStatus;
 }
-
-/** What the controller knows of the driver pod: the live pod, or the last state of one that was deleted. */
-export interface DriverView { pod: V1Pod; deleted: boolean }
 
 const iso = (value: string | Date | undefined | null): string | null =>
   value === undefined || value === null ? null : new Date(value).toISOString();
@@ -83,6 +87,39 @@ export function unreadableConfig(pod: V1Pod): string | undefined {
 
 export const STOPPED_BY_USER = 'stopped by a user';
 
+const memoryOf = (config: ApplicationConfig | undefined): ApplicationAttempt['memory'] => ({
+  ...(config?.driver?.memory ? { driver: config.driver.memory } : {}), ...(config?.executor?.memory ? { executor: config.executor.memory } : {}),
+});
+
+/**
+ * The attempts as the current one's driver pod shows them: its record from when it starts,
+ * and its end once the state is terminal (an attempt that never started is dropped then: a
+ * stop while the next attempt waited). How an end is retried is attempt-status.ts's part.
+ */
+function currentAttempts(resource: ApplicationResource, driver: DriverView | undefined, state: ApplicationState, times: { startedAt: string | null; endedAt: string | null; detail?: string }): Pick<ApplicationStatus, 'attempt' | 'attempts'> {
+  const saved = resource.status ?? {};
+  const attempt = saved.attempt ?? 1;
+  const attempts = [...(saved.attempts ?? [])];
+  let at = attempts.findIndex((a) => a.attempt === attempt);
+  const driverPod = driver?.pod.metadata?.name ?? attemptPodName(resource.metadata.name, attempt);
+  if (at < 0 && (times.startedAt || (isTerminal(state) && driver))) {
+    attempts.push({ attempt, driverPod, startedAt: times.startedAt, endedAt: null, exitCode: null, memory: memoryOf(resource.spec.config) });
+    at = attempts.length - 1;
+  } else if (at >= 0 && !attempts[at].startedAt && times.startedAt) {
+    attempts[at] = { ...attempts[at], driverPod, startedAt: times.startedAt };
+  }
+  if (at >= 0 && isTerminal(state) && !attempts[at].endedAt) {
+    if (!attempts[at].startedAt && !driver) attempts.splice(at, 1);
+    else {
+      const end = state === 'KILLED' ? { reason: 'Stopped' as const, exitCode: null, detail: STOPPED_BY_USER }
+        : (driver && kubernetesAttemptEnd(driver, [])) ?? { reason: 'Unknown' as const, exitCode: null, detail: times.detail ?? 'unknown' };
+      attempts[at] = endAttempt(attempts[at], end, times.endedAt ?? new Date().toISOString());
+    }
+  }
+  if (attempts.length === 0 && saved.attempt === undefined) return {};
+  return { attempt, attempts };
+}
+
 /**
  * The status an application should have now. Idempotent: applied to its own result it gives
  * the same status. A terminal status is kept. `missingSince`: the driver pod has not been seen
@@ -120,14 +157,17 @@ export function desiredStatus(resource: ApplicationResource, driver: DriverView 
     const at = state === 'RUNNING' ? next.startedAt ?? now : isTerminal(state) ? next.endedAt ?? now : now;
     transitions.push({ state, at, ...(next.stateDetail ? { detail: next.stateDetail } : {}) });
   }
+  // A later attempt's start is its own (attempts[]): the application's startedAt stays the first's.
+  const startedAt = (saved.attempt ?? 1) > 1 ? saved.startedAt ?? next.startedAt ?? null : next.startedAt ?? saved.startedAt ?? null;
+  const endedAt = isTerminal(state) ? next.endedAt ?? now : null;
+  const detail = [next.stateDetail ?? (next.state ? undefined : saved.stateDetail), driver && unreadableConfig(driver.pod)].filter(Boolean).join('; ');
   const status: ApplicationStatus = {
-    state,
-    startedAt: next.startedAt ?? saved.startedAt ?? null,
-    endedAt: isTerminal(state) ? next.endedAt ?? now : null,
+    state, startedAt, endedAt,
     runningExecutors: state === 'RUNNING' ? runningExecutors : 0,
     transitions,
+    // An attempt starts only by its own pod (a stop while the next attempt waited starts none).
+    ...currentAttempts(resource, driver, state, { startedAt: driver ? next.startedAt : null, endedAt, detail: detail || undefined }),
   };
-  const detail = [next.stateDetail ?? (next.state ? undefined : saved.stateDetail), driver && unreadableConfig(driver.pod)].filter(Boolean).join('; ');
   if (detail) status.stateDetail = detail;
   return status;
 }
@@ -150,6 +190,9 @@ export function toRecord(resource: ApplicationResource, status: ApplicationStatu
     labels: applicationLabels(resource.metadata.labels),
     submittedBy: resource.spec.submittedBy ?? null,
     transitions: status.transitions ?? [],
+    ...(status.attempt !== undefined ? { attempt: status.attempt } : {}),
+    // As local mode lists them: the attempts that started (the status also holds the next one while it waits).
+    ...(status.attempts ? { attempts: status.attempts.filter((a) => a.startedAt) } : {}),
     ...idempotencyOf(resource),
   };
   if (status.stateDetail) record.stateDetail = status.stateDetail;

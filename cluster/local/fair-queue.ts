@@ -3,7 +3,7 @@
 // holds the fewest cores right now, ties to whoever was served least recently. So a key that
 // queued 10,000 applications gets every other turn, not the next 10,000: another key's
 // submission waits only for cores to free, never behind the flood.
-// Pure bookkeeping: the scheduler (local-cluster.ts) asks for the head and says what started.
+// Pure bookkeeping: the scheduler (core-scheduler.ts) asks for the head and says what started.
 //
 // Turns alone do not stop one key from holding every core for as long as its applications run
 // (the queue cannot take cores back). So a key also has a share: it holds at most

@@ -6,11 +6,11 @@
 // back as it was if its write fails, unless the caller keeps it (background changes whose
 // facts already happened, such as a driver's end: memory stays true, the disk catches up
 // with the next write or the next start).
-import { readdirSync, readFileSync } from 'node:fs';
 import { unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { V1Pod } from '@kubernetes/client-node';
-import { isTempFile, makePrivateDir, removeTempFiles, setAside, writeFileAtomic, type WriteFileAtomic } from '../../lib/atomic-file.js';
+import { writeFileAtomic, type WriteFileAtomic } from '../../lib/atomic-file.js';
+import { loadJsonFolder } from './json-file-store.js';
 import type { AppRecord } from '../cluster.js';
 import type { LocalLogger } from './logger.js';
 import { KeyedSerial } from '../../lib/keyed-serial.js';
@@ -54,17 +54,7 @@ export class RecordStore {
   constructor(private readonly dir: string, options: RecordStoreOptions) {
     this.log = options.log;
     this.writeFile = options.writeFile ?? writeFileAtomic;
-    makePrivateDir(dir);
-    const stale = removeTempFiles(dir);
-    if (stale.length > 0) this.log.warn({ dir, files: stale }, 'removed temp files left by an interrupted write');
-    for (const name of readdirSync(dir)) {
-      if (!name.endsWith('.json') || isTempFile(name)) continue;
-      const path = join(dir, name);
-      const stored = readRecord(path);
-      if (!stored) {
-        this.log.error({ file: path, setAsideAs: setAside(path) }, `application record ${path} cannot be read; set aside as ${path}.corrupt`);
-        continue;
-      }
+    for (const stored of loadJsonFolder(dir, { log: this.log, kind: 'application record', isWhole: isWholeRecord })) {
       // Records written before applications had labels and a submitter.
       stored.record.labels ??= {};
       stored.record.submittedBy ??= null;
@@ -133,16 +123,8 @@ export class RecordStore {
   }
 }
 
-/** undefined for a file that is not a whole record (truncated, edited by hand, another format). */
-function readRecord(path: string): StoredApp | undefined {
-  try {
-    const stored = JSON.parse(readFileSync(path, 'utf8')) as StoredApp;
-    const record = stored?.record;
-    return typeof record?.appName === 'string' && typeof record.state === 'string' && typeof record.createdAt === 'string' && stored.pod
-      ? stored
-      : undefined;
-  } catch (error) {
-    if (error instanceof SyntaxError) return undefined;
-    throw error;
-  }
+/** Whether parsed JSON is a whole record (not truncated, edited by hand, or of another format). */
+function isWholeRecord(stored: StoredApp | null): boolean {
+  const record = stored?.record;
+  return typeof record?.appName === 'string' && typeof record.state === 'string' && typeof record.createdAt === 'string' && Boolean(stored?.pod);
 }

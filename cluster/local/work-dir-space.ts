@@ -3,7 +3,7 @@
 // record write (507) and every other driver. So, when the service can mount (it runs as root),
 // each work dir is a tmpfs of its own with a size cap: the kernel answers the driver ENOSPC at
 // the cap, and the space is given back when the service unmounts it, once the driver ended and
-// its event log was moved out (local-cluster.ts). Memory-backed: docs/security.md weighs that.
+// its event log was moved out (driver-runs.ts). Memory-backed: docs/security.md weighs that.
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, statSync, statfsSync } from 'node:fs';
 import { rm } from 'node:fs/promises';

@@ -5,7 +5,9 @@ package main
 // Service (EndpointSlices, which cluster DNS and kube-proxy read) and talks to the apiserver
 // with its service account's token (a "default" ServiceAccount in every namespace, the
 // kube-root-ca.crt ConfigMap the token volume mounts, and token Secrets for the legacy kind).
-// Deployments and ReplicaSets too, so that a Helm chart's Deployments get pods and roll.
+// Deployments and ReplicaSets too, so that a Helm chart's Deployments get pods and roll, and
+// Jobs, so that a chart's hook Jobs run (without it `helm uninstall` waits for ever on a
+// pre-delete hook whose Job never gets a pod).
 // Each is kube-controller-manager's own code, started as its controller descriptors do.
 
 import (
@@ -20,6 +22,7 @@ import (
 	"k8s.io/kubernetes/pkg/controller/certificates/rootcacertpublisher"
 	"k8s.io/kubernetes/pkg/controller/deployment"
 	"k8s.io/kubernetes/pkg/controller/endpointslice"
+	"k8s.io/kubernetes/pkg/controller/job"
 	"k8s.io/kubernetes/pkg/controller/replicaset"
 	serviceaccountcontroller "k8s.io/kubernetes/pkg/controller/serviceaccount"
 	"k8s.io/kubernetes/pkg/serviceaccount"
@@ -69,9 +72,16 @@ func runNodeControllers(ctx context.Context, kubeconfig string, p *pki, issuer s
 		return err
 	}
 	replicaSets := replicaset.NewReplicaSetController(ctx, apps.ReplicaSets(), core.Pods(), client, replicaset.BurstReplicas)
+	// No Workload or PodGroup informers: kube-controller-manager passes none unless the
+	// WorkloadWithJob feature gate is on, and it is off by default.
+	jobs, err := job.NewController(ctx, client, core.Pods(), factory.Batch().V1().Jobs(), nil, nil)
+	if err != nil {
+		return err
+	}
 	factory.Start(ctx.Done())
 	go deployments.Run(ctx, 2)
 	go replicaSets.Run(ctx, 2)
+	go jobs.Run(ctx, 2)
 	go slices.Run(ctx, 2)
 	go accounts.Run(ctx, 1)
 	go publisher.Run(ctx, 1)

@@ -1,15 +1,16 @@
 // The retry decision (domain/attempts.ts): every way an attempt ends, under each policy.
 import t from 'tap';
 import type { ApplicationAttempt, ApplicationConfig } from '../../schemas/index.js';
-import { type AttemptEnd, buildRules, decideAfterAttempt, endAttempt, memoryBoundMib, retryPolicy, withRetryOverrides } from '../../domain/index.js';
+import {
+  admitPod, type AttemptEnd, attemptPodName, bareDriverPod, buildRules, decideAfterAttempt, endAttempt, LABEL_APP, LABEL_ATTEMPT, memoryBoundMib, nextAttemptDue, retryPolicy, withRetryOverrides,
+} from '../../domain/index.js';
 
 // 7680 MiB nodes: 4114 MiB of schedulable Spark memory (SPEC's rule 5); a bigger preemptible pool only executors may use.
-const rules = buildRules({
-  nodePools: [
-    { cloudProvider: 'gce', instanceName: 'n1-standard-2', cpu: 2, memoryMib: 7680, preemptible: false },
-    { cloudProvider: 'gce', instanceName: 'n1-highmem-4', cpu: 4, memoryMib: 26624, preemptible: true },
-  ],
-});
+const nodePools = [
+  { cloudProvider: 'gce', instanceName: 'n1-standard-2', cpu: 2, memoryMib: 7680, preemptible: false },
+  { cloudProvider: 'gce', instanceName: 'n1-highmem-4', cpu: 4, memoryMib: 26624, preemptible: true },
+];
+const rules = buildRules({ nodePools });
 
 const onFailure = (retries: number, retryIntervalSeconds = 5): ApplicationConfig => ({
   restartPolicy: { type: 'OnFailure', retries, retryIntervalSeconds },
@@ -103,4 +104,31 @@ t.test('retry overrides merge into the submission by field', async (t) => {
   const overrides: ApplicationConfig = { mainApplicationFile: 'local:///a.py', driver: { cores: 1, memory: '1g' }, executor: { cores: 2 } };
   t.same(withRetryOverrides(overrides, { driver: { memory: '2048m' } }), { mainApplicationFile: 'local:///a.py', driver: { cores: 1, memory: '2048m' }, executor: { cores: 2 } });
   t.same(overrides.driver, { cores: 1, memory: '1g' }, 'the input is untouched');
+});
+
+t.test('a later attempt (Kubernetes mode): its own pod name, hostname and Spark driver pod; the next one due after the interval', async (t) => {
+  t.equal(attemptPodName('daily-1', 1), 'daily-1', 'the first attempt is named as the application');
+  t.equal(attemptPodName('daily-1', 3), 'daily-1-attempt-3');
+  const context = { rules: buildRules({ nodePools, namespace: 'spark', driverService: 'spark-drivers' }), templates: () => undefined, applications: () => undefined, newAppName: () => 'x' };
+  const bare = bareDriverPod({ appName: 'daily-1', jobName: 'daily', namespace: 'spark', configOverrides: { type: 'Python', mainApplicationFile: 'local:///a.py', restartPolicy: { type: 'OnFailure' } } });
+  const admitted = (pod: typeof bare) => {
+    const admission = admitPod(pod, context);
+    if (admission.outcome !== 'admitted') throw new Error(admission.outcome);
+    return admission.pod;
+  };
+  const first = admitted(bare);
+  t.equal(first.metadata!.name, 'daily-1');
+  t.equal(first.spec!.restartPolicy, 'Never', 'never OnFailure: the kubelet does not restart a driver in place');
+  const later = admitted({ ...bare, metadata: { ...bare.metadata, name: 'daily-1-attempt-2', labels: { ...bare.metadata!.labels, [LABEL_ATTEMPT]: '2' } } });
+  t.equal(later.metadata!.name, 'daily-1-attempt-2');
+  t.equal(later.metadata!.labels![LABEL_APP], 'daily-1', 'still the application\'s pod');
+  t.equal(later.spec!.hostname, 'daily-1-attempt-2', 'its own DNS name under the drivers\' Service');
+  const args = later.spec!.containers[0].args!.join(' ');
+  t.match(args, 'spark.kubernetes.driver.pod.name=daily-1-attempt-2', 'Spark owns its executors by this pod');
+  t.match(args, 'spark.driver.host=daily-1-attempt-2.spark-drivers.spark.svc');
+  t.match(args, 'spark.kubernetes.executor.podNamePrefix=daily-1');
+
+  const ended = (counted: boolean): ApplicationAttempt[] => [{ attempt: 1, startedAt: at, endedAt: at, counted }];
+  t.equal(nextAttemptDue(ended(true), retryPolicy(onFailure(2, 30))), Date.parse(at) + 30_000);
+  t.equal(nextAttemptDue(ended(false), retryPolicy(onFailure(2, 30))), Date.parse(at), 'an attempt that did not count is retried at once');
 });

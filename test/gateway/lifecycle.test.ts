@@ -16,7 +16,7 @@ import { DEFAULT_LIFECYCLE } from '../../gateway/lifecycle-limits.js';
 import { kernelRoutes } from '../../gateway/routes/kernels.js';
 import { installJsonBodyParser } from '../../lib/json-body.js';
 import { FakeClock } from './fake-clock.js';
-import { kernelFrame, request, scriptedSession, settled, silentLog } from './scripted-kernel.js';
+import { FakeLauncher, kernelFrame, request, scriptedSession, settled, silentLog } from './scripted-kernel.js';
 
 class FakeSocket extends EventEmitter {
   pings = 0;
@@ -195,16 +195,6 @@ function fakeApi() {
     template: async () => undefined,
   } as unknown as ApiClient;
   return { api, removed };
-}
-
-/** A launcher socket as the session uses it: it records what is sent and is fed frames by hand. */
-class FakeLauncher extends EventEmitter {
-  readonly sent: string[] = [];
-  readonly readyState = 1;
-  readonly OPEN = 1;
-  send(text: string): void { this.sent.push(text); }
-  close(): void { this.emit('close'); }
-  say(message: object): void { this.emit('message', Buffer.from(JSON.stringify(message))); }
 }
 
 t.test('a kernel that does not get ready within the launch timeout is ended and its application removed', async (t) => {

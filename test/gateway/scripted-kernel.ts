@@ -2,6 +2,7 @@
 // client, the kernel side a websocket peer that speaks the launcher's protocol
 // (gateway/kernel/launcher.py: JSON ops, and kernel messages as `>routing\n` + the message).
 import { randomUUID } from 'node:crypto';
+import { EventEmitter } from 'node:events';
 import type { AddressInfo } from 'node:net';
 import type { FastifyBaseLogger } from 'fastify';
 import { pino } from 'pino';
@@ -12,6 +13,16 @@ import { DEFAULT_LIFECYCLE, type LifecycleLimits } from '../../gateway/lifecycle
 import { DEFAULT_LIMITS, type SessionLimits } from '../../gateway/session-limits.js';
 
 export const silentLog = pino({ level: 'silent' }) as unknown as FastifyBaseLogger;
+
+/** A launcher socket as the session uses it: it records what is sent and is fed frames by hand. */
+export class FakeLauncher extends EventEmitter {
+  readonly sent: string[] = [];
+  readonly readyState = 1;
+  readonly OPEN = 1;
+  send(text: string): void { this.sent.push(text); }
+  close(): void { this.emit('close'); }
+  say(message: object): void { this.emit('message', Buffer.from(JSON.stringify(message))); }
+}
 
 export interface Frame { channel?: string; op?: string; header: { msg_id: string; msg_type: string; session?: string }; parent_header: { msg_id?: string; msg_type?: string }; content: any }
 

@@ -10,7 +10,7 @@ import { createFakeNodes, ensureCrds, ensureNamespace } from '../../cluster/kube
 import { APPLICATIONS, GROUP, type KubeClients, kubeClients, TEMPLATES, VERSION } from '../../cluster/kubernetes/client.js';
 import { KubernetesCluster, type KubernetesClusterOptions } from '../../cluster/kubernetes/kubernetes-cluster.js';
 import { buildApi } from '../../submit-api/app.js';
-import { type AdmissionRules, buildRules, type RulesOptions } from '../../domain/index.js';
+import { type AdmissionRules, buildRules, type RulesOptions, type RulesSource } from '../../domain/index.js';
 import { mutatingWebhookConfiguration } from '../../webhook/server/registration.js';
 import { startWebhookService } from '../../cli/webhook-service.js';
 import { freePort } from '../../lib/free-port.js';
@@ -102,6 +102,8 @@ export interface KubeBedOptions {
   rules?: Partial<RulesOptions>;
   /** The API writes with its own service account (as in the chart), whose admitted pods skip the webhook; default: the admin's certificate. */
   apiIdentity?: boolean;
+  /** Each enforcement point's own copy of the rules (cli/watched-rules.ts), as two processes hold them; default: both the rules above. */
+  ruleSources?: { webhook: RulesSource; api: RulesSource };
 }
 
 /** Namespace, CRDs and (on request) fake nodes: what `testbed serve` puts into a fresh cluster. */
@@ -136,13 +138,13 @@ export async function startKubeBed(t: TestLike, options: KubeBedOptions = {}): P
   const webhookPort = await freePort();
   const url = `https://127.0.0.1:${webhookPort}/mutate-pods`;
   const webhook = await startWebhookService({
-    clients, rules, certDir: join(dir, 'certs'), port: webhookPort, host: '127.0.0.1',
+    clients, rules: options.ruleSources?.webhook ?? rules, certDir: join(dir, 'certs'), port: webhookPort, host: '127.0.0.1',
     dnsNames: ['localhost'], ipAddresses: ['127.0.0.1'],
     registration: { name: WEBHOOK_NAME, url, apiUser },
     onReview: (result) => reviews.push({ appName: result.appName, outcome: result.outcome }),
   });
   stops.push(() => webhook.close());
-  const api = await startApi(identity?.kubeconfig ?? testbed.kubeconfig, namespace, { rules });
+  const api = await startApi(identity?.kubeconfig ?? testbed.kubeconfig, namespace, { rules: options.ruleSources?.api ?? rules });
   stops.push(() => api.close());
   const where = { group: GROUP, version: VERSION, namespace };
   const registration = () => mutatingWebhookConfiguration({ name: WEBHOOK_NAME, url, caBundle: webhook.caBundle, namespaces: [namespace], apiUser }) as V1MutatingWebhookConfiguration;

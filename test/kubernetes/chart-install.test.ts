@@ -17,17 +17,25 @@ import { APPS, chartNodeUnavailable, installChart, NS, post, RELEASE, readyPod }
 import { eventually } from '../helpers/kubernetes.js';
 import { sample } from '../helpers/metrics.js';
 import { chartDir } from '../manifests/helm.js';
-import { ANNOTATION_ADMITTED, LABEL_JOB } from '../../domain/index.js';
+import { ANNOTATION_ADMITTED, LABEL_JOB, LOG_ARCHIVE_FINALIZER } from '../../domain/index.js';
 
 const skip = chartNodeUnavailable();
 
 /**
- * After uninstall: the auth Secret is kept with its keys. (The finalizer's pre-delete hook is off
- * by default until it works on a real node: test/manifests/uninstall-hook.test.ts runs it.)
+ * After uninstall: the auth Secret is kept with its keys, and the pre-delete hook took the
+ * log-archive finalizer off the applications' pods, so one deleted now goes instead of staying
+ * Terminating with no controller left.
  */
 async function keptAfterUninstall(t: Test, core: CoreV1Api, adminId: string): Promise<void> {
   const auth = await core.readNamespacedSecret({ name: 'submission-service-auth', namespace: NS });
   t.match(Buffer.from(auth.data!['keys.json'], 'base64').toString(), adminId, 'the auth Secret is kept, with its keys');
+  const pods = (await core.listNamespacedPod({ namespace: APPS })).items;
+  t.same(pods.filter((p) => p.metadata?.finalizers?.includes(LOG_ARCHIVE_FINALIZER)).map((p) => p.metadata!.name), [], 'the hook took the log-archive finalizer off every pod');
+  const victim = pods[0]?.metadata?.name;
+  t.ok(victim, 'a driver pod is left to delete');
+  await core.deleteNamespacedPod({ name: victim!, namespace: APPS, gracePeriodSeconds: 0 });
+  await eventually(() => core.listNamespacedPod({ namespace: APPS }), (l) => !l.items.some((p) => p.metadata?.name === victim), { what: `${victim} to go`, timeoutMs: 300_000, intervalMs: 500 });
+  t.pass('a pod deleted after uninstall goes: none stays Terminating');
 }
 
 // A cold image build alone takes tens of minutes on two busy cores.

@@ -42,7 +42,7 @@ class FakeStore {
 
 interface Harness {
   clock: FakeClock; store: FakeStore; archiver: LogArchiver; said: string[]; patches: { name: string; body: unknown }[];
-  opened: PodLogQuery[]; leading: boolean; pods: { driver?: V1Pod; executors: V1Pod[] }; hang: boolean; wall: number;
+  opened: PodLogQuery[]; leading: boolean; pods: { driver?: V1Pod; earlier?: V1Pod; executors: V1Pod[] }; hang: boolean; wall: number;
 }
 
 function setUp(t: { teardown(run: () => unknown): void }): Harness {
@@ -55,9 +55,10 @@ function setUp(t: { teardown(run: () => unknown): void }): Harness {
   };
   const cache = {
     names: () => ['app-1'],
-    application: (name: string) => (name === 'app-1' ? { metadata: { name } } : undefined),
+    application: (name: string) => (name === 'app-1' ? { metadata: { name }, status: h.pods.earlier ? { attempt: 2 } : undefined } : undefined),
     driver: () => (h.pods.driver ? { pod: h.pods.driver, deleted: false } : undefined),
     executorPods: () => h.pods.executors,
+    driverPods: () => [h.pods.earlier, h.pods.driver].filter((p) => p !== undefined),
   };
   const openLog = async (_kc: unknown, query: PodLogQuery): Promise<IncomingMessage> => {
     h.opened.push(query);
@@ -180,4 +181,14 @@ t.test('a running pod and a pod without our finalizer are not archived', async (
   await h.clock.settle();
   t.equal(h.opened.length, 0, 'nothing read');
   t.equal(h.patches.length, 0, 'nothing released');
+});
+
+t.test('a retry: the driver pod of the attempt before, ended and holding the finalizer, is kept and let go though the application moved on', async (t) => {
+  const h = setUp(t);
+  h.pods.earlier = driverPod({ uid: 'uid-attempt-1' });
+  h.pods.driver = { ...driverPod({ name: 'app-1-attempt-2', uid: 'uid-attempt-2' }), status: { phase: 'Running' } } as V1Pod;
+  h.archiver.controller.activate();
+  await h.clock.settle();
+  t.same(h.store.uploads, [{ key: 'logs/app-1/driver.log', text: 'log of app-1\n' }], 'attempt 1\'s log');
+  t.same(h.patches, [{ name: 'app-1', body: removal(0) }], 'and its finalizer removed: the pod can go with its Application');
 });

@@ -36,6 +36,9 @@ class FakeCache {
   driver() { return this.driverView; }
   runningExecutors() { return 2; }
   forgetDeletedDriver() { /* nothing kept */ }
+  executorsOf() { return []; }
+  attemptExecutors() { return []; }
+  forgetEndedExecutors() { /* nothing kept */ }
 }
 
 /** The status PUT: answers in turn from `failures`, then writes. */

@@ -1,0 +1,69 @@
+// What local mode's parts share about its applications: the stored records, where each one's
+// files are, and how a change is written and told (the events feed). Background work (no request
+// waits for it) logs its failures here instead of leaving them unhandled.
+import { join } from 'node:path';
+import type { AdmissionRules } from '../../domain/index.js';
+import { applyChange } from '../app-record.js';
+import type { AppRecord } from '../cluster.js';
+import { type AppEventType, EventFeed } from '../events.js';
+import type { LocalLogger } from './logger.js';
+import type { RecordStore, StoredApp } from './record-store.js';
+import { releaseWorkDir } from './work-dir-space.js';
+
+export class LocalApps {
+  readonly events = new EventFeed();
+
+  constructor(
+    readonly records: RecordStore,
+    readonly rules: AdmissionRules,
+    readonly logger: LocalLogger,
+    private readonly dataDir: string,
+    private readonly interactiveLabel: string | undefined,
+  ) {}
+
+  get(appName: string): StoredApp | undefined {
+    return this.records.get(appName);
+  }
+
+  /** Applies `change` to the record as it is now (and `also` beside it), writes it, then tells the feed. */
+  async update(stored: StoredApp, change: Partial<AppRecord>, options: { keepOnFailure?: boolean } = {}, also: Partial<Pick<StoredApp, 'pod' | 'retryAt'>> = {}): Promise<void> {
+    const current = this.records.get(stored.record.appName);
+    if (!current) return; // deleted meanwhile
+    const next = { ...current, ...also, record: applyChange(current.record, change) };
+    await this.records.save(next, options);
+    this.emit('changed', next.record);
+  }
+
+  emit(type: AppEventType, record: AppRecord): void {
+    this.events.publish(type, record);
+  }
+
+  /** Background work has no request to answer: its failures are logged, never left unhandled. */
+  background(work: Promise<unknown>, appName: string, what: string): void {
+    work.catch((error: unknown) => this.logger.error({ err: error, appName }, `${what} (application ${appName})`));
+  }
+
+  isInteractive({ record }: StoredApp): boolean {
+    return this.interactiveLabel !== undefined && record.labels?.[this.interactiveLabel] === 'true';
+  }
+
+  releaseWorkDir(appName: string): void {
+    this.background(releaseWorkDir(this.workDir(appName)), appName, 'could not remove the work dir');
+  }
+
+  logFile(appName: string): string {
+    return join(this.dataDir, 'logs', `${appName}.log`);
+  }
+
+  exitFile(appName: string): string {
+    return join(this.dataDir, 'run', `${appName}.exit`);
+  }
+
+  launcherTokenFile(appName: string): string {
+    return join(this.dataDir, 'run', `${appName}.launcher-token`);
+  }
+
+  workDir(appName: string): string {
+    return join(this.dataDir, 'work', appName);
+  }
+}
