@@ -8,7 +8,7 @@
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import { PassThrough, type Readable } from 'node:stream';
-import { Log, type V1Pod } from '@kubernetes/client-node';
+import type { V1Pod } from '@kubernetes/client-node';
 import type { ApplicationConfig } from '../../schemas/index.js';
 import {
   ANNOTATION_ADMITTED, ANNOTATION_SUBMITTED_BY, applicationLabels, DRIVER_CONTAINER, DRIVER_PORTS, LABEL_APP, LABEL_JOB, LABEL_TEMPLATE,
@@ -23,6 +23,7 @@ import { APPLICATIONS, FIELD_MANAGER, GROUP, type KubeClients, VERSION } from '.
 import { kubeCall, kubeCallOrAbsent, missedAdmission, translate, webhookRefusal } from './errors.js';
 import { type ApiAdmission, expectedAdmission } from './expected-admission.js';
 import { patchJson, postJson } from './json-call.js';
+import { openPodLog } from './log-request.js';
 import type { Log as LogFn } from './informers.js';
 import { EventLogAccess, type EventLogAccessOptions } from './event-log-access.js';
 import { LeaderElection } from './leader-election.js';
@@ -363,18 +364,21 @@ export class KubernetesCluster implements Cluster {
     if (!record) return undefined;
     const container = options.container ?? 'driver';
     if (container !== 'driver') return isLogContainer(container) ? this.executorLog(appName, container, options) : undefined;
-    const stream = new PassThrough();
     const driver = this.cache.driver(appName);
     if (!driver || driver.deleted) {
       const archived = await this.options.logArchive?.read(appName, 'driver');
-      if (archived) return archived;
-      stream.end(`the driver pod of ${appName} is gone; its log went with it (state ${record.state})\n`);
-      return stream;
+      return archived ?? new PassThrough().end(`the driver pod of ${appName} is gone; its log went with it (state ${record.state})\n`);
     }
-    const abort = await this.call(`read the log of ${appName}`, () =>
-      new Log(this.options.clients.kc).log(this.ns, appName, DRIVER_CONTAINER, stream, { follow: options.follow }));
-    options.signal?.addEventListener('abort', () => { abort.abort(); stream.end(); }, { once: true });
-    return stream;
+    return this.podLog(`read the log of ${appName}`, appName, DRIVER_CONTAINER, options);
+  }
+
+  /** A pod's log as a stream that ends when the log does, the request is cut, or `signal` aborts. */
+  private async podLog(what: string, pod: string, container: string, { follow, signal }: { follow: boolean; signal?: AbortSignal }): Promise<Readable> {
+    const response = await this.call(what, () => openPodLog(this.options.clients.kc, { namespace: this.ns, pod, container, follow, signal }));
+    const stream = new PassThrough();
+    response.once('error', () => stream.end());
+    signal?.addEventListener('abort', () => { response.destroy(); stream.end(); }, { once: true });
+    return response.pipe(stream);
   }
 
   /** Executor N's log: from its pod while there, else from the archive. */
@@ -384,11 +388,7 @@ export class KubernetesCluster implements Cluster {
       this.core.listNamespacedPod({ namespace: this.ns, labelSelector: `${LABEL_APP}=${appName},spark-role=executor,spark-exec-id=${id}` }));
     const pod = pods.items.find((p) => !p.metadata?.deletionTimestamp) ?? pods.items[0];
     if (!pod) return this.options.logArchive?.read(appName, container);
-    const stream = new PassThrough();
-    const abort = await this.call(`read the log of ${appName} ${container}`, () =>
-      new Log(this.options.clients.kc).log(this.ns, pod.metadata!.name!, pod.spec?.containers?.[0]?.name ?? '', stream, { follow: options.follow }));
-    options.signal?.addEventListener('abort', () => { abort.abort(); stream.end(); }, { once: true });
-    return stream;
+    return this.podLog(`read the log of ${appName} ${container}`, pod.metadata!.name!, pod.spec?.containers?.[0]?.name ?? '', options);
   }
 
   /** Overrides, admission mark and the sizing decision the webhook recorded: from the driver pod, else the controller's copy on the Application. */
