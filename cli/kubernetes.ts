@@ -54,10 +54,10 @@ function onSignal(drain: Drain, delayMs: number, close: () => Promise<void>) {
 function kubernetesSchedules(cluster: KubernetesCluster, clients: KubeClients, namespace: string) {
   const store = new KubernetesScheduleStore(clients, namespace);
   const reconciler = new ScheduleReconciler({
-    store, cluster, mayWrite: () => cluster.leader?.isLeader ?? false,
+    store, cluster, mayWrite: () => cluster.manager.isLeader,
     log: (level, message) => { if (level !== 'info') process.stderr.write(`${message}\n`); },
   });
-  cluster.addLeaderTask(reconciler);
+  cluster.manager.register(reconciler.registration);
   return { store, changed: () => reconciler.wake() };
 }
 

@@ -1,6 +1,11 @@
-// The one place the Kubernetes client is built: a kubeconfig file or in-cluster config.
-import { Agent, type AgentOptions } from 'node:https';
-import { CoreV1Api, CustomObjectsApi, KubeConfig } from '@kubernetes/client-node';
+// The apiserver client module (issue 28): the one place the Kubernetes client is built, from a
+// kubeconfig file or in-cluster config. Its parts: apiserver.ts (agents, credentials, TLS, the
+// kubeconfig's proxy-url, for every call), json-call.ts and log-request.ts (plain requests for
+// the hot writes and log streams), call-timeout.ts (a deadline per call) and errors.ts (the
+// apiserver's answers as our errors). client-node's generated APIs, watches and informers run
+// on the same connection (ServiceKubeConfig).
+import { CoreV1Api, CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
+import { connectionOf, ServiceKubeConfig } from './apiserver.js';
 
 export const GROUP = 'submission-service.io';
 export const VERSION = 'v1';
@@ -17,33 +22,12 @@ export interface KubeClients {
   server: string;
 }
 
-/**
- * client-node builds a new https.Agent, hence a full TLS handshake, for every request
- * (8 ms against 2.8 ms on a kept-alive connection here). One agent per KubeConfig (its TLS
- * material is the same for every call; tokens travel as headers), so that TLS sessions
- * are resumed. Not keep-alive: node-fetch 2 (client-node's) takes a reused socket's next
- * request for a cut chunked response and fails a complete one with "Premature close"
- * (node-fetch issue 1767). Over loopback that never showed; against an apiserver across a
- * network (a pod through its Service, on the real node) every second read of a response
- * over 2 KB failed, and the webhook could not read its MutatingWebhookConfiguration.
- * createAgent is client-node's own method: pinned by test/unit/library-pins.test.ts.
- */
-function sharedAgent(kc: KubeConfig): void {
-  const patched = kc as unknown as { createAgent: (cluster: { server?: string }, options: AgentOptions) => unknown };
-  const original = patched.createAgent.bind(kc);
-  let agent: Agent | undefined;
-  patched.createAgent = (cluster, options) => {
-    if (!cluster?.server?.startsWith('https:')) return original(cluster, options);
-    agent ??= new Agent({ ...options, keepAlive: false, maxSockets: 128 });
-    return agent;
-  };
-}
-
 export function kubeClients(kubeconfig?: string): KubeClients {
-  const kc = new KubeConfig();
+  const kc = new ServiceKubeConfig();
   if (kubeconfig) kc.loadFromFile(kubeconfig);
   else kc.loadFromDefault();
-  sharedAgent(kc);
+  // Built now, so that a kubeconfig it cannot serve (no server, a socks proxy) stops the start.
+  connectionOf(kc);
   return {
     kc,
     core: kc.makeApiClient(CoreV1Api),

@@ -17,7 +17,9 @@ export function apiStatus(error: unknown): { code?: number; status?: KubeStatus 
   return { code: e.code, status };
 }
 
-const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENOTFOUND', 'EPIPE', 'UND_ERR_SOCKET', 'UND_ERR_CONNECT_TIMEOUT']);
+const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENOTFOUND', 'EPIPE', 'UND_ERR_SOCKET', 'UND_ERR_CONNECT_TIMEOUT',
+  // The kubeconfig's proxy did not open a tunnel to the apiserver (connect-tunnel.ts).
+  'EPROXYTUNNEL']);
 
 // The apiserver answers but its certificate does not check out (e.g. it came back with a
 // new CA): it is not reachable as configured either, and nothing the client sent is wrong.

@@ -3,8 +3,9 @@
 // in a Secret it owns (the garbage collector removes it with it), which admission named in its
 // driver's env; once the run has ended the key is revoked first (the driver can write nothing
 // more), then its event log is moved into the History Server's directory and the folder and the
-// its folder deleted. One application at a time: the store's policy is read, changed and
-// written back.
+// its folder deleted. A controller of the manager (manager.ts), keyed by application name: one
+// worker, so one application at a time (the store's policy is read, changed and written back);
+// a failed step (the store or the apiserver unreachable) is retried after the key's backoff.
 import { isTerminal } from '../cluster.js';
 import { appEventLogPrefix, eventLogSecretName, LABEL_APP, S3_CREDENTIAL_VARIABLES } from '../../domain/index.js';
 import { collectS3EventLogs } from '../history/collect-s3-event-log.js';
@@ -12,6 +13,9 @@ import type { EventLogKeys } from '../history/event-log-keys.js';
 import type { ObjectStore } from '../history/object-store.js';
 import type { AppCache } from './app-cache.js';
 import { GROUP, type KubeClients, VERSION } from './client.js';
+import { Controller } from './controller.js';
+import type { Registration } from './manager.js';
+import type { WorkQueueOptions } from './work-queue.js';
 import type { Log as LogFn } from './informers.js';
 
 export interface EventLogAccessOptions {
@@ -26,56 +30,62 @@ export interface EventLogAccessOptions {
   eventLogPrefix: string;
   isLeader: () => boolean;
   log: LogFn;
+  /** Every application is looked at again this often (default 5 min). */
+  resyncMs?: number;
+  /** The work queue's backoff, timers and clock (tests pass a fake clock). */
+  queue?: WorkQueueOptions;
 }
 
 const FIELD_MANAGER = 'submission-service';
-/** After a failed step (the store or the apiserver unreachable), the application is looked at again this much later. */
-const RETRY_MS = 10_000;
 const status = (error: unknown): number | undefined => (error as { code?: number }).code;
 
 export class EventLogAccess {
+  readonly controller: Controller;
   /** Applications whose key is in their Secret (this leader made it, or found it). */
   private readonly granted = new Set<string>();
   /** Applications whose run was collected and key revoked. */
   private readonly collected = new Set<string>();
   /** What a new leader finds in the store: applications with rights in the policy or a folder. Loaded once per term. */
   private known?: Promise<Set<string>>;
-  private queue: Promise<void> = Promise.resolve();
-  private readonly pending = new Set<string>();
+  private loading: Promise<void> = Promise.resolve();
 
-  constructor(private readonly options: EventLogAccessOptions) {}
-
-  /** Something changed for this application: grant, or collect and revoke, in turn. */
-  touch(appName: string): void {
-    if (!this.options.keys.perApplication || !this.options.isLeader() || this.pending.has(appName)) return;
-    this.pending.add(appName);
-    this.queue = this.queue.then(async () => {
-      this.pending.delete(appName);
-      if (!this.options.isLeader()) return;
-      await this.step(appName).catch((error: unknown) => {
-        this.options.log(`application ${appName}: its event-log key (tried again in ${RETRY_MS / 1000} s): ${(error as Error)?.message ?? String(error)}`);
-        // A driver waiting for its Secret makes no news that would touch it again: try again by itself.
-        setTimeout(() => this.touch(appName), RETRY_MS).unref();
-      });
+  constructor(private readonly options: EventLogAccessOptions) {
+    const perApplication = options.keys.perApplication;
+    this.controller = new Controller({
+      name: 'event-log-keys', workers: 1, resyncMs: options.resyncMs, mayWrite: options.isLeader,
+      // A driver waiting for its Secret makes no news that would queue it again: the backoff does.
+      queue: { baseMs: 1_000, maxMs: 60_000, ...options.queue },
+      keys: () => (perApplication ? options.cache.names() : []),
+      reconcile: async (appName, context) => { if (context.mayWrite()) await this.step(appName); },
+      onError: (appName, error, retryMs) => options.log(`application ${appName}: its event-log key (tried again in ${Math.round(retryMs / 100) / 10} s): ${(error as Error)?.message ?? String(error)}`),
     });
   }
 
-  /** This replica became the leader: what the last one left is read again, then every application is looked at. */
-  startedLeading(): void {
+  /** What the manager needs: an Application's change queues its name; a new term reads the store again. */
+  get registration(): Registration {
+    return {
+      controller: this.controller,
+      application: (appName) => (this.options.keys.perApplication ? [appName] : []),
+      onStartedLeading: () => this.startedLeading(),
+    };
+  }
+
+  /** Resolves once what the store held at the start of the term is read and queued (tests). */
+  loaded(): Promise<void> {
+    return this.loading;
+  }
+
+  /** This replica became the leader: what the last one left is read again (the cache's names are queued by the controller). */
+  private startedLeading(): void {
+    if (!this.options.keys.perApplication) return;
     this.collected.clear();
     const known = this.readKnown();
     this.known = known;
-    for (const name of this.options.cache.names()) this.touch(name);
-    // Also what the last leader left of applications deleted since (no record to touch them).
-    known.then((names) => { for (const name of names) this.touch(name); }, (error: unknown) => {
+    // Also what the last leader left of applications deleted since (no record to queue them).
+    this.loading = known.then((names) => { for (const name of names) this.controller.enqueue(name); }, (error: unknown) => {
       this.known = undefined;
       this.options.log(`event-log keys: could not read what the store holds: ${(error as Error)?.message ?? String(error)}`);
     });
-  }
-
-  /** Waits for the work queued so far (tests, shutdown). */
-  idle(): Promise<void> {
-    return this.queue;
   }
 
   private async step(appName: string): Promise<void> {

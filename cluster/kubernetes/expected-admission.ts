@@ -10,7 +10,7 @@
 // the admitted pod.
 import type { V1Pod } from '@kubernetes/client-node';
 import type { ApplicationConfig } from '../../schemas/index.js';
-import { type AdmissionRules, admitPod } from '../../domain/index.js';
+import { type AdmissionRules, admitPod, LABEL_TEMPLATE } from '../../domain/index.js';
 import { submissionAnnotations } from '../submission-info.js';
 
 export interface ExpectedAdmission {
@@ -54,6 +54,25 @@ export function expectedAdmission(bare: V1Pod, namespace: string, rules: Admissi
 }
 
 /** JSON with sorted keys, so that objects compare by content. */
+/**
+ * What the webhook would admit, when this process has its rules; undefined when unknown (the
+ * pod goes bare to the webhook, the controller copies its config). The template is read once:
+ * absent, admission answers 404 as the webhook would; unreadable, the webhook answers for it.
+ */
+export async function admissionWithTemplate(
+  bare: V1Pod, namespace: string, rules: AdmissionRules | undefined, readTemplate: (name: string) => Promise<{ config: ApplicationConfig } | undefined>, dryRun: boolean,
+): Promise<ApiAdmission | undefined> {
+  if (!rules) return undefined;
+  const templateName = bare.metadata?.labels?.[LABEL_TEMPLATE];
+  let template: ApplicationConfig | undefined;
+  if (templateName) {
+    const read = await readTemplate(templateName).then((found) => ({ found }), () => undefined);
+    if (!read) return undefined;
+    template = read.found?.config;
+  }
+  return expectedAdmission(bare, namespace, rules, template, dryRun);
+}
+
 export function canonicalJson(value: unknown): string {
   if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
   if (value && typeof value === 'object') {

@@ -2,16 +2,14 @@
 // pod, when it has the webhook's rules: expected-admission.ts), then its bare driver pod (owned
 // by the Application, so the garbage collector removes pods with it); the apiserver sends the
 // pod through our webhook. These two writes go as plain JSON calls (json-call.ts), the rest
-// through client-node. Reads come from one informer cache per process (app-cache.ts); the
-// controller (reconciler.ts), run by the replica holding the Lease, writes every status.
+// through client-node. Reads come from one informer cache per process (app-cache.ts), logs
+// through pod-logs.ts; the controllers (controller-wiring.ts), run by the replica holding the
+// Lease, write every status.
 // Several API processes can share one cluster: nothing that matters is kept only in memory.
-import { hostname } from 'node:os';
-import { randomBytes } from 'node:crypto';
-import { PassThrough, type Readable } from 'node:stream';
-import { Log, type V1Pod } from '@kubernetes/client-node';
-import type { ApplicationConfig } from '../../schemas/index.js';
+import type { Readable } from 'node:stream';
+import type { V1Pod } from '@kubernetes/client-node';
 import {
-  type AdmissionRules, ANNOTATION_ADMITTED, ANNOTATION_SUBMITTED_BY, applicationLabels, DRIVER_CONTAINER, DRIVER_PORTS, LABEL_APP, LABEL_JOB, LABEL_TEMPLATE,
+  type AdmissionRules, ANNOTATION_ADMITTED, ANNOTATION_SUBMITTED_BY, applicationLabels, DRIVER_PORTS, LABEL_APP, LABEL_JOB, LABEL_TEMPLATE,
   KERNEL_CLAIMER_LABEL, LAUNCHER_SECRET_KEY, launcherSecretName, readConfig, type RulesInput, rulesNow, withLauncherSecret,
 } from '../../domain/index.js';
 import type { AppRecord, Cluster, CreateOptions, CreateResult, ListQuery, Page } from '../cluster.js';
@@ -19,38 +17,24 @@ import { ConflictError, isTerminal, UnavailableError } from '../cluster.js';
 import { EventFeed } from '../events.js';
 import { type SubmissionInfo, submissionInfo } from '../submission-info.js';
 import { AppCache } from './app-cache.js';
-import { APPLICATIONS, FIELD_MANAGER, GROUP, type KubeClients, VERSION } from './client.js';
+import { APPLICATIONS, FIELD_MANAGER, GROUP, VERSION } from './client.js';
 import { kubeCall, kubeCallOrAbsent, missedAdmission, translate, webhookRefusal } from './errors.js';
-import { type ApiAdmission, expectedAdmission } from './expected-admission.js';
+import { admissionWithTemplate } from './expected-admission.js';
 import { patchJson, postJson } from './json-call.js';
+import { type LogOptions, PodLogs } from './pod-logs.js';
 import type { Log as LogFn } from './informers.js';
-import { EventLogAccess, type EventLogAccessOptions } from './event-log-access.js';
-import { LeaderElection } from './leader-election.js';
-import type { LeaseTiming } from './lease-decision.js';
-import { isLogContainer, type LogArchive, type LogContainer } from './log-archive.js';
-import { driverKey, executorKey, LogArchiver, type LogArchiverOptions } from './log-archiver.js';
-import { Manager } from './manager.js';
-import { Reconciler } from './reconciler.js';
-import type { LeaderTask } from './schedule-reconciler.js';
+import type { EventLogAccess } from './event-log-access.js';
+import { type ControllerWiringOptions, wireControllers } from './controller-wiring.js';
+import type { LeaderElection } from './leader-election.js';
+import type { LogArchiver } from './log-archiver.js';
+import type { Manager } from './manager.js';
+import type { Reconciler } from './reconciler.js';
 import { type ApplicationResource, applicationResource, desiredStatus, toRecord } from './records.js';
 import { ANNOTATION_IDEMPOTENCY, idempotencyOf } from '../app-record.js';
 import { KubernetesTemplateStore } from './template-store.js';
 
-export interface KubernetesClusterOptions {
-  clients: KubeClients;
-  /** Where driver and executor pods, records and templates live. */
-  namespace: string;
-  /** Run the controller under the Lease (default true); false: this process only reads. */
-  controller?: boolean;
-  /** Name of the Lease (default submission-service-controller) and this replica's identity in it. */
-  lease?: { name?: string; identity?: string } & Partial<LeaseTiming>;
-  /** The controller's periodic resync (default 5 min). */
-  resyncMs?: number;
-  /** Grace period for an Application without a driver pod before it is UNKNOWN (default 30 s). */
-  missingPodGraceMs?: number;
+export interface KubernetesClusterOptions extends ControllerWiringOptions {
   log?: LogFn;
-  /** Where ended pods' logs are archived (log-archive.ts); absent: a log goes with its pod. */
-  logArchive?: LogArchive;
   /**
    * The webhook's admission rules (the same node-pool file): the Application is then created
    * with the config admission gives its pod (expected-admission.ts), so the controller does
@@ -58,12 +42,6 @@ export interface KubernetesClusterOptions {
    * A watched source (cli/watched-rules.ts) follows the file as the webhook does.
    */
   rules?: RulesInput;
-  /** A pod being deleted whose log could not be archived is let go after this long (default 2 min). */
-  logArchiveGiveUpMs?: number;
-  /** Following running pods' logs into the archive (log-archive.ts): limit, size cap, spool directory. */
-  logFollow?: Pick<LogArchiverOptions, 'followLimit' | 'maxLogBytes' | 'spoolDir'>;
-  /** A key per application for its event log (event-log-access.ts); absent: drivers share one. */
-  eventLogAccess?: Pick<EventLogAccessOptions, 'keys' | 'store' | 'incomingPrefix' | 'eventLogPrefix'>;
   /** How long a stop waits for the controller to record the end before answering (default 10 s). */
   stopWaitMs?: number;
 }
@@ -74,15 +52,14 @@ export class KubernetesCluster implements Cluster {
   /** Fed by the cache: every change of what the API shows of an application. */
   readonly events = new EventFeed();
   readonly cache: AppCache;
-  /** One leader election and one cache driving the controllers below (manager.ts). */
+  /** One leader election and one cache driving the controllers (controller-wiring.ts); more register on it. */
   readonly manager: Manager;
   /** The status controller. */
   readonly reconciler: Reconciler;
   readonly leader?: LeaderElection;
   readonly archiver?: LogArchiver;
   readonly eventLogAccess?: EventLogAccess;
-  /** More work run only on the leader (the Schedule controller): started and stopped with the Lease. */
-  private readonly leaderTasks: LeaderTask[] = [];
+  private readonly podLogs: PodLogs;
   private started?: Promise<void>;
 
   constructor(private readonly options: KubernetesClusterOptions) {
@@ -91,60 +68,13 @@ export class KubernetesCluster implements Cluster {
     this.cache = new AppCache({
       clients: options.clients, namespace: options.namespace, log,
       onRecord: (type, record) => this.events.publish(type, record),
-      // The event-log keys are not a controller of the manager yet (their own serial queue): told beside it.
-      onTouch: (name) => { this.manager.applicationChanged(name); this.eventLogAccess?.touch(name); },
+      onTouch: (name) => this.manager.applicationChanged(name),
       onExecutor: (pod) => this.manager.executorChanged(pod),
       rules: this.pools,
     });
-    const controller = options.controller ?? true;
-    const lease = options.lease ?? {};
-    this.manager = new Manager({
-      cache: this.cache, log,
-      elect: controller ? (hooks) => new LeaderElection({
-        clients: options.clients, namespace: options.namespace, log, ...hooks,
-        // Beside the manager's controllers until they are controllers of it: the event-log keys and
-        // the leader's other tasks (the Schedule controller).
-        onStartedLeading: () => { hooks.onStartedLeading(); this.eventLogAccess?.startedLeading(); for (const task of this.leaderTasks) task.activate(); },
-        onStoppedLeading: () => { hooks.onStoppedLeading(); for (const task of this.leaderTasks) task.deactivate(); },
-        name: lease.name ?? 'submission-service-controller',
-        identity: lease.identity ?? `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`,
-        timing: { leaseMs: lease.leaseMs, renewDeadlineMs: lease.renewDeadlineMs, retryMs: lease.retryMs },
-      }) : undefined,
-    });
-    this.leader = this.manager.elector as LeaderElection | undefined;
-    const mayWrite = () => this.manager.isLeader;
-    if (options.eventLogAccess && controller) {
-      this.eventLogAccess = new EventLogAccess({
-        ...options.eventLogAccess, clients: options.clients, namespace: options.namespace, cache: this.cache, log, isLeader: mayWrite,
-      });
-    }
-    // The manager's controllers. Another controller registers here the same way: its reconcile
-    // function, its keys, and which of the cache's changes queue which of its keys.
-    this.reconciler = new Reconciler({
-      clients: options.clients, namespace: options.namespace, cache: this.cache, graceMs: options.missingPodGraceMs, log, resyncMs: options.resyncMs, mayWrite,
-      rules: this.pools, createAttemptPod: (bare) => this.createAttemptPod(bare),
-    });
-    this.manager.register({ controller: this.reconciler.controller, application: (name) => [name] });
-    if (options.logArchive && controller) {
-      const archiver = new LogArchiver({
-        clients: options.clients, namespace: options.namespace, cache: this.cache, archive: options.logArchive, log,
-        giveUpMs: options.logArchiveGiveUpMs, ...options.logFollow, isLeader: mayWrite,
-      });
-      this.archiver = archiver;
-      this.manager.register({
-        controller: archiver.controller,
-        application: (name) => [driverKey(name)],
-        executorPod: (pod) => (pod.metadata?.name ? [executorKey(pod.metadata.name)] : []),
-        onStoppedLeading: () => archiver.stopFollowing(),
-        close: () => archiver.close(),
-      });
-    }
-  }
-
-  /** Work that runs on the leader only (schedule-reconciler.ts); started at once if this replica leads already. */
-  addLeaderTask(task: LeaderTask): void {
-    this.leaderTasks.push(task);
-    if (this.manager.isLeader) task.activate();
+    this.podLogs = new PodLogs(options.clients, options.namespace, this.cache, options.logArchive);
+    const attempts = { rules: this.pools, createAttemptPod: (bare: V1Pod) => this.createAttemptPod(bare) };
+    ({ manager: this.manager, reconciler: this.reconciler, leader: this.leader, archiver: this.archiver, eventLogAccess: this.eventLogAccess } = wireControllers(options, this.cache, log, attempts));
   }
 
   /** Lists and watches (the cache), then runs for the Lease. Reads wait for it; the wiring calls it before the port opens. */
@@ -245,21 +175,6 @@ export class KubernetesCluster implements Cluster {
     return { ok: true, record: { ...record, config }, pod };
   }
 
-  /** What the webhook would admit, when this process has its rules; undefined when unknown (the pod goes bare to the webhook, the controller copies its config). */
-  private async expectedAdmission(bare: V1Pod, dryRun: boolean): Promise<ApiAdmission | undefined> {
-    if (!this.options.rules) return undefined;
-    const rules = rulesNow(this.options.rules);
-    const templateName = bare.metadata?.labels?.[LABEL_TEMPLATE];
-    let template: ApplicationConfig | undefined;
-    if (templateName) {
-      // One read. Absent: admission answers 404 as the webhook would; unreadable: the webhook answers for it.
-      const read = await this.templates.get(templateName).then((found) => ({ found }), () => undefined);
-      if (!read) return undefined;
-      template = read.found?.config;
-    }
-    return expectedAdmission(bare, this.ns, rules, template, dryRun);
-  }
-
   /** The launcher's Secret, owned by its Application (not its controller: the Application's controller is ours, its pod's). */
   private async createLauncherSecret(appName: string, token: string, owner: { apiVersion: string; kind: string; name: string; uid: string }): Promise<void> {
     await this.call(`create the launcher Secret of ${appName}`, () => this.core.createNamespacedSecret({
@@ -286,6 +201,12 @@ export class KubernetesCluster implements Cluster {
       }
       throw translate(error, this.options.clients.server, 'create the driver pod');
     }
+  }
+
+  /** What the webhook would admit, when this process has its rules (the rules in force now); undefined when unknown. */
+  private expectedAdmission(bare: V1Pod, dryRun: boolean) {
+    const rules = this.options.rules && rulesNow(this.options.rules);
+    return admissionWithTemplate(bare, this.ns, rules, (name) => this.templates.get(name), dryRun);
   }
 
   /**
@@ -385,37 +306,9 @@ export class KubernetesCluster implements Cluster {
     return found !== undefined;
   }
 
-  async log(appName: string, options: { follow: boolean; signal?: AbortSignal; container?: string }): Promise<Readable | undefined> {
+  async log(appName: string, options: LogOptions): Promise<Readable | undefined> {
     const record = await this.get(appName);
-    if (!record) return undefined;
-    const container = options.container ?? 'driver';
-    if (container !== 'driver') return isLogContainer(container) ? this.executorLog(appName, container, options) : undefined;
-    const stream = new PassThrough();
-    const driver = this.cache.driver(appName);
-    if (!driver || driver.deleted) {
-      const archived = await this.options.logArchive?.read(appName, 'driver');
-      if (archived) return archived;
-      stream.end(`the driver pod of ${appName} is gone; its log went with it (state ${record.state})\n`);
-      return stream;
-    }
-    const abort = await this.call(`read the log of ${appName}`, () =>
-      new Log(this.options.clients.kc).log(this.ns, driver.pod.metadata?.name ?? appName, DRIVER_CONTAINER, stream, { follow: options.follow }));
-    options.signal?.addEventListener('abort', () => { abort.abort(); stream.end(); }, { once: true });
-    return stream;
-  }
-
-  /** Executor N's log: from its pod while there, else from the archive. */
-  private async executorLog(appName: string, container: LogContainer, options: { follow: boolean; signal?: AbortSignal }): Promise<Readable | undefined> {
-    const id = container.slice('executor-'.length);
-    const pods = await this.call(`find executor ${id} of ${appName}`, () =>
-      this.core.listNamespacedPod({ namespace: this.ns, labelSelector: `${LABEL_APP}=${appName},spark-role=executor,spark-exec-id=${id}` }));
-    const pod = pods.items.find((p) => !p.metadata?.deletionTimestamp) ?? pods.items[0];
-    if (!pod) return this.options.logArchive?.read(appName, container);
-    const stream = new PassThrough();
-    const abort = await this.call(`read the log of ${appName} ${container}`, () =>
-      new Log(this.options.clients.kc).log(this.ns, pod.metadata!.name!, pod.spec?.containers?.[0]?.name ?? '', stream, { follow: options.follow }));
-    options.signal?.addEventListener('abort', () => { abort.abort(); stream.end(); }, { once: true });
-    return stream;
+    return record ? this.podLogs.read(record, options) : undefined;
   }
 
   /** Overrides, admission mark and the sizing decision the webhook recorded: from the driver pod, else the controller's copy on the Application. */
@@ -441,6 +334,5 @@ export class KubernetesCluster implements Cluster {
 
   async close(): Promise<void> {
     await this.manager.stop();
-    for (const task of this.leaderTasks) task.deactivate();
   }
 }

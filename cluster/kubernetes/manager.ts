@@ -5,8 +5,8 @@
 // all of them stop (their calls aborted) the moment it stops leading.
 //
 // The registration point: `manager.register({ controller, application, executorPod })`. Today
-// the status reconciler (reconciler.ts) and the log archiver (log-archiver.ts) are registered
-// by kubernetes-cluster.ts; another controller (schedules, retries) registers the same way.
+// the status reconciler, the log archiver and the event-log keys are registered by
+// controller-wiring.ts, the Schedule controller by the API's wiring (cli/kubernetes.ts).
 import type { V1Pod } from '@kubernetes/client-node';
 import type { Controller } from './controller.js';
 

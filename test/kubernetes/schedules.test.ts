@@ -29,15 +29,15 @@ t.test('one run per tick across a leader change', async (t) => {
   const clock = new SchedulerTestClock(Date.parse(created.createdAt));
   const tick1 = nextTick({ schedule: '* * * * *' }, clock.now())!;
   let aLeads = true;
-  const leaderA = new ScheduleReconciler({ store: storeA, cluster: bed.api.cluster, mayWrite: () => aLeads, clock });
-  leaderA.activate();
-  const runnerA = (leaderA as unknown as { runner: ScheduleRunner }).runner;
-  await clock.until(tick1.getTime() + 1000, runnerA);
+  const leaderA = new ScheduleReconciler({ store: storeA, cluster: bed.api.cluster, mayWrite: () => aLeads, clock, queue: clock.queueOptions() });
+  leaderA.controller.activate(); // as the manager does when this replica wins the Lease
+  t.teardown(() => leaderA.controller.deactivate());
+  await clock.until(tick1.getTime() + 1000, leaderA);
   t.equal((await runs()).length, 1, 'the leader made the first tick\'s run');
   t.match((await storeA.get('every-minute'))?.status, { lastScheduleTime: tick1.toISOString() }, 'and recorded it in the status');
   // The leader loses the Lease; its successor never saw that status write (as if it was lost).
   aLeads = false;
-  leaderA.deactivate();
+  leaderA.controller.deactivate();
   await storeB.setStatus('every-minute', emptyStatus());
   const leaderB = new ScheduleRunner({ store: storeB, cluster: other.cluster, clock });
   leaderB.start();

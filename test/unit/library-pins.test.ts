@@ -1,14 +1,14 @@
-// The three places the service leans on a library's internals (issue 28), each pinned: when an
+// The places the service leans on how a library works inside (issue 28), each pinned: when an
 // upgrade changes what they rely on, a test here fails instead of the service silently losing
-// the fix. Each test says what the code relies on and where.
+// the fix. Each test says what the code relies on and where. (client-node's private createAgent
+// is no longer patched: the agent is handed over through public methods, pinned below.)
 import { createServer, type Server } from 'node:http';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join, dirname } from 'node:path';
-import { Agent } from 'node:https';
 import t from 'tap';
-import { KubeConfig, ListWatch, Watch, type KubernetesObject } from '@kubernetes/client-node';
-import { kubeClients } from '../../cluster/kubernetes/client.js';
+import { CoreV1Api, KubeConfig, ListWatch, Watch, type KubernetesObject } from '@kubernetes/client-node';
+import { ServiceKubeConfig } from '../../cluster/kubernetes/apiserver.js';
 import { resilientInformer } from '../../cluster/kubernetes/informers.js';
 import { informerHandlerErrors } from '../../cluster/kubernetes/metrics.js';
 import { tempDir } from '../helpers/temp.js';
@@ -27,14 +27,29 @@ function kubeconfig(dir: string, server: string): string {
   return file;
 }
 
-t.test('client-node: every request\'s https agent comes from KubeConfig#createAgent, so the one shared agent (cluster/kubernetes/client.ts) is used', async (t) => {
-  t.equal(typeof (KubeConfig.prototype as unknown as { createAgent?: unknown }).createAgent, 'function', 'client-node still has createAgent');
-  const { kc } = kubeClients(kubeconfig(tempDir(t), 'https://127.0.0.1:6443'));
-  const first = await kc.applyToFetchOptions({});
-  const second = await kc.applyToFetchOptions({});
-  t.ok(first.agent instanceof Agent, 'the fetch options carry an https agent');
-  t.equal(first.agent, second.agent, 'the same agent for every request (TLS sessions resumed)');
-  t.equal((first.agent as Agent & { keepAlive?: boolean }).keepAlive, false, 'ours: no keep-alive (node-fetch 2\'s "Premature close")');
+t.test('client-node asks the KubeConfig for each request\'s agent through the two public methods ServiceKubeConfig (cluster/kubernetes/apiserver.ts) overrides', async (t) => {
+  // A stand-in apiserver: a list answers, a watch stays open.
+  const server: Server = createServer((request, response) => {
+    response.writeHead(200, { 'content-type': 'application/json' });
+    if (request.url?.includes('watch=true')) response.flushHeaders();
+    else response.end(JSON.stringify({ kind: 'NamespaceList', apiVersion: 'v1', metadata: {}, items: [] }));
+  });
+  await new Promise<void>((ok) => server.listen(0, '127.0.0.1', ok));
+  t.teardown(() => { server.closeAllConnections(); server.close(); });
+  const { port } = server.address() as { port: number };
+  const asked: string[] = [];
+  class Recording extends ServiceKubeConfig {
+    override applySecurityAuthentication(context: Parameters<ServiceKubeConfig['applySecurityAuthentication']>[0]) { asked.push('applySecurityAuthentication'); return super.applySecurityAuthentication(context); }
+    override applyToHTTPSOptions(options: Parameters<ServiceKubeConfig['applyToHTTPSOptions']>[0]) { asked.push('applyToHTTPSOptions'); return super.applyToHTTPSOptions(options); }
+  }
+  const kc = new Recording();
+  kc.loadFromFile(kubeconfig(tempDir(t), `http://127.0.0.1:${port}`));
+  await kc.makeApiClient(CoreV1Api).listNamespace();
+  t.same(asked, ['applySecurityAuthentication'], 'a generated call: applySecurityAuthentication');
+  asked.length = 0;
+  const watching = await new Watch(kc).watch('/api/v1/namespaces', {}, () => undefined, () => undefined);
+  watching.abort();
+  t.same(asked, ['applyToHTTPSOptions'], 'a watch (and informers, Log, Exec): applyToHTTPSOptions, through applyToFetchOptions');
 });
 
 t.test('client-node: ListWatch#on(\'change\') registers add, update and delete through this.on, where GuardedListWatch wraps them', async (t) => {

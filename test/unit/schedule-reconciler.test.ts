@@ -1,0 +1,83 @@
+// The Schedule controller (cluster/kubernetes/schedule-reconciler.ts) as a controller of the
+// manager, with a fake store, a fake leader election and a fake clock: it passes over the
+// Schedules only while this replica leads, again every resync (changes through other
+// replicas) and at once when told of a change here; a pass that fails (the store unreadable)
+// comes back after its backoff; losing the Lease stops it.
+import t from 'tap';
+import type { Cluster } from '../../cluster/cluster.js';
+import { type Elector, type LeadershipHooks, Manager } from '../../cluster/kubernetes/manager.js';
+import { ScheduleReconciler } from '../../cluster/kubernetes/schedule-reconciler.js';
+import type { ScheduleStore } from '../../cluster/schedules/schedule-store.js';
+import { installFakeClock } from './fixtures/fake-clock.js';
+
+class FakeElector implements Elector {
+  isLeader = false;
+  constructor(readonly hooks: LeadershipHooks) {}
+  start() { /* the test decides who leads */ }
+  async stop() { this.lose(); }
+  win() { this.isLeader = true; this.hooks.onStartedLeading(); }
+  lose() { if (this.isLeader) { this.isLeader = false; this.hooks.onStoppedLeading(); } }
+}
+
+function setUp(t: { teardown(run: () => unknown): void }) {
+  const clock = installFakeClock();
+  const state = { passes: 0, failing: 0 };
+  const store = {
+    list: async () => {
+      state.passes++;
+      if (state.failing > 0) { state.failing--; throw new Error('apiserver unreachable'); }
+      return [];
+    },
+  } as unknown as ScheduleStore;
+  const logged: string[] = [];
+  let elector: FakeElector | undefined;
+  const manager = new Manager({ cache: { start: async () => undefined, stop: async () => undefined }, elect: (hooks) => (elector = new FakeElector(hooks)) });
+  const schedules = new ScheduleReconciler({
+    store, cluster: {} as Cluster, mayWrite: () => manager.isLeader, resyncMs: 10_000,
+    log: (_level, message) => logged.push(message), queue: { now: clock.now, baseMs: 1_000, jitter: 0 },
+  });
+  manager.register(schedules.registration);
+  t.teardown(async () => { await manager.stop(); clock.restore(); });
+  return { clock, manager, schedules, state, logged, elector: () => elector! };
+}
+
+t.test('passes only while leading: at once, every resync, and when a change here wakes it', async (t) => {
+  const h = setUp(t);
+  await h.manager.start();
+  h.schedules.wake();
+  await h.clock.advance(20_000, 1_000);
+  t.equal(h.state.passes, 0, 'not leading: no pass, whatever the time or a wake');
+  h.elector().win();
+  await h.clock.settle();
+  t.equal(h.state.passes, 1, 'leading: a pass at once');
+  await h.clock.advance(9_900);
+  t.equal(h.state.passes, 1, 'nothing before the resync');
+  await h.clock.advance(100);
+  t.equal(h.state.passes, 2, 'a pass at the resync');
+  h.schedules.wake();
+  await h.clock.settle();
+  t.equal(h.state.passes, 3, 'a change through this replica: a pass at once');
+  h.elector().lose();
+  await h.clock.advance(30_000, 1_000);
+  t.equal(h.state.passes, 3, 'the Lease lost: no more passes');
+});
+
+t.test('a pass that fails comes back after its backoff, not at the next resync', async (t) => {
+  const h = setUp(t);
+  h.state.failing = 2;
+  await h.manager.start();
+  h.elector().win();
+  await h.clock.settle();
+  t.equal(h.state.passes, 1);
+  t.match(h.logged.join('\n'), /scheduler pass failed \(again in 1000 ms\): apiserver unreachable/);
+  await h.clock.advance(1_000);
+  t.equal(h.state.passes, 2, 'again after 1 s');
+  await h.clock.advance(1_900);
+  t.equal(h.state.passes, 2, 'the second failure waits 2 s');
+  await h.clock.advance(100);
+  t.equal(h.state.passes, 3, 'and then succeeds');
+  await h.clock.advance(9_900);
+  t.equal(h.state.passes, 3, 'back on the resync cadence');
+  await h.clock.advance(100);
+  t.equal(h.state.passes, 4);
+});
