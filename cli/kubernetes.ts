@@ -80,6 +80,7 @@ export async function apiCommand(argv: string[]): Promise<number> {
       'log-follow-limit': { type: 'string', default: '32', description: 'archive the logs of at most this many running pods as they run (5 MiB of /tmp each); the others are read whole at their end (0: none)' },
       'log-archive-max-mb': { type: 'string', default: '1024', description: 'an archived log keeps at most this many MiB, then a line saying it was cut' },
       'idempotency-window': { type: 'string', default: '24h', description: 'how long an Idempotency-Key answers with the application it made (24h, 90m, 45s)' },
+      'app-network-policies': { type: 'boolean', default: false, description: 'give each application a NetworkPolicy: its driver and executors reach one another, no other application reaches them (the chart\'s networkPolicy.enabled; needs a network plugin that enforces NetworkPolicy)' },
       ...fairShareFlags,
       // The Spark Connect endpoint (cli/connect-kubernetes.ts); --connect-port off: none.
       ...kubernetesConnectFlags,
@@ -109,7 +110,7 @@ export async function apiCommand(argv: string[]): Promise<number> {
   const cluster = new KubernetesCluster({
     clients, namespace: values.namespace, controller: values.controller === 'on',
     lease: timingForLease(leaseSeconds * 1000), logArchive: historyWiring.logArchive, eventLogAccess: historyWiring.eventLogAccess,
-    logFollow: { followLimit, maxLogBytes: maxLogMiB * 1024 * 1024 },
+    logFollow: { followLimit, maxLogBytes: maxLogMiB * 1024 * 1024 }, appNetworkPolicies: values['app-network-policies'],
     // The webhook's node-pool file (the chart gives both the same): Applications are written with their config.
     rules: watchedRules,
   });

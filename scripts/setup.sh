@@ -75,13 +75,14 @@ image_tools() {
     || { say "could not install mmdebstrap, buildah and runc; the image test will be skipped"; return 0; }
 }
 
-# Debian's runc and iptables, for the test bed's real node (testbed/real-node.ts; SETUP_TEST_TOOLS=1).
+# Debian's runc and iptables, for the test bed's real node (testbed/real-node.ts; SETUP_TEST_TOOLS=1),
+# and ipset for its NetworkPolicy enforcer (kube-router; testbed/node-policy.ts).
 node_packages() {
-  command -v runc >/dev/null && command -v iptables >/dev/null && return 0
-  say "installing Debian's runc and iptables for the test bed's real node"
+  command -v runc >/dev/null && command -v iptables >/dev/null && command -v ipset >/dev/null && return 0
+  say "installing Debian's runc, iptables and ipset for the test bed's real node"
   local sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
-  $sudo apt-get update -qq >&2 && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq runc iptables >&2 \
-    || { say "could not install runc and iptables; the real-node test will be skipped"; return 0; }
+  $sudo apt-get update -qq >&2 && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq runc iptables ipset >&2 \
+    || { say "could not install runc, iptables and ipset; the real-node tests will be skipped"; return 0; }
 }
 
 # Spark's S3A connector for the test bed's object store (event logs, archived logs): hadoop-aws

@@ -7,6 +7,7 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, rmdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { BRIDGE, type NodePaths } from './node-config.js';
+import { destroyPolicyIpsets } from './node-policy.js';
 
 /** Host paths the kubelet, containerd and CNI write to whatever their config says. */
 export const HOST_PATHS = ['/var/lib/kubelet', '/var/log/containers', '/var/log/pods', '/var/lib/cni', '/run/containerd'];
@@ -14,7 +15,7 @@ export const HOST_PATHS = ['/var/lib/kubelet', '/var/log/containers', '/var/log/
 export const SYSCTLS = ['kernel.panic', 'kernel.panic_on_oops', 'vm.overcommit_memory', 'net.ipv4.ip_forward'];
 /** Cgroups the kubelet makes (cgroupfs driver, root "/"), in every hierarchy. */
 const CGROUP_DIRS = ['kubepods'];
-/** iptables chains the kubelet, kube-proxy and the CNI plugins create. */
+/** iptables chains the kubelet, kube-proxy, the CNI plugins and kube-router create. */
 const OUR_CHAINS = /^(KUBE-|CNI-)/;
 
 /** What `startRealNode` writes before starting anything, so a crash can still be undone. */
@@ -161,7 +162,8 @@ export async function cleanUpNode(p: NodePaths): Promise<void> {
   for (const device of podNetworkDevices()) {
     try { execFileSync('ip', ['link', 'delete', device], { stdio: 'ignore' }); } catch { /* went with its peer */ }
   }
-  removeChains();
+  removeChains(); // kube-router's KUBE-ROUTER-*, KUBE-POD-FW-*, KUBE-NWPLCY-* among them
+  destroyPolicyIpsets();
   for (const path of state.created) {
     if (path.startsWith('/sys/fs/cgroup/')) removeCgroup(path);
     else rmSync(path, { recursive: true, force: true });

@@ -24,6 +24,7 @@ export function nodePaths(dir: string) {
     dnsLog: join(dir, 'coredns.log'),
     kubeProxyConfig: join(dir, 'kube-proxy.yaml'),
     kubeProxyLog: join(dir, 'kube-proxy.log'),
+    kubeRouterLog: join(dir, 'kube-router.log'),
   };
 }
 export type NodePaths = ReturnType<typeof nodePaths>;

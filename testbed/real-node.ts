@@ -15,6 +15,7 @@ import { CoreV1Api, KubeConfig, type V1Node } from '@kubernetes/client-node';
 import { logTail } from './log-tail.js';
 import { cleanUpNode, hostBefore, readNodeState, writeNodeState, type NodeState } from './node-cleanup.js';
 import { BRIDGE, cniConfig, containerdConfig, corefile, GATEWAY, kubeletConfig, kubeProxyConfig, nodePaths, type NodePaths, POD_SUBNET } from './node-config.js';
+import { kubeRouterArgs, policyEnforcerUnavailable } from './node-policy.js';
 import { freePort } from '../lib/free-port.js';
 
 const run = promisify(execFile);
@@ -24,14 +25,14 @@ export const NODE_LOCK = '/run/submission-service-testbed-node.json';
 export const NODE_NAME = 'testbed-node';
 
 /** Why a real node cannot run here, or undefined when it can. */
-export function realNodeUnavailable(): string | undefined {
+export function realNodeUnavailable(options: { enforceNetworkPolicy?: boolean } = {}): string | undefined {
   if (process.platform !== 'linux') return 'a real node needs Linux';
   if (process.getuid?.() !== 0) return 'a real node needs root (mounts, network namespaces, cgroups, iptables)';
   for (const tool of ['runc', 'iptables', 'ip', 'umount']) {
     if (!onPath(tool)) return `a real node needs ${tool} (scripts/setup.sh installs runc and iptables with SETUP_TEST_TOOLS=1)`;
   }
   if (!process.env.SUBMISSION_SERVICE_NODE && !existsSync(buildScript)) return 'test/node/build.sh is missing';
-  return undefined;
+  return options.enforceNetworkPolicy ? policyEnforcerUnavailable(onPath) : undefined;
 }
 
 function onPath(tool: string): string | undefined {
@@ -78,6 +79,8 @@ export interface RealNodeOptions {
   /** The CA whose certificates the kubelet accepts (the apiserver's admin client certificate). */
   caFile: string;
   readyTimeoutMs?: number;
+  /** Run kube-router's network-policy controller (node-policy.ts): NetworkPolicies are enforced. */
+  enforceNetworkPolicy?: boolean;
 }
 
 /** Imports an OCI archive into the containerd of the node at `socket` (the k8s.io namespace pods use). */
@@ -179,6 +182,16 @@ export async function startRealNode(options: RealNodeOptions): Promise<RealNode>
     state.pids.kubeProxy = proxy.pid!;
     writeNodeState(p, state);
     await waitFor(async () => (await fetch(`http://127.0.0.1:${healthzPort}/healthz`, { signal: AbortSignal.timeout(5_000) })).ok, proxy, 60_000, `kube-proxy (${p.kubeProxyLog})`);
+
+    if (options.enforceNetworkPolicy) {
+      // Healthy once its policy controller has synced every pod and policy once.
+      const healthPort = await freePort();
+      const enforcer = daemon(p.kubeRouterLog, ['run', join(binDir, 'kube-router'), ...kubeRouterArgs({ kubeconfig: options.kubeconfig, nodeName: NODE_NAME, healthPort })]);
+      children.policy = enforcer;
+      state.pids.kubeRouter = enforcer.pid!;
+      writeNodeState(p, state);
+      await waitFor(async () => (await fetch(`http://127.0.0.1:${healthPort}/healthz`, { signal: AbortSignal.timeout(5_000) })).ok, enforcer, 120_000, `kube-router (${p.kubeRouterLog})`);
+    }
   } catch (error) {
     await stop().catch(() => undefined);
     throw error;
@@ -228,10 +241,11 @@ async function terminate(child: ChildProcess | undefined, graceMs: number): Prom
  * The kubelet first (a running kubelet starts pods again), then every pod through CRI (so
  * CNI removes its veth and address), then containerd; then whatever is left is undone.
  */
-type Daemons = Partial<Record<'containerd' | 'dns' | 'kubelet' | 'proxy', ChildProcess>>;
+type Daemons = Partial<Record<'containerd' | 'dns' | 'kubelet' | 'proxy' | 'policy', ChildProcess>>;
 
-async function stopNode(p: NodePaths, binDir: string, { containerd, dns, kubelet, proxy }: Daemons): Promise<void> {
+async function stopNode(p: NodePaths, binDir: string, { containerd, dns, kubelet, proxy, policy }: Daemons): Promise<void> {
   await terminate(kubelet, 10_000);
+  await terminate(policy, 5_000);
   await terminate(proxy, 5_000);
   await terminate(dns, 5_000);
   if (containerd && !exited(containerd)) {

@@ -17,6 +17,7 @@ import { ConflictError, isTerminal, UnavailableError } from '../cluster.js';
 import { EventFeed } from '../events.js';
 import { type SubmissionInfo, submissionInfo } from '../submission-info.js';
 import { AppCache } from './app-cache.js';
+import { appNetworkPolicy } from './app-network-policy.js';
 import { APPLICATIONS, FIELD_MANAGER, GROUP, VERSION } from './client.js';
 import { kubeCall, kubeCallOrAbsent, missedAdmission, translate, webhookRefusal } from './errors.js';
 import { admissionWithTemplate } from './expected-admission.js';
@@ -44,6 +45,8 @@ export interface KubernetesClusterOptions extends ControllerWiringOptions {
   rules?: RulesInput;
   /** How long a stop waits for the controller to record the end before answering (default 10 s). */
   stopWaitMs?: number;
+  /** Give each application a NetworkPolicy of its own before its driver (app-network-policy.ts; the chart's networkPolicy.enabled). */
+  appNetworkPolicies?: boolean;
 }
 
 export class KubernetesCluster implements Cluster {
@@ -132,6 +135,16 @@ export class KubernetesCluster implements Cluster {
     const ownerReferences = owner
       ? [{ apiVersion: owner.apiVersion, kind: 'Application', name: appName, uid: owner.metadata.uid!, controller: true }]
       : undefined;
+    if (this.options.appNetworkPolicies && ownerReferences) {
+      // Before the driver: its pods never run without the policy that keeps other runs out.
+      try {
+        await this.call(`create the NetworkPolicy of ${appName}`, () => postJson(this.options.clients.kc,
+          `/apis/networking.k8s.io/v1/namespaces/${this.ns}/networkpolicies?fieldManager=${FIELD_MANAGER}`, appNetworkPolicy(appName, ownerReferences[0])));
+      } catch (error) {
+        await this.dropApplication(appName);
+        throw error;
+      }
+    }
     let withCredential = bare;
     if (launcherToken !== undefined && ownerReferences) {
       // The kernel's token: a Secret owned by the Application (it goes with it), mounted into the

@@ -21,7 +21,7 @@ export interface RealNodeBed {
   core: CoreV1Api;
 }
 
-export async function startRealNodeBed(t: TestLike): Promise<RealNodeBed> {
+export async function startRealNodeBed(t: TestLike, options: { enforceNetworkPolicy?: boolean } = {}): Promise<RealNodeBed> {
   const dir = tempDir(t, 'subsvc-node-');
   const testbed = await startTestbed(join(dir, 'testbed'), { scheduler: true, nodeControllers: true, advertiseAddress: nodeIp() });
   let node: RealNode | undefined;
@@ -30,7 +30,7 @@ export async function startRealNodeBed(t: TestLike): Promise<RealNodeBed> {
     await node?.stop().catch((error: Error) => process.stderr.write(`real node: ${error.message}\n`));
     await testbed.stop();
   });
-  node = await startRealNode({ dir: join(dir, 'node'), kubeconfig: testbed.kubeconfig, nodeKubeconfig: join(dir, 'testbed', 'node.kubeconfig'), caFile: join(dir, 'testbed', 'pki', 'ca.crt') });
+  node = await startRealNode({ dir: join(dir, 'node'), kubeconfig: testbed.kubeconfig, nodeKubeconfig: join(dir, 'testbed', 'node.kubeconfig'), caFile: join(dir, 'testbed', 'pki', 'ca.crt'), ...options });
   const kc = new KubeConfig();
   kc.loadFromFile(testbed.kubeconfig);
   return { dir, testbed, node, kc, core: kc.makeApiClient(CoreV1Api) };

@@ -164,6 +164,7 @@ t.test('RBAC: least privilege', async (t) => {
     { apiGroups: [''], resources: ['pods/log'], verbs: ['get'] },
     { apiGroups: ['submission-service.io'], resources: ['applications', 'applications/status', 'configtemplates', 'schedules', 'schedules/status'], verbs: ['create', 'get', 'list', 'watch', 'update', 'patch', 'delete'] },
     { apiGroups: [''], resources: ['secrets'], verbs: ['create'] },
+    { apiGroups: ['networking.k8s.io'], resources: ['networkpolicies'], verbs: ['create'] },
     { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['create'] },
     { apiGroups: ['coordination.k8s.io'], resources: ['leases'], resourceNames: ['submission-service-controller'], verbs: ['get', 'update'] },
   ]);

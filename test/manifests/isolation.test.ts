@@ -1,15 +1,17 @@
 // The chart's boundaries between applications (issue 25), rendered by Helm itself: NetworkPolicies
-// that let only the service's pods reach a driver's Spark UI and the History Server, judged by a
-// small evaluator of NetworkPolicy's own rules (the test bed's CNI enforces none, see
+// that let only the service's pods reach a driver's Spark UI and the History Server, and an
+// application's pods only its own pods and the service's (the api's per-application policy beside
+// the chart's), judged by a small evaluator of NetworkPolicy's own rules (the test bed's CNI enforces none, see
 // manifests/README.md); and the object-store keys: drivers get their own Secret, never the
 // controller's, executors none, and the install notes say in plain words what is still shared.
-import type { V1ConfigMap, V1Deployment, V1NetworkPolicy, V1NetworkPolicyPeer, V1NetworkPolicyPort } from '@kubernetes/client-node';
+import type { V1ConfigMap, V1Deployment, V1NetworkPolicy, V1NetworkPolicyPeer, V1NetworkPolicyPort, V1Role } from '@kubernetes/client-node';
 import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadYaml } from '@kubernetes/client-node';
 import t from 'tap';
 import { rulesFrom } from '../../cli/rules.js';
+import { appNetworkPolicy } from '../../cluster/kubernetes/app-network-policy.js';
 import { applyDefaults } from '../../domain/index.js';
 import { RELEASE_NAMESPACE, chartDir, helm, named, ofKind, renderChart } from './helm.js';
 
@@ -46,20 +48,40 @@ const component = (name: string) => ({ 'app.kubernetes.io/name': 'submission-ser
 const api: Client = { namespace: RELEASE_NAMESPACE, labels: component('api') };
 const gateway: Client = { namespace: RELEASE_NAMESPACE, labels: component('gateway') };
 const otherDriver: Client = { namespace: APPS, labels: { 'spark-role': 'driver', 'submission-service/app-name': 'b-1' } };
-const executor: Client = { namespace: APPS, labels: { 'spark-role': 'executor' } };
+const executor: Client = { namespace: APPS, labels: { 'spark-role': 'executor', 'submission-service/app-name': 'a-1' } };
+const otherExecutor: Client = { namespace: APPS, labels: { 'spark-role': 'executor', 'submission-service/app-name': 'b-1' } };
 const elsewhere: Client = { namespace: 'team-x', labels: component('api') };
 const driverLabels = { 'spark-role': 'driver', 'submission-service/app-name': 'a-1' };
 
-t.test('a driver\'s Spark UI port answers only the api and the notebook service; its other ports stay open to executors', async (t) => {
-  const policies = ofKind<V1NetworkPolicy>(renderChart(HISTORY), 'NetworkPolicy');
+t.test('an application\'s pods answer the service\'s pods and their own application\'s, no other application\'s', async (t) => {
+  const owner = { apiVersion: 'submission-service.io/v1', kind: 'Application', name: 'a-1', uid: 'u-1' };
+  const own = appNetworkPolicy('a-1', owner);
+  const policies = [...ofKind<V1NetworkPolicy>(renderChart(HISTORY), 'NetworkPolicy'), { ...own, metadata: { ...own.metadata, namespace: APPS } } as V1NetworkPolicy];
   const ui = (client: Client) => reachable(policies, APPS, driverLabels, client, 4040);
   t.ok(ui(api), 'the api\'s UI proxy reaches 4040');
   t.ok(ui(gateway), 'the notebook service reaches 4040');
   t.notOk(ui(otherDriver), 'another application\'s driver does not');
-  t.notOk(ui(executor), 'an executor does not');
   t.notOk(ui(elsewhere), 'a pod labelled like the api in another namespace does not');
-  for (const port of [7078, 7079, 4041, 40000]) t.ok(reachable(policies, APPS, driverLabels, executor, port), `executors still reach the driver's port ${port}`);
-  t.ok(reachable(policies, APPS, { 'spark-role': 'executor' }, otherDriver, 4040), 'executors are not selected (their driver dials them)');
+  for (const port of [7078, 7079, 4041, 15002, 40000]) {
+    t.ok(reachable(policies, APPS, driverLabels, executor, port), `its own executors reach the driver's port ${port}`);
+    t.ok(reachable(policies, APPS, driverLabels, gateway, port), `so does the notebook service (kernels, Connect): ${port}`);
+    t.notOk(reachable(policies, APPS, driverLabels, otherDriver, port), `another application's driver does not: ${port}`);
+    t.notOk(reachable(policies, APPS, driverLabels, otherExecutor, port), `nor its executors: ${port}`);
+  }
+  t.ok(reachable(policies, APPS, executor.labels, { namespace: APPS, labels: driverLabels }, 40000), 'the driver reaches its executors');
+  t.notOk(reachable(policies, APPS, executor.labels, otherDriver, 40000), 'another application\'s driver does not');
+  t.same(own.metadata.ownerReferences, [{ ...owner, controller: false }], 'the application\'s policy goes with its Application');
+});
+
+t.test('the api makes each application\'s policy, with the right to create them', async (t) => {
+  const objects = renderChart(HISTORY);
+  const args = named<V1Deployment>(objects, 'Deployment', 'submission-service-api')!.spec!.template.spec!.containers[0]!.args!;
+  t.ok(args.includes('--app-network-policies'), 'the api is told to');
+  const role = named<V1Role>(objects, 'Role', 'submission-service-api')!;
+  t.ok(role.rules!.some((r) => r.apiGroups!.includes('networking.k8s.io') && r.resources!.includes('networkpolicies') && r.verbs.join() === 'create'), 'and may create them (only create)');
+  const off = renderChart({ ...HISTORY, 'networkPolicy.enabled': 'false' });
+  t.notOk(named<V1Deployment>(off, 'Deployment', 'submission-service-api')!.spec!.template.spec!.containers[0]!.args!.includes('--app-network-policies'), 'networkPolicy.enabled=false: not');
+  t.notOk(named<V1Role>(off, 'Role', 'submission-service-api')!.rules!.some((r) => r.resources!.includes('networkpolicies')), 'nor the right');
 });
 
 t.test('a Spark Connect session\'s server (15002, no authentication of its own) answers only the service\'s pods', async (t) => {

@@ -8,6 +8,8 @@
 #                               module, same k8s.io/kubernetes as test/cluster), the pause and
 #                               testbox binaries and their one-layer OCI archives
 #   coredns-<hash>              CoreDNS with the plugins cluster DNS uses (dns/, its own module)
+#   kube-router-<version>-<key> kube-router, whose network-policy controller enforces the chart's
+#                               NetworkPolicies on the node (iptables and ipset, from Debian)
 # and node-<hash>/ links them all into one directory (the one printed).
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -15,6 +17,7 @@ cd "$here"
 
 CONTAINERD_VERSION=v2.4.2
 CNI_VERSION=v1.10.0
+KUBE_ROUTER_VERSION=v2.1.0 # the newest the module proxy serves
 CONTAINERD_TAGS="no_btrfs no_devmapper no_zfs" # no C libraries, and snapshotters the node does not use
 
 GO="${GO:-$(command -v go || echo /usr/local/go/bin/go)}"
@@ -91,11 +94,17 @@ build_dns() {
 dns="$cache/coredns-$(key "$(for f in dns/go.mod dns/go.sum dns/*.go; do echo "== $f"; cat "$f"; done)")"
 built "$dns" "CoreDNS (cluster DNS)" build_dns
 
-out="$cache/node-$(key "$containerd" "$cni" "$tools" "$dns")"
+# Only its network-policy controller runs (no routing, no service proxy): the bridge plugin stays
+# the CNI and kube-proxy the service proxy; this makes the node's NetworkPolicies enforced.
+kube_router="$cache/kube-router-$KUBE_ROUTER_VERSION-$(key)"
+built "$kube_router" "kube-router $KUBE_ROUTER_VERSION" install_at "$KUBE_ROUTER_VERSION" "" "" \
+  github.com/cloudnativelabs/kube-router/v2/cmd/kube-router
+
+out="$cache/node-$(key "$containerd" "$cni" "$tools" "$dns" "$kube_router")"
 if [[ ! -f "$out/.complete" ]]; then
   tmp="$out.tmp.$$"
   rm -rf "$tmp" && mkdir -p "$tmp"
-  for part in "$containerd" "$cni" "$tools" "$dns"; do
+  for part in "$containerd" "$cni" "$tools" "$dns" "$kube_router"; do
     for f in "$part"/*; do ln -s "$f" "$tmp/$(basename "$f")"; done
   done
   touch "$tmp/.complete"
