@@ -179,6 +179,9 @@ connect=$(connect_jars)
 # The Spark Connect client the endpoint's tests and bench drive (pyspark[connect] 3.5.7).
 connect_client=""
 [ "${SETUP_TEST_TOOLS:-}" = 1 ] && connect_client=$(python_env "$root/requirements-connect-client.txt" connect-client)
+# SETUP_CONNECT4_CLIENT=1 (the benches): pyspark-client 4.2.0, the thin client of Spark 4.
+connect4_client=""
+[ "${SETUP_CONNECT4_CLIENT:-}" = 1 ] && connect4_client=$(python_env "$root/requirements-connect-client-4.txt" connect-client-4)
 # The env file is named by what it holds, so a setup with other flags (or from another checkout)
 # writes another file and never rewrites one that a running suite sources. Written to a temporary
 # name and renamed: a reader sees the whole file or none.
@@ -189,6 +192,7 @@ env_text=$(
   [ -z "$airflow" ] || echo "export SUBMISSION_SERVICE_AIRFLOW_ENV='$airflow'"
   [ -z "$connect" ] || echo "export SUBMISSION_SERVICE_CONNECT_JARS='$connect'"
   [ -z "$connect_client" ] || echo "export SUBMISSION_SERVICE_CONNECT_CLIENT_ENV='$connect_client'"
+  [ -z "$connect4_client" ] || echo "export SUBMISSION_SERVICE_CONNECT4_CLIENT_ENV='$connect4_client'"
   [ -z "$s3a" ] || echo "export SUBMISSION_SERVICE_S3A_JARS='$s3a'"
   # Spark 4's (Hadoop 3.5): its images and a Spark 4 History Server on s3a://.
   [ -z "$s3a4" ] || echo "export SUBMISSION_SERVICE_S3A_JARS_SPARK4='$s3a4'"
