@@ -11,7 +11,7 @@ import { KubernetesSparkHistory } from '../cluster/kubernetes/kubernetes-history
 import { LogArchive } from '../cluster/kubernetes/log-archive.js';
 import type { EventFeed } from '../cluster/events.js';
 import type { AdmissionRules } from '../domain/index.js';
-import { type S3Server, s3HistoryServer, startS3Server } from './s3-server.js';
+import { type S3Server, S3_REGION, s3HistoryServer, startS3Server } from './s3-server.js';
 
 const buildScript = join(import.meta.dirname, '..', 'test', 's3', 'build.sh');
 export const CREDENTIALS_SECRET = 'spark-history-s3';
@@ -76,7 +76,8 @@ export async function startHistoryBed(options: { dir: string; clients: KubeClien
   }).catch(unlessExists);
   const server = s3HistoryServer(s3, { ...spark, eventLogDir, dir: join(options.dir, 'history-server') });
   const logArchive = new LogArchive(s3.store, 'spark-logs');
-  const s3Rules = { endpoint: s3.endpoint, pathStyleAccess: true, credentialsSecret: CREDENTIALS_SECRET };
+  // The server's region: Spark 4's S3A (AWS SDK v2) signs for none it can infer from the endpoint.
+  const s3Rules = { endpoint: s3.endpoint, pathStyleAccess: true, credentialsSecret: CREDENTIALS_SECRET, region: S3_REGION };
   return {
     rules: { ...options.rules, eventLog: { dir: eventLogDir, rollingMaxFileSize: '128m', s3: s3Rules }, archiveLogs: true },
     classPath,

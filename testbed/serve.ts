@@ -199,7 +199,7 @@ function webhookConfigFile(dir: string, nodePools: string | undefined, rules: Ad
     ...(eventLog ? {
       history: {
         eventLogDir: eventLog.dir, rollingMaxFileSize: eventLog.rollingMaxFileSize,
-        s3Endpoint: eventLog.s3?.endpoint, pathStyleAccess: eventLog.s3?.pathStyleAccess, credentialsSecret: eventLog.s3?.credentialsSecret,
+        s3Endpoint: eventLog.s3?.endpoint, pathStyleAccess: eventLog.s3?.pathStyleAccess, credentialsSecret: eventLog.s3?.credentialsSecret, s3Region: eventLog.s3?.region,
       },
     } : {}),
     ...(driverService ? { driverService } : {}),
