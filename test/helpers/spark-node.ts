@@ -93,6 +93,10 @@ export async function startSparkNodeBed(t: TestLike, options: SparkNodeOptions =
   // driver pods skip the webhook; Spark's executor pods and anyone else's still go through it.
   const identity = await ensureApiIdentity(clients, NAMESPACE, join(bed.dir, 'testbed'));
   const webhookPort = await freePort();
+  // Closed before the node stops (teardowns run last-registered first), whatever step below fails:
+  // a cluster left watching would keep the test's process, and the real node's lock, alive.
+  const closers: Array<() => Promise<unknown>> = [];
+  t.teardown(async () => { for (const close of closers.reverse()) await close().catch(() => undefined); });
   const webhook = await startWebhookService({
     clients, rules, certDir: join(bed.dir, 'certs'), port: webhookPort, host: '127.0.0.1',
     dnsNames: ['localhost'], ipAddresses: ['127.0.0.1'],
@@ -103,17 +107,17 @@ export async function startSparkNodeBed(t: TestLike, options: SparkNodeOptions =
   // itself and writes each Application with the admitted config, so the controller copies
   // nothing (the product's path, for the benches too).
   const apiClients = kubeClients(identity.kubeconfig);
+  closers.push(() => webhook.close());
   const cluster = new KubernetesCluster({ clients: apiClients, namespace: NAMESPACE, rules, logArchive: historyBed?.logArchive });
+  closers.push(() => cluster.close());
   await cluster.start();
   const history = await historyBed?.history(cluster.events);
+  if (history) closers.push(() => history.close());
   const app = await buildService({ cluster, history, auth: { enabled: false, store: { verify: () => undefined, byId: () => undefined } }, sessionSecret: randomBytes(32) });
+  closers.push(() => app.close());
   const baseUrl = await app.listen({ port: 0, host: '127.0.0.1' });
+  // The teardown above closes each (the API first): no pod is admitted once the node stops.
   const api: ApiInstance = { app, cluster, kubeClients: apiClients, baseUrl, close: async () => { await app.close(); await history?.close(); await cluster.close(); } };
-  // Before the node stops (teardowns run last-registered first): no pod is admitted meanwhile.
-  t.teardown(async () => {
-    await api.close().catch(() => undefined);
-    await webhook.close().catch(() => undefined);
-  });
   return { ...bed, namespace: NAMESPACE, historyBed, rules, clients, api, call: (method, path, body, timeoutMs) => httpCall(api.baseUrl, method, path, body, timeoutMs) };
 }
 
