@@ -44,6 +44,8 @@ try {
     };
     rows.push(row('through the endpoint', through, `${fmt(through.first)} (cold: the session's application starts)`));
     rows.push(row('straight to the session\'s server', direct, `${fmt(direct.first)} (a new client session, server up)`));
+    // Its cores back before the next version's session starts (local mode queues it otherwise).
+    await http(service.url, 'POST', `/api/apps/${app.appName}/stop`);
     console.log(`${version} done (load ${load()})`);
   }
   console.log(`Spark Connect round trips, ${QUERIES} queries each (load ${load()})`);
