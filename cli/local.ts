@@ -90,7 +90,7 @@ function localSchedules(dataDir: string, cluster: LocalCluster, log: LocalLogger
 /**
  * Each application runs its engineVersion's Spark: a virtualenv per version, made at its first
  * use (spark-envs.ts). One History Server, of the newest Spark prepared here: a newer Spark reads
- * older versions' event logs (README, "Spark versions").
+ * older versions' event logs (README, "Spark versions"). Spark's static files per version.
  */
 function sparkVersions(spark: ReturnType<typeof findSpark>, offered: string[]) {
   const sparkEnvs = new SparkEnvs({ base: spark });
@@ -98,7 +98,14 @@ function sparkVersions(spark: ReturnType<typeof findSpark>, offered: string[]) {
     const newest = (await sparkEnvs.preparedNewestFirst(offered))[0] ?? { version: 'base', ...spark };
     return { key: newest.version, sparkClass: sparkClassBeside(newest.sparkSubmit), python: newest.python };
   };
-  return { sparkEnvs, historySpark };
+  const sparkStatic = new LocalSparkStatic({
+    sparkClass: sparkClassBeside(spark.sparkSubmit), python: spark.python,
+    sparkOf: async (version) => {
+      const install = await sparkEnvs.ready(version);
+      return install && { sparkClass: sparkClassBeside(install.sparkSubmit), python: install.python };
+    },
+  }).reader;
+  return { sparkEnvs, historySpark, sparkStatic };
 }
 
 /** The flags on history, disk and the cores' share, checked. */
@@ -150,7 +157,7 @@ export async function localCommand(argv: string[]): Promise<number> {
   // space of their own, which needs a mount, so root (docs/security.md, "Disk and files"). A
   // single user's unsandboxed drivers keep their spill and shuffle files on disk, uncapped.
   const workDirCap = sandbox && process.getuid?.() === 0 ? workDirCapAsked : undefined;
-  const { sparkEnvs, historySpark } = sparkVersions(spark, rules.engineVersions);
+  const { sparkEnvs, historySpark, sparkStatic } = sparkVersions(spark, rules.engineVersions);
   const cluster = new LocalCluster({ dataDir, rules, cores: Number(values.cores), log, interactiveLabel: KERNEL_LABEL, sandbox: driverSandbox, keyCoreShare, workDirCap, logCap, sparkEnvs, ...spark });
   const history = withHistory ? new LocalSparkHistory({ dataDir, sparkClass: sparkClassBeside(spark.sparkSubmit), python: spark.python, spark: historySpark, events: cluster.events, log, retentionMs }) : undefined;
   const sweeper = retentionMs === undefined ? undefined : new RetentionSweeper({
@@ -174,7 +181,8 @@ export async function localCommand(argv: string[]): Promise<number> {
     gatewayProof: proof,
     fairShare,
     sparkUiHost,
-    sparkStatic: new LocalSparkStatic({ sparkClass: sparkClassBeside(spark.sparkSubmit), python: spark.python }).reader, // a sandboxed page's cookieless /static/ requests
+    sparkStatic, // a sandboxed page's cookieless /static/ requests: each run's own Spark version's files
+
     idempotencyWindowMs: parseIdempotencyWindow(values['idempotency-window']),
     schedules,
     ...connectionLimitsFrom(values),

@@ -28,6 +28,7 @@ export function eventLogRules(history: NodePoolsFile['history']): RulesOptions['
     ...(history.rollingMaxFileSize ? { rollingMaxFileSize: history.rollingMaxFileSize } : {}),
     s3: {
       endpoint: history.s3Endpoint, pathStyleAccess: history.pathStyleAccess, credentialsSecret: history.credentialsSecret,
+      ...(history.s3Region ? { region: history.s3Region } : {}),
       ...(history.driverKeys === 'versitygw' ? { incomingDir: incomingDir(history) } : {}),
     },
   };

@@ -44,7 +44,8 @@ export interface SparkUiProxyOptions {
 }
 
 /** Where Spark's static files come from without asking any application; undefined: none such, or not at hand. */
-export type SparkStaticSource = (rest: string) => Promise<{ body: Buffer; contentType: string } | undefined>;
+/** Spark's static file `rest` for Spark `version` (a run's engineVersion; undefined: the installation's own). */
+export type SparkStaticSource = (rest: string, version?: string) => Promise<{ body: Buffer; contentType: string } | undefined>;
 
 /** The history page cache's default size, and the biggest answer it keeps. */
 export const HISTORY_CACHE_BYTES = 64 * 1024 * 1024;
@@ -98,9 +99,9 @@ function callerOf(opts: Pick<SparkUiProxyOptions, 'auth' | 'sessions'>, request:
 }
 
 /**
- * Spark's static file for a request without any cookie or key (a sandboxed page's): no
- * application is looked up and nothing is started, so every name, existing or not, gets the
- * same answer: the local Spark's own file, else the one the History Server gave for all runs
+ * Spark's static file for a request without any cookie or key (a sandboxed page's): nothing is
+ * started, and every name of one Spark version, existing or not, gets the same answer: that
+ * version's file from the local Spark, else the one the History Server gave for all runs
  * (history-cache.ts), else the same 404.
  */
 async function anonymousAsset(request: FastifyRequest, reply: FastifyReply, rest: string, from: { sparkStatic?: SparkStaticSource; cache?: HistoryPageCache; sandboxed: boolean }) {
@@ -114,6 +115,19 @@ async function anonymousAsset(request: FastifyRequest, reply: FastifyReply, rest
   reply.hijack();
   sendCached(reply.raw, request.method, { headers, body: entry.body });
   return reply;
+}
+
+/**
+ * The static files of `appName`'s Spark version. Versions ship different files under the same
+ * names, so a run's page needs its own version's: only the name's engineVersion is looked up
+ * (nothing else of it is used; a name without an application gets the default version's files,
+ * as a run of that version does; docs/security.md).
+ */
+async function versionedStatic(opts: SparkUiProxyOptions, appName: string): Promise<SparkStaticSource | undefined> {
+  const source = opts.sparkStatic;
+  if (!source) return undefined;
+  const version = (await opts.cluster.get(appName).catch(() => undefined))?.config.engineVersion;
+  return (file) => source(file, version);
 }
 
 /**
@@ -218,7 +232,7 @@ export const sparkUiProxy: FastifyPluginAsync<SparkUiProxyOptions> = async (app,
       // A sandboxed page fetches Spark's styles and scripts without any cookie.
       const asset = uiHostName === undefined && isStaticAsset(request.method, rest, query);
       if (!asset) return fail(reply, 401, 'Sign in to the dashboard (or send an API key) to open the Spark UI.');
-      return anonymousAsset(request, reply, rest, { sparkStatic: opts.sparkStatic, cache, sandboxed });
+      return anonymousAsset(request, reply, rest, { sparkStatic: await versionedStatic(opts, appName), cache, sandboxed });
     }
     const record = await opts.cluster.get(appName);
     if (!record) return fail(reply, 404, `There is no application ${appName}: it is not running and has no history (never submitted, deleted, or past its retention).`);

@@ -20,6 +20,11 @@ export interface S3EventLogStore {
   /** Path-style requests (`endpoint/bucket/key`), as most S3-compatible servers want. */
   pathStyleAccess?: boolean;
   /**
+   * The region S3A signs for: Spark 4's S3A (AWS SDK v2) infers none from a custom endpoint and
+   * an S3-compatible server answers 400 to another region's signature.
+   */
+  region?: string;
+  /**
    * The Secret whose AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY the driver and its executors get
    * as environment variables (S3A reads them there). Only its name is in the config; the values
    * never are, so neither the API nor the Spark UI's environment page shows them.
@@ -78,6 +83,7 @@ export function eventLogDefaults(rules: EventLogRules | undefined): Record<strin
   if (s3) defaults['spark.hadoop.fs.s3a.directory.marker.retention'] = 'keep';
   if (s3?.endpoint) defaults['spark.hadoop.fs.s3a.endpoint'] = s3.endpoint;
   if (s3?.pathStyleAccess !== undefined) defaults['spark.hadoop.fs.s3a.path.style.access'] = String(s3.pathStyleAccess);
+  if (s3?.region) defaults['spark.hadoop.fs.s3a.endpoint.region'] = s3.region;
   // Executors get no credentials: only the driver writes the event log, and every pod that
   // holds the key is one more place user code can read it from (docs/security.md "Object storage").
   return defaults;

@@ -187,8 +187,9 @@ context_files() {
 wanted() { [ -z "${IMAGES_ONLY:-}" ] || [[ " $IMAGES_ONLY " == *" $1 "* ]]; }
 
 # The Spark runtime and kernel images of one Spark version, each cached by its inputs (so by
-# version). The S3A jars (Hadoop 3.3.4's connector) go into 3.x images only: Spark 4 is built on
-# Hadoop 3.4, whose connector is another (README, "Spark versions").
+# version). Each gets the S3A connector of its Spark's Hadoop (scripts/setup.sh fetches both):
+# 3.x images Hadoop 3.3.4's (SUBMISSION_SERVICE_S3A_JARS), 4.x images Hadoop 3.5.0's with the
+# AWS SDK v2 bundle (SUBMISSION_SERVICE_S3A_JARS_SPARK4); the jars are among the image's inputs.
 spark_images() {
   local version=$1 suffixed=$2 minor requirements name_suffix="" s3a=""
   minor=$(echo "$version" | cut -d. -f1,2)
@@ -197,7 +198,7 @@ spark_images() {
   [ -f "$root/$requirements" ] || { say "no $requirements pins Spark $version"; exit 1; }
   grep -q "^pyspark==$version\$" "$root/$requirements" || { say "$requirements does not pin pyspark==$version"; exit 1; }
   [ -n "$suffixed" ] && name_suffix="-$version"
-  [ "${version%%.*}" = 3 ] && s3a=${SUBMISSION_SERVICE_S3A_JARS:-}
+  if [ "${version%%.*}" = 3 ]; then s3a=${SUBMISSION_SERVICE_S3A_JARS:-}; else s3a=${SUBMISSION_SERVICE_S3A_JARS_SPARK4:-}; fi
   local spark kernel
   spark=$(SUBMISSION_SERVICE_S3A_JARS=$s3a timed "the Spark $version runtime image" image "spark-runtime$name_suffix" \
     "localhost/submission-service/spark:$version" images/spark-runtime/Containerfile \

@@ -512,6 +512,10 @@ export interface NodePoolsFile {
      */
     pathStyleAccess?: boolean;
     /**
+     * The region S3A signs requests for (fs.s3a.endpoint.region), e.g. us-east-1 for most S3-compatible servers: the AWS SDK v2 of Spark 4's S3A does not infer one from a custom endpoint. Absent: S3A's own choice.
+     */
+    s3Region?: string;
+    /**
      * Secret (in the applications' namespace) whose AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY drivers and executors get as environment variables.
      */
     credentialsSecret?: string;

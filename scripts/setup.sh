@@ -85,14 +85,23 @@ node_packages() {
     || { say "could not install runc, iptables and ipset; the real-node tests will be skipped"; return 0; }
 }
 
-# Spark's S3A connector for the test bed's object store (event logs, archived logs): hadoop-aws
-# matching pyspark's Hadoop (3.3.4) and the AWS SDK bundle it was built against, fetched with
-# Maven once and checked against pinned SHA-256 sums (SETUP_TEST_TOOLS=1; images/ bakes them in).
+# Spark's S3A connector for the test bed's object store (event logs, archived logs), one set per
+# Hadoop line that the offered Sparks are built on: hadoop-aws of that Hadoop and the AWS SDK it
+# was built against (Spark 3.5: Hadoop 3.3.4 with SDK v1's bundle; Spark 4.2: Hadoop 3.5.0 with
+# SDK v2's bundle and the analytics accelerator hadoop-aws 3.5 links), fetched with Maven once
+# and checked against pinned SHA-256 sums (SETUP_TEST_TOOLS=1; images/ bakes each into its
+# Spark's images).
 S3A_JARS="org.apache.hadoop:hadoop-aws:3.3.4 com.amazonaws:aws-java-sdk-bundle:1.12.262"
 S3A_SUMS="53f9ae03c681a30a50aa17524bd9790ab596b28481858e54efd989a826ed3a4a  hadoop-aws-3.3.4.jar
 873fe7cf495126619997bec21c44de5d992544aea7e632fdc77adb1a0915bae5  aws-java-sdk-bundle-1.12.262.jar"
+S3A4_JARS="org.apache.hadoop:hadoop-aws:3.5.0 software.amazon.awssdk:bundle:2.35.4 software.amazon.s3.analyticsaccelerator:analyticsaccelerator-s3:1.3.1"
+S3A4_SUMS="66bd9eefb938b1a1657487324b63c13df2d8b17164a1dd24e0ef37b905bc5baa  hadoop-aws-3.5.0.jar
+db4b55f24ad1b4e70f17eb1717a4de76a8dadc5a27d764be7c44ff67b2c1c677  bundle-2.35.4.jar
+4959a9747cbb479c73c3ffbcd479bee5b014f8b2880994585a8693fb9d24675e  analyticsaccelerator-s3-1.3.1.jar"
+# s3a_jars "ARTIFACTS" "SUMS": the folder holding them; prints the class path (jars joined by ':').
 s3a_jars() {
-  local dir="$cache/s3a-$(echo "$S3A_SUMS" | sha256sum | cut -c1-12)" artifact tmp
+  local artifacts=$1 sums=$2 dir artifact tmp
+  dir="$cache/s3a-$(echo "$sums" | sha256sum | cut -c1-12)"
   if [ ! -f "$dir/.complete" ]; then
     if ! command -v mvn >/dev/null; then
       say "installing Debian's maven to fetch the S3A connector"
@@ -102,14 +111,14 @@ s3a_jars() {
     fi
     say "fetching the S3A connector jars into $dir (first time only)"
     tmp="$dir.tmp.$$" && rm -rf "$tmp" && mkdir -p "$tmp"
-    for artifact in $S3A_JARS; do
+    for artifact in $artifacts; do
       mvn -q -B dependency:copy -Dartifact="$artifact" -DoutputDirectory="$tmp" >&2 \
         || { say "could not fetch $artifact"; rm -rf "$tmp"; return 0; }
     done
-    (cd "$tmp" && echo "$S3A_SUMS" | sha256sum --quiet -c - >&2) || { say "S3A jars: checksum mismatch"; rm -rf "$tmp"; return 0; }
+    (cd "$tmp" && echo "$sums" | sha256sum --quiet -c - >&2) || { say "S3A jars: checksum mismatch"; rm -rf "$tmp"; return 0; }
     touch "$tmp/.complete" && rm -rf "$dir" && mv "$tmp" "$dir"
   fi
-  echo "$dir"
+  echo "$sums" | awk -v dir="$dir" '{ printf "%s%s/%s", (NR > 1 ? ":" : ""), dir, $2 } END { print "" }'
 }
 
 # Spark 3.5's Connect server (the driver of a Spark Connect session, connect/): the
@@ -165,13 +174,13 @@ tools=""
 # provider's tests (clients/airflow); a virtualenv of its own (Airflow pins much of what it needs).
 airflow=""
 [ "${SETUP_AIRFLOW:-}" = 1 ] && airflow=$(python_env "$root/clients/airflow/requirements-test.txt" airflow)
-s3a=""
-[ "${SETUP_TEST_TOOLS:-}" = 1 ] && s3a=$(s3a_jars)
+s3a="" s3a4=""
+[ "${SETUP_TEST_TOOLS:-}" = 1 ] && s3a=$(s3a_jars "$S3A_JARS" "$S3A_SUMS") && s3a4=$(s3a_jars "$S3A4_JARS" "$S3A4_SUMS")
 connect=$(connect_jars)
 # The Spark Connect client the endpoint's tests and bench drive (pyspark[connect] 3.5.7).
 connect_client=""
 [ "${SETUP_TEST_TOOLS:-}" = 1 ] && connect_client=$(python_env "$root/requirements-connect-client.txt" connect-client)
-# Spark 4's thin client (pyspark-client 4.2.0): the Kubernetes-mode Connect test drives a 4.2.0 session with it.
+# Spark 4's thin client (pyspark-client 4.2.0): the Kubernetes-mode Connect test and the Connect bench's 4.2.0 sessions.
 connect_client_4=""
 [ "${SETUP_TEST_TOOLS:-}" = 1 ] && connect_client_4=$(python_env "$root/requirements-connect-client-4.2.txt" connect-client-4.2)
 # The env file is named by what it holds, so a setup with other flags (or from another checkout)
@@ -185,7 +194,9 @@ env_text=$(
   [ -z "$connect" ] || echo "export SUBMISSION_SERVICE_CONNECT_JARS='$connect'"
   [ -z "$connect_client" ] || echo "export SUBMISSION_SERVICE_CONNECT_CLIENT_ENV='$connect_client'"
   [ -z "$connect_client_4" ] || echo "export SUBMISSION_SERVICE_CONNECT_CLIENT_4_ENV='$connect_client_4'"
-  [ -z "$s3a" ] || echo "export SUBMISSION_SERVICE_S3A_JARS='$s3a/hadoop-aws-3.3.4.jar:$s3a/aws-java-sdk-bundle-1.12.262.jar'"
+  [ -z "$s3a" ] || echo "export SUBMISSION_SERVICE_S3A_JARS='$s3a'"
+  # Spark 4's (Hadoop 3.5): its images and a Spark 4 History Server on s3a://.
+  [ -z "$s3a4" ] || echo "export SUBMISSION_SERVICE_S3A_JARS_SPARK4='$s3a4'"
 )
 env_file="$cache/env-$(printf '%s\n' "$env_text" | sha256sum | cut -c1-12).sh"
 if [ ! -f "$env_file" ]; then

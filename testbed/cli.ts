@@ -2,8 +2,9 @@
 // a real control plane on this machine with the webhook, the API in Kubernetes mode and the
 // notebook gateway against it. Run from a checkout: `npm run testbed -- up [...]`, or
 // `node --import tsx testbed/cli.ts up [...]`. `up` starts `serve` detached and returns once
-// it answers; `down` stops it. `import-image FILE` imports an OCI archive into the real node's
-// containerd (`up --real-node`), where pods find it with imagePullPolicy IfNotPresent.
+// it answers; `down` stops it. `up --real-node` makes the node ready for Spark (its pool, label
+// and every offered version's runtime image: real-node-spark.ts). `import-image FILE` imports an
+// OCI archive into the real node's containerd, where pods find it with imagePullPolicy IfNotPresent.
 import { spawn } from 'node:child_process';
 import { mkdirSync, openSync, readFileSync, rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
@@ -39,7 +40,9 @@ async function up(dir: string, rest: string[], what: string): Promise<number> {
   const child = spawn(process.execPath, testbedArgs(['serve', ...rest]), { detached: true, stdio: ['ignore', log, log] });
   child.unref();
   process.stderr.write(`starting etcd, kube-apiserver${what} (log: ${logFile})\n`);
-  for (let waited = 0; waited < 600_000; waited += 200) {
+  // With --real-node, `serve` builds the Spark images first: tens of minutes cold, seconds cached.
+  const limitMs = rest.includes('--real-node') ? 90 * 60_000 : 600_000;
+  for (let waited = 0; waited < limitMs; waited += 200) {
     const state = readState(dir);
     if (state && state.pid === child.pid) { printState(state); return 0; }
     if (child.exitCode !== null || !alive(child.pid!)) break;

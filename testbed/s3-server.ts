@@ -90,4 +90,8 @@ export const s3aProperties = (s3: S3Server): Record<string, string> => ({
   'spark.hadoop.fs.s3a.endpoint': s3.endpoint,
   'spark.hadoop.fs.s3a.path.style.access': 'true',
   'spark.hadoop.fs.s3a.directory.marker.retention': 'keep',
+  'spark.hadoop.fs.s3a.endpoint.region': S3_REGION,
 });
+
+/** The region the server answers as (versitygw's default); Spark 4's S3A must sign for it. */
+export const S3_REGION = 'us-east-1';

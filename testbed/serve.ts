@@ -15,6 +15,7 @@ import { kubeClients } from '../cluster/kubernetes/client.js';
 import { ensureDriverService } from '../cluster/kubernetes/driver-service.js';
 import { KubernetesCluster } from '../cluster/kubernetes/kubernetes-cluster.js';
 import { defaultDataDir, findSpark, readNodePools, thisMachinePool } from '../cli/config.js';
+import { SparkEnvs } from '../cluster/local/spark-envs.js';
 import { gatewaySecret, localGatewayKey } from '../cli/gateway-wiring.js';
 import { gatewayProof } from '../lib/gateway-proof.js';
 import { rulesFrom } from '../cli/rules.js';
@@ -29,8 +30,9 @@ import { startTestbed, type Testbed } from './control-plane.js';
 import { DEFAULT_DRIVER_SERVICE } from '../domain/index.js';
 import { productArgs } from './entry.js';
 import { FakeKubelet } from './fake-kubelet.js';
-import { startHistoryBed } from './history-bed.js';
+import { type HistorySpark, startHistoryBed } from './history-bed.js';
 import { nodeIp, type RealNode, startRealNode } from './real-node.js';
+import { readyNodeForSpark, writeRealNodePools } from './real-node-spark.js';
 
 export const serveFlags = {
   'node-pools': { type: 'string' },
@@ -68,11 +70,19 @@ export async function serve(dir: string, values: ServeOptions): Promise<void> {
   const clients = kubeClients(kubeconfig);
   if (values['cluster-only']) return clusterOnly(dir, testbed, node);
   await ensureNamespace(clients, values.namespace);
-  // --s3: event logs and archived logs in the test bed's S3 server, Spark's History Server on them.
+  // A real node runs Spark as written in one step: it is the (given or its own) pool's node, and
+  // every offered version's image is built (cached) and in its containerd (real-node-spark.ts).
+  const nodePools = realNode ? writeRealNodePools(dir, values['node-pools']) : values['node-pools'];
+  if (node) await readyNodeForSpark(node, clients.core, rulesFrom(nodePools, values.namespace));
+  // --s3: event logs and archived logs in the test bed's S3 server, Spark's History Server on them
+  // (on the machine's own address when the node's pods write there).
   const historyBed = values.s3
-    ? await startHistoryBed({ dir, clients, namespace: values.namespace, rules: rulesFrom(values['node-pools'], values.namespace), spark: findSpark() })
+    ? await startHistoryBed({
+      dir, clients, namespace: values.namespace, rules: rulesFrom(nodePools, values.namespace),
+      sparks: await historySparks(rulesFrom(nodePools, values.namespace).engineVersions), host: realNode ? nodeIp() : undefined,
+    })
     : undefined;
-  const fileRules = historyBed?.rules ?? rulesFrom(values['node-pools'], values.namespace);
+  const fileRules = historyBed?.rules ?? rulesFrom(nodePools, values.namespace);
   // On a real node executors reach their driver by DNS, under the namespace's drivers' Service.
   const rules = realNode ? { ...fileRules, driverService: fileRules.driverService ?? DEFAULT_DRIVER_SERVICE } : fileRules;
   await ensureCrds(clients);
@@ -84,7 +94,7 @@ export async function serve(dir: string, values: ServeOptions): Promise<void> {
   // and the webhook's do not queue behind each other (bench/kubernetes/controller-ceiling.ts).
   // The API writes with its own service account, as in the chart: its admitted pods skip the webhook.
   const identity = await ensureApiIdentity(clients, values.namespace, join(dir, 'testbed'));
-  const webhook = await startWebhook(dir, kubeconfig, values, webhookConfigFile(dir, values['node-pools'], rules), identity.user);
+  const webhook = await startWebhook(dir, kubeconfig, values, webhookConfigFile(dir, nodePools, rules), identity.user);
   // A test double for a kubelet: runs driver pods as local Spark processes (README, "The test bed").
   const kubelet = values['run-pods']
     ? new FakeKubelet({ clients, namespace: values.namespace, dataDir: join(dir, 'kubelet'), cores: availableParallelism(), ...findSpark(), classPath: historyBed?.classPath })
@@ -189,7 +199,7 @@ function webhookConfigFile(dir: string, nodePools: string | undefined, rules: Ad
     ...(eventLog ? {
       history: {
         eventLogDir: eventLog.dir, rollingMaxFileSize: eventLog.rollingMaxFileSize,
-        s3Endpoint: eventLog.s3?.endpoint, pathStyleAccess: eventLog.s3?.pathStyleAccess, credentialsSecret: eventLog.s3?.credentialsSecret,
+        s3Endpoint: eventLog.s3?.endpoint, pathStyleAccess: eventLog.s3?.pathStyleAccess, credentialsSecret: eventLog.s3?.credentialsSecret, s3Region: eventLog.s3?.region,
       },
     } : {}),
     ...(driverService ? { driverService } : {}),
@@ -222,4 +232,11 @@ async function startChild(what: string, args: string[], env: Record<string, stri
     });
   }).catch(async (error: unknown) => { await stop(); throw error; });
   return { child, url, stop };
+}
+
+/** The Sparks prepared here among `offered`, newest first (setup's own, else from PATH, last). */
+async function historySparks(offered: readonly string[]): Promise<HistorySpark[]> {
+  const base = findSpark();
+  const prepared = await new SparkEnvs({ base }).preparedNewestFirst(offered);
+  return prepared.length > 0 ? prepared : [{ version: offered[0] ?? '3.5.7', ...base }];
 }

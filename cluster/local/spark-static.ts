@@ -95,18 +95,26 @@ export async function extractSparkStatic(jars: string, python?: string): Promise
   return join(out, JAR_FOLDER);
 }
 
-/** Spark's static files of local mode's Spark, extracted at the first request (again after a failure). */
-export class LocalSparkStatic {
-  private root: Promise<string> | undefined;
+/** A Spark whose jars hold the static files: its spark-class and the Python of its pyspark. */
+export interface StaticSpark { sparkClass: string; python?: string }
 
-  constructor(private readonly options: { sparkClass: string; python?: string }) {}
+/**
+ * Spark's static files of local mode's Sparks, extracted at the first request for each version
+ * (again after a failure). Versions ship different files under the same names (4.x: Bootstrap 5,
+ * other DataTables, new pages' scripts), so a run's page gets its own version's; a version not
+ * prepared here, or none named, gets the base Spark's (setup's, the default version).
+ */
+export class LocalSparkStatic {
+  private readonly roots = new Map<string, Promise<string>>();
+
+  constructor(private readonly options: StaticSpark & { sparkOf?: (version: string) => Promise<StaticSpark | undefined> }) {}
 
   /** `read`, bound: what the Spark UI proxy calls (its sparkStatic option). */
-  readonly reader = (rest: string): Promise<SparkStaticFile | undefined> => this.read(rest);
+  readonly reader = (rest: string, version?: string): Promise<SparkStaticFile | undefined> => this.read(rest, version);
 
-  /** The file `rest` (`/static/…`) names, or undefined: none such, or Spark's files are not at hand. */
-  async read(rest: string): Promise<SparkStaticFile | undefined> {
-    const root = await this.folder().catch(() => undefined);
+  /** The file `rest` (`/static/…`) names for Spark `version`, or undefined: none such, or Spark's files are not at hand. */
+  async read(rest: string, version?: string): Promise<SparkStaticFile | undefined> {
+    const root = await this.folder(version).catch(() => undefined);
     const file = root && staticFilePath(root, rest);
     if (!file) return undefined;
     try {
@@ -117,9 +125,15 @@ export class LocalSparkStatic {
     }
   }
 
-  private folder(): Promise<string> {
-    this.root ??= sparkJars(this.options.sparkClass, this.options.python).then((jars) => extractSparkStatic(jars, this.options.python));
-    this.root.catch(() => { this.root = undefined; });
-    return this.root;
+  private async folder(version: string | undefined): Promise<string> {
+    const spark = (version && await this.options.sparkOf?.(version).catch(() => undefined)) || this.options;
+    const key = spark.sparkClass;
+    let root = this.roots.get(key);
+    if (!root) {
+      root = sparkJars(spark.sparkClass, spark.python).then((jars) => extractSparkStatic(jars, spark.python));
+      root.catch(() => { this.roots.delete(key); });
+      this.roots.set(key, root);
+    }
+    return root;
   }
 }

@@ -7,29 +7,27 @@ import { sparkEnv } from '../helpers/service.js';
 
 const script = join(import.meta.dirname, 'client.py');
 
-/** The client virtualenv's python, or undefined when setup has not built it. */
-export function connectClientPython(): string | undefined {
-  const venv = sparkEnv().SUBMISSION_SERVICE_CONNECT_CLIENT_ENV;
+/**
+ * The client virtualenv's python for a Spark `version`'s sessions, or undefined when setup has
+ * not built it: pyspark[connect] 3.5.7 for 3.x, pyspark-client 4.2.0 for 4.x (both SETUP_TEST_TOOLS=1).
+ */
+export function connectClientPython(version = '3.5.7'): string | undefined {
+  const env = sparkEnv();
+  const venv = Number(version.split('.')[0]) >= 4 ? env.SUBMISSION_SERVICE_CONNECT_CLIENT_4_ENV : env.SUBMISSION_SERVICE_CONNECT_CLIENT_ENV;
   const python = venv && join(venv, 'bin', 'python');
   return python && existsSync(python) ? python : undefined;
 }
 
-/** Spark 4's thin client's python (pyspark-client 4.2.0, SETUP_TEST_TOOLS=1), or undefined. */
-export function connectClient4Python(): string | undefined {
-  const venv = sparkEnv().SUBMISSION_SERVICE_CONNECT_CLIENT_4_ENV;
-  const python = venv && join(venv, 'bin', 'python');
-  return python && existsSync(python) ? python : undefined;
-}
-
-/** Runs `client.py MODE URL ...args` to its end and returns the JSON line it printed. */
+/** Runs `client.py MODE URL ...args` (3.5.7's client) to its end and returns the JSON line it printed. */
 export function runConnectClient(mode: string, url: string, ...rest: Array<string | Record<string, string>>): Promise<Record<string, any>> {
-  return runClientWith(connectClientPython(), mode, url, ...rest);
+  return runConnectClientOf('3.5.7', mode, url, ...rest);
 }
 
-/** As runConnectClient, with the python of `python` (a client virtualenv's). */
-export function runClientWith(python: string | undefined, mode: string, url: string, ...rest: Array<string | Record<string, string>>): Promise<Record<string, any>> {
+/** runConnectClient with the client of Spark `version`. */
+export function runConnectClientOf(version: string, mode: string, url: string, ...rest: Array<string | Record<string, string>>): Promise<Record<string, any>> {
   const args = rest.filter((arg): arg is string => typeof arg === 'string');
   const extraEnv = Object.assign({}, ...rest.filter((arg) => typeof arg !== 'string')) as Record<string, string>;
+  const python = connectClientPython(version);
   if (!python) return Promise.reject(new Error('the Spark Connect client virtualenv is missing (SETUP_TEST_TOOLS=1 scripts/setup.sh)'));
   return new Promise((resolve, reject) => {
     execFile(python, [script, mode, url, ...args], { env: { ...process.env, SPARK_CONNECT_AUTHENTICATE_TOKEN: '', ...extraEnv }, timeout: 900_000, maxBuffer: 16 * 1024 * 1024 }, (error, stdout, stderr) => {

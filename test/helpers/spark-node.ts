@@ -5,11 +5,13 @@
 // webhook registered with its CA, and the API with the dashboard in Kubernetes mode (its
 // controller included, the webhook's rules and its own identity, as the chart runs it).
 // The node is one node pool: it is labelled as such, and the pool's schedulable maxima
-// leave room for a driver and two executors on this machine's two cores.
-import { execFileSync, spawnSync } from 'node:child_process';
+// leave room for a driver and two executors on this machine's two cores (the same pool,
+// label and images as `testbed up --real-node`: testbed/real-node-spark.ts). With `history`,
+// event logs go to the test bed's S3 server and Spark's History Server reads them
+// (testbed/history-bed.ts), as `testbed up --real-node --s3` sets it up.
+import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
-import type { CoreV1Api } from '@kubernetes/client-node';
 import type { NodePool } from '../../schemas/index.js';
 import { ensureDriverAccount } from '../../cluster/kubernetes/bootstrap.js';
 import { kubeClients, type KubeClients } from '../../cluster/kubernetes/client.js';
@@ -19,24 +21,25 @@ import { startWebhookService } from '../../cli/webhook-service.js';
 import { KubernetesCluster } from '../../cluster/kubernetes/kubernetes-cluster.js';
 import { freePort } from '../../lib/free-port.js';
 import { ensureApiIdentity } from '../../testbed/api-identity.js';
-import { NODE_NAME } from '../../testbed/real-node.js';
-import { type AdmissionRules, buildRules, DEFAULT_DRIVER_SERVICE } from '../../domain/index.js';
-import { repoRoot } from './api.js';
+import { nodeIp } from '../../testbed/real-node.js';
+import { labelPoolNode, REAL_NODE_POOL, sparkRuntimeArchives, sparkRuntimeImage } from '../../testbed/real-node-spark.js';
+import { type HistoryBed, startHistoryBed } from '../../testbed/history-bed.js';
+import { findSpark } from '../../cli/config.js';
+import { SparkEnvs } from '../../cluster/local/spark-envs.js';
+import { type AdmissionRules, buildRules, DEFAULT_DRIVER_SERVICE, DEFAULT_ENGINE_VERSIONS } from '../../domain/index.js';
 import { bootstrap, httpCall, type ApiInstance, type Reply } from './kubernetes.js';
 import { type RealNodeBed, realNodeUnavailable, startRealNodeBed } from './real-node.js';
 
 interface TestLike { teardown(fn: () => unknown): void }
 
 /** The image images/build.sh names the Spark runtime (test/images/images.test.ts checks it). */
-export const SPARK_RUNTIME_IMAGE = 'localhost/submission-service/spark:3.5.7';
+export const SPARK_RUNTIME_IMAGE = sparkRuntimeImage('3.5.7');
 export const PI_PY = 'local:///opt/spark/examples/src/main/python/pi.py';
 const NAMESPACE = 'spark-apps';
 
 /** This machine as one pool: 2 cores; maxima so that a driver and two executors fit together. */
-export const NODE_POOL: NodePool = {
-  cloudProvider: 'testbed', instanceName: NODE_NAME, cpu: 2, memoryMib: 8192, preemptible: false,
-  maximumSchedulableCoreRequest: 1.2, maximumSchedulableMemoryRequestMib: 2048,
-};
+export const NODE_POOL: NodePool = REAL_NODE_POOL;
+export { labelPoolNode };
 
 /** Why Spark cannot run on a real node here, or undefined. */
 export function sparkNodeUnavailable(): string | undefined {
@@ -46,51 +49,54 @@ export function sparkNodeUnavailable(): string | undefined {
   return missing.length ? `the Spark runtime image needs ${missing.join(', ')} (apt-get install mmdebstrap buildah)` : undefined;
 }
 
-/** The Spark runtime image's OCI archive (built once, then cached by images/build.sh). */
-export function sparkRuntimeArchive(): string {
-  const out = execFileSync('bash', [join(repoRoot, 'images', 'build.sh')],
-    { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, IMAGES_ONLY: 'spark-runtime' }, timeout: 80 * 60_000 });
-  const line = out.trim().split('\n').find((l) => l.startsWith('spark-runtime '));
-  if (!line) throw new Error(`images/build.sh named no spark-runtime archive: ${out}`);
-  return line.split(' ')[1];
-}
-
-/** The node is the pool's one node, as a platform team labels its nodes (README, "Placement"). */
-export async function labelPoolNode(core: CoreV1Api, instanceTypeLabel: string): Promise<void> {
-  for (let attempt = 0; ; attempt++) { // the kubelet writes its Node meanwhile: retry on a conflict
-    const node = await core.readNode({ name: NODE_NAME });
-    node.metadata!.labels = { ...node.metadata!.labels, [instanceTypeLabel]: NODE_POOL.instanceName };
-    try {
-      await core.replaceNode({ name: NODE_NAME, body: node });
-      return;
-    } catch (error) {
-      if ((error as { code?: number }).code !== 409 || attempt >= 10) throw error;
-    }
-  }
+/** Why Spark with event logs in S3 cannot run on a real node here (the S3 server, both S3A jar sets), or undefined. */
+export function sparkHistoryNodeUnavailable(): string | undefined {
+  const missing = ['SUBMISSION_SERVICE_S3_SERVER', 'SUBMISSION_SERVICE_S3A_JARS', 'SUBMISSION_SERVICE_S3A_JARS_SPARK4'].filter((name) => !process.env[name]);
+  return sparkNodeUnavailable() ?? (missing.length ? `${missing.join(', ')} not set (scripts/setup.sh with SETUP_TEST_TOOLS=1)` : undefined);
 }
 
 export interface SparkNodeBed extends RealNodeBed {
   namespace: string;
+  /** With `history`: the S3 server's bucket and Spark's History Server on it. */
+  historyBed?: HistoryBed;
   rules: AdmissionRules;
   clients: KubeClients;
   api: ApiInstance;
   call(method: string, path: string, body?: unknown, timeoutMs?: number): Promise<Reply>;
 }
 
-export async function startSparkNodeBed(t: TestLike): Promise<SparkNodeBed> {
-  const archive = sparkRuntimeArchive(); // before the node: a cold build takes long
+export interface SparkNodeOptions {
+  /** The Spark versions whose runtime image the node gets (default: 3.5.7); all are offered. */
+  versions?: string[];
+  /** Event logs in the test bed's S3 server, Spark's History Server on them, the log archive. */
+  history?: boolean;
+}
+
+export async function startSparkNodeBed(t: TestLike, options: SparkNodeOptions = {}): Promise<SparkNodeBed> {
+  const versions = options.versions ?? ['3.5.7'];
+  const archives = await sparkRuntimeArchives(versions); // before the node: a cold build takes long
   const bed = await startRealNodeBed(t);
-  await bed.node.importImage(archive);
-  const rules = buildRules({ nodePools: [NODE_POOL], namespace: NAMESPACE, images: { '3.5.7': SPARK_RUNTIME_IMAGE }, policy: { secrets: ['gcp-key'] }, driverService: DEFAULT_DRIVER_SERVICE });
-  await labelPoolNode(bed.core, rules.placement.instanceTypeLabel);
+  for (const archive of archives.values()) await bed.node.importImage(archive);
+  const images = Object.fromEntries(versions.map((v) => [v, sparkRuntimeImage(v)]));
+  const baseRules = buildRules({
+    nodePools: [NODE_POOL], namespace: NAMESPACE, images, engineVersions: DEFAULT_ENGINE_VERSIONS.filter((v) => versions.includes(v)),
+    policy: { secrets: ['gcp-key'] }, driverService: DEFAULT_DRIVER_SERVICE,
+  });
+  await labelPoolNode(bed.core, baseRules.placement.instanceTypeLabel);
   const clients = kubeClients(bed.testbed.kubeconfig);
-  await bootstrap(clients, rules, false);
+  await bootstrap(clients, baseRules, false);
+  const historyBed = options.history ? await startNodeHistoryBed(t, bed.dir, clients, baseRules) : undefined;
+  const rules = historyBed?.rules ?? baseRules;
   await ensureDriverAccount(clients, NAMESPACE, rules.serviceAccount);
   await ensureDriverService(clients, NAMESPACE, DEFAULT_DRIVER_SERVICE);
   // The API writes with its own service account, as in the chart and `testbed up`: its admitted
   // driver pods skip the webhook; Spark's executor pods and anyone else's still go through it.
   const identity = await ensureApiIdentity(clients, NAMESPACE, join(bed.dir, 'testbed'));
   const webhookPort = await freePort();
+  // Closed before the node stops (teardowns run last-registered first), whatever step below fails:
+  // a cluster left watching would keep the test's process, and the real node's lock, alive.
+  const closers: Array<() => Promise<unknown>> = [];
+  t.teardown(async () => { for (const close of closers.reverse()) await close().catch(() => undefined); });
   const webhook = await startWebhookService({
     clients, rules, certDir: join(bed.dir, 'certs'), port: webhookPort, host: '127.0.0.1',
     dnsNames: ['localhost'], ipAddresses: ['127.0.0.1'],
@@ -101,15 +107,25 @@ export async function startSparkNodeBed(t: TestLike): Promise<SparkNodeBed> {
   // itself and writes each Application with the admitted config, so the controller copies
   // nothing (the product's path, for the benches too).
   const apiClients = kubeClients(identity.kubeconfig);
-  const cluster = new KubernetesCluster({ clients: apiClients, namespace: NAMESPACE, rules });
+  closers.push(() => webhook.close());
+  const cluster = new KubernetesCluster({ clients: apiClients, namespace: NAMESPACE, rules, logArchive: historyBed?.logArchive });
+  closers.push(() => cluster.close());
   await cluster.start();
-  const app = await buildService({ cluster, auth: { enabled: false, store: { verify: () => undefined, byId: () => undefined } }, sessionSecret: randomBytes(32) });
+  const history = await historyBed?.history(cluster.events);
+  if (history) closers.push(() => history.close());
+  const app = await buildService({ cluster, history, auth: { enabled: false, store: { verify: () => undefined, byId: () => undefined } }, sessionSecret: randomBytes(32) });
+  closers.push(() => app.close());
   const baseUrl = await app.listen({ port: 0, host: '127.0.0.1' });
-  const api: ApiInstance = { app, cluster, kubeClients: apiClients, baseUrl, close: async () => { await app.close(); await cluster.close(); } };
-  // Before the node stops (teardowns run last-registered first): no pod is admitted meanwhile.
-  t.teardown(async () => {
-    await api.close().catch(() => undefined);
-    await webhook.close().catch(() => undefined);
-  });
-  return { ...bed, namespace: NAMESPACE, rules, clients, api, call: (method, path, body, timeoutMs) => httpCall(api.baseUrl, method, path, body, timeoutMs) };
+  // The teardown above closes each (the API first): no pod is admitted once the node stops.
+  const api: ApiInstance = { app, cluster, kubeClients: apiClients, baseUrl, close: async () => { await app.close(); await history?.close(); await cluster.close(); } };
+  return { ...bed, namespace: NAMESPACE, historyBed, rules, clients, api, call: (method, path, body, timeoutMs) => httpCall(api.baseUrl, method, path, body, timeoutMs) };
+}
+
+/** The S3 server on the machine's own address (the node's pods write to it) and the newest Spark's History Server. */
+async function startNodeHistoryBed(t: TestLike, dir: string, clients: KubeClients, rules: AdmissionRules): Promise<HistoryBed> {
+  const base = findSpark();
+  const sparks = await new SparkEnvs({ base }).preparedNewestFirst(rules.engineVersions);
+  const historyBed = await startHistoryBed({ dir, clients, namespace: rules.namespace, rules, sparks, host: nodeIp() });
+  t.teardown(() => historyBed.stop());
+  return historyBed;
 }

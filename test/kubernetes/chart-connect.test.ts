@@ -18,9 +18,9 @@ import { APPS, chartNodeUnavailable, installChart, NS, post, send as call } from
 import { eventually } from '../helpers/kubernetes.js';
 import { SPARK_RUNTIME_IMAGE } from '../helpers/spark-node.js';
 import { tempDir } from '../helpers/temp.js';
-import { connectClient4Python, runClientWith } from '../connect/connect-client.js';
+import { connectClientPython, runConnectClientOf } from '../connect/connect-client.js';
 
-const python = connectClient4Python();
+const python = connectClientPython('4.2.0');
 const skip = chartNodeUnavailable() || (python ? false : 'no pyspark-client 4.2.0 virtualenv (SETUP_TEST_TOOLS=1 scripts/setup.sh)');
 
 // A cold image build alone takes tens of minutes on two busy cores.
@@ -72,7 +72,7 @@ t.test('a Spark 4.2.0 Connect session through the chart\'s Service, with a key; 
   const env = { GRPC_DEFAULT_SSL_ROOTS_FILE_PATH: caFile };
   const url = (key: string, extra = '') => `sc://localhost:${port}/;use_ssl=true;token=${key};template=spark4${extra}`;
 
-  const first = await runClientWith(python, 'count', url(alice.key), env);
+  const first = await runConnectClientOf('4.2.0', 'count', url(alice.key), env);
   t.equal(first.count, 10, `spark.range(10).count() through the endpoint: ${JSON.stringify(first)}`);
   t.equal(first.version, '4.2.0', 'answered by Spark 4.2.0\'s Connect server');
   const sessionId = String(first.session);
@@ -86,11 +86,11 @@ t.test('a Spark 4.2.0 Connect session through the chart\'s Service, with a key; 
   t.equal(driver.spec?.nodeName, bed.node.name, 'its driver runs on the real node');
   t.equal(driver.spec?.containers[0].image, SPARK_4_IMAGE, 'with the Spark 4.2.0 image');
 
-  const refused = await runClientWith(python, 'status', url(bob.key, `;session_id=${sessionId}`), env);
+  const refused = await runConnectClientOf('4.2.0', 'status', url(bob.key, `;session_id=${sessionId}`), env);
   t.equal(refused.status, 'PERMISSION_DENIED', `bob is refused alice's session: ${String(refused.message).slice(0, 300)}`);
-  const none = await runClientWith(python, 'status', url('ssk_not_a_key', `;session_id=${sessionId}`), env);
+  const none = await runConnectClientOf('4.2.0', 'status', url('ssk_not_a_key', `;session_id=${sessionId}`), env);
   t.equal(none.status, 'UNAUTHENTICATED', 'an unknown key is refused');
-  const again = await runClientWith(python, 'status', url(alice.key, `;session_id=${sessionId}`), env);
+  const again = await runConnectClientOf('4.2.0', 'status', url(alice.key, `;session_id=${sessionId}`), env);
   t.equal(again.status, 'OK', 'alice\'s session goes on (the refusals had no side effect)');
   // Listing shows every key's applications (the default policy lets users see them): count by session and submitter.
   const after = await call(agent, base, 'GET', '/api/apps/', admin.key);
