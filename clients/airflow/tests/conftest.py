@@ -6,24 +6,21 @@ database, and the connection submission_service_default (from the environment, a
 would set it)."""
 import json
 import os
-import signal
-import socket
 import sqlite3
 import subprocess
 import sys
-import time
-import urllib.request
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterator, List, Optional
+from typing import Any, Dict, Iterator, List, Optional
 
 import pytest
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent.parent
-AIRFLOW = str(Path(sys.executable).parent / "airflow")
 
 sys.path.insert(0, str(REPO / "clients" / "python" / "tests"))
 pytest_plugins = ["live_service"]
+
+from airflow_processes import AIRFLOW, Components, prepare_home  # noqa: E402  (tests/, on the path as pytest runs it)
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -69,96 +66,11 @@ class Airflow:
 @pytest.fixture(scope="session")
 def airflow(tmp_path_factory: pytest.TempPathFactory, url: str) -> Airflow:
     home = tmp_path_factory.mktemp("airflow-home")
-    dags = home / "dags"
-    dags.mkdir()
-    (dags / "spark_pi.py").symlink_to(REPO / "examples" / "airflow" / "spark_pi.py")
-    for dag_file in (HERE / "dags").glob("*.py"):
-        (dags / dag_file.name).symlink_to(dag_file)
-    env = {**os.environ, "AIRFLOW_HOME": str(home), "AIRFLOW__CORE__DAGS_FOLDER": str(dags),
-           "AIRFLOW__CORE__LOAD_EXAMPLES": "False", "AIRFLOW__LOGGING__COLORED_CONSOLE_LOG": "False",
-           "AIRFLOW_CONN_SUBMISSION_SERVICE_DEFAULT": json.dumps({"conn_type": "submission_service", "host": url})}
-    migrated = subprocess.run([AIRFLOW, "db", "migrate"], env=env, capture_output=True, text=True, timeout=600)
-    assert migrated.returncode == 0, migrated.stdout + migrated.stderr
-    return Airflow(home, env)
-
-
-def wait_for(what: str, probe: Callable[[], Any], components: Optional["Components"] = None, timeout: float = 900) -> Any:
-    """probe()'s first truthy answer, asked every half second: a wait for a state, bounded only so a
-    stuck run ends (the deadline is no assertion of speed). Fails early when a component died."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = probe()
-        if value:
-            return value
-        if components is not None:
-            components.check_alive()
-        if time.monotonic() > deadline:
-            raise AssertionError("waited %d s for %s%s" % (timeout, what, components.tails() if components else ""))
-        time.sleep(0.5)
-
-
-class Components:
-    """Airflow's long-running processes as `airflow standalone` starts them (api-server, scheduler,
-    dag-processor, triggerer; LocalExecutor, SQLite), each in its own process group."""
-
-    NAMES = ("api-server", "scheduler", "dag-processor", "triggerer")
-
-    def __init__(self, airflow: Airflow, port: int) -> None:
-        self.airflow = airflow
-        self.health = "http://127.0.0.1:%d/api/v2/monitor/health" % port
-        self.env = {**airflow.env, "AIRFLOW__CORE__EXECUTOR": "LocalExecutor", "AIRFLOW__CORE__PARALLELISM": "4",
-                    "AIRFLOW__API__HOST": "127.0.0.1", "AIRFLOW__API__PORT": str(port), "AIRFLOW__API__WORKERS": "1",
-                    "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": "http://127.0.0.1:%d/execution/" % port,
-                    "AIRFLOW__CORE__AUTH_MANAGER": "airflow.api_fastapi.auth.managers.simple.simple_auth_manager.SimpleAuthManager",
-                    "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_ALL_ADMINS": "True",
-                    "AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION": "False"}
-        self.processes: Dict[str, subprocess.Popen] = {}
-
-    def start(self) -> None:
-        for name in self.NAMES:
-            out = open(self.airflow.home / ("%s.log" % name), "wb")
-            self.processes[name] = subprocess.Popen([AIRFLOW, name], env=self.env, stdout=out, stderr=subprocess.STDOUT,
-                                                    start_new_session=True)
-        wait_for("every component to report healthy", self.healthy, self)
-
-    def healthy(self) -> bool:
-        try:
-            with urllib.request.urlopen(self.health, timeout=10) as answer:
-                status = json.load(answer)
-        except OSError:
-            return False
-        parts = {name: part for name, part in status.items() if isinstance(part, dict)}
-        return {"scheduler", "triggerer"} <= set(parts) and all(part.get("status") == "healthy" for part in parts.values())
-
-    def check_alive(self) -> None:
-        for name, process in self.processes.items():
-            if process.poll() is not None:
-                raise AssertionError("airflow %s exited with %s%s" % (name, process.returncode, self.tails()))
-
-    def tails(self) -> str:
-        return "".join("\n--- %s ---\n%s" % (name, (self.airflow.home / ("%s.log" % name)).read_text(errors="replace")[-3000:])
-                       for name in self.NAMES if (self.airflow.home / ("%s.log" % name)).exists())
-
-    def stop(self) -> None:
-        for process in self.processes.values():
-            if process.poll() is None:
-                os.killpg(process.pid, signal.SIGTERM)
-        for process in self.processes.values():
-            try:
-                process.wait(timeout=120)
-            except subprocess.TimeoutExpired:
-                os.killpg(process.pid, signal.SIGKILL)
-                process.wait()
+    dag_files = [REPO / "examples" / "airflow" / "spark_pi.py", *(HERE / "dags").glob("*.py")]
+    return Airflow(home, prepare_home(home, dag_files, url))
 
 
 @pytest.fixture()
 def components(airflow: Airflow) -> Iterator[Components]:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    running = Components(airflow, port)
-    try:
-        running.start()
+    with Components(airflow.home, airflow.env) as running:
         yield running
-    finally:
-        running.stop()
