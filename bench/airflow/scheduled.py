@@ -13,19 +13,18 @@ scheduler with its executor's workers and their task processes.
 """
 import json
 import os
-import sqlite3
 import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Dict, List, Optional
+from typing import Any, Dict, Optional
 
 import psutil
 from submission_service import Client
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent.parent / "clients" / "airflow" / "tests"))
-from airflow_processes import AIRFLOW, Components, prepare_home, wait_for  # noqa: E402
+from airflow_processes import AIRFLOW, Components, prepare_home, query, wait_for  # noqa: E402
 
 TASKS = int(os.environ.get("BENCH_TASKS", "10"))
 HOLD_S = float(os.environ.get("BENCH_HOLD_S", "30"))
@@ -57,6 +56,29 @@ def cpu_seconds(process: psutil.Process) -> float:
     return total
 
 
+def sample_until_ended(home: Path, airflow: Components, client: Client, job: str, start: float) -> Dict[str, Any]:
+    """Every SAMPLE_S until the DAG run ends: its task instances by state (integrated into task-seconds)
+    and, until all are, how many of the job's applications have left PENDING."""
+    slot_s = deferred_s = 0.0
+    most_running, first_running, all_running = 0, None, None  # type: int, Optional[float], Optional[float]
+    while True:
+        states: Dict[str, int] = dict(query(home, "select state, count(*) from task_instance where dag_id = 'bench_wait' group by state"))
+        slot_s += states.get("running", 0) * SAMPLE_S
+        deferred_s += states.get("deferred", 0) * SAMPLE_S
+        most_running = max(most_running, states.get("running", 0))
+        if all_running is None:
+            started = sum(app["state"] != "PENDING" for app in client.list(job_name=job))
+            first_running = first_running or (time.monotonic() - start if started else None)
+            all_running = time.monotonic() - start if started >= TASKS else None
+        ended = [r[0] for r in query(home, "select state from dag_run where dag_id = 'bench_wait' and state in ('success', 'failed')")]
+        if ended:
+            assert ended == ["success"], "the DAG run ended %s" % ended
+            return {"workerSlotS": round(slot_s, 1), "deferredS": round(deferred_s, 1), "mostRunning": most_running,
+                    "firstRunningS": round(first_running or 0, 1), "allRunningS": round(all_running or 0, 1)}
+        airflow.check_alive()
+        time.sleep(SAMPLE_S)
+
+
 def main(url: str, mode: str) -> None:
     home = Path(os.environ["AIRFLOW_HOME"])
     source = home / "dag-source" / "bench_wait.py"
@@ -65,42 +87,18 @@ def main(url: str, mode: str) -> None:
     env = prepare_home(home, [source], url)
     job = "bench-%s-%d" % (mode, os.getpid())
     with Components(home, env, parallelism=TASKS) as airflow, Client(url) as client:
-        query = lambda sql, *args: _query(home, sql, *args)  # noqa: E731
-        wait_for("the DAG to be parsed", lambda: query("select 1 from serialized_dag where dag_id = 'bench_wait'"), airflow)
+        wait_for("the DAG to be parsed", lambda: query(home, "select 1 from serialized_dag where dag_id = 'bench_wait'"), airflow)
         processes = {name: psutil.Process(p.pid) for name, p in airflow.processes.items()}
         cpu0 = {name: cpu_seconds(p) for name, p in processes.items()}
         start = time.monotonic()
         triggered = subprocess.run([AIRFLOW, "dags", "trigger", "bench_wait", "-c", json.dumps({"job": job})], env=env,
                                    capture_output=True, text=True, timeout=600)
         assert triggered.returncode == 0, triggered.stdout + triggered.stderr
-        slot_s = deferred_s = 0.0
-        most_running, first_running, all_running = 0, None, None  # type: int, Optional[float], Optional[float]
-        while True:
-            states: Dict[str, int] = dict(query("select state, count(*) from task_instance where dag_id = 'bench_wait' group by state"))
-            slot_s += states.get("running", 0) * SAMPLE_S
-            deferred_s += states.get("deferred", 0) * SAMPLE_S
-            most_running = max(most_running, states.get("running", 0))
-            if all_running is None:
-                running = sum(app["state"] != "PENDING" for app in client.list(job_name=job))
-                first_running = first_running or (time.monotonic() - start if running else None)
-                all_running = time.monotonic() - start if running >= TASKS else None
-            ended: List[str] = [r[0] for r in query("select state from dag_run where dag_id = 'bench_wait' and state in ('success', 'failed')")]
-            if ended:
-                break
-            airflow.check_alive()
-            time.sleep(SAMPLE_S)
+        figures = sample_until_ended(home, airflow, client, job, start)
         wall = time.monotonic() - start
         cpu = {name: round(cpu_seconds(p) - cpu0[name], 2) for name, p in processes.items()}
-    assert ended == ["success"], "the DAG run ended %s" % ended
-    print(json.dumps({"mode": mode, "tasks": TASKS, "holdS": HOLD_S, "workerSlotS": round(slot_s, 1), "deferredS": round(deferred_s, 1),
-                      "mostRunning": most_running, "firstRunningS": round(first_running or 0, 1), "allRunningS": round(all_running or 0, 1),
-                      "runS": round(wall, 1), "triggererCpuS": cpu["triggerer"], "schedulerCpuS": cpu["scheduler"]}))
-
-
-def _query(home: Path, sql: str, *args: object) -> list:
-    """Rows of the metadata database, read beside the running scheduler (waits out its writes)."""
-    with sqlite3.connect(home / "airflow.db", timeout=60) as db:
-        return db.execute(sql, args).fetchall()
+    print(json.dumps({"mode": mode, "tasks": TASKS, "holdS": HOLD_S, **figures, "runS": round(wall, 1),
+                      "triggererCpuS": cpu["triggerer"], "schedulerCpuS": cpu["scheduler"]}))
 
 
 if __name__ == "__main__":

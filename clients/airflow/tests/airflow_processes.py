@@ -4,6 +4,7 @@ import json
 import os
 import signal
 import socket
+import sqlite3
 import subprocess
 import sys
 import time
@@ -28,6 +29,12 @@ def prepare_home(home: Path, dag_files: Iterable[Path], service_url: str) -> Dic
     migrated = subprocess.run([AIRFLOW, "db", "migrate"], env=env, capture_output=True, text=True, timeout=600)
     assert migrated.returncode == 0, migrated.stdout + migrated.stderr
     return env
+
+
+def query(home: Path, sql: str, *args: Any) -> List[Any]:
+    """Rows of the home's metadata database, read beside a running scheduler (waits out its writes)."""
+    with sqlite3.connect(home / "airflow.db", timeout=60) as db:
+        return db.execute(sql, args).fetchall()
 
 
 def wait_for(what: str, probe: Callable[[], Any], components: Optional["Components"] = None, timeout: float = 900) -> Any:

@@ -6,7 +6,6 @@ database, and the connection submission_service_default (from the environment, a
 would set it)."""
 import json
 import os
-import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -20,7 +19,7 @@ REPO = HERE.parent.parent.parent
 sys.path.insert(0, str(REPO / "clients" / "python" / "tests"))
 pytest_plugins = ["live_service"]
 
-from airflow_processes import AIRFLOW, Components, prepare_home  # noqa: E402  (tests/, on the path as pytest runs it)
+from airflow_processes import AIRFLOW, Components, prepare_home, query  # noqa: E402  (tests/, on the path as pytest runs it)
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -42,25 +41,21 @@ class Airflow:
 
     def xcom(self, dag_id: str, key: str) -> Any:
         """The latest value under `key` of the DAG's latest run (read from the metadata database)."""
-        with sqlite3.connect(self.home / "airflow.db") as db:
-            row = db.execute("select x.value from xcom x join dag_run r on r.id = x.dag_run_id where x.dag_id = ? "
-                             "and x.key = ? order by r.id desc, x.timestamp desc limit 1", (dag_id, key)).fetchone()
-        return json.loads(row[0]) if row else None
+        rows = self.query("select x.value from xcom x join dag_run r on r.id = x.dag_run_id where x.dag_id = ? "
+                          "and x.key = ? order by r.id desc, x.timestamp desc limit 1", dag_id, key)
+        return json.loads(rows[0][0]) if rows else None
 
     def query(self, sql: str, *args: Any) -> List[Any]:
-        """Rows of the metadata database (read beside a running scheduler: waits out its writes)."""
-        with sqlite3.connect(self.home / "airflow.db", timeout=60) as db:
-            return db.execute(sql, args).fetchall()
+        return query(self.home, sql, *args)
 
     def task_log(self, dag_id: str, run_id: str, task_id: str, attempt: int) -> str:
         path = self.home / "logs" / ("dag_id=%s" % dag_id) / ("run_id=%s" % run_id) / ("task_id=%s" % task_id) / ("attempt=%d.log" % attempt)
         return path.read_text(errors="replace") if path.exists() else ""
 
     def task_states(self, dag_id: str) -> List[str]:
-        with sqlite3.connect(self.home / "airflow.db") as db:
-            return [r[0] for r in db.execute("select t.state from task_instance t join dag_run r on r.dag_id = t.dag_id "
-                                             "and r.run_id = t.run_id where t.dag_id = ? "
-                                             "and r.id = (select max(id) from dag_run where dag_id = ?)", (dag_id, dag_id))]
+        return [r[0] for r in self.query("select t.state from task_instance t join dag_run r on r.dag_id = t.dag_id "
+                                         "and r.run_id = t.run_id where t.dag_id = ? "
+                                         "and r.id = (select max(id) from dag_run where dag_id = ?)", dag_id, dag_id)]
 
 
 @pytest.fixture(scope="session")
