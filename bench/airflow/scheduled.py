@@ -72,7 +72,8 @@ def sample_until_ended(home: Path, airflow: Components, client: Client, job: str
             all_running = time.monotonic() - start if started >= TASKS else None
         ended = [r[0] for r in query(home, "select state from dag_run where dag_id = 'bench_wait' and state in ('success', 'failed')")]
         if ended:
-            assert ended == ["success"], "the DAG run ended %s" % ended
+            assert ended == ["success"], "the DAG run ended %s: %s%s" % (ended, query(
+                home, "select task_id, try_number, state from task_instance where dag_id = 'bench_wait'"), airflow.tails())
             return {"workerSlotS": round(slot_s, 1), "deferredS": round(deferred_s, 1), "mostRunning": most_running,
                     "firstRunningS": round(first_running or 0, 1), "allRunningS": round(all_running or 0, 1)}
         airflow.check_alive()

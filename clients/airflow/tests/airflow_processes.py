@@ -58,7 +58,7 @@ class Components:
 
     NAMES = ("api-server", "scheduler", "dag-processor", "triggerer")
 
-    def __init__(self, home: Path, env: Dict[str, str], parallelism: int = 4) -> None:
+    def __init__(self, home: Path, env: Dict[str, str], parallelism: int = 4, heartbeat_timeout_s: Optional[int] = None) -> None:
         with socket.socket() as probe:
             probe.bind(("127.0.0.1", 0))
             port = probe.getsockname()[1]
@@ -69,11 +69,12 @@ class Components:
                     "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": "http://127.0.0.1:%d/execution/" % port,
                     "AIRFLOW__CORE__AUTH_MANAGER": "airflow.api_fastapi.auth.managers.simple.simple_auth_manager.SimpleAuthManager",
                     "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_ALL_ADMINS": "True",
-                    "AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION": "False",
-                    # A worker that died with its supervisor is found by its task's missing heartbeats
-                    # (the supervisor sends one every few seconds): a minute, not the default 5.
-                    "AIRFLOW__SCHEDULER__TASK_INSTANCE_HEARTBEAT_TIMEOUT": "60",
-                    "AIRFLOW__SCHEDULER__TASK_INSTANCE_HEARTBEAT_TIMEOUT_DETECTION_INTERVAL": "5"}
+                    "AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION": "False"}
+        if heartbeat_timeout_s is not None:
+            # A worker that died with its supervisor is found by its task's missing heartbeats (the
+            # supervisor sends one every few seconds); Airflow's default waits 300 s for them.
+            self.env.update({"AIRFLOW__SCHEDULER__TASK_INSTANCE_HEARTBEAT_TIMEOUT": str(heartbeat_timeout_s),
+                             "AIRFLOW__SCHEDULER__TASK_INSTANCE_HEARTBEAT_TIMEOUT_DETECTION_INTERVAL": "5"})
         self.processes: Dict[str, subprocess.Popen] = {}
         self.outputs: List[IO[bytes]] = []
 

@@ -67,5 +67,7 @@ def airflow(tmp_path_factory: pytest.TempPathFactory, url: str) -> Airflow:
 
 @pytest.fixture()
 def components(airflow: Airflow) -> Iterator[Components]:
-    with Components(airflow.home, airflow.env) as running:
+    # test_scheduler.py kills a whole worker: two minutes of missing heartbeats find it (short of
+    # Airflow's 300 s, long enough that a busy machine's late heartbeats fail no live task).
+    with Components(airflow.home, airflow.env, heartbeat_timeout_s=120) as running:
         yield running
