@@ -26,6 +26,7 @@ const BENCHES: Bench[] = [
   { file: 'gateway/compare.ts', env: { GW_STARTS: '1', GW_EXECS: '5', GW_KERNELS: '6', GW_KERNEL_EXECS: '2', GW_SC: '1', GW_CLAIMS: '1' }, needs: ['spark', 'tools'] },
   { file: 'gateway/memory-probes.ts', env: { GW_MEM_FRAMES: '5', GW_MEM_OUTPUTS: '5' }, needs: ['spark'] },
   { file: 'airflow/deferrable.ts', env: { BENCH_TASKS: '2', BENCH_HOLD_S: '2', BENCH_POLL_S: '1' }, needs: ['airflow'] },
+  { file: 'airflow/scheduled.ts', env: { BENCH_TASKS: '2', BENCH_HOLD_S: '2' }, needs: ['airflow'] },
   { file: 'history/driver-log.ts', env: { LOG_MB: '1' }, needs: ['spark'] },
   // 400 tasks: a log over 1 MiB, the least the service warms (replays) at a run's end, which the bench waits for.
   { file: 'history/history-ui.ts', env: { HISTORY_APPS: '1', HISTORY_TASKS: '400' }, needs: ['spark', 'chromium'] },

@@ -8,9 +8,7 @@ import { homedir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
 import { repoRoot } from '../helpers/api.js';
-import { junitCases, run } from '../helpers/pytest.js';
-import { startService } from '../helpers/service.js';
-import { tempDir } from '../helpers/temp.js';
+import { run, runLiveSuite } from '../helpers/pytest.js';
 
 const clientDir = join(repoRoot, 'clients', 'python');
 const DEPENDENCIES = ['setuptools>=61', 'wheel', 'httpx>=0.24,<1', 'pytest>=7', 'pytest-asyncio>=0.21'];
@@ -47,25 +45,5 @@ t.test('the client\'s models are what generate_models.py makes from schemas/ tod
 
 t.test('the client\'s pytest suite passes against the live service', async (t) => {
   const venv = await clientVenv();
-  // The client as it is in this checkout, installed the way its README says (without a build
-  // directory left from an earlier run, which setuptools would reuse).
-  rmSync(join(clientDir, 'build'), { recursive: true, force: true });
-  const install = await run(join(venv, 'bin', 'python'), ['-m', 'pip', 'install', '--disable-pip-version-check', '-q', '--no-deps', '--no-build-isolation', '--force-reinstall', clientDir]);
-  t.equal(install.code, 0, `pip install ./clients/python\n${install.output}`);
-  const dataDir = tempDir(t);
-  const service = await startService(t, { dataDir: join(dataDir, 'data'), args: ['--cores', '2'] });
-  const report = join(dataDir, 'pytest.xml');
-  const pytest = await run(join(venv, 'bin', 'python'), ['-m', 'pytest', '-q', '-p', 'no:cacheprovider', `--junitxml=${report}`, 'tests'], {
-    cwd: clientDir,
-    env: { ...process.env, SUBMISSION_SERVICE_URL: service.url, SUBMISSION_SERVICE_EXAMPLES: join(repoRoot, 'examples') },
-  });
-  const cases = existsSync(report) ? junitCases(readFileSync(report, 'utf8')) : [];
-  t.ok(cases.length >= 8, `pytest ran the suite (${cases.length} tests)\n${pytest.output.slice(-4000)}`);
-  for (const c of cases) {
-    await t.test(c.name, async (t) => {
-      t.equal(c.skipped, undefined, 'not skipped');
-      t.equal(c.failure, undefined, c.failure ?? 'passed');
-    });
-  }
-  t.equal(pytest.code, 0, `pytest exit code\n${pytest.output.slice(-4000)}`);
+  await runLiveSuite(t, { python: join(venv, 'bin', 'python'), dir: clientDir, install: [clientDir], minimumCases: 8 });
 });

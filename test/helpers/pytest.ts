@@ -1,6 +1,13 @@
-// A pytest suite run from tap: a command's exit code and output, and the test cases of the JUnit
-// XML report pytest writes (--junitxml), so each pytest test is reported as a subtest.
+// A pytest suite run from tap: a command's exit code and output, the test cases of the JUnit XML
+// report pytest writes (--junitxml), so each pytest test is reported as a subtest, and the whole
+// start-up of a client suite against the live service.
 import { execFile } from 'node:child_process';
+import { existsSync, readFileSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Test } from 'tap';
+import { repoRoot } from './api.js';
+import { sparkEnv, startService } from './service.js';
+import { tempDir } from './temp.js';
 
 export function run(command: string, args: string[], options: { cwd?: string; env?: NodeJS.ProcessEnv } = {}): Promise<{ code: number; output: string }> {
   return new Promise((ok) => {
@@ -25,4 +32,61 @@ export function junitCases(xml: string): PytestCase[] {
     cases.push({ name, ...(failure ? { failure: unescape(`${failure[2] ?? ''}\n${failure[3] ?? ''}`) } : {}), ...(skipped ? { skipped: unescape(skipped[1]) } : {}) });
   }
   return cases;
+}
+
+export interface LiveSuite {
+  /** The virtualenv's python. */
+  python: string;
+  /** The suite's package directory (pytest runs its tests/ from there). */
+  dir: string;
+  /** This checkout's packages to install into the virtualenv first (the way the READMEs say). */
+  install: string[];
+  /** Fewer cases than this means the suite did not really run. */
+  minimumCases: number;
+  env?: NodeJS.ProcessEnv;
+  /** What pytest runs (default: the whole tests/ folder). */
+  tests?: string[];
+}
+
+/**
+ * A client suite against the live service in local mode: installs this checkout's packages,
+ * starts the service, runs pytest with SUBMISSION_SERVICE_URL set and reports each pytest test as a
+ * subtest (the Python client's and the Airflow provider's suites share this start-up).
+ */
+export async function runLiveSuite(t: Test, suite: LiveSuite): Promise<void> {
+  // Without a build directory left from an earlier run, which setuptools would reuse.
+  for (const dir of suite.install) rmSync(join(dir, 'build'), { recursive: true, force: true });
+  const install = await run(suite.python, ['-m', 'pip', 'install', '--disable-pip-version-check', '-q', '--no-deps', '--no-build-isolation',
+    '--force-reinstall', ...suite.install]);
+  t.equal(install.code, 0, `pip install ${suite.install.join(' ')}\n${install.output}`);
+  const dataDir = tempDir(t);
+  const service = await startService(t, { dataDir: join(dataDir, 'data'), args: ['--cores', '2'] });
+  const report = join(dataDir, 'pytest.xml');
+  const pytest = await run(suite.python, ['-m', 'pytest', '-q', '-p', 'no:cacheprovider', `--basetemp=${join(dataDir, 'pytest')}`, `--junitxml=${report}`, ...(suite.tests ?? ['tests'])], {
+    cwd: suite.dir,
+    env: { ...(suite.env ?? process.env), SUBMISSION_SERVICE_URL: service.url, SUBMISSION_SERVICE_EXAMPLES: join(repoRoot, 'examples') },
+  });
+  const cases = existsSync(report) ? junitCases(readFileSync(report, 'utf8')) : [];
+  t.ok(cases.length >= suite.minimumCases, `pytest ran the suite (${cases.length} tests)\n${pytest.output.slice(-4000)}`);
+  for (const c of cases) {
+    await t.test(c.name, async (t) => {
+      t.equal(c.skipped, undefined, 'not skipped');
+      t.equal(c.failure, undefined, c.failure ?? 'passed');
+    });
+  }
+  t.equal(pytest.code, 0, `pytest exit code\n${pytest.output.slice(-4000)}`);
+}
+
+/** The Airflow provider's suite (or part of it) in scripts/setup.sh's SETUP_AIRFLOW=1 virtualenv. */
+export async function runAirflowSuite(t: Test, tests: string[], minimumCases: number): Promise<void> {
+  const venv = sparkEnv().SUBMISSION_SERVICE_AIRFLOW_ENV;
+  if (!venv || !existsSync(join(venv, 'bin', 'airflow'))) {
+    t.fail('SUBMISSION_SERVICE_AIRFLOW_ENV names no Airflow virtualenv: run scripts/setup.sh with SETUP_AIRFLOW=1 (scripts/test.sh does)');
+    return;
+  }
+  const providerDir = join(repoRoot, 'clients', 'airflow');
+  await runLiveSuite(t, {
+    python: join(venv, 'bin', 'python'), dir: providerDir, install: [join(repoRoot, 'clients', 'python'), providerDir],
+    minimumCases, env: sparkEnv(), tests,
+  });
 }

@@ -1,29 +1,25 @@
 """Real Airflow (this virtualenv's) against the live service: SUBMISSION_SERVICE_URL (the repository's
-test/clients/airflow.test.ts starts one in local mode). An Airflow home of its own per session: a
-DAGs folder with examples/airflow/spark_pi.py and tests/dags/, a migrated SQLite database, and the
-connection submission_service_default (from the environment, as a deployment would set it)."""
+test/clients/airflow.test.ts starts one in local mode). The service's fixtures (url, client, job,
+pi_overrides) are the Python client's (clients/python/tests/live_service.py). An Airflow home of its
+own per session: a DAGs folder with examples/airflow/spark_pi.py and tests/dags/, a migrated SQLite
+database, and the connection submission_service_default (from the environment, as a deployment
+would set it)."""
 import json
 import os
-import sqlite3
 import subprocess
 import sys
-import uuid
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, Iterator, List, Optional
 
 import pytest
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent.parent
-AIRFLOW = str(Path(sys.executable).parent / "airflow")
 
+sys.path.insert(0, str(REPO / "clients" / "python" / "tests"))
+pytest_plugins = ["live_service"]
 
-@pytest.fixture(scope="session")
-def url() -> str:
-    value = os.environ.get("SUBMISSION_SERVICE_URL")
-    if not value:
-        pytest.skip("SUBMISSION_SERVICE_URL is not set: these tests need a running service")
-    return value
+from airflow_processes import AIRFLOW, Components, prepare_home, query  # noqa: E402  (tests/, on the path as pytest runs it)
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -45,41 +41,33 @@ class Airflow:
 
     def xcom(self, dag_id: str, key: str) -> Any:
         """The latest value under `key` of the DAG's latest run (read from the metadata database)."""
-        with sqlite3.connect(self.home / "airflow.db") as db:
-            row = db.execute("select x.value from xcom x join dag_run r on r.id = x.dag_run_id where x.dag_id = ? "
-                             "and x.key = ? order by r.id desc, x.timestamp desc limit 1", (dag_id, key)).fetchone()
-        return json.loads(row[0]) if row else None
+        rows = self.query("select x.value from xcom x join dag_run r on r.id = x.dag_run_id where x.dag_id = ? "
+                          "and x.key = ? order by r.id desc, x.timestamp desc limit 1", dag_id, key)
+        return json.loads(rows[0][0]) if rows else None
+
+    def query(self, sql: str, *args: Any) -> List[Any]:
+        return query(self.home, sql, *args)
+
+    def task_log(self, dag_id: str, run_id: str, task_id: str, attempt: int) -> str:
+        path = self.home / "logs" / ("dag_id=%s" % dag_id) / ("run_id=%s" % run_id) / ("task_id=%s" % task_id) / ("attempt=%d.log" % attempt)
+        return path.read_text(errors="replace") if path.exists() else ""
 
     def task_states(self, dag_id: str) -> List[str]:
-        with sqlite3.connect(self.home / "airflow.db") as db:
-            return [r[0] for r in db.execute("select t.state from task_instance t join dag_run r on r.dag_id = t.dag_id "
-                                             "and r.run_id = t.run_id where t.dag_id = ? "
-                                             "and r.id = (select max(id) from dag_run where dag_id = ?)", (dag_id, dag_id))]
+        return [r[0] for r in self.query("select t.state from task_instance t join dag_run r on r.dag_id = t.dag_id "
+                                         "and r.run_id = t.run_id where t.dag_id = ? "
+                                         "and r.id = (select max(id) from dag_run where dag_id = ?)", dag_id, dag_id)]
 
 
 @pytest.fixture(scope="session")
 def airflow(tmp_path_factory: pytest.TempPathFactory, url: str) -> Airflow:
     home = tmp_path_factory.mktemp("airflow-home")
-    dags = home / "dags"
-    dags.mkdir()
-    (dags / "spark_pi.py").symlink_to(REPO / "examples" / "airflow" / "spark_pi.py")
-    for dag_file in (HERE / "dags").glob("*.py"):
-        (dags / dag_file.name).symlink_to(dag_file)
-    env = {**os.environ, "AIRFLOW_HOME": str(home), "AIRFLOW__CORE__DAGS_FOLDER": str(dags),
-           "AIRFLOW__CORE__LOAD_EXAMPLES": "False", "AIRFLOW__LOGGING__COLORED_CONSOLE_LOG": "False",
-           "AIRFLOW_CONN_SUBMISSION_SERVICE_DEFAULT": json.dumps({"conn_type": "submission_service", "host": url})}
-    migrated = subprocess.run([AIRFLOW, "db", "migrate"], env=env, capture_output=True, text=True, timeout=600)
-    assert migrated.returncode == 0, migrated.stdout + migrated.stderr
-    return Airflow(home, env)
+    dag_files = [REPO / "examples" / "airflow" / "spark_pi.py", *(HERE / "dags").glob("*.py")]
+    return Airflow(home, prepare_home(home, dag_files, url))
 
 
 @pytest.fixture()
-def job() -> str:
-    return "af-" + uuid.uuid4().hex[:8]
-
-
-@pytest.fixture(scope="session")
-def pi_overrides() -> Dict[str, Any]:
-    pi = REPO / "examples" / "pi.py"
-    return {"type": "Python", "mainApplicationFile": "local://%s" % pi, "arguments": ["2"],
-            "executor": {"cores": 1, "instances": 1}}
+def components(airflow: Airflow) -> Iterator[Components]:
+    # test_scheduler.py kills a whole worker: two minutes of missing heartbeats find it (short of
+    # Airflow's 300 s, long enough that a busy machine's late heartbeats fail no live task).
+    with Components(airflow.home, airflow.env, heartbeat_timeout_s=120) as running:
+        yield running

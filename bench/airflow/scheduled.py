@@ -1,0 +1,106 @@
+"""What N concurrent SparkApplicationOperator tasks cost Airflow itself while Spark runs, under
+Airflow's own processes (api-server, scheduler, dag-processor, triggerer; LocalExecutor, SQLite: what
+`airflow standalone` runs), one DAG run of N parallel tasks per mode:
+
+  deferrable  the operator's default: each task submits, then hands its wait to the triggerer
+  worker      deferrable=False: each task waits in its worker slot (on the events stream)
+
+  python scheduled.py URL MODE     (env BENCH_TASKS, BENCH_HOLD_S; AIRFLOW_HOME: an empty folder)
+Prints one JSON line: worker-slot-seconds (task instances in state `running`, sampled every 0.25 s,
+integrated), deferred-seconds, the most tasks running at once, trigger -> first and -> all
+applications RUNNING, trigger -> the DAG run's end, and the CPU seconds of the triggerer and of the
+scheduler with its executor's workers and their task processes.
+"""
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any, Dict, Optional
+
+import psutil
+from submission_service import Client
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent.parent / "clients" / "airflow" / "tests"))
+from airflow_processes import AIRFLOW, Components, prepare_home, query, wait_for  # noqa: E402
+
+TASKS = int(os.environ.get("BENCH_TASKS", "10"))
+HOLD_S = float(os.environ.get("BENCH_HOLD_S", "30"))
+SAMPLE_S = 0.25
+
+DAG_FILE = '''"""N parallel SparkApplicationOperator tasks (written by bench/airflow/scheduled.py)."""
+from datetime import datetime
+from airflow.sdk import DAG, Param
+from submission_service_airflow.operators import SparkApplicationOperator
+
+with DAG(dag_id="bench_wait", schedule=None, start_date=datetime(2026, 1, 1), catchup=False,
+         params={"job": Param("bench", type="string")}, max_active_tasks=%(tasks)d):
+    for i in range(%(tasks)d):
+        SparkApplicationOperator(task_id="t%%d" %% i, job_name="{{ params.job }}", deferrable=%(deferrable)s,
+                                 config_overrides={"type": "Python", "mainApplicationFile": "local:///bench.py",
+                                                   "arguments": ["sleep=%(hold)g"], "executor": {"cores": 1, "instances": 1}})
+'''
+
+
+def cpu_seconds(process: psutil.Process) -> float:
+    """The process's CPU, its ended children's, and its live descendants' (each once)."""
+    total = 0.0
+    for p in [process, *process.children(recursive=True)]:
+        try:
+            t = p.cpu_times()
+        except psutil.NoSuchProcess:
+            continue
+        total += t.user + t.system + t.children_user + t.children_system
+    return total
+
+
+def sample_until_ended(home: Path, airflow: Components, client: Client, job: str, start: float) -> Dict[str, Any]:
+    """Every SAMPLE_S until the DAG run ends: its task instances by state (integrated into task-seconds)
+    and, until all are, how many of the job's applications have left PENDING."""
+    slot_s = deferred_s = 0.0
+    most_running, first_running, all_running = 0, None, None  # type: int, Optional[float], Optional[float]
+    while True:
+        states: Dict[str, int] = dict(query(home, "select state, count(*) from task_instance where dag_id = 'bench_wait' group by state"))
+        slot_s += states.get("running", 0) * SAMPLE_S
+        deferred_s += states.get("deferred", 0) * SAMPLE_S
+        most_running = max(most_running, states.get("running", 0))
+        if all_running is None:
+            started = sum(app["state"] != "PENDING" for app in client.list(job_name=job))
+            first_running = first_running or (time.monotonic() - start if started else None)
+            all_running = time.monotonic() - start if started >= TASKS else None
+        ended = [r[0] for r in query(home, "select state from dag_run where dag_id = 'bench_wait' and state in ('success', 'failed')")]
+        if ended:
+            assert ended == ["success"], "the DAG run ended %s: %s%s" % (ended, query(
+                home, "select task_id, try_number, state from task_instance where dag_id = 'bench_wait'"), airflow.tails())
+            return {"workerSlotS": round(slot_s, 1), "deferredS": round(deferred_s, 1), "mostRunning": most_running,
+                    "firstRunningS": round(first_running or 0, 1), "allRunningS": round(all_running or 0, 1)}
+        airflow.check_alive()
+        time.sleep(SAMPLE_S)
+
+
+def main(url: str, mode: str) -> None:
+    home = Path(os.environ["AIRFLOW_HOME"])
+    source = home / "dag-source" / "bench_wait.py"
+    source.parent.mkdir(parents=True)
+    source.write_text(DAG_FILE % {"tasks": TASKS, "deferrable": mode == "deferrable", "hold": HOLD_S})
+    env = prepare_home(home, [source], url)
+    job = "bench-%s-%d" % (mode, os.getpid())
+    with Components(home, env, parallelism=TASKS) as airflow, Client(url) as client:
+        wait_for("the DAG to be parsed", lambda: query(home, "select 1 from serialized_dag where dag_id = 'bench_wait'"), airflow)
+        processes = {name: psutil.Process(p.pid) for name, p in airflow.processes.items()}
+        cpu0 = {name: cpu_seconds(p) for name, p in processes.items()}
+        start = time.monotonic()
+        triggered = subprocess.run([AIRFLOW, "dags", "trigger", "bench_wait", "-c", json.dumps({"job": job})], env=env,
+                                   capture_output=True, text=True, timeout=600)
+        assert triggered.returncode == 0, triggered.stdout + triggered.stderr
+        figures = sample_until_ended(home, airflow, client, job, start)
+        wall = time.monotonic() - start
+        cpu = {name: round(cpu_seconds(p) - cpu0[name], 2) for name, p in processes.items()}
+    print(json.dumps({"mode": mode, "tasks": TASKS, "holdS": HOLD_S, **figures, "runS": round(wall, 1),
+                      "triggererCpuS": cpu["triggerer"], "schedulerCpuS": cpu["scheduler"]}))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], sys.argv[2])

@@ -1,0 +1,129 @@
+"""Airflow's own long-running processes, as `airflow standalone` starts them, for a test or a bench
+that runs DAGs the way a deployment does (tests/test_scheduler.py, bench/airflow/scheduled.py)."""
+import json
+import os
+import signal
+import socket
+import sqlite3
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+from typing import IO, Any, Callable, Dict, Iterable, List, Optional
+
+AIRFLOW = str(Path(sys.executable).parent / "airflow")
+
+
+def prepare_home(home: Path, dag_files: Iterable[Path], service_url: str) -> Dict[str, str]:
+    """An Airflow home: a DAGs folder linking dag_files, a migrated SQLite database, and the
+    connection submission_service_default from the environment (as a deployment would set it).
+    Answers the environment every Airflow command of this home runs with."""
+    dags = home / "dags"
+    dags.mkdir(parents=True)
+    for dag_file in dag_files:
+        (dags / dag_file.name).symlink_to(dag_file)
+    env = {**os.environ, "AIRFLOW_HOME": str(home), "AIRFLOW__CORE__DAGS_FOLDER": str(dags),
+           "AIRFLOW__CORE__LOAD_EXAMPLES": "False", "AIRFLOW__LOGGING__COLORED_CONSOLE_LOG": "False",
+           "AIRFLOW_CONN_SUBMISSION_SERVICE_DEFAULT": json.dumps({"conn_type": "submission_service", "host": service_url})}
+    migrated = subprocess.run([AIRFLOW, "db", "migrate"], env=env, capture_output=True, text=True, timeout=600)
+    assert migrated.returncode == 0, migrated.stdout + migrated.stderr
+    return env
+
+
+def query(home: Path, sql: str, *args: Any) -> List[Any]:
+    """Rows of the home's metadata database, read beside a running scheduler (waits out its writes)."""
+    with sqlite3.connect(home / "airflow.db", timeout=60) as db:
+        return db.execute(sql, args).fetchall()
+
+
+def wait_for(what: str, probe: Callable[[], Any], components: Optional["Components"] = None, timeout: float = 900) -> Any:
+    """probe()'s first truthy answer, asked every half second: a wait for a state, bounded only so a
+    stuck run ends (the deadline is no assertion of speed). Fails early when a component died."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = probe()
+        if value:
+            return value
+        if components is not None:
+            components.check_alive()
+        if time.monotonic() > deadline:
+            raise AssertionError("waited %d s for %s%s" % (timeout, what, components.tails() if components else ""))
+        time.sleep(0.5)
+
+
+class Components:
+    """Airflow's long-running processes as `airflow standalone` starts them (api-server, scheduler,
+    dag-processor, triggerer; LocalExecutor, SQLite), each in its own process group."""
+
+    NAMES = ("api-server", "scheduler", "dag-processor", "triggerer")
+
+    def __init__(self, home: Path, env: Dict[str, str], parallelism: int = 4, heartbeat_timeout_s: Optional[int] = None) -> None:
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            port = probe.getsockname()[1]
+        self.home = home
+        self.health = "http://127.0.0.1:%d/api/v2/monitor/health" % port
+        self.env = {**env, "AIRFLOW__CORE__EXECUTOR": "LocalExecutor", "AIRFLOW__CORE__PARALLELISM": str(parallelism),
+                    "AIRFLOW__API__HOST": "127.0.0.1", "AIRFLOW__API__PORT": str(port), "AIRFLOW__API__WORKERS": "1",
+                    "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": "http://127.0.0.1:%d/execution/" % port,
+                    "AIRFLOW__CORE__AUTH_MANAGER": "airflow.api_fastapi.auth.managers.simple.simple_auth_manager.SimpleAuthManager",
+                    "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_ALL_ADMINS": "True",
+                    "AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION": "False"}
+        if heartbeat_timeout_s is not None:
+            # A worker that died with its supervisor is found by its task's missing heartbeats (the
+            # supervisor sends one every few seconds); Airflow's default waits 300 s for them.
+            self.env.update({"AIRFLOW__SCHEDULER__TASK_INSTANCE_HEARTBEAT_TIMEOUT": str(heartbeat_timeout_s),
+                             "AIRFLOW__SCHEDULER__TASK_INSTANCE_HEARTBEAT_TIMEOUT_DETECTION_INTERVAL": "5"})
+        self.processes: Dict[str, subprocess.Popen] = {}
+        self.outputs: List[IO[bytes]] = []
+
+    def start(self) -> None:
+        for name in self.NAMES:
+            out = open(self.home / ("%s.log" % name), "wb")
+            self.outputs.append(out)
+            self.processes[name] = subprocess.Popen([AIRFLOW, name], env=self.env, stdout=out, stderr=subprocess.STDOUT,
+                                                    start_new_session=True)
+        wait_for("every component to report healthy", self.healthy, self)
+
+    def healthy(self) -> bool:
+        try:
+            with urllib.request.urlopen(self.health, timeout=10) as answer:
+                status = json.load(answer)
+        except OSError:
+            return False
+        parts = {name: part for name, part in status.items() if isinstance(part, dict)}
+        return {"scheduler", "triggerer"} <= set(parts) and all(part.get("status") == "healthy" for part in parts.values())
+
+    def check_alive(self) -> None:
+        for name, process in self.processes.items():
+            if process.poll() is not None:
+                raise AssertionError("airflow %s exited with %s%s" % (name, process.returncode, self.tails()))
+
+    def tails(self) -> str:
+        return "".join("\n--- %s ---\n%s" % (name, (self.home / ("%s.log" % name)).read_text(errors="replace")[-3000:])
+                       for name in self.NAMES if (self.home / ("%s.log" % name)).exists())
+
+    def __enter__(self) -> "Components":
+        try:
+            self.start()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
+
+    def stop(self) -> None:
+        for process in self.processes.values():
+            if process.poll() is None:
+                os.killpg(process.pid, signal.SIGTERM)
+        for process in self.processes.values():
+            try:
+                process.wait(timeout=120)
+            except subprocess.TimeoutExpired:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait()
+        for out in self.outputs:
+            out.close()
