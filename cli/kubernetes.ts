@@ -2,6 +2,7 @@
 import { parseArgs } from 'node:util';
 import { type KubeClients, kubeClients } from '../cluster/kubernetes/client.js';
 import { ScheduleReconciler } from '../cluster/kubernetes/schedule-reconciler.js';
+import type { TickAdmission } from '../cluster/schedules/runner.js';
 import { KubernetesScheduleStore } from '../cluster/kubernetes/schedule-store.js';
 import { createLogger, loggerOptions } from '../lib/logger.js';
 import { KubernetesCluster } from '../cluster/kubernetes/kubernetes-cluster.js';
@@ -55,7 +56,7 @@ function kubernetesSchedules(cluster: KubernetesCluster, clients: KubeClients, n
     log: (level, message) => { if (level !== 'info') process.stderr.write(`${message}\n`); },
   });
   cluster.addLeaderTask(reconciler);
-  return { store, changed: () => reconciler.wake() };
+  return { store, changed: () => reconciler.wake(), admitTicksWith: (admit: TickAdmission) => reconciler.admitTicksWith(admit) };
 }
 
 export async function apiCommand(argv: string[]): Promise<number> {

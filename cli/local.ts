@@ -9,7 +9,7 @@ import { ProfileRecorder } from '../cluster/local/profile-recorder.js';
 import type { LocalLogger } from '../cluster/local/logger.js';
 import type { AdmissionRules } from '../domain/index.js';
 import { FileScheduleStore } from '../cluster/schedules/file-schedule-store.js';
-import { ScheduleRunner } from '../cluster/schedules/runner.js';
+import { ScheduleRunner, type TickAdmission } from '../cluster/schedules/runner.js';
 import { parseByteSize } from '../cluster/local/work-dir-space.js';
 import { eventLogDir, LocalSparkHistory } from '../cluster/local/local-history.js';
 import { LocalSparkStatic } from '../cluster/local/spark-static.js';
@@ -84,7 +84,7 @@ function recordRuns(cluster: LocalCluster, history: LocalSparkHistory | undefine
 function localSchedules(dataDir: string, cluster: LocalCluster, log: LocalLogger) {
   const store = new FileScheduleStore(join(dataDir, 'schedules'), { log });
   const scheduler = new ScheduleRunner({ store, cluster, log: (level, message, fields) => log[level](fields ?? {}, message) });
-  return { scheduler, schedules: { store, changed: () => scheduler.wake() } };
+  return { scheduler, schedules: { store, changed: () => scheduler.wake(), admitTicksWith: (admit: TickAdmission) => scheduler.admitTicksWith(admit) } };
 }
 
 /**

@@ -7,7 +7,7 @@
 // Written as a reconciler with activate/deactivate, so that it can be registered with the
 // controller's manager; until then KubernetesCluster starts it through `leaderTasks`.
 import type { Cluster } from '../cluster.js';
-import { ScheduleRunner, type SchedulerClock, type SchedulerLog } from '../schedules/runner.js';
+import { ScheduleRunner, type SchedulerClock, type SchedulerLog, type TickAdmission } from '../schedules/runner.js';
 import type { ScheduleStore } from '../schedules/schedule-store.js';
 
 export interface LeaderTask {
@@ -29,13 +29,20 @@ export interface ScheduleReconcilerOptions {
 
 export class ScheduleReconciler implements LeaderTask {
   private runner?: ScheduleRunner;
+  private admit?: TickAdmission;
 
   constructor(private readonly options: ScheduleReconcilerOptions) {}
+
+  /** Each tick is first admitted by the owner key's limits (the API's, built after this controller). */
+  admitTicksWith(admit: TickAdmission): void {
+    this.admit = admit;
+    this.runner?.admitTicksWith(admit);
+  }
 
   activate(): void {
     if (this.runner) return;
     const { store, cluster, mayWrite, log, clock, resyncMs } = this.options;
-    this.runner = new ScheduleRunner({ store, cluster, mayWrite, log, clock, maxSleepMs: resyncMs ?? 10_000 });
+    this.runner = new ScheduleRunner({ store, cluster, mayWrite, log, clock, maxSleepMs: resyncMs ?? 10_000, admit: this.admit });
     this.runner.start();
   }
 
