@@ -100,17 +100,20 @@ export async function apiCommand(argv: string[]): Promise<number> {
   // Listed before the port opens: a replica is never ready with an empty copy of the keys.
   await secretStore?.start();
   const historyWiring = kubernetesHistory(values['node-pools'] ? readNodePools(values['node-pools']).history : undefined);
+  const rules = values['node-pools'] ? rulesFrom(values['node-pools'], values.namespace, values.placement) : undefined;
   const cluster = new KubernetesCluster({
     clients, namespace: values.namespace, controller: values.controller === 'on',
     lease: timingForLease(leaseSeconds * 1000), logArchive: historyWiring.logArchive, eventLogAccess: historyWiring.eventLogAccess,
     logFollow: { followLimit, maxLogBytes: maxLogMiB * 1024 * 1024 },
     // The webhook's node-pool file (the chart gives both the same): Applications are written with their config.
-    rules: values['node-pools'] ? rulesFrom(values['node-pools'], values.namespace, values.placement) : undefined,
+    rules,
   });
   // The cache is listed before the port opens: a replica never answers from an empty cache.
   await cluster.start();
   const retentionMs = parseRetention(values.retention);
   const history = historyWiring.history(cluster.events, retentionMs, (message) => void process.stderr.write(`${message}\n`));
+  // Each ended run's event log into its job's profile (sizing from past runs), on the controller's leader.
+  if (history && rules && values.controller === 'on') cluster.recordJobProfiles((appName) => history.readProfile(appName), rules);
   // Only the controller's replica sweeps: one writer of deletions.
   const sweeper = retentionMs === undefined || values.controller !== 'on' ? undefined : new RetentionSweeper({
     cluster, history, retentionMs, onError: (error, appName) => void process.stderr.write(`retention: ${appName ?? ''} ${(error as Error)?.message ?? String(error)}\n`),
@@ -129,6 +132,7 @@ export async function apiCommand(argv: string[]): Promise<number> {
     gatewayProof: apiGatewayProof(false),
     fairShare: fairShareFrom(values, values['node-pools']),
     history,
+    jobs: cluster.jobs,
     // A sandboxed Spark UI page's cookieless /static/ requests, the same for every name (docs/security.md).
     sparkStatic: historyWiring.sparkStatic?.reader,
     idempotencyWindowMs: parseIdempotencyWindow(values['idempotency-window']),

@@ -10,7 +10,7 @@
 // the admitted pod.
 import type { V1Pod } from '@kubernetes/client-node';
 import type { ApplicationConfig } from '../../schemas/index.js';
-import { type AdmissionRules, admitPod } from '../../domain/index.js';
+import { type AdmissionContext, type AdmissionRules, admitPod } from '../../domain/index.js';
 import { submissionAnnotations } from '../submission-info.js';
 
 export interface ExpectedAdmission {
@@ -26,13 +26,13 @@ export type ApiAdmission =
   | { outcome: 'refused'; status: number; body: { message: string } };
 
 /**
- * Admission of `bare` in `namespace`: admitted (config, annotations, the pod to write) or our
+ * Admission of `bare` in `namespace` (with the job's past runs, as the webhook has them from the same JobProfiles): admitted (config, annotations, the pod to write) or our
  * refusal, as the webhook would answer it; undefined when admission would ignore it. `template`: the config of the template the pod
  * names (callers leave a missing or unreadable one to the webhook, whose 404 or 503 it is).
  */
-export function expectedAdmission(bare: V1Pod, namespace: string, rules: AdmissionRules, template?: ApplicationConfig, dryRun = false): ApiAdmission | undefined {
-  const context = {
-    rules, dryRun,
+export function expectedAdmission(bare: V1Pod, namespace: string, rules: AdmissionRules, template?: ApplicationConfig, dryRun = false, jobRuns?: AdmissionContext['jobRuns']): ApiAdmission | undefined {
+  const context: AdmissionContext = {
+    rules, dryRun, jobRuns,
     templates: () => template,
     applications: () => undefined,
     newAppName: () => bare.metadata?.name ?? '',

@@ -35,6 +35,8 @@ import type { LeaderTask } from './schedule-reconciler.js';
 import { type ApplicationResource, applicationResource, desiredStatus, toRecord } from './records.js';
 import { ANNOTATION_IDEMPOTENCY, idempotencyOf } from '../app-record.js';
 import { KubernetesTemplateStore } from './template-store.js';
+import { followJobProfiles, jobProfileObjects, KubernetesJobProfiles } from './job-profile-store.js';
+import { ProfileRecorder, type ProfileRecorderOptions } from '../profile-recorder.js';
 
 export interface KubernetesClusterOptions {
   clients: KubeClients;
@@ -80,6 +82,10 @@ export class KubernetesCluster implements Cluster {
   readonly leader?: LeaderElection;
   readonly archiver?: LogArchiver;
   readonly eventLogAccess?: EventLogAccess;
+  /** Jobs' past runs (JobProfile resources), watched by every replica, written by the leader (job-profile-store.ts). */
+  readonly jobs: KubernetesJobProfiles;
+  private jobsFollow?: ReturnType<typeof followJobProfiles>;
+  private recorder?: ProfileRecorder;
   /** More work run only on the leader (the Schedule controller): started and stopped with the Lease. */
   private readonly leaderTasks: LeaderTask[] = [];
   private started?: Promise<void>;
@@ -111,6 +117,7 @@ export class KubernetesCluster implements Cluster {
     });
     this.leader = this.manager.elector as LeaderElection | undefined;
     const mayWrite = () => this.manager.isLeader;
+    this.jobs = new KubernetesJobProfiles(jobProfileObjects(options.clients, options.namespace), options.rules, mayWrite);
     if (options.eventLogAccess && controller) {
       this.eventLogAccess = new EventLogAccess({
         ...options.eventLogAccess, clients: options.clients, namespace: options.namespace, cache: this.cache, log, isLeader: mayWrite,
@@ -146,8 +153,33 @@ export class KubernetesCluster implements Cluster {
 
   /** Lists and watches (the cache), then runs for the Lease. Reads wait for it; the wiring calls it before the port opens. */
   start(): Promise<void> {
+    this.jobsFollow ??= followJobProfiles(this.options.clients, this.ns, this.jobs, this.options.log ?? ((message) => void process.stderr.write(`${message}\n`)));
     this.started ??= this.manager.start();
     return this.started;
+  }
+
+  /** Resolves once the JobProfiles are listed (they are followed in the background: start()). */
+  jobsReady(): Promise<void> {
+    return this.jobsFollow?.ready ?? Promise.reject(new Error('the cluster is not started'));
+  }
+
+  /**
+   * Records each ended run into its job's profile from its event log (`readProfile`: the
+   * history's), on the replica holding the Lease; one that starts leading catches up on the
+   * runs that ended lately (cluster/profile-recorder.ts).
+   */
+  recordJobProfiles(readProfile: ProfileRecorderOptions['readProfile'], rules: AdmissionRules): ProfileRecorder {
+    const log = this.options.log ?? ((message: string) => void process.stderr.write(`${message}\n`));
+    const recorder = new ProfileRecorder({
+      cluster: this, profiles: this.jobs, rules, readProfile, mayRecord: () => this.manager.isLeader,
+      warn: (message, { err, appName }) => log(`${appName}: ${message}: ${(err as Error)?.message ?? String(err)}`),
+    });
+    this.recorder = recorder;
+    this.addLeaderTask({
+      activate: () => void this.list({ limit: Number.MAX_SAFE_INTEGER }).then((page) => recorder.catchUp(page.items), (error: unknown) => log(`job profiles: catching up: ${(error as Error).message}`)),
+      deactivate: () => undefined,
+    });
+    return recorder;
   }
 
   private get ns() { return this.options.namespace; }
@@ -248,7 +280,7 @@ export class KubernetesCluster implements Cluster {
       if (!read) return undefined;
       template = read.found?.config;
     }
-    return expectedAdmission(bare, this.ns, rules, template, dryRun);
+    return expectedAdmission(bare, this.ns, rules, template, dryRun, (jobName) => this.jobs.runs(jobName));
   }
 
   /** The launcher's Secret, owned by its Application (not its controller: the Application's controller is ours, its pod's). */
@@ -407,7 +439,10 @@ export class KubernetesCluster implements Cluster {
   }
 
   async close(): Promise<void> {
+    this.recorder?.close();
     await this.manager.stop();
     for (const task of this.leaderTasks) task.deactivate();
+    await this.recorder?.idle();
+    await this.jobsFollow?.stop();
   }
 }

@@ -6,16 +6,20 @@ import t from 'tap';
 import { FileKeyStore } from '../../submit-api/auth/key-store.js';
 import { SCHEDULE_LABEL } from '../../domain/index.js';
 import { startTestApi, type TestApi } from '../helpers/api.js';
+
 import { fakeJob } from '../helpers/fake-spark-submit.js';
 import { SchedulerTestClock } from '../helpers/scheduler-clock.js';
 import { until } from '../helpers/poll.js';
 import { tempDir } from '../helpers/temp.js';
 
+/** What the helpers need of a test. */
+interface TestLike { teardown(fn: () => unknown): void }
+
 // The routes stamp a schedule's creation with the real time: the fake clock starts there.
 const MINUTE = 60_000;
 const longJob = () => fakeJob({ sleep: 600 });
 
-async function setup(t: Parameters<Parameters<typeof t.test>[1]>[0], fairShare: { applicationsPerKey?: number; submissionsPerMinute?: number }) {
+async function setup(t: TestLike, fairShare: { applicationsPerKey?: number; submissionsPerMinute?: number }) {
   const keys = new FileKeyStore(tempDir(t));
   const start = Date.now();
   const clock = new SchedulerTestClock(start);
