@@ -48,7 +48,7 @@ t.test('Kubernetes mode: ended runs become the job\'s JobProfile; recommendation
 
   const submit = async () => {
     const res = await http(url, 'POST', '/api/apps/', { jobName: 'oversized', configOverrides: overrides });
-    t.equal(res.status, 201, res.body);
+    t.equal(res.status, 201, res.text);
     return res.json as { appName: string; config: { executor: { cores: number; memory: string } } };
   };
   /** One run to its end: the pod runs, its event log lands in the bucket (closed), the pod succeeds. */
@@ -77,7 +77,7 @@ t.test('Kubernetes mode: ended runs become the job\'s JobProfile; recommendation
   t.ok(app.json.cost.usedCoreHours !== null, 'the run\'s cost, used figures from its event log');
 
   const recommendation = await http(url, 'GET', '/api/jobs/oversized/recommendation');
-  t.equal(recommendation.status, 200, recommendation.body);
+  t.equal(recommendation.status, 200, recommendation.text);
   t.equal(recommendation.json.mode, 'apply');
   t.ok(recommendation.json.recommendation.suggested.cores < 4, `fewer cores suggested (${recommendation.json.recommendation.suggested.cores})`);
   t.equal(recommendation.json.runs.length, 2, 'both runs with their costs');

@@ -25,7 +25,7 @@ t.test('an under-sized job under apply climbs run by run until it completes, and
       jobName: 'undersized',
       configOverrides: { type: 'Python', mainApplicationFile: program, arguments: ['2000'], executor: { cores: 1, memory: '1g', instances: 1 }, sizing: { fromHistory: 'apply' } },
     });
-    t.equal(res.status, 201, res.body);
+    t.equal(res.status, 201, res.text);
     const appName = res.json.appName as string;
     await waitForState(() => read(appName), expected, { timeoutMs: 300_000 });
     // The next run is admitted from this one's profile: wait until the service recorded it.
