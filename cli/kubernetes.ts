@@ -2,6 +2,7 @@
 import { parseArgs } from 'node:util';
 import { type KubeClients, kubeClients } from '../cluster/kubernetes/client.js';
 import { ScheduleReconciler } from '../cluster/kubernetes/schedule-reconciler.js';
+import type { TickAdmission } from '../cluster/schedules/runner.js';
 import { KubernetesScheduleStore } from '../cluster/kubernetes/schedule-store.js';
 import { createLogger, loggerOptions } from '../lib/logger.js';
 import { KubernetesCluster } from '../cluster/kubernetes/kubernetes-cluster.js';
@@ -58,7 +59,7 @@ function kubernetesSchedules(cluster: KubernetesCluster, clients: KubeClients, n
     log: (level, message) => { if (level !== 'info') process.stderr.write(`${message}\n`); },
   });
   cluster.manager.register(reconciler.registration);
-  return { store, changed: () => reconciler.wake() };
+  return { store, changed: () => reconciler.wake(), admitTicksWith: (admit: TickAdmission) => reconciler.admitTicksWith(admit) };
 }
 
 export async function apiCommand(argv: string[]): Promise<number> {
@@ -88,14 +89,8 @@ export async function apiCommand(argv: string[]): Promise<number> {
   });
   if (values.auth !== 'on' && values.auth !== 'off') throw new Error('--auth takes on or off');
   const connect = parseKubernetesConnectFlags(values);
-  if (values.controller !== 'on' && values.controller !== 'off') throw new Error('--controller takes on or off');
-  const leaseSeconds = Number(values['lease-seconds']);
-  if (!Number.isInteger(leaseSeconds) || leaseSeconds < 1) throw new Error('--lease-seconds takes a whole number of seconds, at least 1');
+  const { leaseSeconds, followLimit, maxLogMiB } = controllerFlags(values);
   const delayMs = shutdownDelayMs(values['shutdown-delay-seconds']);
-  const followLimit = Number(values['log-follow-limit']);
-  const maxLogMiB = Number(values['log-archive-max-mb']);
-  if (!Number.isInteger(followLimit) || followLimit < 0) throw new Error('--log-follow-limit takes a whole number, at least 0');
-  if (!Number.isInteger(maxLogMiB) || maxLogMiB < 1) throw new Error('--log-archive-max-mb takes a whole number of MiB, at least 1');
   const clients = kubeClients(values.kubeconfig);
   // --keys-secret: keys verified against a watched copy of the Secret, so a revocation counts
   // within the watch's latency on every replica (submit-api/auth/secret-key-store.ts).
@@ -118,6 +113,8 @@ export async function apiCommand(argv: string[]): Promise<number> {
   await cluster.start();
   const retentionMs = parseRetention(values.retention);
   const history = historyWiring.history(cluster.events, retentionMs, (message) => void process.stderr.write(`${message}\n`));
+  // Each ended run's event log into its job's profile (sizing from past runs), on the controller's leader.
+  if (history && watchedRules && values.controller === 'on') cluster.recordJobProfiles((appName) => history.readProfile(appName), watchedRules.current());
   // Only the controller's replica sweeps: one writer of deletions.
   const sweeper = retentionMs === undefined || values.controller !== 'on' ? undefined : new RetentionSweeper({
     cluster, history, retentionMs, onError: (error, appName) => void process.stderr.write(`retention: ${appName ?? ''} ${(error as Error)?.message ?? String(error)}\n`),
@@ -125,8 +122,7 @@ export async function apiCommand(argv: string[]): Promise<number> {
   const schedules = kubernetesSchedules(cluster, clients, values.namespace);
   const fileStore = secretStore ? undefined : new FileKeyStore(values['data-dir']);
   const store = secretStore ?? fileStore!;
-  const fileRules = values['node-pools'] ? rulesFrom(values['node-pools'], values.namespace) : undefined;
-  const policy = fileRules?.policy;
+  const policy = watchedRules?.current().policy;
   // Session cookies must verify on every replica: the chart gives all of them the same secret
   // (SUBMISSION_SERVICE_SESSION_SECRET from the auth Secret); without it, <data-dir>/session-secret.
   const api = await buildService({
@@ -136,6 +132,7 @@ export async function apiCommand(argv: string[]): Promise<number> {
     gatewayProof: apiGatewayProof(false),
     fairShare: fairShareFrom(values, values['node-pools']),
     history,
+    jobs: cluster.jobs,
     // A sandboxed Spark UI page's cookieless /static/ requests, the same for every name (docs/security.md).
     sparkStatic: historyWiring.sparkStatic?.reader,
     idempotencyWindowMs: parseIdempotencyWindow(values['idempotency-window']),
@@ -147,7 +144,7 @@ export async function apiCommand(argv: string[]): Promise<number> {
   const apiPort = Number(values.port ?? 8080);
   const address = await api.listen({ port: apiPort, host: values.host });
   const endpoint = connect && await startKubernetesConnect(values.host, { settings: connect, clients, cluster, auth: { enabled: values.auth === 'on', store }, log: api.log,
-    dataDir: values['data-dir'], apiUrl: () => `http://127.0.0.1:${apiPort}`, defaultVersion: fileRules?.defaultEngineVersion ?? DEFAULT_ENGINE_VERSION });
+    dataDir: values['data-dir'], apiUrl: () => `http://127.0.0.1:${apiPort}`, defaultVersion: watchedRules?.current().defaultEngineVersion ?? DEFAULT_ENGINE_VERSION });
   const keysFrom = values.auth !== 'on' ? '' : secretStore ? `, API keys from Secret ${secretStore.ref}` : `, API keys from ${fileStore!.path}`;
   process.stdout.write(`Submission Service API (Kubernetes mode, namespace ${values.namespace}${keysFrom}) at ${address}/api/\n`);
   // The endpoint's sessions are stopped first: none is left running unreachable.
@@ -205,4 +202,16 @@ function watchNodePools(file: string | undefined, namespace: string, placement: 
   if (!file) return undefined;
   const log = (message: string) => void process.stderr.write(`${message}\n`);
   return new WatchedRules({ file, namespace, placement, log }).watch();
+}
+
+/** The controller's flags, checked: --controller, --lease-seconds, --log-follow-limit, --log-archive-max-mb. */
+function controllerFlags(values: { controller?: string; 'lease-seconds'?: string; 'log-follow-limit'?: string; 'log-archive-max-mb'?: string }) {
+  if (values.controller !== 'on' && values.controller !== 'off') throw new Error('--controller takes on or off');
+  const leaseSeconds = Number(values['lease-seconds']);
+  if (!Number.isInteger(leaseSeconds) || leaseSeconds < 1) throw new Error('--lease-seconds takes a whole number of seconds, at least 1');
+  const followLimit = Number(values['log-follow-limit']);
+  const maxLogMiB = Number(values['log-archive-max-mb']);
+  if (!Number.isInteger(followLimit) || followLimit < 0) throw new Error('--log-follow-limit takes a whole number, at least 0');
+  if (!Number.isInteger(maxLogMiB) || maxLogMiB < 1) throw new Error('--log-archive-max-mb takes a whole number of MiB, at least 1');
+  return { leaseSeconds, followLimit, maxLogMiB };
 }

@@ -5,11 +5,12 @@ import { parseArgs } from 'node:util';
 import { pino } from 'pino';
 import { RetentionSweeper, parseRetention } from '../cluster/history/retention.js';
 import { LocalCluster } from '../cluster/local/local-cluster.js';
-import { ProfileRecorder } from '../cluster/local/profile-recorder.js';
+import { ProfileRecorder } from '../cluster/profile-recorder.js';
+import { readRunProfile } from '../cluster/history/run-profile-reader.js';
 import type { LocalLogger } from '../cluster/local/logger.js';
 import type { AdmissionRules } from '../domain/index.js';
 import { FileScheduleStore } from '../cluster/schedules/file-schedule-store.js';
-import { ScheduleRunner } from '../cluster/schedules/runner.js';
+import { ScheduleRunner, type TickAdmission } from '../cluster/schedules/runner.js';
 import { parseByteSize } from '../cluster/local/work-dir-space.js';
 import { eventLogDir, LocalSparkHistory } from '../cluster/local/local-history.js';
 import { LocalSparkStatic } from '../cluster/local/spark-static.js';
@@ -76,7 +77,12 @@ const sparkClassBeside = (sparkSubmit: string): string => (sparkSubmit.includes(
  * its event log read once Spark closed it; the profiles are the API's (costs, recommendations).
  */
 function recordRuns(cluster: LocalCluster, history: LocalSparkHistory | undefined, rules: AdmissionRules, log: LocalLogger) {
-  new ProfileRecorder({ cluster, profiles: cluster.jobs, rules, log, eventLog: history && ((appName) => history.eventLog(appName)) }); // until the process ends
+  const readProfile = history && (async (appName: string) => {
+    const log = await history.eventLog(appName);
+    return log ? readRunProfile(log.dir, log.entry) : null;
+  });
+  // Until the process ends.
+  new ProfileRecorder({ cluster, profiles: cluster.jobs, rules, readProfile, warn: (message, fields) => log.warn(fields, message) });
   return cluster.jobs;
 }
 
@@ -84,7 +90,7 @@ function recordRuns(cluster: LocalCluster, history: LocalSparkHistory | undefine
 function localSchedules(dataDir: string, cluster: LocalCluster, log: LocalLogger) {
   const store = new FileScheduleStore(join(dataDir, 'schedules'), { log });
   const scheduler = new ScheduleRunner({ store, cluster, log: (level, message, fields) => log[level](fields ?? {}, message) });
-  return { scheduler, schedules: { store, changed: () => scheduler.wake() } };
+  return { scheduler, schedules: { store, changed: () => scheduler.wake(), admitTicksWith: (admit: TickAdmission) => scheduler.admitTicksWith(admit) } };
 }
 
 /**

@@ -184,7 +184,7 @@ export async function startWebhookService(options: WebhookServiceOptions) {
       admit: (pod, review) => admitPod(pod, {
         rules: rulesNow(rules), dryRun: review.dryRun,
         templates: (name) => cache.templates.get(name),
-        applications: (name, uid) => cache.driverConfig(name, uid),
+        applications: (name, uid) => cache.driverConfig(name, uid), jobRuns: (jobName) => cache.jobs.runs(jobName),
         newAppName,
       }),
     });

@@ -83,13 +83,19 @@ function suggestMemory(runs: RunEvidence[], used: RunEvidence[], current: Execut
     reasons.push(`Memory: ${last.appName} failed from memory with ${last.ran.memory}; ${GROWTH}× that.`);
     return Math.floor(ran * GROWTH);
   }
+  return withFailureFloors(runs, asked, memoryFromUse(used, current, rules, reasons), reasons);
+}
+
+/** Memory from what the completed runs used: more after spill, else their peaks plus the margin, never more than asked. */
+function memoryFromUse(used: RunEvidence[], current: ExecutorSize, rules: AdmissionRules, reasons: string[]): number {
+  const asked = parseMemoryMib(current.memory);
   const spilled = used.filter((r) => (r.profile?.memorySpilledBytes ?? 0) + (r.profile?.diskSpilledBytes ?? 0) > 0);
   if (spilled.length > 0) {
     reasons.push(`Memory: ${spilled.map((r) => r.appName).join(', ')} spilled to disk; ${GROWTH}× what ${spilled.length === 1 ? 'it' : 'they'} ran with.`);
     return Math.floor(Math.max(...spilled.map((r) => parseMemoryMib(r.ran.memory))) * GROWTH);
   }
-  const heap = Math.max(...used.map((r) => r.profile?.peakJvmHeapBytes ?? 0));
-  const rss = Math.max(...used.map((r) => r.profile?.peakProcessRssBytes ?? 0));
+  const heap = Math.max(0, ...used.map((r) => r.profile?.peakJvmHeapBytes ?? 0));
+  const rss = Math.max(0, ...used.map((r) => r.profile?.peakProcessRssBytes ?? 0));
   if (heap === 0 && rss === 0) {
     // Short runs may end before Spark samples any memory figure: no evidence, no reduction.
     reasons.push(`Memory ${current.memory}: no run recorded a memory figure (runs shorter than Spark's metrics sampling), so as asked.`);
@@ -97,33 +103,51 @@ function suggestMemory(runs: RunEvidence[], used: RunEvidence[], current: Execut
   }
   const fromHeap = (mib(heap) * (1 + SIZING_MARGIN));
   const fromRss = rss > 0 ? memoryForPod(mib(rss) * (1 + SIZING_MARGIN), rules.sizing.memoryOverheadFactor) : 0;
-  let need = Math.max(MIN_MEMORY_MIB, roundUp(Math.max(fromHeap, fromRss)));
+  const need = Math.max(MIN_MEMORY_MIB, roundUp(Math.max(fromHeap, fromRss)));
   reasons.push(`Memory: peak JVM heap ${mib(heap)} MiB${rss > 0 ? `, process RSS ${mib(rss)} MiB` : ''} over ${used.length} run${used.length === 1 ? '' : 's'}, plus ${SIZING_MARGIN * 100}% (at least ${MIN_MEMORY_MIB} MiB): ${formatMemoryMib(Math.min(asked, need))}.`);
-  // A reduction that once ended in a memory failure is not made again while that run is remembered.
-  for (const failed of runs.filter((r) => failedFromMemory(r) && parseMemoryMib(r.ran.memory) < asked)) {
-    const floor = roundUp(parseMemoryMib(failed.ran.memory) * GROWTH);
-    if (floor > need) {
-      need = floor;
+  return Math.min(asked, need);
+}
+
+/**
+ * While a run that failed from memory is remembered, no run gets less than 1.5× the memory it
+ * failed with: after a reduction, up to what the job asks; for a job that asks too little (it
+ * failed with what it asked, or more), beyond what it asks, so a job that grew to fit stays there.
+ */
+function withFailureFloors(runs: RunEvidence[], asked: number, memory: number, reasons: string[]): number {
+  let floored = memory;
+  for (const failed of runs.filter(failedFromMemory)) {
+    const ran = parseMemoryMib(failed.ran.memory);
+    const floor = Math.min(roundUp(ran * GROWTH), ran < asked ? asked : Infinity);
+    if (floor > floored) {
+      floored = floor;
       reasons.push(`Memory: at least ${GROWTH}× the ${failed.ran.memory} ${failed.appName} failed from memory with.`);
     }
   }
-  return Math.min(asked, need);
+  return floored;
 }
 
 /** Cores, memory and instances from the runs; undefined when no completed run has a profile. */
 export function recommend(runs: RunEvidence[], asked: ApplicationConfig, rules: AdmissionRules): Recommendation | undefined {
-  const used = runs.filter((r) => r.state === 'COMPLETED' && r.profile !== null).slice(-EVIDENCE_RUNS);
+  const completed = runs.filter((r) => r.state === 'COMPLETED' && r.profile !== null).slice(-EVIDENCE_RUNS);
+  // A job none of whose runs completed yet has something to say only when they died from memory: more of it.
+  const failures = completed.length === 0 ? runs.filter(failedFromMemory).slice(-EVIDENCE_RUNS) : [];
+  const used = completed.length > 0 ? completed : failures;
   if (used.length === 0) return undefined;
   const current = executorSize(asked);
   const reasons: string[] = [];
-  const perExecutor = Math.max(1, ...used.map((r) => r.profile?.peakTasksPerExecutor ?? 0));
-  const cores = Math.min(current.cores, perExecutor);
-  reasons.push(`Cores: at most ${perExecutor} task${perExecutor === 1 ? '' : 's'} ran at once on one executor: ${cores} of the ${current.cores} asked.`);
-  const together = Math.max(1, ...used.map((r) => r.profile?.peakTasks ?? 0));
-  const instances = Math.min(current.instances, Math.max(1, Math.ceil(together / cores)));
-  if (instances < current.instances) reasons.push(`Instances: at most ${together} tasks ran at once in all: ${instances} executor${instances === 1 ? '' : 's'} of ${cores} core${cores === 1 ? '' : 's'}.`);
+  let { cores, instances } = current;
+  const together = Math.max(1, ...completed.map((r) => r.profile?.peakTasks ?? 0));
+  if (completed.length > 0) {
+    const perExecutor = Math.max(1, ...used.map((r) => r.profile?.peakTasksPerExecutor ?? 0));
+    cores = Math.min(current.cores, perExecutor);
+    reasons.push(`Cores: at most ${perExecutor} task${perExecutor === 1 ? '' : 's'} ran at once on one executor: ${cores} of the ${current.cores} asked.`);
+    instances = Math.min(current.instances, Math.max(1, Math.ceil(together / cores)));
+    if (instances < current.instances) reasons.push(`Instances: at most ${together} tasks ran at once in all: ${instances} executor${instances === 1 ? '' : 's'} of ${cores} core${cores === 1 ? '' : 's'}.`);
+  } else {
+    reasons.push(`Cores and instances as asked: no run completed yet; ${failures.length} failed from memory.`);
+  }
   const ceiling = memoryCeiling(cores, rules);
-  const memoryMib = Math.min(ceiling, suggestMemory(runs, used, current, rules, reasons));
+  const memoryMib = Math.min(ceiling, suggestMemory(runs, completed, current, rules, reasons));
   const suggested: Recommendation['suggested'] = { cores, memory: formatMemoryMib(memoryMib), instances };
   const engineConf = asked.engineConf ?? {};
   if (engineConf['spark.dynamicAllocation.enabled']?.trim().toLowerCase() === 'true') {

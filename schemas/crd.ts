@@ -268,4 +268,36 @@ export function scheduleCrd(index: SchemaIndex = indexSchemas()): Schema {
   });
 }
 
-export const allCrds = (index: SchemaIndex = indexSchemas()): Schema[] => [configTemplateCrd(index), applicationCrd(index), scheduleCrd(index)];
+/**
+ * JobProfile: a job's memory of its past runs (domain/job-history.ts), for sizing from them.
+ * `metadata.name` is the job's name. Written only by the controller's leader, once per ended
+ * run; read by the API (recommendations, costs) and the webhook (sizing under `apply`). A
+ * custom resource, not a ConfigMap: drivers may write ConfigMaps in the applications namespace
+ * (Spark makes its executors' there), and no driver may write what admission sizes from.
+ * The runs are the service's own JSON (their fields are defined in code, not in schemas/).
+ */
+export function jobProfileCrd(): Schema {
+  const kept = { type: 'object', 'x-kubernetes-preserve-unknown-fields': true };
+  return crd({
+    kind: 'JobProfile',
+    plural: 'jobprofiles',
+    shortNames: ['ssjob'],
+    description: 'A job\'s last runs as the service recorded them from their event logs: what each asked for, ran with, used and cost. Sizing from past runs (sizing.fromHistory) reads it; only the service\'s controller writes it.',
+    spec: {
+      type: 'object',
+      required: ['jobName', 'runs'],
+      properties: {
+        jobName: { type: 'string', maxLength: 63 },
+        asked: { ...kept, description: 'The newest run\'s config as asked (before sizing from history).' },
+        runs: { type: 'array', maxItems: 50, items: { ...kept, description: 'One ended run (domain/job-history.ts RunEvidence).' } },
+      },
+    },
+    columns: [
+      { name: 'Job', type: 'string', jsonPath: '.spec.jobName' },
+      { name: 'Last run', type: 'string', jsonPath: '.spec.runs[-1:].appName' },
+      AGE_COLUMN,
+    ],
+  });
+}
+
+export const allCrds = (index: SchemaIndex = indexSchemas()): Schema[] => [configTemplateCrd(index), applicationCrd(index), scheduleCrd(index), jobProfileCrd()];

@@ -16,6 +16,7 @@ import type { JobProfiles } from '../cluster/job-profiles.js';
 import { configTemplateRoutes } from './routes/config-templates.js';
 import { scheduleRoutes } from './routes/schedules.js';
 import type { ScheduleStore } from '../cluster/schedules/schedule-store.js';
+import type { TickAdmission } from '../cluster/schedules/runner.js';
 import { installValidation, unsafeField } from './validation.js';
 import { installHostAllowlist } from './host-allowlist.js';
 import { logSerializers } from './log-redaction.js';
@@ -51,7 +52,7 @@ export interface ApiOptions {
   /** How long an Idempotency-Key answers with the application it made (idempotency.ts); default 24 h. */
   idempotencyWindowMs?: number;
   /** Where schedules are kept, and how the scheduler loop hears of a change (routes/schedules.ts); absent: no /api/schedules/. */
-  schedules?: { store: ScheduleStore; changed?: () => void };
+  schedules?: { store: ScheduleStore; changed?: () => void; admitTicksWith?: (admit: TickAdmission) => void };
 }
 
 export async function buildApi(options: ApiOptions): Promise<FastifyInstance> {
@@ -95,7 +96,9 @@ export async function buildApi(options: ApiOptions): Promise<FastifyInstance> {
   await app.register(appEventRoutes, { cluster: options.cluster, history: options.history, fairShare });
   // Templates may name any version (SPEC's show 2.4.4): a real submission of one not offered is refused.
   await app.register(configTemplateRoutes, { templates: options.cluster.templates });
-  if (options.schedules) await app.register(scheduleRoutes, { ...options.schedules, cluster: options.cluster, policy: options.policy ?? defaultPolicy });
+  // The scheduler loop submits as each schedule's owner key, within that key's limits (fair-share.ts).
+  options.schedules?.admitTicksWith?.(fairShare.admitTick);
+  if (options.schedules) await app.register(scheduleRoutes, { store: options.schedules.store, changed: options.schedules.changed, cluster: options.cluster, policy: options.policy ?? defaultPolicy });
   // Followed logs must not hold a shutdown open. (fastify's forceCloseConnections option
   // would do it too, but tracks every socket and costs 40% of the throughput here.)
   app.addHook('preClose', async () => { app.server.closeAllConnections(); });

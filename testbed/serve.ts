@@ -103,6 +103,8 @@ export async function serve(dir: string, values: ServeOptions): Promise<void> {
   const cluster = new KubernetesCluster({ clients: kubeClients(identity.kubeconfig), namespace: values.namespace, logArchive: historyBed?.logArchive, rules });
   await cluster.start();
   const history = await historyBed?.history(cluster.events);
+  // Ended runs' event logs into their jobs' profiles (sizing from past runs), as the chart's API does.
+  if (history) cluster.recordJobProfiles((appName) => history.readProfile(appName), rules);
   const keysDir = join(dir, 'keys');
   const store = new FileKeyStore(keysDir);
   const api = await buildService({
@@ -111,6 +113,7 @@ export async function serve(dir: string, values: ServeOptions): Promise<void> {
     // The gateway below derives its proof from its data dir's gateway-secret (or the env's).
     gatewayProof: gatewayProof(gatewaySecret(keysDir)),
     history,
+    jobs: cluster.jobs,
   });
   const baseUrl = await api.listen({ port: Number(values.port), host: '127.0.0.1' });
   // The gateway shares the API's key store (users' keys open /notebooks too) and has a key of its own in it.

@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import type { Readable } from 'node:stream';
 import { StringDecoder } from 'node:string_decoder';
 import { type RunProfile, RunProfileBuilder } from '../../domain/run-profile.js';
+import type { ObjectStore } from './object-store.js';
 
 /** Lines longer than this are skipped (no event the profile reads comes near it). */
 export const MAX_LINE_BYTES = 8 * 1024 * 1024;
@@ -51,19 +52,49 @@ export async function feedEvents(body: Readable, builder: RunProfileBuilder, max
 export async function eventFiles(dir: string, entry: string): Promise<string[]> {
   const path = join(dir, entry);
   if (!(await stat(path)).isDirectory()) return [path];
-  const numbered = (await readdir(path))
-    .map((name) => ({ name, n: /^events_(\d+)_/.exec(name)?.[1] }))
+  return inWritingOrder(await readdir(path)).map((name) => join(path, name));
+}
+
+/** `events_<n>_…` files of a rolling log, by n; anything else (appstatus_…) is not events. */
+function inWritingOrder(names: string[]): string[] {
+  return names
+    .map((name) => ({ name, n: /(?:^|\/)events_(\d+)_[^/]*$/.exec(name)?.[1] }))
     .filter((file): file is { name: string; n: string } => file.n !== undefined)
-    .sort((a, b) => Number(a.n) - Number(b.n));
-  return numbered.map((file) => join(path, file.name));
+    .sort((a, b) => Number(a.n) - Number(b.n))
+    .map((file) => file.name);
+}
+
+function refuseCompressed(files: string[]): void {
+  const compressed = files.find((file) => COMPRESSED.test(file));
+  if (compressed) throw new CompressedEventLogError(`event log ${compressed} is compressed; the service reads uncompressed logs only (unset spark.eventLog.compress)`);
 }
 
 /** The profile of the run logged at `dir/entry` (a rolling log's folder, or one file). */
 export async function readRunProfile(dir: string, entry: string): Promise<RunProfile> {
   const files = await eventFiles(dir, entry);
-  const compressed = files.find((file) => COMPRESSED.test(file));
-  if (compressed) throw new CompressedEventLogError(`event log ${compressed} is compressed; the service reads uncompressed logs only (unset spark.eventLog.compress)`);
+  refuseCompressed(files);
   const builder = new RunProfileBuilder();
   for (const file of files) await feedEvents(createReadStream(file), builder);
+  return builder.profile();
+}
+
+/**
+ * The same from object storage (Kubernetes mode): `entry` under `prefix` in `store`'s bucket,
+ * a rolling log's folder (`eventlog_v2_…/`) or one object, each object streamed as it is read.
+ */
+export async function readStoredRunProfile(store: Pick<ObjectStore, 'list' | 'read'>, prefix: string, entry: string): Promise<RunProfile> {
+  const key = prefix ? `${prefix}/${entry}` : entry;
+  let keys = [key];
+  if (entry.startsWith('eventlog_v2_')) {
+    const names: string[] = [];
+    for await (const item of store.list(`${key}/`)) if ('key' in item) names.push(item.key);
+    keys = inWritingOrder(names);
+  }
+  refuseCompressed(keys);
+  const builder = new RunProfileBuilder();
+  for (const object of keys) {
+    const body = await store.read(object);
+    if (body) await feedEvents(body, builder);
+  }
   return builder.profile();
 }

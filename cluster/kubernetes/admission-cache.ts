@@ -8,6 +8,10 @@
 // restarts after errors (informers.ts). Only 404 means absent: any other failure (an RBAC 403,
 // a timeout) is logged and thrown, so the review is denied with 503 (fail closed) instead of
 // answering "template not found" or letting an executor through unsized.
+//
+// Jobs' past runs (JobProfile resources, for sizing.fromHistory: apply) are watched too, read
+// only (the controller writes them), followed in the background: a webhook whose first list of
+// them fails still serves, sizing those jobs as asked (job-profile-store.ts).
 import type { KubernetesObject, V1Pod } from '@kubernetes/client-node';
 import { LRUCache } from 'lru-cache';
 import type { ApplicationConfig } from '../../schemas/index.js';
@@ -17,6 +21,7 @@ import { withTimeout } from './call-timeout.js';
 import { statusCode } from './errors.js';
 import { type Log, type ResilientInformer, resilientInformer } from './informers.js';
 import { admissionCacheLookups, malformedAnnotations } from './metrics.js';
+import { followJobProfiles, jobProfileObjects, KubernetesJobProfiles } from './job-profile-store.js';
 
 type TemplateObject = KubernetesObject & { spec?: { config?: ApplicationConfig } };
 
@@ -48,9 +53,18 @@ export class AdmissionCache {
   private readonly reading = new Map<string, Promise<void>>();
   private informer?: ResilientInformer<KubernetesObject>;
   private readonly log: Log;
+  /** Jobs' past runs by job name, as the last watch event left them. */
+  readonly jobs: KubernetesJobProfiles;
+  private jobsFollow?: ReturnType<typeof followJobProfiles>;
 
   constructor(private readonly clients: KubeClients, private readonly namespace: string, log?: Log) {
     this.log = log ?? ((message) => void process.stderr.write(`${message}\n`));
+    this.jobs = new KubernetesJobProfiles(jobProfileObjects(clients, namespace), undefined, () => false);
+  }
+
+  /** Resolves once the JobProfiles are listed (after start). */
+  get jobsReady(): Promise<void> {
+    return this.jobsFollow?.ready ?? Promise.reject(new Error('the admission cache is not started'));
   }
 
   /** Ready once the templates are listed; drivers are read when an executor needs one. */
@@ -67,6 +81,7 @@ export class AdmissionCache {
     templates.informer.on('add', putTemplate);
     templates.informer.on('update', putTemplate);
     templates.informer.on('delete', (t) => { if (t.metadata?.name) this.templates.delete(t.metadata.name); });
+    this.jobsFollow = followJobProfiles(this.clients, ns, this.jobs, this.log);
     await templates.start();
     this.informer = templates as ResilientInformer<KubernetesObject>;
   }
@@ -162,6 +177,7 @@ export class AdmissionCache {
   }
 
   async stop(): Promise<void> {
+    await this.jobsFollow?.stop();
     await this.informer?.stop();
   }
 }

@@ -12,6 +12,7 @@ export const VERSION = 'v1';
 export const TEMPLATES = 'configtemplates';
 export const APPLICATIONS = 'applications';
 export const SCHEDULES = 'schedules';
+export const JOB_PROFILES = 'jobprofiles';
 /** Names our writes in managedFields (client-node would say node-fetch). */
 export const FIELD_MANAGER = 'submission-service';
 

@@ -10,7 +10,7 @@
 // the admitted pod.
 import type { V1Pod } from '@kubernetes/client-node';
 import type { ApplicationConfig } from '../../schemas/index.js';
-import { type AdmissionRules, admitPod, LABEL_TEMPLATE } from '../../domain/index.js';
+import { type AdmissionContext, type AdmissionRules, admitPod, LABEL_TEMPLATE } from '../../domain/index.js';
 import { submissionAnnotations } from '../submission-info.js';
 
 export interface ExpectedAdmission {
@@ -26,13 +26,13 @@ export type ApiAdmission =
   | { outcome: 'refused'; status: number; body: { message: string } };
 
 /**
- * Admission of `bare` in `namespace`: admitted (config, annotations, the pod to write) or our
+ * Admission of `bare` in `namespace` (with the job's past runs, as the webhook has them from the same JobProfiles): admitted (config, annotations, the pod to write) or our
  * refusal, as the webhook would answer it; undefined when admission would ignore it. `template`: the config of the template the pod
  * names (callers leave a missing or unreadable one to the webhook, whose 404 or 503 it is).
  */
-export function expectedAdmission(bare: V1Pod, namespace: string, rules: AdmissionRules, template?: ApplicationConfig, dryRun = false): ApiAdmission | undefined {
-  const context = {
-    rules, dryRun,
+export function expectedAdmission(bare: V1Pod, namespace: string, rules: AdmissionRules, template?: ApplicationConfig, dryRun = false, jobRuns?: AdmissionContext['jobRuns']): ApiAdmission | undefined {
+  const context: AdmissionContext = {
+    rules, dryRun, jobRuns,
     templates: () => template,
     applications: () => undefined,
     newAppName: () => bare.metadata?.name ?? '',
@@ -53,7 +53,6 @@ export function expectedAdmission(bare: V1Pod, namespace: string, rules: Admissi
   };
 }
 
-/** JSON with sorted keys, so that objects compare by content. */
 /**
  * What the webhook would admit, when this process has its rules; undefined when unknown (the
  * pod goes bare to the webhook, the controller copies its config). The template is read once:
@@ -61,6 +60,7 @@ export function expectedAdmission(bare: V1Pod, namespace: string, rules: Admissi
  */
 export async function admissionWithTemplate(
   bare: V1Pod, namespace: string, rules: AdmissionRules | undefined, readTemplate: (name: string) => Promise<{ config: ApplicationConfig } | undefined>, dryRun: boolean,
+  jobRuns?: AdmissionContext['jobRuns'],
 ): Promise<ApiAdmission | undefined> {
   if (!rules) return undefined;
   const templateName = bare.metadata?.labels?.[LABEL_TEMPLATE];
@@ -70,9 +70,10 @@ export async function admissionWithTemplate(
     if (!read) return undefined;
     template = read.found?.config;
   }
-  return expectedAdmission(bare, namespace, rules, template, dryRun);
+  return expectedAdmission(bare, namespace, rules, template, dryRun, jobRuns);
 }
 
+/** JSON with sorted keys, so that objects compare by content. */
 export function canonicalJson(value: unknown): string {
   if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
   if (value && typeof value === 'object') {

@@ -30,9 +30,12 @@ import type { LeaderElection } from './leader-election.js';
 import type { LogArchiver } from './log-archiver.js';
 import type { Manager } from './manager.js';
 import type { Reconciler } from './reconciler.js';
+import { Controller } from './controller.js';
 import { type ApplicationResource, applicationResource, desiredStatus, toRecord } from './records.js';
 import { ANNOTATION_IDEMPOTENCY, idempotencyOf } from '../app-record.js';
 import { KubernetesTemplateStore } from './template-store.js';
+import { followJobProfiles, jobProfileObjects, KubernetesJobProfiles } from './job-profile-store.js';
+import { ProfileRecorder, type ProfileRecorderOptions } from '../profile-recorder.js';
 
 export interface KubernetesClusterOptions extends ControllerWiringOptions {
   log?: LogFn;
@@ -63,6 +66,10 @@ export class KubernetesCluster implements Cluster {
   readonly archiver?: LogArchiver;
   readonly eventLogAccess?: EventLogAccess;
   private readonly podLogs: PodLogs;
+  /** Jobs' past runs (JobProfile resources), watched by every replica, written by the leader (job-profile-store.ts). */
+  readonly jobs: KubernetesJobProfiles;
+  private jobsFollow?: ReturnType<typeof followJobProfiles>;
+  private recorder?: ProfileRecorder;
   private started?: Promise<void>;
 
   constructor(private readonly options: KubernetesClusterOptions) {
@@ -78,10 +85,12 @@ export class KubernetesCluster implements Cluster {
     this.podLogs = new PodLogs(options.clients, options.namespace, this.cache, options.logArchive);
     const attempts = { rules: this.pools, createAttemptPod: (bare: V1Pod) => this.createAttemptPod(bare) };
     ({ manager: this.manager, reconciler: this.reconciler, leader: this.leader, archiver: this.archiver, eventLogAccess: this.eventLogAccess } = wireControllers(options, this.cache, log, attempts));
+    this.jobs = new KubernetesJobProfiles(jobProfileObjects(options.clients, options.namespace), options.rules && rulesNow(options.rules), () => this.manager.isLeader);
   }
 
   /** Lists and watches (the cache), then runs for the Lease. Reads wait for it; the wiring calls it before the port opens. */
   start(): Promise<void> {
+    this.jobsFollow ??= followJobProfiles(this.options.clients, this.ns, this.jobs, this.options.log ?? ((message) => void process.stderr.write(`${message}\n`)));
     this.started ??= this.manager.start();
     return this.started;
   }
@@ -90,6 +99,34 @@ export class KubernetesCluster implements Cluster {
   private get pools(): Pick<AdmissionRules, 'pools'> | undefined {
     const { rules } = this.options;
     return rules && { get pools() { return rulesNow(rules).pools; } };
+  }
+
+  /** Resolves once the JobProfiles are listed (they are followed in the background: start()). */
+  jobsReady(): Promise<void> {
+    return this.jobsFollow?.ready ?? Promise.reject(new Error('the cluster is not started'));
+  }
+
+  /**
+   * Records each ended run into its job's profile from its event log (`readProfile`: the
+   * history's), on the replica holding the Lease. A controller of the manager with one key: at
+   * the start of each term and at every resync it catches up on the runs that ended lately and
+   * are not recorded yet (cluster/profile-recorder.ts).
+   */
+  recordJobProfiles(readProfile: ProfileRecorderOptions['readProfile'], rules: AdmissionRules): ProfileRecorder {
+    const log = this.options.log ?? ((message: string) => void process.stderr.write(`${message}\n`));
+    const recorder = new ProfileRecorder({
+      cluster: this, profiles: this.jobs, rules, readProfile, mayRecord: () => this.manager.isLeader,
+      warn: (message, { err, appName }) => log(`${appName}: ${message}: ${(err as Error)?.message ?? String(err)}`),
+    });
+    this.recorder = recorder;
+    this.manager.register({
+      controller: new Controller({
+        name: 'job-profiles', workers: 1, keys: () => ['catch-up'], mayWrite: () => this.manager.isLeader,
+        reconcile: async () => { recorder.catchUp((await this.list({ limit: Number.MAX_SAFE_INTEGER })).items); },
+        onError: (_key, error) => log(`job profiles: catching up: ${(error as Error)?.message ?? String(error)}`),
+      }),
+    });
+    return recorder;
   }
 
   private get ns() { return this.options.namespace; }
@@ -219,7 +256,7 @@ export class KubernetesCluster implements Cluster {
   /** What the webhook would admit, when this process has its rules (the rules in force now); undefined when unknown. */
   private expectedAdmission(bare: V1Pod, dryRun: boolean) {
     const rules = this.options.rules && rulesNow(this.options.rules);
-    return admissionWithTemplate(bare, this.ns, rules, (name) => this.templates.get(name), dryRun);
+    return admissionWithTemplate(bare, this.ns, rules, (name) => this.templates.get(name), dryRun, (jobName) => this.jobs.runs(jobName));
   }
 
   /**
@@ -346,6 +383,9 @@ export class KubernetesCluster implements Cluster {
   }
 
   async close(): Promise<void> {
+    this.recorder?.close();
     await this.manager.stop();
+    await this.recorder?.idle();
+    await this.jobsFollow?.stop();
   }
 }

@@ -6,6 +6,8 @@ import { isTerminal } from '../cluster.js';
 import type { EventFeed } from '../events.js';
 import type { ObjectStore } from '../history/object-store.js';
 import { describeRefusal } from '../history/run-claims.js';
+import { readStoredRunProfile } from '../history/run-profile-reader.js';
+import type { RunProfile } from '../../domain/index.js';
 import { S3EventLogIndex } from '../history/s3-event-log-index.js';
 import { runAvailable, settleRun, untilServed } from '../history/settle.js';
 import type { HistoryTarget, SparkHistory, WarmedListener } from '../history/spark-history.js';
@@ -80,6 +82,16 @@ export class KubernetesSparkHistory implements SparkHistory {
     // The History Server finds a new log at its next scan.
     await untilServed(server, run.sparkAppId, { withinMs: 20_000, signal });
     return { server, sparkAppId: run.sparkAppId };
+  }
+
+  /**
+   * An ended run's profile from its event log (cluster/profile-recorder.ts), once the log is
+   * closed or no more is coming (a killed driver's stays in progress); null: no log of it found.
+   */
+  async readProfile(appName: string): Promise<RunProfile | null> {
+    const known = this.index.lookup(appName);
+    const settled = known?.completed ? known : await this.settle(appName);
+    return settled ? readStoredRunProfile(this.options.store, this.options.eventLogPrefix, settled.entry) : null;
   }
 
   /** The run's event log and its archived logs. */

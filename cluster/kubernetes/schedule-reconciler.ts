@@ -7,7 +7,7 @@
 // derives from the tick, so a new leader redoing a tick its predecessor made meets that run
 // (409) and only records it. A failed pass (the store unreadable) is retried after its backoff.
 import type { Cluster } from '../cluster.js';
-import { realClock, ScheduleRunner, type SchedulerClock, type SchedulerLog } from '../schedules/runner.js';
+import { realClock, ScheduleRunner, type SchedulerClock, type SchedulerLog, type TickAdmission } from '../schedules/runner.js';
 import type { ScheduleStore } from '../schedules/schedule-store.js';
 import { Controller, type ReconcileContext, type ReconcileResult } from './controller.js';
 import type { Registration } from './manager.js';
@@ -45,6 +45,11 @@ export class ScheduleReconciler {
       reconcile: (_key, context) => this.reconcile(context),
       onError: (_key, error, retryMs) => log?.('error', `scheduler pass failed (again in ${retryMs} ms): ${(error as Error)?.message ?? String(error)}`),
     });
+  }
+
+  /** Each tick is first admitted by the owner key's limits (the API's, built after this controller). */
+  admitTicksWith(admit: TickAdmission): void {
+    this.runner.admitTicksWith(admit);
   }
 
   /** What the manager needs: no cache changes to route (a change through this replica calls `wake`). */

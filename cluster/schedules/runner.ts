@@ -27,6 +27,14 @@ export const realClock: SchedulerClock = {
   clearTimer: (handle) => clearTimeout(handle as NodeJS.Timeout),
 };
 
+/**
+ * Whether a tick may submit as the schedule's owner key now: the per-key limits an HTTP
+ * submission meets (submit-api/fair-share.ts), asked before each run. `done` is told what the
+ * run created (or nothing), as the API's own submissions tell it.
+ */
+export type TickPermit = { ok: true; done: (created?: AppRecord) => void } | { ok: false; status: number; message: string };
+export type TickAdmission = (ownerKeyId: string | null) => TickPermit;
+
 export type SchedulerLog = (level: 'info' | 'warn' | 'error', message: string, fields?: Record<string, unknown>) => void;
 
 export interface ScheduleRunnerOptions {
@@ -38,6 +46,8 @@ export interface ScheduleRunnerOptions {
   mayWrite?: () => boolean;
   /** Schedules are read again at least this often (changes made by other replicas; default 30 s). */
   maxSleepMs?: number;
+  /** The owner key's limits, asked before each run (the API's, once it is built: `admitTicksWith`); absent: none. */
+  admit?: TickAdmission;
 }
 
 export class ScheduleRunner {
@@ -49,6 +59,11 @@ export class ScheduleRunner {
   constructor(private readonly options: ScheduleRunnerOptions) {}
 
   private get clock() { return this.options.clock ?? realClock; }
+
+  /** From now on each run is first admitted by `admit` (the API's per-key limits, built after this loop). */
+  admitTicksWith(admit: TickAdmission): void {
+    this.options.admit = admit;
+  }
   private get mayWrite() { return this.options.mayWrite?.() ?? true; }
 
   start(): void {
@@ -147,13 +162,18 @@ export class ScheduleRunner {
     const labels = { ...spec.labels, [SCHEDULE_LABEL]: spec.name, [SCHEDULE_TICK_LABEL]: tickLabelValue(decision.tick) };
     const missed = decision.missed > 0 ? ` (${decision.missed} earlier tick(s) missed)` : '';
     const replaced = decision.stop.length > 0 ? `, after stopping ${decision.stop.join(', ')} (Replace)` : '';
+    // As the owner key, within its limits, exactly like its HTTP submissions: a schedule is no way around them.
+    const permit = this.options.admit?.(schedule.createdBy ?? null) ?? { ok: true, done: () => undefined };
+    if (!permit.ok) return { text: `tick ${decision.tick.toISOString()} refused (${permit.status}): ${permit.message}` };
     try {
       const result = await submitApplication(this.options.cluster, {
         appName, jobName: spec.jobName, configTemplateName: spec.configTemplateName || undefined, configOverrides: spec.configOverrides, labels,
         submittedBy: schedule.createdBy ?? undefined,
       }, { dryRun: false });
+      permit.done(result.ok ? result.record : undefined);
       if (!result.ok) return { text: `tick ${decision.tick.toISOString()} refused (${result.status}): ${result.body.message}` };
     } catch (error) {
+      permit.done();
       if (!(error instanceof ConflictError)) throw error;
       return { runName: appName, text: `tick ${decision.tick.toISOString()} ran ${appName} (made before: the name settled it)${missed}` };
     }

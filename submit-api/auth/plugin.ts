@@ -17,6 +17,8 @@ declare module 'fastify' {
 
 export interface KeyVerifier {
   verify(key: string): ApiKeyIdentity | undefined;
+  /** A key by its id (both key stores): a schedule's ticks submit as their owner key while it is valid. */
+  byId?(id: string): ApiKeyIdentity | undefined;
   /** Stores that tell revocations (both key stores) let a revoked key's streams and websockets end at once. */
   onRevoked?: KeyRevocations['onRevoked'];
 }

@@ -81,6 +81,28 @@ t.test('spill and memory failures: memory goes up, within the pools', async (t) 
   t.equal(died.suggested.memory, '16348m', 'an under-sized run that died: more memory, at most what the largest pool holds');
 });
 
+t.test('an under-sized job that only ever failed from memory climbs run by run, within the pools, and stays where it fits', async (t) => {
+  const small = asked({ executor: { cores: 2, memory: '1g', instances: 1 }, sizing: { fromHistory: 'apply' } });
+  const size = (memory: string) => ({ cores: 2, memory, instances: 1 });
+  const oom = (memory: string) => run({ memoryFailure: true }, { state: 'FAILED', asked: size('1g'), ran: size(memory) });
+  const history: RunEvidence[] = [oom('1g')];
+  const second = sizeFromHistory(small, history, rules);
+  t.match(second.decision, { applied: true, basedOn: [history[0].appName] }, 'one failure from memory is enough to grow (never a risk)');
+  t.match(second.config.executor, { cores: 2, memory: '1536m', instances: 1 }, '1.5× the memory it failed with; cores and instances as asked');
+  history.push(oom('1536m'));
+  t.equal(sizeFromHistory(small, history, rules).config.executor?.memory, '2304m', 'failed again: 1.5× again');
+  history.push(run({ peakJvmHeapBytes: 300 * MiB }, { asked: size('1g'), ran: size('2304m') }));
+  const after = sizeFromHistory(small, history, rules);
+  t.equal(after.config.executor?.memory, '2304m', 'completed at 2304m: the next runs stay there, not back to the 1g asked nor to its heap plus the margin');
+  t.match(after.decision?.reasons.join(' '), /at least 1\.5× the 1536m/);
+  const huge = [oom('12g'), oom('15g')];
+  const capped = sizeFromHistory(small, huge, rules);
+  t.ok(Number.parseInt(capped.config.executor!.memory!, 10) <= 16348, `never past the largest pool (${capped.config.executor?.memory})`);
+  const failedOtherwise = [run({}, { state: 'FAILED', asked: size('1g'), ran: size('1g') })];
+  t.equal(sizeFromHistory(small, failedOtherwise, rules).decision?.applied, false, 'a failure for another reason says nothing');
+  t.equal(recommend(failedOtherwise, small, rules), undefined);
+});
+
 t.test('admission: apply sizes the executor through the pools, recommend and off leave it, the annotation says why', async (t) => {
   const runs = [run(), run()];
   const applied = sizeFromHistory(oversized, runs, rules);

@@ -103,7 +103,7 @@ export async function startTestApi(t: TestLike, options: TestApiOptions = {}): P
   const runner = scheduleStore && new ScheduleRunner({ store: scheduleStore, cluster, clock: options.schedules?.clock });
   // The whole process as the CLI builds it: the API with the dashboard on top.
   const app = await buildService({
-    schedules: scheduleStore && { store: scheduleStore, changed: () => runner!.wake() },
+    schedules: scheduleStore && { store: scheduleStore, changed: () => runner!.wake(), admitTicksWith: (admit) => runner!.admitTicksWith(admit) },
     cluster,
     policy: buildPolicy(options.policy),
     // The overload guard off unless a test sets it (test/security/overload.test.ts): this API shares

@@ -139,7 +139,7 @@ t.test('the chart, installed on a real node', { skip }, async (t) => {
     // Kept: the CRDs (Helm never deletes crds/), the applications namespace with its records
     // and pods (helm.sh/resource-policy: keep), and the auth Secret with its keys.
     const crds = (await extensions.listCustomResourceDefinition()).items.map((c) => c.metadata!.name!).filter((n) => n.endsWith('.submission-service.io')).sort();
-    t.same(crds, ['applications.submission-service.io', 'configtemplates.submission-service.io', 'schedules.submission-service.io'], 'the CRDs are kept');
+    t.same(crds, ['applications.submission-service.io', 'configtemplates.submission-service.io', 'jobprofiles.submission-service.io', 'schedules.submission-service.io'], 'the CRDs are kept');
     t.ok(await core.readNamespace({ name: APPS }), `namespace ${APPS} is kept`);
     t.equal((await core.listNamespacedPod({ namespace: APPS })).items.length, records, 'with its driver pods');
     await keptAfterUninstall(t, core, admin.id);

@@ -1,0 +1,161 @@
+// Kubernetes mode's job profiles (cluster/kubernetes/job-profile-store.ts) and the recorder both
+// modes share (cluster/profile-recorder.ts), over an in-memory TEST DOUBLE of the apiserver's
+// JobProfile objects (resource versions, 404, 409 as the apiserver answers them), a fake clock
+// and a fixture event log read by the same reader as the real one. Nothing waits for time.
+import { join } from 'node:path';
+import t from 'tap';
+import { type AppRecord, type Cluster } from '../../cluster/cluster.js';
+import { EventFeed } from '../../cluster/events.js';
+import { readRunProfile } from '../../cluster/history/run-profile-reader.js';
+import { type JobProfileObject, type JobProfileObjects, KubernetesJobProfiles } from '../../cluster/kubernetes/job-profile-store.js';
+import { expectedAdmission } from '../../cluster/kubernetes/expected-admission.js';
+import { CATCH_UP_MS, ProfileRecorder } from '../../cluster/profile-recorder.js';
+import { bareDriverPod, buildRules, type RunProfile } from '../../domain/index.js';
+import { exampleCluster, repoRoot } from '../helpers/api.js';
+
+const rules = buildRules({ nodePools: exampleCluster().nodePools, namespace: 'spark-apps' });
+const NOW = Date.parse('2026-11-28T03:00:00Z');
+const fixture = () => readRunProfile(join(repoRoot, 'test', 'fixtures', 'history', 'event-logs'), 'eventlog_v2_local-1795819889599');
+
+/** A 409 as client-node rejects with it (`code`). */
+const conflict = (message: string) => Object.assign(new Error(message), { code: 409 });
+
+/** The apiserver's JobProfiles in memory: every write a new resourceVersion; a stale one or a second create is 409. */
+class FakeObjects implements JobProfileObjects {
+  readonly objects = new Map<string, JobProfileObject>();
+  writes = 0;
+  private version = 0;
+  /** Runs once before the next replace: another writer's change in between. */
+  beforeReplace?: () => void;
+
+  async get(name: string) { const o = this.objects.get(name); return o && structuredClone(o); }
+  async create(body: JobProfileObject) {
+    const name = body.metadata!.name!;
+    if (this.objects.has(name)) throw conflict(`jobprofiles ${name} already exists`);
+    return this.put(body);
+  }
+  async replace(name: string, body: JobProfileObject) {
+    const hook = this.beforeReplace;
+    this.beforeReplace = undefined;
+    hook?.();
+    if (body.metadata?.resourceVersion !== this.objects.get(name)?.metadata?.resourceVersion) throw conflict('the object has been modified');
+    return this.put(body);
+  }
+  put(body: JobProfileObject) {
+    this.writes += 1;
+    const stored = structuredClone({ ...body, metadata: { ...body.metadata, resourceVersion: String(++this.version) } });
+    this.objects.set(stored.metadata.name!, stored);
+    return structuredClone(stored);
+  }
+}
+
+let sequence = 0;
+function ended(jobName: string, overrides: Partial<AppRecord> = {}): AppRecord {
+  sequence += 1;
+  const endedAt = new Date(NOW - 60_000 + sequence).toISOString();
+  return {
+    appName: `${jobName}-run-${sequence}`, jobName, configTemplateName: '', state: 'COMPLETED', createdAt: new Date(NOW - 600_000).toISOString(),
+    startedAt: new Date(NOW - 300_000).toISOString(), endedAt, runningExecutors: 0, namespace: 'spark-apps', labels: {}, submittedBy: null,
+    config: { executor: { cores: 4, memory: '8g', instances: 1 }, sizing: { fromHistory: 'apply' } }, ...overrides,
+  };
+}
+
+/** One replica: its copy of the profiles, and its recorder hearing the ended runs it is told of. */
+function replica(objects: FakeObjects, leads: { now: boolean }, profile: RunProfile | null) {
+  const events = new EventFeed();
+  const cluster = { events, submission: async () => undefined } as unknown as Pick<Cluster, 'events' | 'submission'>;
+  const profiles = new KubernetesJobProfiles(objects, rules, () => leads.now);
+  const recorder = new ProfileRecorder({
+    cluster, profiles, rules, readProfile: async () => profile, mayRecord: () => leads.now, now: () => NOW,
+    warn: (message, { err }) => { throw new Error(`${message}: ${String(err)}`); },
+  });
+  const end = async (record: AppRecord) => { events.publish('changed', record); await recorder.idle(); };
+  return { profiles, recorder, end };
+}
+
+t.test('only the replica holding the Lease writes an ended run into its job\'s JobProfile; the others read it from the watch', async (t) => {
+  const objects = new FakeObjects();
+  const profile = await fixture();
+  const leader = replica(objects, { now: true }, profile);
+  const follower = replica(objects, { now: false }, profile);
+  const run = ended('etl');
+  await Promise.all([leader.end(run), follower.end(run)]);
+  t.equal(objects.writes, 1, 'one write, by the leader');
+  const stored = objects.objects.get('etl')!;
+  t.match(stored, { apiVersion: 'submission-service.io/v1', kind: 'JobProfile', metadata: { name: 'etl' }, spec: { jobName: 'etl' } });
+  t.equal(stored.spec!.runs!.length, 1);
+  t.match(stored.spec!.runs![0], { appName: run.appName, state: 'COMPLETED', asked: { cores: 4, memory: '8g' }, profile: { sparkAppId: profile.sparkAppId } }, 'the run, its profile read from its event log');
+  t.equal(follower.profiles.runs('etl'), undefined, 'the follower has nothing until its watch delivers');
+  follower.profiles.applyObject(stored);
+  t.same(follower.profiles.runs('etl')!.map((r) => r.appName), [run.appName]);
+  t.ok(follower.profiles.costOf(run.appName), 'the run\'s cost is readable on every replica');
+  t.ok(follower.profiles.recommendation('etl'), 'and the recommendation');
+  await leader.end(run);
+  t.equal(objects.writes, 1, 'a run already recorded is not written again');
+});
+
+t.test('a write that meets another writer\'s (409) reads the JobProfile again and keeps both runs', async (t) => {
+  const objects = new FakeObjects();
+  const a = replica(objects, { now: true }, await fixture());
+  const [first, second] = [ended('etl'), ended('etl')];
+  await a.end(first);
+  // Between a's read and a's replace, a former leader still finishing adds its own run.
+  objects.beforeReplace = () => {
+    const current = objects.objects.get('etl')!;
+    const theirs = { ...current.spec!.runs![0], appName: 'etl-theirs', endedAt: new Date(NOW - 30_000).toISOString() };
+    objects.put({ ...current, spec: { ...current.spec!, runs: [...current.spec!.runs!, theirs] } });
+  };
+  await a.end(second);
+  t.same(objects.objects.get('etl')!.spec!.runs!.map((r) => r.appName), [first.appName, second.appName, 'etl-theirs'],
+    'the other writer\'s run and this one\'s: none lost to the conflict');
+  t.equal(objects.writes, 3, 'the first write, theirs, and this one again after the conflict');
+});
+
+t.test('a replica that starts leading catches up on runs that ended in the last hour and are not recorded', async (t) => {
+  const objects = new FakeObjects();
+  const leads = { now: false };
+  const r = replica(objects, leads, null);
+  const recent = ended('nightly');
+  const old = ended('nightly', { endedAt: new Date(NOW - CATCH_UP_MS - 1000).toISOString() });
+  const running = ended('nightly', { state: 'RUNNING', endedAt: null });
+  await r.end(recent);
+  t.equal(objects.writes, 0, 'not leading: nothing written');
+  leads.now = true;
+  r.recorder.catchUp([recent, old, running]);
+  await r.recorder.idle();
+  t.same(objects.objects.get('nightly')!.spec!.runs!.map((x) => x.appName), [recent.appName], 'the recent ended run only');
+  t.equal(objects.objects.get('nightly')!.spec!.runs![0].profile, null, 'a run without a readable log is kept, with no profile');
+});
+
+t.test('a hand-edited JobProfile: what is not a recorded run is left out; a name that differs from its job is ignored', async (t) => {
+  const objects = new FakeObjects();
+  const profile = await fixture();
+  const r = replica(objects, { now: true }, profile);
+  const run = ended('etl');
+  await r.end(run);
+  const edited = structuredClone(objects.objects.get('etl')!);
+  edited.spec!.runs!.push({ appName: 42 } as never, 'junk' as never);
+  r.profiles.applyObject(edited);
+  t.same(r.profiles.runs('etl')!.map((x) => x.appName), [run.appName]);
+  r.profiles.applyObject({ metadata: { name: 'other' }, spec: { jobName: 'etl', runs: [] } });
+  t.equal(r.profiles.runs('other'), undefined);
+  r.profiles.removeObject({ metadata: { name: 'etl' } });
+  t.equal(r.profiles.runs('etl'), undefined, 'deleted: no history');
+  t.equal(r.profiles.costOf(run.appName), undefined);
+});
+
+t.test('under apply, the API\'s admission sizes a job from the JobProfile it holds, as the webhook does', async (t) => {
+  const objects = new FakeObjects();
+  const profile = await fixture();
+  const r = replica(objects, { now: true }, profile);
+  for (let i = 0; i < 2; i++) await r.end(ended('oversized'));
+  const pod = bareDriverPod({ appName: 'oversized-next', jobName: 'oversized', namespace: '', configOverrides: {
+    type: 'Python', mainApplicationFile: 'local:///app.py', executor: { cores: 4, memory: '8g', instances: 1 }, sizing: { fromHistory: 'apply' },
+  } });
+  const admitted = expectedAdmission(pod, 'spark-apps', rules, undefined, false, (job) => r.profiles.runs(job));
+  t.equal(admitted?.outcome, 'admitted');
+  if (admitted?.outcome !== 'admitted') return;
+  t.ok(admitted.config.executor!.cores! < 4, `fewer cores than asked (${admitted.config.executor!.cores})`);
+  const without = expectedAdmission(pod, 'spark-apps', rules, undefined, false, () => undefined);
+  t.equal(without?.outcome === 'admitted' && without.config.executor!.cores, 4, 'without the profile: as asked');
+});
