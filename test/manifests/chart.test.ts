@@ -163,6 +163,8 @@ t.test('RBAC: least privilege', async (t) => {
     { apiGroups: [''], resources: ['pods'], verbs: ['create', 'get', 'list', 'watch', 'patch', 'delete', 'deletecollection'] },
     { apiGroups: [''], resources: ['pods/log'], verbs: ['get'] },
     { apiGroups: ['submission-service.io'], resources: ['applications', 'applications/status', 'configtemplates', 'schedules', 'schedules/status'], verbs: ['create', 'get', 'list', 'watch', 'update', 'patch', 'delete'] },
+    // Jobs' profiles: written by the leader once per ended run, never deleted (job-profile-store.ts).
+    { apiGroups: ['submission-service.io'], resources: ['jobprofiles'], verbs: ['create', 'get', 'list', 'watch', 'update'] },
     { apiGroups: [''], resources: ['secrets'], verbs: ['create'] },
     { apiGroups: ['networking.k8s.io'], resources: ['networkpolicies'], verbs: ['create'] },
     { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['create'] },
@@ -170,7 +172,7 @@ t.test('RBAC: least privilege', async (t) => {
   ]);
   t.same(role('submission-service-webhook', 'spark-apps'), [
     { apiGroups: [''], resources: ['pods'], verbs: ['get'] }, // an executor's driver, by name; no watch of pods
-    { apiGroups: ['submission-service.io'], resources: ['configtemplates'], verbs: ['get', 'list', 'watch'] },
+    { apiGroups: ['submission-service.io'], resources: ['configtemplates', 'jobprofiles'], verbs: ['get', 'list', 'watch'] },
   ]);
   t.same(role('spark-driver', 'spark-apps'), [
     { apiGroups: [''], resources: ['pods', 'services', 'configmaps', 'persistentvolumeclaims'], verbs: ['create', 'get', 'list', 'watch', 'delete', 'deletecollection'] },
