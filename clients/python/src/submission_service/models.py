@@ -153,6 +153,7 @@ class NodePoolsFileHistory(TypedDict, total=False):
     rollingMaxFileSize: str
     s3Endpoint: str
     pathStyleAccess: bool
+    s3Region: str
     credentialsSecret: str
     driverKeys: Literal["shared", "versitygw"]
     incomingDir: str
