@@ -121,7 +121,7 @@ export function runCli(args: string[], env: NodeJS.ProcessEnv = process.env, tim
     child.stdout.on('data', (c) => { stdout += c; });
     child.stderr.on('data', (c) => { stderr += c; });
     const timer = setTimeout(() => { child.kill('SIGKILL'); fail(new Error(`${args.join(' ')} timed out:\n${stdout}\n${stderr}`)); }, timeoutMs);
-    child.once('exit', (code) => { clearTimeout(timer); ok({ code, stdout, stderr }); });
+    child.once('close', (code) => { clearTimeout(timer); ok({ code, stdout, stderr }); }); // after the output is read
   });
 }
 
@@ -175,6 +175,6 @@ export function runTestbed(args: string[], timeoutMs: number): Promise<{ code: n
     child.stdout.on('data', (d) => { stdout += d; });
     child.stderr.on('data', (d) => { stderr += d; });
     const timer = setTimeout(() => { child.kill('SIGKILL'); fail(new Error(`testbed ${args.join(' ')} took over ${timeoutMs} ms: ${stderr}`)); }, timeoutMs);
-    child.once('exit', (code) => { clearTimeout(timer); ok({ code, stdout, stderr }); });
+    child.once('close', (code) => { clearTimeout(timer); ok({ code, stdout, stderr }); }); // after the output is read
   });
 }

@@ -23,7 +23,7 @@ function run(args: string[], env: NodeJS.ProcessEnv = {}, timeoutMs = 180_000): 
     child.stdout.on('data', (d) => { stdout += d; });
     child.stderr.on('data', (d) => { stderr += d; });
     const timer = setTimeout(() => { child.kill('SIGKILL'); fail(new Error(`${args.join(' ')} took over ${timeoutMs} ms: ${stderr}`)); }, timeoutMs);
-    child.once('exit', (code) => { clearTimeout(timer); ok({ code, stdout, stderr }); });
+    child.once('close', (code) => { clearTimeout(timer); ok({ code, stdout, stderr }); }); // after the output is read
   });
 }
 

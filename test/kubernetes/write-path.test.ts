@@ -59,8 +59,9 @@ t.test('the write path on Kubernetes', async (t) => {
     const res = await httpCall(api.baseUrl, 'POST', '/api/apps/', { jobName: 'skewed' });
     t.equal(res.status, 201);
     t.equal(res.json.config.driver.coreRequest, '710m', 'the answer is what the webhook admitted');
-    const app = await stored(res.json.appName);
-    t.equal((app?.spec.config.driver as { coreRequest?: string })?.coreRequest, '710m', 'and so is the Application, without waiting for the controller');
+    // The controller, the config's one writer after creation, corrects the Application from the admitted pod.
+    const app = await eventually(() => stored(res.json.appName), (a) => (a?.spec.config.driver as { coreRequest?: string })?.coreRequest === '710m', { what: 'the controller to correct the Application' });
+    t.equal((app?.spec.config.driver as { coreRequest?: string })?.coreRequest, '710m', 'and so is the Application, once the controller corrected it');
   });
 
   t.test('an API without the rules: the controller copies the config, as before', async (t) => {

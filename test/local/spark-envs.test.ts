@@ -37,7 +37,8 @@ function pythonEnv(requirements: string, name: string, cache: string): Promise<{
     let err = '';
     child.stdout.on('data', (c) => { out += c; });
     child.stderr.on('data', (c) => { err += c; });
-    child.once('exit', (code) => done({ code, out: out.trim(), err }));
+    // 'close', not 'exit': the process may exit before its output has been read.
+    child.once('close', (code) => done({ code, out: out.trim(), err }));
   });
 }
 

@@ -91,7 +91,9 @@ t.test('a Spark Connect session\'s server (15002, no authentication of its own) 
   t.notOk(connect(otherDriver), 'another application\'s driver does not');
   t.notOk(connect(executor), 'an executor does not');
   t.notOk(connect(elsewhere), 'a pod labelled like the api in another namespace does not');
-  for (const port of [15001, 15003]) t.ok(reachable(policies, APPS, driverLabels, executor, port), `the ports beside it stay open (${port})`);
+  // The chart alone closes every port of a driver to other pods; each application's own policy
+  // (--app-network-policies) opens them to its own executors, never 15002 to anyone but the service.
+  for (const port of [15001, 15003]) t.notOk(reachable(policies, APPS, driverLabels, executor, port), `nor the ports beside it from another pod (${port}): the application's own policy opens them to its pods`);
 });
 
 t.test('the History Server answers only the api', async (t) => {
