@@ -16,6 +16,7 @@ import { join } from 'node:path';
 import WebSocket from 'ws';
 import { http, sparkEnv } from '../../test/helpers/service.js';
 import { tempDir } from '../../test/helpers/temp.js';
+import { killDrivers } from '../../test/helpers/drivers.js';
 import { KernelClient } from '../../test/gateway/jupyter.js';
 import { envNumber, fmt, load, ROOT, sleep, table } from '../lib.js';
 
@@ -32,7 +33,10 @@ async function service(): Promise<{ url: string; child: ChildProcess }> {
   const dataDir = join(tempDir(owner), 'data');
   const child = spawn(process.execPath, [join(root, 'bin', 'submission-service.js'), 'local', '--port', '0', '--data-dir', dataDir,
     '--node-pools', join(root, 'examples', 'example-cluster.json')], { env: { ...sparkEnv(), LOG_LEVEL: 'error' }, stdio: ['ignore', 'pipe', 'inherit'] });
-  teardowns.push(() => { child.kill('SIGKILL'); });
+  // A killed local service cannot end its drivers (they outlive it by design): the kernels would
+  // run on after the bench, so they are ended from the records the service left.
+  const exited = new Promise((ok) => child.once('exit', ok));
+  teardowns.push(async () => { child.kill('SIGKILL'); await exited; killDrivers(dataDir); });
   let output = '';
   const url = await new Promise<string>((ok, fail) => {
     child.stdout!.on('data', (c) => { output += c; const m = /at (http:\/\/[^\s/]+)\/api\//.exec(output); if (m) ok(m[1]); });
