@@ -1,6 +1,7 @@
 // Kubernetes mode's controller side, wired: one manager (manager.ts) over the API's informer
 // cache, with one leader election, and its controllers — status (reconciler.ts), log archive
-// (log-archiver.ts) and event-log keys (event-log-access.ts) — each registered with the keys
+// (log-archiver.ts), event-log keys (event-log-access.ts) and the applications' own
+// NetworkPolicies (network-policy-controller.ts) — each registered with the keys
 // of the cache's changes it watches. More controllers (schedules, retries) register on the
 // returned manager the same way. The API's read and write side is kubernetes-cluster.ts.
 import { hostname } from 'node:os';
@@ -14,6 +15,7 @@ import type { LeaseTiming } from './lease-decision.js';
 import type { LogArchive } from './log-archive.js';
 import { driverKey, executorKey, LogArchiver, type LogArchiverOptions } from './log-archiver.js';
 import { type LeadershipHooks, Manager } from './manager.js';
+import { kubePolicyObjects, NetworkPolicyController } from './network-policy-controller.js';
 import { Reconciler, type ReconcilerOptions } from './reconciler.js';
 
 export interface ControllerWiringOptions {
@@ -35,6 +37,12 @@ export interface ControllerWiringOptions {
   logFollow?: Pick<LogArchiverOptions, 'followLimit' | 'maxLogBytes' | 'spoolDir'>;
   /** A key per application for its event log (event-log-access.ts); absent: drivers share one. */
   eventLogAccess?: Pick<EventLogAccessOptions, 'keys' | 'store' | 'incomingPrefix' | 'eventLogPrefix'>;
+  /**
+   * Give each application a NetworkPolicy of its own (app-network-policy.ts; the chart's
+   * networkPolicy.enabled): the API creates it before the driver, the controller
+   * (network-policy-controller.ts) keeps every unfinished application's there.
+   */
+  appNetworkPolicies?: boolean;
 }
 
 export interface ControllerWiring {
@@ -43,6 +51,7 @@ export interface ControllerWiring {
   leader?: LeaderElection;
   archiver?: LogArchiver;
   eventLogAccess?: EventLogAccess;
+  networkPolicies?: NetworkPolicyController;
 }
 
 function leaderElection(options: ControllerWiringOptions, log: LogFn) {
@@ -84,6 +93,11 @@ export function wireControllers(options: ControllerWiringOptions, cache: AppCach
     const access = new EventLogAccess({ ...options.eventLogAccess, clients, namespace, cache, log, isLeader: mayWrite });
     manager.register(access.registration);
     wiring.eventLogAccess = access;
+  }
+  if (options.appNetworkPolicies && controller) {
+    const policies = new NetworkPolicyController({ cache, policies: kubePolicyObjects(clients.kc, namespace, log), isLeader: mayWrite, log, resyncMs: options.resyncMs });
+    manager.register(policies.registration);
+    wiring.networkPolicies = policies;
   }
   return wiring;
 }

@@ -18,6 +18,7 @@ import { EventFeed } from '../events.js';
 import { type SubmissionInfo, submissionInfo } from '../submission-info.js';
 import { AppCache } from './app-cache.js';
 import { appNetworkPolicy } from './app-network-policy.js';
+import { createAppNetworkPolicy } from './network-policy-controller.js';
 import { APPLICATIONS, FIELD_MANAGER, GROUP, VERSION } from './client.js';
 import { kubeCall, kubeCallOrAbsent, missedAdmission, translate, webhookRefusal } from './errors.js';
 import { admissionWithTemplate } from './expected-admission.js';
@@ -48,8 +49,6 @@ export interface KubernetesClusterOptions extends ControllerWiringOptions {
   rules?: RulesInput;
   /** How long a stop waits for the controller to record the end before answering (default 10 s). */
   stopWaitMs?: number;
-  /** Give each application a NetworkPolicy of its own before its driver (app-network-policy.ts; the chart's networkPolicy.enabled). */
-  appNetworkPolicies?: boolean;
 }
 
 export class KubernetesCluster implements Cluster {
@@ -175,8 +174,8 @@ export class KubernetesCluster implements Cluster {
     if (this.options.appNetworkPolicies && ownerReferences) {
       // Before the driver: its pods never run without the policy that keeps other runs out.
       try {
-        await this.call(`create the NetworkPolicy of ${appName}`, () => postJson(this.options.clients.kc,
-          `/apis/networking.k8s.io/v1/namespaces/${this.ns}/networkpolicies?fieldManager=${FIELD_MANAGER}`, appNetworkPolicy(appName, ownerReferences[0])));
+        // The controller may have made it already (network-policy-controller.ts: 409 is no error).
+        await this.call(`create the NetworkPolicy of ${appName}`, () => createAppNetworkPolicy(this.options.clients.kc, this.ns, appNetworkPolicy(appName, ownerReferences[0])));
       } catch (error) {
         await this.dropApplication(appName);
         throw error;

@@ -5,8 +5,8 @@
 // all of them stop (their calls aborted) the moment it stops leading.
 //
 // The registration point: `manager.register({ controller, application, executorPod })`. Today
-// the status reconciler, the log archiver and the event-log keys are registered by
-// controller-wiring.ts, the Schedule controller by the API's wiring (cli/kubernetes.ts).
+// the status reconciler, the log archiver, the event-log keys and the applications'
+// NetworkPolicies are registered by controller-wiring.ts, the Schedule controller by the API's wiring (cli/kubernetes.ts).
 import type { V1Pod } from '@kubernetes/client-node';
 import type { Controller } from './controller.js';
 

@@ -166,7 +166,7 @@ t.test('RBAC: least privilege', async (t) => {
     // Jobs' profiles: written by the leader once per ended run, never deleted (job-profile-store.ts).
     { apiGroups: ['submission-service.io'], resources: ['jobprofiles'], verbs: ['create', 'get', 'list', 'watch', 'update'] },
     { apiGroups: [''], resources: ['secrets'], verbs: ['create'] },
-    { apiGroups: ['networking.k8s.io'], resources: ['networkpolicies'], verbs: ['create'] },
+    { apiGroups: ['networking.k8s.io'], resources: ['networkpolicies'], verbs: ['create', 'list', 'watch'] },
     { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['create'] },
     { apiGroups: ['coordination.k8s.io'], resources: ['leases'], resourceNames: ['submission-service-controller'], verbs: ['get', 'update'] },
   ]);

@@ -73,12 +73,12 @@ t.test('an application\'s pods answer the service\'s pods and their own applicat
   t.same(own.metadata.ownerReferences, [{ ...owner, controller: false }], 'the application\'s policy goes with its Application');
 });
 
-t.test('the api makes each application\'s policy, with the right to create them', async (t) => {
+t.test('the api makes each application\'s policy and its controller keeps it, with the right to create and watch them', async (t) => {
   const objects = renderChart(HISTORY);
   const args = named<V1Deployment>(objects, 'Deployment', 'submission-service-api')!.spec!.template.spec!.containers[0]!.args!;
   t.ok(args.includes('--app-network-policies'), 'the api is told to');
   const role = named<V1Role>(objects, 'Role', 'submission-service-api')!;
-  t.ok(role.rules!.some((r) => r.apiGroups!.includes('networking.k8s.io') && r.resources!.includes('networkpolicies') && r.verbs.join() === 'create'), 'and may create them (only create)');
+  t.ok(role.rules!.some((r) => r.apiGroups!.includes('networking.k8s.io') && r.resources!.includes('networkpolicies') && r.verbs.join() === 'create,list,watch'), 'and may create and watch them (never change or delete them)');
   const off = renderChart({ ...HISTORY, 'networkPolicy.enabled': 'false' });
   t.notOk(named<V1Deployment>(off, 'Deployment', 'submission-service-api')!.spec!.template.spec!.containers[0]!.args!.includes('--app-network-policies'), 'networkPolicy.enabled=false: not');
   t.notOk(named<V1Role>(off, 'Role', 'submission-service-api')!.rules!.some((r) => r.resources!.includes('networkpolicies')), 'nor the right');
