@@ -2,7 +2,8 @@
 // controller of the manager (manager.ts), keyed by application name and run by the leader:
 // a missing policy is created — an application that was running when the chart turned
 // `networkPolicy.enabled` on gets one, a deleted one comes back —, an ended or deleted
-// application is left alone (the garbage collector removes its policy with it).
+// application is left alone (the garbage collector removes its policy with it), and so is one
+// whose driver pod is not there yet (the API's, see below).
 //
 // Writers: the API creates the policy at submission, before the driver pod (kubernetes-cluster.ts:
 // when enforced, a driver never runs without it); this controller creates it only when missing.
@@ -36,7 +37,7 @@ export interface PolicyObjects {
 }
 
 export interface NetworkPolicyControllerOptions {
-  cache: Pick<AppCache, 'names' | 'application' | 'get'>;
+  cache: Pick<AppCache, 'names' | 'application' | 'get' | 'driver'>;
   policies: PolicyObjects;
   isLeader: () => boolean;
   log: LogFn;
@@ -90,6 +91,10 @@ export class NetworkPolicyController {
     const application = this.options.cache.application(appName);
     if (!application?.metadata.uid) return;
     if (isTerminal(this.options.cache.get(appName)?.state)) return;
+    // No driver pod yet: the API is about to create the policy (before the pod), and the pod's
+    // creation queues this key again. (An API that died in between leaves an Application the
+    // status controller ends: nothing to guard.)
+    if (!this.options.cache.driver(appName)) return;
     await this.watch();
     if (this.options.policies.has(appNetworkPolicyName(appName)) || !mayWrite()) return;
     const owner = { apiVersion: `${GROUP}/${VERSION}`, kind: 'Application', name: appName, uid: application.metadata.uid };

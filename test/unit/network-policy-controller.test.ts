@@ -42,13 +42,14 @@ class FakePolicies implements PolicyObjects {
   }
 }
 
-function setUp(t: { teardown(run: () => unknown): void }, apps: Record<string, ApplicationState>) {
+function setUp(t: { teardown(run: () => unknown): void }, apps: Record<string, ApplicationState>, withoutDriver = new Set<string>()) {
   const clock = installFakeClock();
   const policies = new FakePolicies();
   const cache = {
     names: () => Object.keys(apps),
     application: (name: string) => (apps[name] ? { apiVersion: 'submission-service.io/v1', kind: 'Application', metadata: { name, uid: `uid-${name}` } } : undefined),
     get: (name: string) => (apps[name] ? { state: apps[name] } : undefined),
+    driver: (name: string) => (apps[name] && !withoutDriver.has(name) ? { pod: {} } : undefined),
   } as unknown as NetworkPolicyControllerOptions['cache'];
   const logged: string[] = [];
   let elector: FakeElector | undefined;
@@ -59,7 +60,7 @@ function setUp(t: { teardown(run: () => unknown): void }, apps: Record<string, A
   });
   manager.register(controller.registration);
   t.teardown(async () => { await manager.stop(); clock.restore(); });
-  return { clock, manager, policies, logged, apps, elector: () => elector! };
+  return { clock, manager, policies, logged, apps, withoutDriver, elector: () => elector! };
 }
 
 t.test('the leader gives every unfinished application without one its policy, owned by the Application; ended apps and present policies are left alone', async (t) => {
@@ -79,6 +80,18 @@ t.test('the leader gives every unfinished application without one its policy, ow
   await h.clock.advance(60_000, 1_000);
   t.equal(h.policies.created.length, 2, 'a resync writes nothing more: every policy is there');
   t.match(h.logged.join('\n'), /running-1: its NetworkPolicy was missing; created/);
+});
+
+t.test('an application whose driver pod is not there yet is the API\'s to give its policy: the controller waits for the pod', async (t) => {
+  const h = setUp(t, { 'new-1': 'SUBMITTED' }, new Set(['new-1']));
+  await h.manager.start();
+  h.elector().win();
+  await h.clock.advance(60_000, 1_000);
+  t.same(h.policies.created, [], 'no driver yet: nothing written, even at the resync (the API creates it before the pod)');
+  h.withoutDriver.delete('new-1');
+  h.manager.applicationChanged('new-1');
+  await h.clock.settle();
+  t.same(h.policies.created.map((p) => p.metadata.name), ['new-1-pods'], 'its driver came without one (the API\'s create failed or was never made): the controller makes it');
 });
 
 t.test('a deleted policy comes back at once; one of an ended application does not', async (t) => {
