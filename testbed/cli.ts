@@ -3,7 +3,8 @@
 // notebook gateway against it. Run from a checkout: `npm run testbed -- up [...]`, or
 // `node --import tsx testbed/cli.ts up [...]`. `up` starts `serve` detached and returns once
 // it answers; `down` stops it. `up --real-node` makes the node ready for Spark (its pool, label
-// and every offered version's runtime image: real-node-spark.ts). `import-image FILE` imports an
+// and every offered version's runtime image: real-node-spark.ts); `--network-policies` with it
+// enforces NetworkPolicies there (node-policy.ts). `import-image FILE` imports an
 // OCI archive into the real node's containerd, where pods find it with imagePullPolicy IfNotPresent.
 import { spawn } from 'node:child_process';
 import { mkdirSync, openSync, readFileSync, rmSync } from 'node:fs';
@@ -13,7 +14,7 @@ import { testbedArgs } from './entry.js';
 import { cleanUpRealNode, importImage } from './real-node.js';
 import { serve, serveFlags, type ServeState } from './serve.js';
 
-const USAGE = 'usage: testbed up|down [--node-pools FILE] [--nodes] [--run-pods] [--real-node] [--cluster-only] [--dir DIR] [--port N] [--gateway-port N] [--namespace NS] [--auth on|off] [--s3]\n'
+const USAGE = 'usage: testbed up|down [--node-pools FILE] [--nodes] [--run-pods] [--real-node [--network-policies]] [--cluster-only] [--dir DIR] [--port N] [--gateway-port N] [--namespace NS] [--auth on|off] [--s3]\n'
   + '       testbed import-image FILE.tar [--dir DIR]\n';
 
 function readState(dir: string): ServeState | undefined {
@@ -82,7 +83,7 @@ async function main(argv: string[]): Promise<number> {
   if (values.auth !== 'on' && values.auth !== 'off') throw new Error('--auth takes on or off');
   switch (verb) {
     case 'serve': await serve(dir, values); return -1;
-    case 'up': return up(dir, rest, `${values.nodes || values['real-node'] ? ', kube-scheduler' : ''}${values['real-node'] ? ', the controllers, containerd and the kubelet' : ''}`
+    case 'up': return up(dir, rest, `${values.nodes || values['real-node'] ? ', kube-scheduler' : ''}${values['real-node'] ? ', the controllers, containerd and the kubelet' : ''}${values['network-policies'] ? ', kube-router\'s policy controller' : ''}`
       + (values['cluster-only'] ? '' : ', the webhook, the API and the notebook gateway'));
     case 'down': return down(dir);
     case 'import-image': return importInto(dir, positionals[0]);

@@ -1,6 +1,6 @@
 // `testbed serve`: everything of `testbed up` in this one (detached) process, stopped together
 // on SIGTERM: the control plane, namespace and CRDs (fake Nodes with --nodes), a real node
-// with --real-node (real-node.ts), the webhook as its own process (as the chart runs it,
+// with --real-node (real-node.ts; and its NetworkPolicy enforcer with --network-policies), the webhook as its own process (as the chart runs it,
 // registered with its CA; the API's own service account's admitted pods skip it), FakeKubelet (a test
 // double of a kubelet) with --run-pods, the API in Kubernetes mode, and the
 // notebook gateway as its own process (`submission-service gateway --api-url`, as the chart's
@@ -31,7 +31,7 @@ import { DEFAULT_DRIVER_SERVICE } from '../domain/index.js';
 import { productArgs } from './entry.js';
 import { FakeKubelet } from './fake-kubelet.js';
 import { type HistorySpark, startHistoryBed } from './history-bed.js';
-import { nodeIp, type RealNode, startRealNode } from './real-node.js';
+import { nodeIp, type RealNode, realNodeUnavailable, startRealNode } from './real-node.js';
 import { readyNodeForSpark, writeRealNodePools } from './real-node-spark.js';
 
 export const serveFlags = {
@@ -39,6 +39,9 @@ export const serveFlags = {
   nodes: { type: 'boolean', default: false },
   'run-pods': { type: 'boolean', default: false },
   'real-node': { type: 'boolean', default: false },
+  // With --real-node: kube-router's policy controller beside the node's bridge CNI (node-policy.ts),
+  // so NetworkPolicies are enforced (the chart's, with --cluster-only; any one applies).
+  'network-policies': { type: 'boolean', default: false },
   // The cluster alone, for what installs the service itself (the Helm chart): no namespace,
   // CRDs, webhook, API or gateway of the test bed's.
   'cluster-only': { type: 'boolean', default: false },
@@ -50,7 +53,7 @@ export const serveFlags = {
   s3: { type: 'boolean', default: false },
 } as const;
 
-export interface ServeOptions { 'node-pools'?: string; nodes: boolean; 'run-pods': boolean; 'real-node': boolean; 'cluster-only': boolean; dir: string; port: string; 'gateway-port': string; namespace: string; auth: string; s3: boolean }
+export interface ServeOptions { 'node-pools'?: string; nodes: boolean; 'run-pods': boolean; 'real-node': boolean; 'network-policies': boolean; 'cluster-only': boolean; dir: string; port: string; 'gateway-port': string; namespace: string; auth: string; s3: boolean }
 
 /** What `serve` writes to DIR/state.json once everything answers (and removes when it stops). */
 export interface ServeState {
@@ -59,14 +62,26 @@ export interface ServeState {
   node?: { name: string; socket: string; binDir: string };
 }
 
+/**
+ * What the node flags start, checked before anything starts: a real node (--real-node), and on
+ * it the NetworkPolicy enforcer (--network-policies, which needs the real node and what
+ * node-policy.ts says the enforcer needs on this machine).
+ */
+export function nodeChoices(values: Pick<ServeOptions, 'real-node' | 'run-pods' | 'network-policies'>, enforcerUnavailable = () => realNodeUnavailable({ enforceNetworkPolicy: true })): { realNode: boolean; enforceNetworkPolicy: boolean } {
+  if (values['real-node'] && values['run-pods']) throw new Error('--real-node runs pods itself; --run-pods (FakeKubelet) is for fake nodes');
+  if (values['network-policies'] && !values['real-node']) throw new Error('--network-policies enforces NetworkPolicy on the real node: it needs --real-node (fake nodes run no pod network)');
+  const why = values['network-policies'] ? enforcerUnavailable() : undefined;
+  if (why) throw new Error(`--network-policies: ${why}`);
+  return { realNode: values['real-node'], enforceNetworkPolicy: values['network-policies'] };
+}
+
 export async function serve(dir: string, values: ServeOptions): Promise<void> {
   rmSync(join(dir, 'state.json'), { force: true });
-  if (values['real-node'] && values['run-pods']) throw new Error('--real-node runs pods itself; --run-pods (FakeKubelet) is for fake nodes');
-  const realNode = values['real-node'];
+  const { realNode, enforceNetworkPolicy } = nodeChoices(values);
   const testbed = await startTestbed(join(dir, 'testbed'), { scheduler: values.nodes || realNode, nodeControllers: realNode, advertiseAddress: realNode ? nodeIp() : undefined });
   const { kubeconfig } = testbed;
   // Stopped (and its changes to the machine undone) by close(), or by `testbed down` after a crash.
-  const node = realNode ? await startRealNode({ dir: join(dir, 'node'), kubeconfig, nodeKubeconfig: join(dir, 'testbed', 'node.kubeconfig'), caFile: join(dir, 'testbed', 'pki', 'ca.crt') }) : undefined;
+  const node = realNode ? await startRealNode({ dir: join(dir, 'node'), kubeconfig, nodeKubeconfig: join(dir, 'testbed', 'node.kubeconfig'), caFile: join(dir, 'testbed', 'pki', 'ca.crt'), enforceNetworkPolicy }) : undefined;
   const clients = kubeClients(kubeconfig);
   if (values['cluster-only']) return clusterOnly(dir, testbed, node);
   await ensureNamespace(clients, values.namespace);
