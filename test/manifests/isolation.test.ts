@@ -153,6 +153,9 @@ t.test('the install notes say in plain words what drivers can reach in object st
   const own = notes({ ...HISTORY, 'history.driverCredentialsSecret': 'drivers-s3' });
   t.match(own, /Drivers get drivers-s3, not the controller's key/);
   t.match(own, /this chart cannot give each application a key of its own/);
+  t.match(own, /it does not use the STS session policies of AWS S3, MinIO or Ceph/, 'and says which stores could, and that it does not use them');
+  t.match(notes(HISTORY), /With another store \(AWS S3, MinIO, Ceph\) this chart cannot give each application a key of its own: it does not use their STS session policies/);
+  t.notMatch(notes({ ...HISTORY, 'history.driverKeys': 'versitygw' }), /cannot give each application/, 'with a key per application: no such warning');
   const perApp = notes({ ...HISTORY, 'history.driverKeys': 'versitygw' });
   t.match(perApp, /Object storage is separated per application: the controller makes each driver a key of its own \(versitygw admin API\)/);
   t.match(perApp, /only that application's folder under s3a:\/\/[a-z0-9.-]+\/spark-incoming\//, 'and names where the folders are');

@@ -5,7 +5,7 @@
 // policies alone, brings a deleted policy back at once, retries a failed create after its
 // backoff, and stops watching when the Lease is lost.
 import t from 'tap';
-import type { ApplicationState } from '../../cluster/cluster.js';
+import type { ApplicationState } from '../../schemas/index.js';
 import type { NetworkPolicyJson } from '../../cluster/kubernetes/app-network-policy.js';
 import { type Elector, type LeadershipHooks, Manager } from '../../cluster/kubernetes/manager.js';
 import { NetworkPolicyController, type NetworkPolicyControllerOptions, type PolicyObjects } from '../../cluster/kubernetes/network-policy-controller.js';
@@ -64,7 +64,7 @@ function setUp(t: { teardown(run: () => unknown): void }, apps: Record<string, A
 }
 
 t.test('the leader gives every unfinished application without one its policy, owned by the Application; ended apps and present policies are left alone', async (t) => {
-  const h = setUp(t, { 'running-1': 'RUNNING', 'pending-1': 'SUBMITTED', 'done-1': 'COMPLETED', 'failed-1': 'FAILED', 'has-1': 'RUNNING' });
+  const h = setUp(t, { 'running-1': 'RUNNING', 'pending-1': 'PENDING', 'done-1': 'COMPLETED', 'failed-1': 'FAILED', 'has-1': 'RUNNING' });
   h.policies.present.set('has-1-pods', {} as NetworkPolicyJson);
   await h.manager.start();
   await h.clock.advance(5_000, 1_000);
@@ -83,7 +83,7 @@ t.test('the leader gives every unfinished application without one its policy, ow
 });
 
 t.test('an application whose driver pod is not there yet is the API\'s to give its policy: the controller waits for the pod', async (t) => {
-  const h = setUp(t, { 'new-1': 'SUBMITTED' }, new Set(['new-1']));
+  const h = setUp(t, { 'new-1': 'PENDING' }, new Set(['new-1']));
   await h.manager.start();
   h.elector().win();
   await h.clock.advance(60_000, 1_000);
