@@ -1,8 +1,9 @@
 // The fast tier (`npm run test:unit`): unit and component tests, no cluster, no Spark, no service
-// process and no waits on real time. Each file runs in a process of its own under tsx, two at a
-// time: tsx's compiler starts a file in about 0.6 s where tap's TypeScript loader takes 2.5 s, and
-// this tier is mostly that start-up. The whole suite (scripts/test.sh) runs these files too.
-// Ends with "N passed, N failed[, N skipped]" (top-level tests, as scripts/test.sh counts them).
+// process and no waits on real time. The files run in a few processes (scripts/test-unit-batch.ts
+// imports several files in one), two at a time: a file in a process of its own spends about a
+// second of CPU starting tsx and tap, most of what this tier's files cost. `--per-file` runs each
+// file in its own process, as the whole suite (scripts/test.sh) does. Ends with
+// "N passed, N failed[, N skipped]" (top-level tests, as scripts/test.sh counts them).
 import { spawn } from 'node:child_process';
 import { readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
@@ -24,6 +25,8 @@ const TIER = [
 ];
 /** A hang guard per file, not a budget: the slowest (the fuzz) took 34 s beside a load of 16. */
 const FILE_TIMEOUT_MS = 120_000;
+/** Processes per job: a few, so that a slow batch does not leave the other job idle at the end. */
+const BATCHES_PER_JOB = 2;
 
 interface FileResult { file: string; code: number | null; output: string; seconds: number; pass: number; fail: number; skip: number }
 
@@ -42,30 +45,41 @@ function count(output: string): Pick<FileResult, 'pass' | 'fail' | 'skip'> {
   return { pass: pass - skip, fail, skip };
 }
 
-function runFile(file: string): Promise<FileResult> {
+/** `files` in one process: one file as it is, several through test-unit-batch.ts. */
+function runFiles(files: string[]): Promise<FileResult> {
   const started = performance.now();
+  const timeoutMs = FILE_TIMEOUT_MS * files.length;
+  const batch = files.length > 1;
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', file], {
-      stdio: ['ignore', 'pipe', 'pipe'], timeout: FILE_TIMEOUT_MS, killSignal: 'SIGKILL',
+    const child = spawn(process.execPath, ['--import', 'tsx', batch ? join('scripts', 'test-unit-batch.ts') : files[0]!], {
+      stdio: ['ignore', 'pipe', 'pipe'], timeout: timeoutMs, killSignal: 'SIGKILL',
       // tap's own guard, 30 s when a file runs on its own, would end a file early on a busy machine: ours is above.
-      env: { ...process.env, TAP_TIMEOUT: String(FILE_TIMEOUT_MS / 1000) },
+      env: { ...process.env, TAP_TIMEOUT: String(timeoutMs / 1000), ...(batch ? { TEST_UNIT_FILES: files.join('\n') } : {}) },
     });
     let output = '';
     child.stdout.on('data', (chunk: Buffer) => { output += chunk.toString('utf8'); });
     child.stderr.on('data', (chunk: Buffer) => { output += chunk.toString('utf8'); });
-    child.on('close', (code) => resolve({ file, code, output, seconds: (performance.now() - started) / 1000, ...count(output) }));
+    child.on('close', (code) => resolve({ file: files.join(' '), code, output, seconds: (performance.now() - started) / 1000, ...count(output) }));
   });
 }
 
-async function runAll(files: string[], jobs: number): Promise<FileResult[]> {
+/** The files dealt round-robin into `count` batches: the tier lists its longest first, so each batch gets one of them. */
+function batches(files: string[], count: number): string[][] {
+  const dealt: string[][] = Array.from({ length: Math.min(count, files.length) }, () => []);
+  files.forEach((file, i) => dealt[i % dealt.length]!.push(file));
+  return dealt;
+}
+
+async function runAll(groups: string[][], jobs: number): Promise<FileResult[]> {
   const results: FileResult[] = [];
-  const waiting = [...files];
+  const waiting = [...groups];
   const worker = async () => {
-    for (let file = waiting.shift(); file !== undefined; file = waiting.shift()) {
-      const result = await runFile(file);
+    for (let files = waiting.shift(); files !== undefined; files = waiting.shift()) {
+      const result = await runFiles(files);
       const failed = result.code !== 0;
       if (failed) process.stdout.write(`${result.output}\n`);
-      process.stdout.write(`${failed ? 'not ok' : 'ok'} - ${file} (${result.pass} passed, ${result.fail} failed, ${result.seconds.toFixed(1)} s)\n`);
+      const what = files.length === 1 ? files[0] : `${files.length} files (${files.map((f) => f.replace(/^test\//, '')).join(', ')})`;
+      process.stdout.write(`${failed ? 'not ok' : 'ok'} - ${what} (${result.pass} passed, ${result.fail} failed, ${result.seconds.toFixed(1)} s)\n`);
       results.push(result);
     }
   };
@@ -76,14 +90,21 @@ async function runAll(files: string[], jobs: number): Promise<FileResult[]> {
 const args = process.argv.slice(2);
 const jobsArg = args.find((a) => a.startsWith('--jobs='));
 const jobs = Math.max(1, Number(jobsArg?.slice('--jobs='.length) ?? 2));
-const named = args.filter((a) => a !== jobsArg);
+const perFile = args.includes('--per-file');
+const named = args.filter((a) => a !== jobsArg && a !== '--per-file');
+const files = testFiles(named.length > 0 ? named : TIER);
 const started = performance.now();
-const results = await runAll(testFiles(named.length > 0 ? named : TIER), jobs);
+const results = await runAll(perFile ? files.map((file) => [file]) : batches(files, jobs * BATCHES_PER_JOB), jobs);
 // A file that fails outside its tests (a crash before or between them) counts as one more failure.
 const fail = results.reduce((sum, r) => sum + (r.fail > 0 ? r.fail : r.code !== 0 ? 1 : 0), 0);
 const pass = results.reduce((sum, r) => sum + r.pass, 0);
 const skip = results.reduce((sum, r) => sum + r.skip, 0);
-for (const r of results) if (r.code !== 0) process.stdout.write(`failed: ${r.file}\n`);
-process.stdout.write(`${results.length} files in ${((performance.now() - started) / 1000).toFixed(0)} s\n`);
+for (const r of results) {
+  if (r.code === 0) continue;
+  // A batch names its failed tests ("FILE > test"); a file on its own, itself.
+  const failedTests = r.output.split('\n').filter((l) => /^not ok \d+ - /.test(l)).map((l) => l.replace(/^not ok \d+ - | # time=.*$/g, ''));
+  for (const name of failedTests.length > 0 && r.file.includes(' ') ? failedTests : [r.file]) process.stdout.write(`failed: ${name}\n`);
+}
+process.stdout.write(`${files.length} files in ${((performance.now() - started) / 1000).toFixed(0)} s\n`);
 process.stdout.write(`${pass} passed, ${fail} failed${skip > 0 ? `, ${skip} skipped` : ''}\n`);
 process.exitCode = fail > 0 ? 1 : 0;

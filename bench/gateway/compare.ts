@@ -107,9 +107,10 @@ async function main() {
     '--KernelGatewayApp.base_url=/notebooks', '--JupyterWebsocketPersonality.list_kernels=True'],
   { env: { ...sparkEnv(), KG_AUTH_TOKEN: key, PATH: `${join(sparkEnv().SUBMISSION_SERVICE_PYTHON_ENV!, 'bin')}:${process.env.PATH}` }, stdio: 'ignore' });
   owner.teardown(() => kg.kill('SIGKILL'));
-  for (let i = 0; ; i++) {
+  // A deadline only so that a stuck start ends: on a busy machine its Python start took over 30 s.
+  for (const deadline = Date.now() + 300_000; ;) {
     try { if ((await fetch(`http://127.0.0.1:${kgPort}/notebooks/api/kernelspecs`, { headers: { authorization: `token ${key}` } })).ok) break; } catch { /* starting */ }
-    if (i > 120) throw new Error('kernel gateway did not start');
+    if (Date.now() > deadline) throw new Error('kernel gateway did not start within 300 s');
     await new Promise((ok) => setTimeout(ok, 250));
   }
   const peer: Side = { name: 'kernel gateway', jupyter: await startJupyter(owner, root, `http://127.0.0.1:${kgPort}/notebooks`, key), spec: 'python3', gatewayPid: kg.pid!, gatewayUrl: `http://127.0.0.1:${kgPort}/notebooks` };

@@ -57,10 +57,17 @@ export class ApiserverConnection {
   private auth?: { at: number; options: Promise<AuthOptions> };
   private agents?: Promise<{ fetch: Agent; plain: Agent }>;
 
+  /** The server's host as a request names it (an IPv6 address without its brackets). */
+  private readonly host: string;
+  /** A server URL's own path (a proxy in front of the apiserver), before every request's path. */
+  private readonly pathPrefix: string;
+
   constructor(private readonly kc: KubeConfig) {
     const cluster = kc.getCurrentCluster();
     if (!cluster?.server) throw new Error('the kubeconfig names no cluster server');
     this.server = new URL(cluster.server);
+    this.host = this.server.hostname.replace(/^\[(.*)\]$/, '$1');
+    this.pathPrefix = this.server.pathname.replace(/\/+$/, '');
     this.proxy = proxyOf(cluster.proxyUrl);
   }
 
@@ -82,14 +89,22 @@ export class ApiserverConnection {
     return (await this.sharedAgents()).fetch;
   }
 
-  /** One request with our credentials on the kept-alive agent; resolves to the response, whatever its status. */
+  /**
+   * One request with our credentials on the kept-alive agent; resolves to the response, whatever its status.
+   * The TLS material is the agent's (it was built from the same authentication): given per
+   * request too, Node's agent would decode the certificates into each request's pool key, and
+   * hash that long key at every lookup, on every call.
+   */
   async request({ method, path, body, headers, signal }: ApiRequest): Promise<IncomingMessage> {
-    const url = new URL(path, this.server);
     const [auth, { plain }] = await Promise.all([this.authOptions(), this.sharedAgents()]);
-    const send = url.protocol === 'https:' ? httpsRequest : httpRequest;
-    const options: RequestOptions = { ...auth, agent: plain, method, headers: { ...auth.headers, ...headers }, ...(signal ? { signal } : {}) };
+    const https = this.server.protocol === 'https:';
+    const send = https ? httpsRequest : httpRequest;
+    const options: RequestOptions = {
+      protocol: this.server.protocol, hostname: this.host, port: this.server.port || (https ? 443 : 80), path: this.pathPrefix + path,
+      agent: plain, method, headers: { ...auth.headers, ...headers }, ...(signal ? { signal } : {}),
+    };
     return new Promise<IncomingMessage>((ok, fail) => {
-      const req = send(url, options, ok);
+      const req = send(options, ok);
       req.once('error', fail);
       req.end(body);
     });

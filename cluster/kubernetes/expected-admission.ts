@@ -45,12 +45,25 @@ export function expectedAdmission(bare: V1Pod, namespace: string, rules: Admissi
     config: admission.config,
     annotations: submissionAnnotations(admission.pod),
     admit: (body) => {
+      // A submission's pod is the bare one with its owner: the pod rendered above, with that owner
+      // (rendering copies ownerReferences as they are), not a second render of the same pod.
+      if (ownerAddedOnly(body, bare)) return { ...admission.pod, metadata: { ...admission.pod.metadata, ownerReferences: body.metadata?.ownerReferences } };
       // The same labels and overrides, so the same config (configFor memoises it): only the pod differs.
       const again = admitPod({ ...body, metadata: { ...body.metadata, namespace } }, context);
       if (again.outcome !== 'admitted') throw new Error(`admission of the driver pod to write: ${again.outcome}`);
       return again.pod;
     },
   };
+}
+
+/** Whether `body` is `bare` with ownerReferences (and a namespace) added: every other field the same object. */
+export function ownerAddedOnly(body: V1Pod, bare: V1Pod): boolean {
+  const same = (a: object, b: object, skip: string[]) => {
+    const keys = new Set([...Object.keys(a), ...Object.keys(b)]);
+    for (const key of skip) keys.delete(key);
+    return [...keys].every((key) => (a as Record<string, unknown>)[key] === (b as Record<string, unknown>)[key]);
+  };
+  return same(body, bare, ['metadata']) && same(body.metadata ?? {}, bare.metadata ?? {}, ['ownerReferences', 'namespace']);
 }
 
 /**

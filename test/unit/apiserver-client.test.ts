@@ -120,3 +120,14 @@ t.test('one connection per KubeConfig: client-node\'s calls share one agent, the
   t.equal(first.agent, await connection.fetchAgent());
   t.equal((first.agent as { keepAlive?: boolean }).keepAlive, false, 'not kept alive (node-fetch 2\'s "Premature close")');
 });
+
+t.test('a plain call goes to the server URL\'s own path (a proxy in front of the apiserver), as client-node\'s calls do, with the token', async (t) => {
+  const api = await standIn(t);
+  const clients = kubeClients(kubeconfigFile(tempDir(t), `${api.url}/clusters/c-1/`));
+  await postJson(clients.kc, '/api/v1/namespaces/ns/pods?fieldManager=x', { metadata: { name: 'made' } });
+  await clients.core.listNamespace().catch(() => undefined); // the stand-in answers the unprefixed path only; the request is what counts
+  t.same(api.seen, [
+    'POST /clusters/c-1/api/v1/namespaces/ns/pods?fieldManager=x Bearer secret-token',
+    'GET /clusters/c-1/api/v1/namespaces Bearer secret-token',
+  ]);
+});

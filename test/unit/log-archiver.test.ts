@@ -14,7 +14,7 @@ import { LABEL_APP, LOG_ARCHIVE_FINALIZER } from '../../domain/index.js';
 import { LogArchive } from '../../cluster/kubernetes/log-archive.js';
 import { LogArchiver } from '../../cluster/kubernetes/log-archiver.js';
 import type { PodLogQuery } from '../../cluster/kubernetes/log-request.js';
-import { installFakeClock, type FakeClock } from './fixtures/fake-clock.js';
+import { expectAfter, type FakeClock, fakeClockAndQueue } from './fixtures/fake-clock.js';
 
 const FINALIZER = LOG_ARCHIVE_FINALIZER;
 const ended = { containerStatuses: [{ name: 'spark-kubernetes-driver', image: 'spark', imageID: '', ready: false, restartCount: 0, state: { terminated: { exitCode: 0 } } }], phase: 'Succeeded' } as V1Pod['status'];
@@ -46,7 +46,7 @@ interface Harness {
 }
 
 function setUp(t: { teardown(run: () => unknown): void }): Harness {
-  const clock = installFakeClock();
+  const { clock, queue } = fakeClockAndQueue(t, () => h.archiver.close());
   const h = { clock, store: new FakeStore(), said: [], patches: [], opened: [], leading: true, pods: { executors: [] }, hang: false, wall: Date.parse('2026-01-01T00:10:00Z') } as unknown as Harness;
   const core = {
     patchNamespacedPod: async ({ name, body }: { name: string; body: unknown }) => { h.patches.push({ name, body }); return {}; },
@@ -69,9 +69,8 @@ function setUp(t: { teardown(run: () => unknown): void }): Harness {
   h.archiver = new LogArchiver({
     clients: { kc: {}, core } as unknown as KubeClients, namespace: 'spark', cache: cache as never,
     archive: new LogArchive(h.store as unknown as ObjectStore, 'logs'), isLeader: () => h.leading, log: (text) => h.said.push(text),
-    giveUpMs: 120_000, archiveTimeoutMs: 60_000, resyncMs: 3_600_000, queue: { now: clock.now, baseMs: 1_000, jitter: 0 }, wallClock: () => h.wall, openLog,
+    giveUpMs: 120_000, archiveTimeoutMs: 60_000, resyncMs: 3_600_000, queue, wallClock: () => h.wall, openLog,
   });
-  t.teardown(async () => { await h.archiver.close(); clock.restore(); });
   return h;
 }
 
@@ -112,14 +111,12 @@ t.test('a failed archive comes back after that pod\'s backoff, doubling, and the
   await h.clock.settle();
   t.equal(h.opened.length, 1, 'first try');
   t.equal(h.patches.length, 0, 'held: no log kept yet');
-  await h.clock.advance(900);
-  t.equal(h.opened.length, 1, 'not before 1 s');
-  await h.clock.advance(200);
-  t.equal(h.opened.length, 2, 'second try after 1 s');
-  await h.clock.advance(1_800);
-  t.equal(h.opened.length, 2, 'not before 2 s more');
-  await h.clock.advance(300);
-  t.equal(h.opened.length, 3, 'third try after 2 s');
+  await expectAfter(t, h.clock, () => h.opened.length, [
+    [900, 1, 'not before 1 s'],
+    [200, 2, 'second try after 1 s'],
+    [1_800, 2, 'not before 2 s more'],
+    [300, 3, 'third try after 2 s'],
+  ]);
   t.equal(h.store.uploads.length, 1, 'kept');
   t.equal(h.patches.length, 1, 'and let go');
   t.match(h.said.join('\n'), /log archive of driver\/app-1: store unavailable; retry 1 in 1000 ms/);

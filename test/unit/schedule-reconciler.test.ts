@@ -8,7 +8,7 @@ import type { Cluster } from '../../cluster/cluster.js';
 import { type Elector, type LeadershipHooks, Manager } from '../../cluster/kubernetes/manager.js';
 import { ScheduleReconciler } from '../../cluster/kubernetes/schedule-reconciler.js';
 import type { ScheduleStore } from '../../cluster/schedules/schedule-store.js';
-import { installFakeClock } from './fixtures/fake-clock.js';
+import { expectAfter, fakeClockAndQueue } from './fixtures/fake-clock.js';
 
 class FakeElector implements Elector {
   isLeader = false;
@@ -20,7 +20,8 @@ class FakeElector implements Elector {
 }
 
 function setUp(t: { teardown(run: () => unknown): void }) {
-  const clock = installFakeClock();
+  let manager: Manager | undefined;
+  const { clock, queue } = fakeClockAndQueue(t, () => manager?.stop());
   const state = { passes: 0, failing: 0 };
   const store = {
     list: async () => {
@@ -31,13 +32,12 @@ function setUp(t: { teardown(run: () => unknown): void }) {
   } as unknown as ScheduleStore;
   const logged: string[] = [];
   let elector: FakeElector | undefined;
-  const manager = new Manager({ cache: { start: async () => undefined, stop: async () => undefined }, elect: (hooks) => (elector = new FakeElector(hooks)) });
+  manager = new Manager({ cache: { start: async () => undefined, stop: async () => undefined }, elect: (hooks) => (elector = new FakeElector(hooks)) });
   const schedules = new ScheduleReconciler({
-    store, cluster: {} as Cluster, mayWrite: () => manager.isLeader, resyncMs: 10_000,
-    log: (_level, message) => logged.push(message), queue: { now: clock.now, baseMs: 1_000, jitter: 0 },
+    store, cluster: {} as Cluster, mayWrite: () => manager!.isLeader, resyncMs: 10_000,
+    log: (_level, message) => logged.push(message), queue,
   });
   manager.register(schedules.registration);
-  t.teardown(async () => { await manager.stop(); clock.restore(); });
   return { clock, manager, schedules, state, logged, elector: () => elector! };
 }
 
@@ -50,10 +50,7 @@ t.test('passes only while leading: at once, every resync, and when a change here
   h.elector().win();
   await h.clock.settle();
   t.equal(h.state.passes, 1, 'leading: a pass at once');
-  await h.clock.advance(9_900);
-  t.equal(h.state.passes, 1, 'nothing before the resync');
-  await h.clock.advance(100);
-  t.equal(h.state.passes, 2, 'a pass at the resync');
+  await expectAfter(t, h.clock, () => h.state.passes, [[9_900, 1, 'nothing before the resync'], [100, 2, 'a pass at the resync']]);
   h.schedules.wake();
   await h.clock.settle();
   t.equal(h.state.passes, 3, 'a change through this replica: a pass at once');
@@ -70,14 +67,11 @@ t.test('a pass that fails comes back after its backoff, not at the next resync',
   await h.clock.settle();
   t.equal(h.state.passes, 1);
   t.match(h.logged.join('\n'), /scheduler pass failed \(again in 1000 ms\): apiserver unreachable/);
-  await h.clock.advance(1_000);
-  t.equal(h.state.passes, 2, 'again after 1 s');
-  await h.clock.advance(1_900);
-  t.equal(h.state.passes, 2, 'the second failure waits 2 s');
-  await h.clock.advance(100);
-  t.equal(h.state.passes, 3, 'and then succeeds');
-  await h.clock.advance(9_900);
-  t.equal(h.state.passes, 3, 'back on the resync cadence');
-  await h.clock.advance(100);
-  t.equal(h.state.passes, 4);
+  await expectAfter(t, h.clock, () => h.state.passes, [
+    [1_000, 2, 'again after 1 s'],
+    [1_900, 2, 'the second failure waits 2 s'],
+    [100, 3, 'and then succeeds'],
+    [9_900, 3, 'back on the resync cadence'],
+    [100, 4, 'a pass at the resync'],
+  ]);
 });

@@ -1,10 +1,8 @@
 """A test DAG: try 1 loses its worker right after the submission; Airflow retries the task, and
 try 2 must adopt the application try 1 made (one application, not two)."""
-from datetime import datetime, timedelta
 from pathlib import Path
 
-from airflow.sdk import DAG, Param
-
+from retried_once import retried_once
 from submission_service_airflow.operators import SparkApplicationOperator
 
 PI = Path(__file__).resolve().parent.parent.parent.parent.parent / "examples" / "pi.py"
@@ -22,13 +20,4 @@ class WorkerLostAfterSubmit(SparkApplicationOperator):
         return super().execute(context)
 
 
-with DAG(dag_id="spark_pi_retry", schedule=None, start_date=datetime(2026, 1, 1), catchup=False,
-         params={"job": Param("pi-retry", type="string")}):
-    WorkerLostAfterSubmit(
-        task_id="pi",
-        job_name="{{ params.job }}",
-        config_overrides={"type": "Python", "mainApplicationFile": "local://%s" % PI, "arguments": ["20"],
-                          "executor": {"cores": 1, "instances": 1}},
-        retries=1,
-        retry_delay=timedelta(seconds=0),
-    )
+dag = retried_once("spark_pi_retry", WorkerLostAfterSubmit, PI, ["20"], {"job": "pi-retry"})
