@@ -1,4 +1,4 @@
-// Runs alone: it starts most benches, two at a time (the Kubernetes ones on a test bed of their own).
+// Runs alone: it starts most benches in turn (the Kubernetes ones on a test bed of their own).
 // Every benchmark runs as bench/README.md says, with tiny counts: it exits 0 and prints its
 // figures (a Markdown table row with a number). A bench that needs what this machine lacks is
 // skipped, saying what; real-node-start.ts always is (the test bed's real node: minutes, root).
@@ -16,26 +16,25 @@ type Need = 'spark' | 'tools' | 'testbed' | 's3' | 'chromium' | 'airflow';
 /** figures: what its output shows when it measured something (default: a Markdown table row with a number). */
 interface Bench { file: string; env: Record<string, string>; needs?: Need[]; args?: string[]; figures?: RegExp }
 
-// The longest first (seconds in a serial run at load 3-6), so that two run at once to the end.
 const BENCHES: Bench[] = [
-  { file: 'gateway/compare.ts', env: { GW_STARTS: '1', GW_EXECS: '5', GW_KERNELS: '6', GW_KERNEL_EXECS: '2', GW_SC: '1', GW_CLAIMS: '1' }, needs: ['spark', 'tools'] }, // 43
-  // 400 tasks: a log over 1 MiB, the least the service warms (replays) at a run's end, which the bench waits for.
-  { file: 'history/history-ui.ts', env: { HISTORY_APPS: '1', HISTORY_TASKS: '400' }, needs: ['spark', 'chromium'] }, // 43
-  { file: 'kubernetes/controller-ceiling.ts', env: { CEILING_COUNT: '5', CEILING_CONCURRENCY: '2', CEILING_ROUNDS: '1' }, needs: ['testbed'] }, // 29
-  { file: 'local-run.ts', env: { LOCAL_RUNS: '1', LOCAL_WARMUP: '0' }, needs: ['spark'] }, // 25
-  { file: 'kubernetes/submissions.ts', env: { SUBMIT_CONCURRENCY: '2', SUBMIT_MAX: '4', SUBMIT_SECONDS: '1', SUBMIT_SPARK_RUNS: '1', SUBMIT_SEQUENTIAL: '2' }, needs: ['spark', 'testbed'] }, // 24
-  { file: 'kubernetes/webhook-latency.ts', env: { WEBHOOK_BLOCKS: '1', WEBHOOK_BLOCK_SIZE: '3', WEBHOOK_CONCURRENCY: '1' }, needs: ['testbed'] }, // 23
-  { file: 'dashboard/dashboard.ts', env: { BENCH_APPS: '20', BENCH_IDLE_S: '1', BENCH_LOG_MB: '1' }, needs: ['chromium'], figures: /"firstRenderMs": \{\s*"median": \d+/ }, // 20
-  { file: 'gateway/memory-probes.ts', env: { GW_MEM_FRAMES: '5', GW_MEM_OUTPUTS: '5' }, needs: ['spark'] }, // 16
-  { file: 'airflow/deferrable.ts', env: { BENCH_TASKS: '2', BENCH_HOLD_S: '2', BENCH_POLL_S: '1' }, needs: ['airflow'] }, // 16
+  { file: 'admission.ts', env: { ADMISSION_ROUNDS: '1', ADMISSION_ROUND_MS: '100', ADMISSION_WARMUP_MS: '100' } },
+  { file: 'dry-run.ts', env: { DRY_RUN_ROUNDS: '1', DRY_RUN_SECONDS: '1', DRY_RUN_WARMUP_SECONDS: '1', DRY_RUN_CONNECTIONS: '2' } },
+  { file: 'sizing.ts', env: { SIZING_CALLS: '200', SIZING_LOG_MB: '1' }, figures: /Added p99: \*\*-?[\d,.]+ µs/ },
+  { file: 'events-resume.ts', env: { BENCH_EVENTS: '200' }, figures: /RSS before \d+ MiB, peak \d+ MiB/ },
+  { file: 'local-run.ts', env: { LOCAL_RUNS: '1', LOCAL_WARMUP: '0' }, needs: ['spark'] },
+  { file: 'dashboard/dashboard.ts', env: { BENCH_APPS: '20', BENCH_IDLE_S: '1', BENCH_LOG_MB: '1' }, needs: ['chromium'], figures: /"firstRenderMs": \{\s*"median": \d+/ },
+  { file: 'gateway/compare.ts', env: { GW_STARTS: '1', GW_EXECS: '5', GW_KERNELS: '6', GW_KERNEL_EXECS: '2', GW_SC: '1', GW_CLAIMS: '1' }, needs: ['spark', 'tools'] },
+  { file: 'gateway/memory-probes.ts', env: { GW_MEM_FRAMES: '5', GW_MEM_OUTPUTS: '5' }, needs: ['spark'] },
+  { file: 'airflow/deferrable.ts', env: { BENCH_TASKS: '2', BENCH_HOLD_S: '2', BENCH_POLL_S: '1' }, needs: ['airflow'] },
   { file: 'airflow/scheduled.ts', env: { BENCH_TASKS: '2', BENCH_HOLD_S: '2' }, needs: ['airflow'] },
-  { file: 'history/driver-log-kubernetes.ts', env: { LOG_MB: '1', LOG_SECONDS: '0' }, needs: ['spark', 'testbed', 's3'] }, // 11
-  { file: 'kubernetes/list-latency.ts', env: { LIST_COUNT: '20', LIST_READS: '10' }, needs: ['testbed'] }, // 11
-  { file: 'events-resume.ts', env: { BENCH_EVENTS: '200' }, figures: /RSS before \d+ MiB, peak \d+ MiB/ }, // 7
-  { file: 'dry-run.ts', env: { DRY_RUN_ROUNDS: '1', DRY_RUN_SECONDS: '1', DRY_RUN_WARMUP_SECONDS: '1', DRY_RUN_CONNECTIONS: '2' } }, // 6
-  { file: 'history/driver-log.ts', env: { LOG_MB: '1' }, needs: ['spark'] }, // 4
-  { file: 'admission.ts', env: { ADMISSION_ROUNDS: '1', ADMISSION_ROUND_MS: '100', ADMISSION_WARMUP_MS: '100' } }, // 2
-  { file: 'sizing.ts', env: { SIZING_CALLS: '200', SIZING_LOG_MB: '1' }, figures: /Added p99: \*\*-?[\d,.]+ µs/ }, // 1
+  { file: 'history/driver-log.ts', env: { LOG_MB: '1' }, needs: ['spark'] },
+  // 400 tasks: a log over 1 MiB, the least the service warms (replays) at a run's end, which the bench waits for.
+  { file: 'history/history-ui.ts', env: { HISTORY_APPS: '1', HISTORY_TASKS: '400' }, needs: ['spark', 'chromium'] },
+  { file: 'history/driver-log-kubernetes.ts', env: { LOG_MB: '1', LOG_SECONDS: '0' }, needs: ['spark', 'testbed', 's3'] },
+  { file: 'kubernetes/controller-ceiling.ts', env: { CEILING_COUNT: '5', CEILING_CONCURRENCY: '2', CEILING_ROUNDS: '1' }, needs: ['testbed'] },
+  { file: 'kubernetes/list-latency.ts', env: { LIST_COUNT: '20', LIST_READS: '10' }, needs: ['testbed'] },
+  { file: 'kubernetes/submissions.ts', env: { SUBMIT_CONCURRENCY: '2', SUBMIT_MAX: '4', SUBMIT_SECONDS: '1', SUBMIT_SPARK_RUNS: '1', SUBMIT_SEQUENTIAL: '2' }, needs: ['spark', 'testbed'] },
+  { file: 'kubernetes/webhook-latency.ts', env: { WEBHOOK_BLOCKS: '1', WEBHOOK_BLOCK_SIZE: '3', WEBHOOK_CONCURRENCY: '1' }, needs: ['testbed'] },
 ];
 
 const present: Record<Need, () => boolean> = {
@@ -64,11 +63,6 @@ function run(bench: Bench, resultsDir: string): Promise<{ code: number | null; s
     child.once('exit', (code) => ok({ code, stdout, stderr }));
   });
 }
-
-// Two benches at a time: most of a bench with tiny counts is waiting for what it starts (a
-// service, a test bed, JVMs, Chromium), and each starts its own in a temporary directory on free
-// ports, so two do not meet. This file runs alone in the suite, so two fill the machine's cores.
-t.jobs = 2;
 
 for (const bench of BENCHES) {
   t.test(`bench/${bench.file} with tiny counts exits 0 and prints its figures`, { skip: missing(bench) }, async (t) => {
