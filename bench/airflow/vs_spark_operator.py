@@ -17,6 +17,7 @@ workers and their task processes), and the scheduler tree's peak memory.
 """
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -120,6 +121,8 @@ def sample_until_ended(home: Path, airflow: Components, running_pods: Callable[[
 
 
 def main(mode: str) -> None:
+    # A stopped bench stops Airflow's processes too (each in a session of its own): SystemExit runs Components' exit.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     bed = json.loads(os.environ["BENCH_BED"])
     home = Path(os.environ["AIRFLOW_HOME"])
     job = "bench-%s-%d" % (mode, os.getpid())
