@@ -91,6 +91,8 @@ try {
 } finally {
   await operator?.stop();
   await tb.down();
-  rmSync(dir, { recursive: true, force: true });
+  // A failed mode's Airflow home (task logs) and the test bed's logs stay for a look.
+  if (rows.length === modes.length) rmSync(dir, { recursive: true, force: true });
+  else process.stderr.write(`kept ${dir} (Airflow homes, cluster/cluster.log)\n`);
 }
 print(rows);
