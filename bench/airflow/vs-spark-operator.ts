@@ -34,7 +34,7 @@ const python = join(venv, 'bin', 'python');
 interface Row {
   mode: string; tasks: number; holdS: number; workerSlotS: number; deferredS: number; mostRunning: number; firstRunningS: number;
   allRunningS: number; runS: number; triggererCpuS: number; schedulerCpuS: number; apiServerCpuS: number; schedulerPeakMiB: number;
-  operatorCpuS?: number; load?: string;
+  operatorCpuS?: number; load?: string; failedBeforeRunning: number;
 }
 
 /** Kubeflow's SPARK_HOME: bin/spark-submit is the TEST DOUBLE that creates the driver pod. */
@@ -68,10 +68,10 @@ const OPERATORS: Record<string, string> = {
 
 function print(rows: Row[]): void {
   console.log(`\n${tasks} parallel tasks in one DAG run under airflow scheduler + triggerer (LocalExecutor), driver pods of ${rows[0]?.holdS} s on the test bed\n`);
-  console.log('| operator | worker-slot-seconds | deferred task-seconds | most tasks in a slot at once | trigger → first driver running (s) | → all running (s) | → DAG run success (s) | triggerer CPU (s) | scheduler + workers CPU (s) | api-server CPU (s) | scheduler + workers peak RSS (MiB) | Kubeflow operator CPU (s) | load (1, 5, 15 min) before → after |');
-  console.log('| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |');
+  console.log('| operator | worker-slot-seconds | deferred task-seconds | most tasks in a slot at once | trigger → first driver running (s) | → all running (s) | → DAG run success (s) | triggerer CPU (s) | scheduler + workers CPU (s) | api-server CPU (s) | scheduler + workers peak RSS (MiB) | Kubeflow operator CPU (s) | tasks Airflow failed before they ran | load (1, 5, 15 min) before → after |');
+  console.log('| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |');
   for (const r of rows) {
-    console.log(`| ${OPERATORS[r.mode] ?? r.mode} | ${r.workerSlotS} | ${r.deferredS} | ${r.mostRunning} | ${r.firstRunningS} | ${r.allRunningS} | ${r.runS} | ${r.triggererCpuS} | ${r.schedulerCpuS} | ${r.apiServerCpuS} | ${r.schedulerPeakMiB} | ${r.operatorCpuS} | ${r.load} |`);
+    console.log(`| ${OPERATORS[r.mode] ?? r.mode} | ${r.workerSlotS} | ${r.deferredS} | ${r.mostRunning} | ${r.firstRunningS} | ${r.allRunningS} | ${r.runS} | ${r.triggererCpuS} | ${r.schedulerCpuS} | ${r.apiServerCpuS} | ${r.schedulerPeakMiB} | ${r.operatorCpuS} | ${r.failedBeforeRunning} | ${r.load} |`);
   }
 }
 

@@ -91,6 +91,12 @@ def tree_rss_mib(process: psutil.Process) -> float:
     return total / 2**20
 
 
+def never_ran(home: Path, task_id: str) -> bool:
+    """Whether a failed task's log ends before its operator started (Airflow's own failure, not the operator's)."""
+    logs = list((home / "logs" / "dag_id=bench_wait").glob("run_id=*/task_id=%s/attempt=*.log" % task_id))
+    return not logs or all("Pre Execute" in log.read_text() and "::endgroup::" not in log.read_text() for log in logs)
+
+
 def sample_until_ended(home: Path, airflow: Components, running_pods: Callable[[], int], start: float) -> Dict[str, Any]:
     """Every SAMPLE_S until the DAG run ends: its task instances by state (integrated into task-seconds),
     until all are, how many of the job's driver pods run, and now and then the scheduler tree's memory."""
@@ -111,9 +117,12 @@ def sample_until_ended(home: Path, airflow: Components, running_pods: Callable[[
         tick += 1
         ended = [r[0] for r in query(home, "select state from dag_run where dag_id = 'bench_wait' and state in ('success', 'failed')")]
         if ended:
-            assert ended == ["success"], "the DAG run ended %s: %s%s" % (ended, query(
-                home, "select task_id, try_number, state from task_instance where dag_id = 'bench_wait' and state != 'success'"), airflow.tails())
-            return {"workerSlotS": round(slot_s, 1), "deferredS": round(deferred_s, 1), "mostRunning": most_running,
+            # On an overloaded machine Airflow itself can fail a task before it runs (its supervisor's
+            # Execution API call times out): counted, not fatal; any other failure is.
+            failed = [r[0] for r in query(home, "select task_id from task_instance where dag_id = 'bench_wait' and state != 'success'")]
+            assert ended == ["success"] or all(never_ran(home, task) for task in failed), "the DAG run ended %s: %s%s" % (
+                ended, failed, airflow.tails())
+            return {"failedBeforeRunning": len(failed), "workerSlotS": round(slot_s, 1), "deferredS": round(deferred_s, 1), "mostRunning": most_running,
                     "firstRunningS": round(first_running or 0, 1), "allRunningS": round(all_running or 0, 1),
                     "schedulerPeakMiB": round(peak_mib)}
         airflow.check_alive()
