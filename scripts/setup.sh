@@ -174,6 +174,10 @@ tools=""
 # provider's tests (clients/airflow); a virtualenv of its own (Airflow pins much of what it needs).
 airflow=""
 [ "${SETUP_AIRFLOW:-}" = 1 ] && airflow=$(python_env "$root/clients/airflow/requirements-test.txt" airflow)
+# SETUP_AIRFLOW_K8S=1 (bench/airflow/vs-spark-operator.ts only): the same Airflow with Airflow's
+# cncf-kubernetes provider (its SparkKubernetesOperator, the peer in issue 27's benchmark).
+airflow_k8s=""
+[ "${SETUP_AIRFLOW_K8S:-}" = 1 ] && airflow_k8s=$(python_env "$root/clients/airflow/requirements-bench-k8s.txt" airflow-k8s)
 s3a="" s3a4=""
 [ "${SETUP_TEST_TOOLS:-}" = 1 ] && s3a=$(s3a_jars "$S3A_JARS" "$S3A_SUMS") && s3a4=$(s3a_jars "$S3A4_JARS" "$S3A4_SUMS")
 connect=$(connect_jars)
@@ -191,6 +195,7 @@ env_text=$(
   echo "export PATH='$venv/bin':\"\$PATH\""
   [ -z "$tools" ] || echo "export SUBMISSION_SERVICE_TOOLS_ENV='$tools'"
   [ -z "$airflow" ] || echo "export SUBMISSION_SERVICE_AIRFLOW_ENV='$airflow'"
+  [ -z "$airflow_k8s" ] || echo "export SUBMISSION_SERVICE_AIRFLOW_K8S_ENV='$airflow_k8s'"
   [ -z "$connect" ] || echo "export SUBMISSION_SERVICE_CONNECT_JARS='$connect'"
   [ -z "$connect_client" ] || echo "export SUBMISSION_SERVICE_CONNECT_CLIENT_ENV='$connect_client'"
   [ -z "$connect_client_4" ] || echo "export SUBMISSION_SERVICE_CONNECT_CLIENT_4_ENV='$connect_client_4'"

@@ -81,11 +81,14 @@ export function submissionAuth(kubeconfig: string, outDir: string): SubmissionAu
   return { caCertFile, clientCertFile: write('client.crt', field('client-certificate-data')), clientKeyFile: write('client.key', field('client-key-data')) };
 }
 
-/** `testbed up` in dir (etcd, kube-apiserver, our webhook, our API, the notebook gateway). */
-export async function clusterUp(dir: string, options: { nodes?: boolean } = {}): Promise<Testbed> {
+/**
+ * `testbed up` in dir (etcd, kube-apiserver, our webhook, our API, the notebook gateway); `runPods`:
+ * with the FakeKubelet TEST DOUBLE running driver pods (with the spark-submit that setup's env names).
+ */
+export async function clusterUp(dir: string, options: { nodes?: boolean; runPods?: boolean } = {}): Promise<Testbed> {
   const binary = await testbedBinary();
   const env = { ...process.env, SUBMISSION_SERVICE_TESTBED: binary, LOG_LEVEL: process.env.LOG_LEVEL ?? 'warn' };
-  const args = testbedArgs(['up', '--node-pools', NODE_POOLS, '--dir', dir, ...(options.nodes ? ['--nodes'] : [])]);
+  const args = testbedArgs(['up', '--node-pools', NODE_POOLS, '--dir', dir, ...(options.nodes ? ['--nodes'] : []), ...(options.runPods ? ['--run-pods'] : [])]);
   const down = async () => { await run(process.execPath, testbedArgs(['down', '--dir', dir]), { env }).catch(() => undefined); };
   let stdout: string;
   try {

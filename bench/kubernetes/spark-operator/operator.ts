@@ -24,10 +24,13 @@ export function buildOperator(): string {
   return out.trim().split('\n').at(-1)!;
 }
 
-export interface RunningOperator { stop(): Promise<void> }
+export interface RunningOperator { pid: number; stop(): Promise<void> }
 
-/** Installs its CRDs, starts the controller, resolves once it reports ready. */
-export async function startOperator(options: { dir: string; kubeconfig: string; server: string; namespace: string }): Promise<RunningOperator> {
+/**
+ * Installs its CRDs, starts the controller, resolves once it reports ready. `sparkHome`: where its
+ * bin/spark-submit is (default: the Spark virtualenv's pyspark distribution).
+ */
+export async function startOperator(options: { dir: string; kubeconfig: string; server: string; namespace: string; sparkHome?: string }): Promise<RunningOperator> {
   const kc = new KubeConfig();
   kc.loadFromFile(options.kubeconfig);
   const extensions = kc.makeApiClient(ApiextensionsV1Api);
@@ -43,7 +46,7 @@ export async function startOperator(options: { dir: string; kubeconfig: string; 
   }
   const venv = sparkEnv().SUBMISSION_SERVICE_PYTHON_ENV;
   // The pip package's Spark distribution (bin/spark-submit beside jars/), as SPARK_HOME wants it.
-  const sparkHome = venv && execFileSync(join(venv, 'bin', 'python'), ['-c', 'import pyspark, os; print(os.path.dirname(pyspark.__file__))'], { encoding: 'utf8' }).trim();
+  const sparkHome = options.sparkHome ?? (venv && execFileSync(join(venv, 'bin', 'python'), ['-c', 'import pyspark, os; print(os.path.dirname(pyspark.__file__))'], { encoding: 'utf8' }).trim());
   if (!sparkHome) throw new Error('no Spark virtualenv (source the env file scripts/setup.sh prints)');
   const server = new URL(options.server);
   const probePort = await freePort();
@@ -69,7 +72,7 @@ export async function startOperator(options: { dir: string; kubeconfig: string; 
   for (const deadline = Date.now() + 120_000; ;) { // ready: its informers synced
     if (child.exitCode !== null) throw new Error(`spark-operator exited ${child.exitCode}: ${stderr}`);
     const ready = await fetch(`http://127.0.0.1:${probePort}/readyz`).then((res) => res.ok, () => false);
-    if (ready) return { stop };
+    if (ready) return { pid: child.pid!, stop };
     if (Date.now() > deadline) { await stop(); throw new Error(`spark-operator not ready in 120 s: ${stderr}`); }
     await new Promise((done) => setTimeout(done, 100));
   }
