@@ -25,7 +25,9 @@ export interface KubernetesHistoryWiring {
 export function kubernetesHistory(section: NodePoolsFile['history'], env = process.env): KubernetesHistoryWiring {
   const archiveDir = logArchiveDir(section);
   if (!section || section.enabled === false || (!archiveDir && !section.eventLogDir)) return { history: () => undefined };
-  const options = objectStoreFromEnv(section.s3Endpoint, section.pathStyleAccess ?? true, env);
+  // The region the History Server and drivers sign for (history.s3Region), else AWS_REGION.
+  const fromEnv = objectStoreFromEnv(section.s3Endpoint, section.pathStyleAccess ?? true, env);
+  const options = { ...fromEnv, region: section.s3Region ?? fromEnv.region };
   const stores = new Map<string, ObjectStore>();
   const store = (bucket: string) => {
     if (!stores.has(bucket)) stores.set(bucket, new ObjectStore(bucket, options));
@@ -62,7 +64,9 @@ function perApplicationKeys(
   }
   const adminEndpoint = section.storeAdminEndpoint ?? section.s3Endpoint;
   if (!adminEndpoint) throw new Error('history.driverKeys versitygw needs s3Endpoint or storeAdminEndpoint (versitygw\'s admin API)');
-  const { accessKey, secretKey, region } = objectStoreFromEnv(section.s3Endpoint, section.pathStyleAccess ?? true, env);
+  const fromEnv = objectStoreFromEnv(section.s3Endpoint, section.pathStyleAccess ?? true, env);
+  const { accessKey, secretKey } = fromEnv;
+  const region = section.s3Region ?? fromEnv.region;
   const keys = new VersityEventLogKeys({ adminEndpoint, accessKey, secretKey, region, store });
   return { keys, store, incomingPrefix: incomingAt.prefix, eventLogPrefix: eventsAt.prefix };
 }

@@ -38,9 +38,12 @@ const podSecurityLevel = { enum: ['privileged', 'baseline', 'restricted'] } as c
 
 /** The node-pool file's history keys as values: empty strings for "not set", the server's address the chart's own. */
 function historyValues(): Record<string, unknown> {
-  const { serverUrl: _server, eventLogDir, logArchiveDir, incomingDir, storeAdminEndpoint, ...rest } = nodePoolsFile.properties.history.properties;
+  const { serverUrl: _server, eventLogDir, logArchiveDir, incomingDir, storeAdminEndpoint, s3Region, ...rest } = nodePoolsFile.properties.history.properties;
   const orEmpty = (property: { pattern: string }) => ({ ...property, pattern: `^$|${property.pattern}` });
-  return { ...rest, eventLogDir: orEmpty(eventLogDir), logArchiveDir: orEmpty(logArchiveDir), incomingDir: orEmpty(incomingDir), storeAdminEndpoint: orEmpty(storeAdminEndpoint) };
+  return {
+    ...rest, eventLogDir: orEmpty(eventLogDir), logArchiveDir: orEmpty(logArchiveDir), incomingDir: orEmpty(incomingDir),
+    storeAdminEndpoint: orEmpty(storeAdminEndpoint), s3Region: orEmpty(s3Region),
+  };
 }
 
 const component = (extra: Record<string, unknown> = {}) => object({ resources, ...extra });

@@ -260,6 +260,25 @@ t.test('the History Server runs as the image\'s own user (Hadoop\'s login needs 
   t.equal(container?.securityContext?.readOnlyRootFilesystem, true, 'the rest of the container security context stays');
 });
 
+t.test('history.s3Region reaches the History Server and, through the node-pool file, the drivers', async (t) => {
+  const history = { 'history.eventLogDir': 's3a://bucket/spark-events', 'history.server.image': 'my/spark:4.2.0', 'history.s3Endpoint': 'http://s3.storage.svc:7070' };
+  const historyOpts = (objects: typeof defaults) => named<V1Deployment>(objects, 'Deployment', 'submission-service-history')
+    ?.spec?.template.spec?.containers[0].env?.find((e) => e.name === 'SPARK_HISTORY_OPTS')?.value ?? '';
+  const historySection = (objects: typeof defaults) =>
+    (JSON.parse(named<V1ConfigMap>(objects, 'ConfigMap', 'submission-service-config')!.data!['node-pools.json']) as { history?: { s3Region?: string } }).history;
+  const set = renderChart({ ...history, 'history.s3Region': 'us-east-1' });
+  t.match(historyOpts(set), /-Dspark\.hadoop\.fs\.s3a\.endpoint\.region=us-east-1(\s|$)/, 'the History Server signs for the region');
+  t.equal(historySection(set)?.s3Region, 'us-east-1', 'the api and the webhook read it from the node-pool file (drivers: spark.hadoop.fs.s3a.endpoint.region)');
+  const dir = mkdtempSync(join(tmpdir(), 'ss-chart-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  writeFileSync(join(dir, 'node-pools.json'), named<V1ConfigMap>(set, 'ConfigMap', 'submission-service-config')!.data!['node-pools.json']);
+  t.equal(rulesFrom(join(dir, 'node-pools.json'), 'spark-apps').eventLog?.s3?.region, 'us-east-1', 'the drivers\' event-log settings carry it');
+  const unset = renderChart(history);
+  t.notMatch(historyOpts(unset), /endpoint\.region/, 'empty (the default): S3A\'s own choice');
+  t.equal(historySection(unset)?.s3Region, undefined);
+  t.not(helm(['template', 'x', chartDir, '--set', 'history.s3Region=Not A Region']).status, 0, 'the values schema refuses what is no region name');
+});
+
 t.test('the log follow\'s limits are values: the api gets them as its flags, the code\'s defaults by default', async (t) => {
   const flag = (objects: typeof defaults, name: string) => {
     const args = named<V1Deployment>(objects, 'Deployment', 'submission-service-api')!.spec!.template.spec!.containers[0].args!;

@@ -74,6 +74,7 @@ prometheus.io/path: /metrics
 {{- $h := dict "enabled" true "eventLogDir" .Values.history.eventLogDir "pathStyleAccess" .Values.history.pathStyleAccess "credentialsSecret" (include "ss.driverCredentialsSecret" .) "serverUrl" (printf "http://submission-service-history.%s.svc:%v" .Release.Namespace .Values.history.server.port) -}}
 {{- with .Values.history.logArchiveDir }}{{ $_ := set $h "logArchiveDir" . }}{{ end -}}
 {{- with .Values.history.s3Endpoint }}{{ $_ := set $h "s3Endpoint" . }}{{ end -}}
+{{- with .Values.history.s3Region }}{{ $_ := set $h "s3Region" . }}{{ end -}}
 {{- with .Values.history.driverKeys }}{{ $_ := set $h "driverKeys" . }}{{ end -}}
 {{- with .Values.history.incomingDir }}{{ $_ := set $h "incomingDir" . }}{{ end -}}
 {{- with .Values.history.storeAdminEndpoint }}{{ $_ := set $h "storeAdminEndpoint" . }}{{ end -}}
