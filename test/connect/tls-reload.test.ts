@@ -38,7 +38,7 @@ function secretVolume(dir: string) {
 }
 
 /** The subject's common name of the certificate a new TLS connection to the endpoint gets. */
-async function servedName(port: number): Promise<string | undefined> {
+async function servedName(port: number): Promise<string | string[] | undefined> {
   const socket = connect({ host: '127.0.0.1', port, ALPNProtocols: ['h2'], rejectUnauthorized: false });
   await once(socket, 'secureConnect');
   const name = socket.getPeerCertificate().subject?.CN;
