@@ -74,7 +74,7 @@ function notebookServiceValues(): Record<string, unknown> {
 function apiValues(): Record<string, unknown> {
   // trustProxy: X-Forwarded-Proto honoured from the ingress, so session cookies are Secure behind TLS.
   return component({
-    replicas: { type: 'integer', minimum: 0 }, port, trustProxy: { type: 'boolean' }, sparkUiHost: string,
+    replicas: { type: 'integer', minimum: 0 }, port, trustProxy: { type: 'boolean' }, sparkUiHost: string, sparkStaticFromImages: { type: 'boolean' },
     // --connections-per-address and the proxied Spark UI's caps (cli/connection-flags.ts)
     connectionsPerAddress: wholeFlag, sparkUiRequestsPerKey: wholeFlag, sparkUiAnswerSeconds: wholeFlag, sparkUiAnswerMib: wholeFlag,
     // --idempotency-window: a duration as parseIdempotencyWindow reads it (submit-api/idempotency.ts)
