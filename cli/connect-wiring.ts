@@ -13,6 +13,7 @@ import { ConnectSessions } from '../connect/sessions.js';
 import { generateCa, issueServingCert } from '../certs/generate.js';
 import { makePrivateDir } from '../lib/atomic-file.js';
 import { parseDuration } from '../lib/duration.js';
+import { watchKeyPair } from './connect-tls-reload.js';
 
 export const connectFlags = {
   // The Spark Connect endpoint's port (0: any free one, printed at start; off: no endpoint).
@@ -141,12 +142,18 @@ export async function startConnectEndpoint(host: string, wiring: ConnectWiring):
   const url = `sc://${name.includes(':') ? `[${name}]` : name}:${port}`;
   const trust = tls ? `  (TLS: clients trust it with GRPC_DEFAULT_SSL_ROOTS_FILE_PATH=${tls.trust})` : '';
   process.stdout.write(`Spark Connect at ${url}/${wiring.auth.enabled ? ';token=YOUR_KEY' : ''}${trust}\n`);
+  const setCertificate = (pair: { cert: string; key: string }) => { if (tls) (server as Http2SecureServer).setSecureContext(pair); };
+  // Files of the operator's (e.g. a Secret cert-manager rotates): followed while the endpoint runs.
+  const files = !wiring.certificate && typeof wiring.settings.tls === 'object' ? wiring.settings.tls : undefined;
+  const reload = tls && files && watchKeyPair({
+    files, served: tls, apply: setCertificate, log: { info: (message) => wiring.log.info(message), warn: (message) => wiring.log.warn(message) },
+  });
   const close = async () => {
+    reload?.close();
     await sessions.close();
     const closed = new Promise<void>((resolve) => { server.close(() => resolve()); });
     for (const client of clients) client.destroy();
     await closed;
   };
-  const setCertificate = (pair: { cert: string; key: string }) => { if (tls) (server as Http2SecureServer).setSecureContext(pair); };
   return { url, close, setCertificate };
 }

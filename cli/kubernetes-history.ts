@@ -6,6 +6,8 @@ import type { NodePoolsFile } from '../schemas/index.js';
 import type { EventFeed } from '../cluster/events.js';
 import { ObjectStore, objectStoreFromEnv, parseS3Url } from '../cluster/history/object-store.js';
 import { RemoteSparkStatic } from '../cluster/history/remote-spark-static.js';
+import { readVersionedStatic } from '../cluster/history/spark-static-dir.js';
+import type { SparkStaticSource } from '../dashboard/spark-ui-proxy.js';
 import { KubernetesSparkHistory } from '../cluster/kubernetes/kubernetes-history.js';
 import { LogArchive } from '../cluster/kubernetes/log-archive.js';
 import type { KubernetesClusterOptions } from '../cluster/kubernetes/kubernetes-cluster.js';
@@ -25,7 +27,9 @@ export interface KubernetesHistoryWiring {
 export function kubernetesHistory(section: NodePoolsFile['history'], env = process.env): KubernetesHistoryWiring {
   const archiveDir = logArchiveDir(section);
   if (!section || section.enabled === false || (!archiveDir && !section.eventLogDir)) return { history: () => undefined };
-  const options = objectStoreFromEnv(section.s3Endpoint, section.pathStyleAccess ?? true, env);
+  // The region the History Server and drivers sign for (history.s3Region), else AWS_REGION.
+  const fromEnv = objectStoreFromEnv(section.s3Endpoint, section.pathStyleAccess ?? true, env);
+  const options = { ...fromEnv, region: section.s3Region ?? fromEnv.region };
   const stores = new Map<string, ObjectStore>();
   const store = (bucket: string) => {
     if (!stores.has(bucket)) stores.set(bucket, new ObjectStore(bucket, options));
@@ -62,7 +66,20 @@ function perApplicationKeys(
   }
   const adminEndpoint = section.storeAdminEndpoint ?? section.s3Endpoint;
   if (!adminEndpoint) throw new Error('history.driverKeys versitygw needs s3Endpoint or storeAdminEndpoint (versitygw\'s admin API)');
-  const { accessKey, secretKey, region } = objectStoreFromEnv(section.s3Endpoint, section.pathStyleAccess ?? true, env);
+  const fromEnv = objectStoreFromEnv(section.s3Endpoint, section.pathStyleAccess ?? true, env);
+  const { accessKey, secretKey } = fromEnv;
+  const region = section.s3Region ?? fromEnv.region;
   const keys = new VersityEventLogKeys({ adminEndpoint, accessKey, secretKey, region, store });
   return { keys, store, incomingPrefix: incomingAt.prefix, eventLogPrefix: eventsAt.prefix };
+}
+
+/**
+ * Spark's static files in Kubernetes mode, by version: from `dir` (one folder per offered version,
+ * the chart's api.sparkStaticFromImages) when it has that version, else the History Server's own
+ * Spark's from it; none named (a sandboxed page's script asking by a path it made): the History
+ * Server's. Undefined when neither is there.
+ */
+export function kubernetesSparkStatic(remote: RemoteSparkStatic | undefined, dir: string | undefined): SparkStaticSource | undefined {
+  if (!dir) return remote?.reader;
+  return async (rest, version) => (version === undefined ? undefined : await readVersionedStatic(dir, rest, version)) ?? remote?.reader(rest, version);
 }

@@ -13,7 +13,7 @@ import { SecretKeyStore } from '../submit-api/auth/secret-key-store.js';
 import { startWebhookService } from './webhook-service.js';
 import { RetentionSweeper, parseRetention } from '../cluster/history/retention.js';
 import { defaultDataDir, parseSecretRef, readNodePools } from './config.js';
-import { kubernetesHistory } from './kubernetes-history.js';
+import { kubernetesHistory, kubernetesSparkStatic } from './kubernetes-history.js';
 import { rulesFrom } from './rules.js';
 import { WatchedRules } from './watched-rules.js';
 import { fairShareFlags, fairShareFrom } from './fair-share-flags.js';
@@ -81,6 +81,7 @@ export async function apiCommand(argv: string[]): Promise<number> {
       'log-follow-limit': { type: 'string', default: '32', description: 'archive the logs of at most this many running pods as they run (5 MiB of /tmp each); the others are read whole at their end (0: none)' },
       'log-archive-max-mb': { type: 'string', default: '1024', description: 'an archived log keeps at most this many MiB, then a line saying it was cut' },
       'idempotency-window': { type: 'string', default: '24h', description: 'how long an Idempotency-Key answers with the application it made (24h, 90m, 45s)' },
+      'spark-static-dir': { type: 'string', description: 'a folder of Spark\'s UI files per offered version (DIR/VERSION/webui.js …; the chart\'s api.sparkStaticFromImages fills it from the runtime images): each version\'s pages get their own' },
       'app-network-policies': { type: 'boolean', default: false, description: 'give each application a NetworkPolicy: its driver and executors reach one another, no other application reaches them (the chart\'s networkPolicy.enabled; needs a network plugin that enforces NetworkPolicy)' },
       ...fairShareFlags,
       // The Spark Connect endpoint (cli/connect-kubernetes.ts); --connect-port off: none.
@@ -133,8 +134,8 @@ export async function apiCommand(argv: string[]): Promise<number> {
     fairShare: fairShareFrom(values, values['node-pools']),
     history,
     jobs: cluster.jobs,
-    // A sandboxed Spark UI page's cookieless /static/ requests, the same for every name (docs/security.md).
-    sparkStatic: historyWiring.sparkStatic?.reader,
+    // Spark's static files by version, the same for every name (dashboard/spark-ui-static.ts, docs/security.md).
+    sparkStatic: kubernetesSparkStatic(historyWiring.sparkStatic, values['spark-static-dir']),
     idempotencyWindowMs: parseIdempotencyWindow(values['idempotency-window']),
     schedules,
     ...connectionLimitsFrom(values),

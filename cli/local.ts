@@ -106,8 +106,9 @@ function sparkVersions(spark: ReturnType<typeof findSpark>, offered: string[]) {
   };
   const sparkStatic = new LocalSparkStatic({
     sparkClass: sparkClassBeside(spark.sparkSubmit), python: spark.python,
+    // Offered versions only, and only once prepared: a request builds nothing.
     sparkOf: async (version) => {
-      const install = await sparkEnvs.ready(version);
+      const install = offered.includes(version) ? await sparkEnvs.ready(version) : undefined;
       return install && { sparkClass: sparkClassBeside(install.sparkSubmit), python: install.python };
     },
   }).reader;
@@ -187,7 +188,7 @@ export async function localCommand(argv: string[]): Promise<number> {
     gatewayProof: proof,
     fairShare,
     sparkUiHost,
-    sparkStatic, // a sandboxed page's cookieless /static/ requests: each run's own Spark version's files
+    sparkStatic, // Spark's static files by version: the pages' links name it (dashboard/spark-ui-static.ts)
 
     idempotencyWindowMs: parseIdempotencyWindow(values['idempotency-window']),
     schedules,

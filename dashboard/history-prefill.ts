@@ -11,6 +11,7 @@ import type { HistoryTarget } from '../cluster/history/spark-history.js';
 import { cacheKey, collectAnswer, type HistoryPageCache, STATIC_CACHE_CONTROL } from './history-cache.js';
 import { historyPath } from './history-paths.js';
 import { forViewer } from './spark-ui-access.js';
+import { isRewritablePage, rewriteAnswerBody } from './spark-ui-static.js';
 
 /** At most this many of a run's job pages are put in the cache. */
 export const FIRST_JOBS = 3;
@@ -104,6 +105,8 @@ export interface PrefillOptions {
   prefix: string;
   /** Whether answers carry the sandbox (spark-ui-proxy.ts decides, as for proxied ones). */
   sandboxed: boolean;
+  /** The pages' static links as the proxy rewrites them (spark-ui-static.ts); absent: kept as they are. */
+  rewrite?: { from: string; to: string };
   signal: AbortSignal;
 }
 
@@ -120,7 +123,8 @@ export async function prefillHistory(options: PrefillOptions): Promise<number> {
     if (!answer) return undefined;
     forViewer(answer.headers, options.sandboxed);
     if (key.startsWith('static ')) answer.headers['cache-control'] = STATIC_CACHE_CONTROL;
-    cache.set(key, answer.headers, answer.body);
+    const rewritten = options.rewrite && isRewritablePage(200, answer.headers) ? rewriteAnswerBody(answer.body, answer.headers['content-encoding'], options.rewrite) : undefined;
+    cache.set(key, answer.headers, rewritten ?? answer.body);
     added++;
     return answer;
   };

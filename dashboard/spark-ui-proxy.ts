@@ -12,7 +12,7 @@ import { type Cluster, isTerminal } from '../cluster/cluster.js';
 import type { SparkHistory } from '../cluster/history/spark-history.js';
 import type { ApiKeyIdentity } from '../submit-api/auth/key-store.js';
 import { keyFromHeaders, type KeyVerifier } from '../submit-api/auth/plugin.js';
-import { acceptsGzip, cacheKey, collectAnswer, HistoryPageCache, sendCached, STATIC_CACHE_CONTROL, staticCacheKey } from './history-cache.js';
+import { acceptsGzip, cacheKey, collectAnswer, HistoryPageCache, sendCached, STATIC_CACHE_CONTROL } from './history-cache.js';
 import { historyPath } from './history-paths.js';
 import { prefillHistory } from './history-prefill.js';
 import { historyRequest, ownRunList } from './history-ui.js';
@@ -25,6 +25,9 @@ import {
   VIEWER_HEADERS_DROPPED, appOfUiHost, appUiHost, forViewer, fromAnotherOrigin, fromThisUi, isKillPath, isStaticAsset, uiCookie, uiPrefix,
 } from './spark-ui-access.js';
 import { defaultSparkUiLimits, ProxiedAnswer, type SparkUiLimits } from './spark-ui-limits.js';
+import {
+  isRewritablePage, linkRewrites, passOnRewritten, rewriteAnswerBody, staticAsset, versionedStaticPath,
+} from './spark-ui-static.js';
 
 export interface SparkUiProxyOptions {
   cluster: Cluster;
@@ -35,7 +38,10 @@ export interface SparkUiProxyOptions {
   policy: SubmissionPolicy;
   /** The Spark UIs' own host (`name` or `name:port`), each application's on `<app>.name`; absent: served on the service's host, sandboxed when authentication is on. */
   uiHost?: string;
-  /** Spark's own static files (`/static/…`), the same for every application (local mode: cluster/local/spark-static.ts). */
+  /**
+   * Spark's own static files by version (local mode: cluster/local/spark-static.ts); given, the
+   * pages' links name their Spark version (spark-ui-static.ts), answered from here alone.
+   */
   sparkStatic?: SparkStaticSource;
   /** Bytes of ended runs' pages kept in memory (history-cache.ts); 0: none. */
   historyCacheBytes?: number;
@@ -43,8 +49,7 @@ export interface SparkUiProxyOptions {
   limits?: Partial<SparkUiLimits>;
 }
 
-/** Where Spark's static files come from without asking any application; undefined: none such, or not at hand. */
-/** Spark's static file `rest` for Spark `version` (a run's engineVersion; undefined: the installation's own). */
+/** Spark's static file `rest` (`/static/…`) of Spark `version` (undefined: the installation's own); undefined: none such, or not at hand. */
 export type SparkStaticSource = (rest: string, version?: string) => Promise<{ body: Buffer; contentType: string } | undefined>;
 
 /** The history page cache's default size, and the biggest answer it keeps. */
@@ -54,7 +59,11 @@ const HISTORY_CACHE_ENTRY_BYTES = 4 * 1024 * 1024;
 const MAX_COLLECTING = 8;
 
 /** What a proxied request's answer needs: its prefix and target (redirects), and where the history's answer goes. */
-interface Proxied { prefix: string; target: URL; fromHistory: boolean; cacheAs?: string; staticFile: boolean; answer: ProxiedAnswer }
+interface Proxied {
+  prefix: string; target: URL; fromHistory: boolean; cacheAs?: string; staticFile: boolean; answer: ProxiedAnswer;
+  /** The page's static links as they are rewritten (spark-ui-static.ts); the proxy then passes the answer on itself. */
+  rewrite?: { from: string; to: string };
+}
 
 /** The raw (still encoded) path after `/dashboard/apps/{appName}/spark-ui`: what the driver serves. */
 function rawRest(path: string): string {
@@ -99,38 +108,6 @@ function callerOf(opts: Pick<SparkUiProxyOptions, 'auth' | 'sessions'>, request:
 }
 
 /**
- * Spark's static file for a request without any cookie or key (a sandboxed page's): nothing is
- * started, and every name of one Spark version, existing or not, gets the same answer: that
- * version's file from the local Spark, else the one the History Server gave for all runs
- * (history-cache.ts), else the same 404.
- */
-async function anonymousAsset(request: FastifyRequest, reply: FastifyReply, rest: string, from: { sparkStatic?: SparkStaticSource; cache?: HistoryPageCache; sandboxed: boolean }) {
-  const file = await from.sparkStatic?.(rest);
-  const entry = file
-    ? { headers: { 'content-type': file.contentType, 'cache-control': STATIC_CACHE_CONTROL }, body: file.body }
-    : from.cache?.get(staticCacheKey(rest, acceptsGzip(request.headers['accept-encoding'])));
-  if (!entry) return fail(reply, 404, 'This Spark static file is not available without signing in.');
-  const headers = { ...entry.headers };
-  forViewer(headers, from.sandboxed);
-  reply.hijack();
-  sendCached(reply.raw, request.method, { headers, body: entry.body });
-  return reply;
-}
-
-/**
- * The static files of `appName`'s Spark version. Versions ship different files under the same
- * names, so a run's page needs its own version's: only the name's engineVersion is looked up
- * (nothing else of it is used; a name without an application gets the default version's files,
- * as a run of that version does; docs/security.md).
- */
-async function versionedStatic(opts: SparkUiProxyOptions, appName: string): Promise<SparkStaticSource | undefined> {
-  const source = opts.sparkStatic;
-  if (!source) return undefined;
-  const version = (await opts.cluster.get(appName).catch(() => undefined))?.config.engineVersion;
-  return (file) => source(file, version);
-}
-
-/**
  * On the Spark UI host each application has an origin of its own, `<app>.<ui host>`: what a
  * request there may not do (open another application's UI, or come from another origin's page).
  */
@@ -145,6 +122,35 @@ function uiOriginRefusal(request: FastifyRequest, appName: string, uiHostName: s
   return undefined;
 }
 
+/**
+ * Spark writes its links with proxyBase but not its redirects (`/` → http://driver:port/jobs/):
+ * a redirect to the driver itself is turned into one under the request's prefix.
+ */
+function redirectUnderPrefix(answer: IncomingMessage, req: IncomingMessage, at: Proxied | undefined): void {
+  const location = answer.headers.location;
+  if (!location || !at) return;
+  const url = new URL(location, at.target);
+  // Jetty makes the Location absolute with the Host header it got (ours) or its own address.
+  if (url.host !== at.target.host && url.host !== req.headers.host) return;
+  const path = url.pathname.startsWith(`${at.prefix}/`) ? url.pathname : `${at.prefix}${url.pathname}`;
+  answer.headers.location = `${path}${url.search}`;
+}
+
+/** To the Spark UI host, with a grant that host turns into its cookie. */
+function toUiHost(
+  request: FastifyRequest, reply: FastifyReply,
+  to: { uiHost: string; sessions: Sessions; appName: string; path: string; query: string; identity: ApiKeyIdentity | null },
+) {
+  const explicitPort = /:\d+$/.test(to.uiHost) || to.uiHost.endsWith(']');
+  const port = /:(\d+)$/.exec(request.headers.host ?? '')?.[1];
+  const host = appUiHost(to.appName, explicitPort || !port ? to.uiHost : `${to.uiHost}:${port}`);
+  if (!host) return fail(reply, 404, `${to.appName} is not a host name, so its Spark UI cannot have an origin of its own.`);
+  const params = new URLSearchParams(to.query);
+  if (to.identity) params.set(GRANT_PARAM, to.sessions.grant(to.identity.id, HANDOVER_AUDIENCE, to.appName, HANDOVER_TTL_MS));
+  const search = params.toString();
+  return reply.redirect(`${request.protocol}://${host}${to.path}${search ? `?${search}` : ''}`);
+}
+
 export const sparkUiProxy: FastifyPluginAsync<SparkUiProxyOptions> = async (app, opts) => {
   const { sessions } = opts;
   const uiHostName = opts.uiHost === undefined ? undefined : hostName(opts.uiHost);
@@ -157,16 +163,19 @@ export const sparkUiProxy: FastifyPluginAsync<SparkUiProxyOptions> = async (app,
   const cacheBytes = opts.historyCacheBytes ?? HISTORY_CACHE_BYTES;
   const cache = opts.history && cacheBytes > 0 ? new HistoryPageCache({ maxBytes: cacheBytes, maxEntryBytes: HISTORY_CACHE_ENTRY_BYTES }) : undefined;
   // As soon as a run is replayed, the pages opened first go into the cache (history-prefill.ts).
-  const unsubscribe = cache && opts.history?.onWarmed((appName, target, signal) =>
-    prefillHistory({ cache, target, prefix: uiPrefix(appName), sandboxed, signal }).then(() => undefined));
-  // Spark writes its links with proxyBase but not its redirects (`/` → http://driver:port/jobs/):
-  // a redirect to the driver itself is turned into one under this request's prefix.
+  // A History Server renders every run with its own Spark's files: its pages' links name its version.
+  const { rewriteFor, historyRewrite } = linkRewrites(opts.sparkStatic);
+  const unsubscribe = cache && opts.history?.onWarmed(async (appName, target, signal) => {
+    const prefix = uiPrefix(appName);
+    await prefillHistory({ cache, target, prefix, sandboxed, signal, rewrite: await historyRewrite(prefix, target.server, target.headers) });
+  });
   const proxied = new WeakMap<IncomingMessage, Proxied>();
   const collecting = new Set<string>();
   proxy.on('proxyReq', (proxyReq, req) => proxied.get(req)?.answer.started(proxyReq));
-  proxy.on('proxyRes', (proxyRes, req) => {
+  proxy.on('proxyRes', (proxyRes, req, res) => {
     forViewer(proxyRes.headers, sandboxed);
     const at = proxied.get(req);
+    redirectUnderPrefix(proxyRes, req, at);
     at?.answer.answered(proxyRes);
     // Spark's own files from the History Server (it says no-store) may be kept by the browser.
     if (at?.fromHistory && at.staticFile && proxyRes.statusCode === 200) proxyRes.headers['cache-control'] = STATIC_CACHE_CONTROL;
@@ -174,18 +183,18 @@ export const sparkUiProxy: FastifyPluginAsync<SparkUiProxyOptions> = async (app,
     const key = at?.cacheAs;
     if (key && cache && !collecting.has(key) && collecting.size < MAX_COLLECTING) {
       collecting.add(key);
+      const rewrite = at?.rewrite && isRewritablePage(proxyRes.statusCode, proxyRes.headers) ? at.rewrite : undefined;
       void collectAnswer(proxyRes, cache.maxEntryBytes).then((body) => {
         collecting.delete(key);
-        if (body) cache.set(key, proxyRes.headers, body);
+        // Kept as the viewer got it: the page's links rewritten.
+        try {
+          if (body) cache.set(key, proxyRes.headers, rewrite ? rewriteAnswerBody(body, proxyRes.headers['content-encoding'], rewrite) : body);
+        } catch (error) {
+          app.log.warn({ err: error }, 'Spark UI proxy: a history page could not be kept');
+        }
       });
     }
-    const location = proxyRes.headers.location;
-    if (!location || !at) return;
-    const url = new URL(location, at.target);
-    // Jetty makes the Location absolute with the Host header it got (ours) or its own address.
-    if (url.host !== at.target.host && url.host !== req.headers.host) return;
-    const path = url.pathname.startsWith(`${at.prefix}/`) ? url.pathname : `${at.prefix}${url.pathname}`;
-    proxyRes.headers.location = `${path}${url.search}`;
+    if (at?.rewrite) passOnRewritten(proxyRes, res, req.method ?? 'GET', at.rewrite);
   });
   proxy.on('error', (error, req, res) => {
     // The viewer left or the answer was cut: the upstream request was destroyed on purpose.
@@ -217,6 +226,9 @@ export const sparkUiProxy: FastifyPluginAsync<SparkUiProxyOptions> = async (app,
     if (request.headers['service-worker'] !== undefined) return fail(reply, 403, 'A Spark UI cannot install a service worker.');
     const kill = isKillPath(rest);
     if (kill === undefined) return fail(reply, 400, 'The path cannot be decoded.');
+    // Spark's static files by version: from that version's files, whoever asks, for any name.
+    const versioned = isStaticAsset(request.method, rest, query) ? versionedStaticPath(rest) : undefined;
+    if (versioned) return staticAsset(request, reply, versioned.file, { sparkStatic: opts.sparkStatic, version: versioned.version, sandboxed });
 
     // The Spark UI host: a grant from the service's host becomes this host's cookie.
     const grant = onUiHost ? new URLSearchParams(query).get(GRANT_PARAM) : null;
@@ -232,7 +244,7 @@ export const sparkUiProxy: FastifyPluginAsync<SparkUiProxyOptions> = async (app,
       // A sandboxed page fetches Spark's styles and scripts without any cookie.
       const asset = uiHostName === undefined && isStaticAsset(request.method, rest, query);
       if (!asset) return fail(reply, 401, 'Sign in to the dashboard (or send an API key) to open the Spark UI.');
-      return anonymousAsset(request, reply, rest, { sparkStatic: await versionedStatic(opts, appName), cache, sandboxed });
+      return staticAsset(request, reply, rest, { sparkStatic: opts.sparkStatic, cache, sandboxed });
     }
     const record = await opts.cluster.get(appName);
     if (!record) return fail(reply, 404, `There is no application ${appName}: it is not running and has no history (never submitted, deleted, or past its retention).`);
@@ -244,17 +256,7 @@ export const sparkUiProxy: FastifyPluginAsync<SparkUiProxyOptions> = async (app,
     if (kill && who?.via !== 'key' && !fromThisUi(request.headers, prefix)) {
       return fail(reply, 403, 'Spark\'s kill links work through the proxy only from the Spark UI\'s own host (--spark-ui-host) or with an API key; stop the application instead (POST /api/apps/{app}/stop).');
     }
-    if (uiHostName !== undefined && !onUiHost) {
-      // To the Spark UI host, with a grant that host turns into its cookie.
-      const explicitPort = /:\d+$/.test(opts.uiHost!) || opts.uiHost!.endsWith(']');
-      const port = /:(\d+)$/.exec(request.headers.host ?? '')?.[1];
-      const host = appUiHost(appName, explicitPort || !port ? opts.uiHost! : `${opts.uiHost!}:${port}`);
-      if (!host) return fail(reply, 404, `${appName} is not a host name, so its Spark UI cannot have an origin of its own.`);
-      const params = new URLSearchParams(query);
-      if (who?.identity) params.set(GRANT_PARAM, sessions.grant(who.identity.id, HANDOVER_AUDIENCE, appName, HANDOVER_TTL_MS));
-      const search = params.toString();
-      return reply.redirect(`${request.protocol}://${host}${path}${search ? `?${search}` : ''}`);
-    }
+    if (uiHostName !== undefined && !onUiHost) return toUiHost(request, reply, { uiHost: opts.uiHost!, sessions, appName, path, query, identity: who.identity });
     // Each page opened with the dashboard's session or the cookie renews the cookie.
     const renewCookie = () => {
       if (who?.identity && who.via !== 'key' && request.headers['sec-fetch-mode'] === 'navigate') {
@@ -282,6 +284,10 @@ export const sparkUiProxy: FastifyPluginAsync<SparkUiProxyOptions> = async (app,
     }
     const target = live ?? history?.target;
     if (!target) return fail(reply, 404, `The Spark UI of ${appName} is available while it runs${opts.history ? ' and, after it ended, from its event log' : ''}; it is not running and has no history (or is unknown).`);
+    const staticFile = isStaticAsset(request.method, rest, query);
+    // The page's static links name its Spark: the run's own live, the History Server's from the history.
+    const rewrite = staticFile ? undefined
+      : history ? await historyRewrite(prefix, history.target, history.headers) : await rewriteFor(prefix, record.config.engineVersion);
     // Counted per key (per address without one) until the viewer's response closes.
     const release = inFlight.take(connectionOwner(who?.identity?.id, request.ip), () => reply.raw.destroy());
     if (!release) return fail(reply, 429, `At most ${limits.requestsPerKey} Spark UI requests of one key (or address) at once: wait for the open ones to finish.`);
@@ -291,7 +297,7 @@ export const sparkUiProxy: FastifyPluginAsync<SparkUiProxyOptions> = async (app,
       failRaw(res, 504, `The Spark UI did not finish its answer within ${limits.answerMs / 1000} s.`));
     // The driver serves its UI at /; the links it writes start with proxyBase (our prefix).
     proxied.set(request.raw, {
-      answer, prefix, target, fromHistory: history !== undefined, staticFile: isStaticAsset(request.method, rest, query),
+      answer, prefix, target, fromHistory: history !== undefined, staticFile, rewrite,
       cacheAs: history && request.method === 'GET' && history.path === runPath ? cacheAs : undefined,
     });
     request.raw.url = `${history?.path ?? rest}${query}`;
@@ -299,7 +305,7 @@ export const sparkUiProxy: FastifyPluginAsync<SparkUiProxyOptions> = async (app,
     reply.hijack();
     // The gate's secret (local mode: the History Server's, a sandboxed driver's) is added here, past every check, and never echoed.
     const gate = history ? history.headers : opts.cluster.sparkUiHeaders?.(appName);
-    proxy.web(request.raw, reply.raw, { target: target.href, headers: gate ? { ...gate } : undefined });
+    proxy.web(request.raw, reply.raw, { target: target.href, headers: gate ? { ...gate } : undefined, selfHandleResponse: rewrite !== undefined });
     return reply;
   };
   for (const url of ['/dashboard/apps/:appName/spark-ui', '/dashboard/apps/:appName/spark-ui/*']) {

@@ -38,9 +38,12 @@ const podSecurityLevel = { enum: ['privileged', 'baseline', 'restricted'] } as c
 
 /** The node-pool file's history keys as values: empty strings for "not set", the server's address the chart's own. */
 function historyValues(): Record<string, unknown> {
-  const { serverUrl: _server, eventLogDir, logArchiveDir, incomingDir, storeAdminEndpoint, ...rest } = nodePoolsFile.properties.history.properties;
+  const { serverUrl: _server, eventLogDir, logArchiveDir, incomingDir, storeAdminEndpoint, s3Region, ...rest } = nodePoolsFile.properties.history.properties;
   const orEmpty = (property: { pattern: string }) => ({ ...property, pattern: `^$|${property.pattern}` });
-  return { ...rest, eventLogDir: orEmpty(eventLogDir), logArchiveDir: orEmpty(logArchiveDir), incomingDir: orEmpty(incomingDir), storeAdminEndpoint: orEmpty(storeAdminEndpoint) };
+  return {
+    ...rest, eventLogDir: orEmpty(eventLogDir), logArchiveDir: orEmpty(logArchiveDir), incomingDir: orEmpty(incomingDir),
+    storeAdminEndpoint: orEmpty(storeAdminEndpoint), s3Region: orEmpty(s3Region),
+  };
 }
 
 const component = (extra: Record<string, unknown> = {}) => object({ resources, ...extra });
@@ -71,7 +74,7 @@ function notebookServiceValues(): Record<string, unknown> {
 function apiValues(): Record<string, unknown> {
   // trustProxy: X-Forwarded-Proto honoured from the ingress, so session cookies are Secure behind TLS.
   return component({
-    replicas: { type: 'integer', minimum: 0 }, port, trustProxy: { type: 'boolean' }, sparkUiHost: string,
+    replicas: { type: 'integer', minimum: 0 }, port, trustProxy: { type: 'boolean' }, sparkUiHost: string, sparkStaticFromImages: { type: 'boolean' },
     // --connections-per-address and the proxied Spark UI's caps (cli/connection-flags.ts)
     connectionsPerAddress: wholeFlag, sparkUiRequestsPerKey: wholeFlag, sparkUiAnswerSeconds: wholeFlag, sparkUiAnswerMib: wholeFlag,
     // --idempotency-window: a duration as parseIdempotencyWindow reads it (submit-api/idempotency.ts)

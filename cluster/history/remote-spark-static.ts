@@ -26,8 +26,36 @@ export class RemoteSparkStatic {
 
   constructor(private readonly options: RemoteSparkStaticOptions) {}
 
-  /** `read`, bound: what the Spark UI proxy calls (its sparkStatic option). */
-  readonly reader = (rest: string): Promise<{ body: Buffer; contentType: string } | undefined> => this.read(rest);
+  private serverVersion?: Promise<string | undefined>;
+
+  /**
+   * `read`, bound, for Spark `version`: the History Server has its own Spark's files alone, so
+   * another version's are not here (cli/kubernetes-history.ts finds those elsewhere).
+   */
+  readonly reader = async (rest: string, version?: string): Promise<{ body: Buffer; contentType: string } | undefined> =>
+    version === undefined || version === await this.version() ? this.read(rest) : undefined;
+
+  /** The History Server's Spark version (`/api/v1/version`), asked until it answered once. */
+  version(): Promise<string | undefined> {
+    this.serverVersion ??= this.askVersion().then((version) => {
+      if (!version) this.serverVersion = undefined;
+      return version;
+    });
+    return this.serverVersion;
+  }
+
+  private async askVersion(): Promise<string | undefined> {
+    try {
+      const response = await fetch(new URL('/api/v1/version', this.options.server), {
+        headers: this.options.headers, redirect: 'error', signal: AbortSignal.timeout(this.options.timeoutMs ?? 10_000),
+      });
+      const text = await response.text();
+      const spark = response.ok && text.length < 4096 ? (JSON.parse(text) as { spark?: unknown }).spark : undefined;
+      return typeof spark === 'string' && /^\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(spark) ? spark : undefined;
+    } catch {
+      return undefined;
+    }
+  }
 
   /** The file `rest` names, or undefined: not a plain static path, not there, or over the cap. */
   async read(rest: string): Promise<{ body: Buffer; contentType: string } | undefined> {

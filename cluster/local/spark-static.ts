@@ -7,49 +7,15 @@
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
-import { readFile, stat } from 'node:fs/promises';
-import { extname, join, resolve, sep } from 'node:path';
-import { SPARK_STATIC_PATH } from '../history/spark-static-path.js';
+import { join } from 'node:path';
+import { readStaticFile, type SparkStaticFile } from '../history/spark-static-path.js';
 import { cacheDir } from '../../lib/cache-dir.js';
 import { sparkJars, sparkVersion } from './ui-gate.js';
 
-/** One of Spark's static files as the proxy serves it. */
-export interface SparkStaticFile {
-  body: Buffer;
-  contentType: string;
-}
+export type { SparkStaticFile } from '../history/spark-static-path.js';
 
 /** Where the UI's files are inside spark-core's jar. */
 const JAR_FOLDER = 'org/apache/spark/ui/static';
-
-const TYPES: Record<string, string> = {
-  '.js': 'text/javascript; charset=utf-8',
-  '.css': 'text/css; charset=utf-8',
-  '.html': 'text/html; charset=utf-8',
-  '.map': 'application/json; charset=utf-8',
-  '.json': 'application/json; charset=utf-8',
-  '.png': 'image/png',
-  '.svg': 'image/svg+xml',
-  '.ico': 'image/x-icon',
-  '.gif': 'image/gif',
-  '.woff': 'font/woff',
-  '.woff2': 'font/woff2',
-};
-
-/** The Content-Type of a static file by its extension (unknown: bytes, which nosniff keeps inert). */
-export const staticContentType = (file: string): string => TYPES[extname(file).toLowerCase()] ?? 'application/octet-stream';
-
-/**
- * The file a `/static/…` path names under `root`, or undefined when it is no plain path below it
- * (no `..`, no encoded characters, nothing outside `root`).
- */
-export function staticFilePath(root: string, rest: string): string | undefined {
-  if (!SPARK_STATIC_PATH.test(rest)) return undefined;
-  const relative = rest.slice('/static/'.length);
-  const base = resolve(root);
-  const file = resolve(base, relative);
-  return file.startsWith(`${base}${sep}`) ? file : undefined;
-}
 
 // Only the UI's folder, each entry through zipfile's own name sanitising.
 const EXTRACT = [
@@ -101,8 +67,9 @@ export interface StaticSpark { sparkClass: string; python?: string }
 /**
  * Spark's static files of local mode's Sparks, extracted at the first request for each version
  * (again after a failure). Versions ship different files under the same names (4.x: Bootstrap 5,
- * other DataTables, new pages' scripts), so a run's page gets its own version's; a version not
- * prepared here, or none named, gets the base Spark's (setup's, the default version).
+ * other DataTables, new pages' scripts), so a page's links name its version
+ * (dashboard/spark-ui-static.ts); none named: the base Spark's (setup's, the default version); a
+ * version not offered, or whose virtualenv is not prepared, has none (nothing is built for a request).
  */
 export class LocalSparkStatic {
   private readonly roots = new Map<string, Promise<string>>();
@@ -115,18 +82,12 @@ export class LocalSparkStatic {
   /** The file `rest` (`/static/…`) names for Spark `version`, or undefined: none such, or Spark's files are not at hand. */
   async read(rest: string, version?: string): Promise<SparkStaticFile | undefined> {
     const root = await this.folder(version).catch(() => undefined);
-    const file = root && staticFilePath(root, rest);
-    if (!file) return undefined;
-    try {
-      if (!(await stat(file)).isFile()) return undefined;
-      return { body: await readFile(file), contentType: staticContentType(file) };
-    } catch {
-      return undefined;
-    }
+    return root ? readStaticFile(root, rest) : undefined;
   }
 
   private async folder(version: string | undefined): Promise<string> {
-    const spark = (version && await this.options.sparkOf?.(version).catch(() => undefined)) || this.options;
+    const spark = version === undefined ? this.options : await this.options.sparkOf?.(version).catch(() => undefined);
+    if (!spark) throw new Error(`no Spark ${version} prepared here`);
     const key = spark.sparkClass;
     let root = this.roots.get(key);
     if (!root) {

@@ -1,8 +1,8 @@
 // Spark's static files per version (cluster/local/spark-static.ts): Spark 4 ships other files
 // under the same names as 3.5 (Bootstrap 5, other DataTables, its own page scripts), so the
 // Spark UI proxy's cookieless /static/ answers give a 4.2.0 run's page 4.2.0's files, each
-// version's extracted once into the cache (spark-static-VERSION), and the base Spark's (3.5.7)
-// to a run of it or a version not prepared here.
+// version's extracted once into the cache (spark-static-VERSION), the base Spark's (3.5.7) when
+// no version is named, and nothing for a version not prepared here.
 import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import t from 'tap';
@@ -20,7 +20,8 @@ t.test('a 4.2.0 run gets Spark 4.2.0\'s static files, a 3.5.7 run (or no version
   if (!base || !four) return;
   const files = new LocalSparkStatic({
     sparkClass: sparkClass(base.sparkSubmit), python: base.python,
-    sparkOf: async (version) => (version === '4.2.0' ? { sparkClass: sparkClass(four.sparkSubmit), python: four.python } : undefined),
+    sparkOf: async (version) => (version === '4.2.0' ? { sparkClass: sparkClass(four.sparkSubmit), python: four.python }
+      : version === '3.5.7' ? { sparkClass: sparkClass(base.sparkSubmit), python: base.python } : undefined),
   });
   // flamegraph.js is new in Spark 4; jquery-3.5.1.min.js went (4.x names it jquery.min.js).
   t.ok(await files.read('/static/flamegraph.js', '4.2.0'), '4.2.0: a file only Spark 4 has');
@@ -37,4 +38,6 @@ t.test('a 4.2.0 run gets Spark 4.2.0\'s static files, a 3.5.7 run (or no version
   t.ok(three?.body.equals(kept('3.5.7')), '3.5.7\'s from spark-static-3.5.7');
   t.match(four_?.contentType, /javascript/);
   t.notOk(await files.read('/static/../../etc/passwd', '4.2.0'), 'no path out of the folder');
+  t.notOk(await files.read('/static/webui.js', '4.1.0'), 'a version with no Spark here: nothing (not the base Spark\'s files under its name)');
+  t.ok(await files.read('/static/webui.js'), 'no version named: the base Spark\'s');
 });

@@ -3,12 +3,16 @@ import type {
   V1ConfigMap, V1Deployment, V1Ingress, V1MutatingWebhookConfiguration, V1PolicyRule, V1Role, V1Service, V1ServiceAccount,
 } from '@kubernetes/client-node';
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import t from 'tap';
 import { rulesFrom } from '../../cli/rules.js';
+import { readVersionedStatic } from '../../cluster/history/spark-static-dir.js';
+import { LocalSparkStatic } from '../../cluster/local/spark-static.js';
+import { sparkJars } from '../../cluster/local/ui-gate.js';
+import { realSpark } from '../helpers/service.js';
 import { effectiveConfig, engineVersionRefusal } from '../../domain/index.js';
 import { mutatingWebhookConfiguration } from '../../webhook/server/registration.js';
 import { RELEASE_NAMESPACE, chartDir, helm, named, ofKind, renderChart } from './helm.js';
@@ -260,6 +264,25 @@ t.test('the History Server runs as the image\'s own user (Hadoop\'s login needs 
   t.equal(container?.securityContext?.readOnlyRootFilesystem, true, 'the rest of the container security context stays');
 });
 
+t.test('history.s3Region reaches the History Server and, through the node-pool file, the drivers', async (t) => {
+  const history = { 'history.eventLogDir': 's3a://bucket/spark-events', 'history.server.image': 'my/spark:4.2.0', 'history.s3Endpoint': 'http://s3.storage.svc:7070' };
+  const historyOpts = (objects: typeof defaults) => named<V1Deployment>(objects, 'Deployment', 'submission-service-history')
+    ?.spec?.template.spec?.containers[0].env?.find((e) => e.name === 'SPARK_HISTORY_OPTS')?.value ?? '';
+  const historySection = (objects: typeof defaults) =>
+    (JSON.parse(named<V1ConfigMap>(objects, 'ConfigMap', 'submission-service-config')!.data!['node-pools.json']) as { history?: { s3Region?: string } }).history;
+  const set = renderChart({ ...history, 'history.s3Region': 'us-east-1' });
+  t.match(historyOpts(set), /-Dspark\.hadoop\.fs\.s3a\.endpoint\.region=us-east-1(\s|$)/, 'the History Server signs for the region');
+  t.equal(historySection(set)?.s3Region, 'us-east-1', 'the api and the webhook read it from the node-pool file (drivers: spark.hadoop.fs.s3a.endpoint.region)');
+  const dir = mkdtempSync(join(tmpdir(), 'ss-chart-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  writeFileSync(join(dir, 'node-pools.json'), named<V1ConfigMap>(set, 'ConfigMap', 'submission-service-config')!.data!['node-pools.json']);
+  t.equal(rulesFrom(join(dir, 'node-pools.json'), 'spark-apps').eventLog?.s3?.region, 'us-east-1', 'the drivers\' event-log settings carry it');
+  const unset = renderChart(history);
+  t.notMatch(historyOpts(unset), /endpoint\.region/, 'empty (the default): S3A\'s own choice');
+  t.equal(historySection(unset)?.s3Region, undefined);
+  t.not(helm(['template', 'x', chartDir, '--set', 'history.s3Region=Not A Region']).status, 0, 'the values schema refuses what is no region name');
+});
+
 t.test('the log follow\'s limits are values: the api gets them as its flags, the code\'s defaults by default', async (t) => {
   const flag = (objects: typeof defaults, name: string) => {
     const args = named<V1Deployment>(objects, 'Deployment', 'submission-service-api')!.spec!.template.spec!.containers[0].args!;
@@ -276,6 +299,36 @@ t.test('the log follow\'s limits are values: the api gets them as its flags, the
     t.not(result.status, 0, `${bad} refused by the values schema`);
     t.match(result.output, /logFollowLimit|logArchiveMaxMb/);
   }
+});
+
+t.test('api.sparkStaticFromImages: an init container per engineVersion copies its Spark UI files for --spark-static-dir', async (t) => {
+  const objects = renderChart({ 'api.sparkStaticFromImages': 'true', 'images.3\\.5\\.7': 'my/spark:3.5.7' });
+  const pod = named<V1Deployment>(objects, 'Deployment', 'submission-service-api')!.spec!.template.spec!;
+  const inits = pod.initContainers ?? [];
+  t.same(inits.map((c) => c.image), ['my/spark:3.5.7', 'apache/spark:4.2.0'], 'each offered version\'s runtime image (images, else imagePattern)');
+  t.same(inits.map((c) => c.command?.at(-1)), ['/spark-static/3.5.7', '/spark-static/4.2.0'], 'each into a folder named by its version');
+  t.ok(inits.every((c) => c.securityContext?.readOnlyRootFilesystem && c.volumeMounts?.[0]?.name === 'spark-static'), 'read-only root, writing the shared emptyDir only');
+  const api = pod.containers[0];
+  const at = api.args!.indexOf('--spark-static-dir');
+  t.equal(api.args![at + 1], '/var/run/submission-service/spark-static', 'the api reads them (cli/kubernetes.ts)');
+  t.same(api.volumeMounts?.find((m) => m.name === 'spark-static'), { name: 'spark-static', mountPath: '/var/run/submission-service/spark-static', readOnly: true });
+  t.ok(pod.volumes?.some((v) => v.name === 'spark-static' && v.emptyDir), 'an emptyDir');
+  const off = named<V1Deployment>(defaults, 'Deployment', 'submission-service-api')!.spec!.template.spec!;
+  t.equal(off.initContainers, undefined, 'off by default: no runtime image pulled for the api');
+  t.notOk(off.containers[0].args!.includes('--spark-static-dir'));
+  // The script itself, on the local Spark's jars: the same files as local mode extracts.
+  const spark = realSpark();
+  if (!spark) return;
+  const sparkClass = join(dirname(spark.sparkSubmit), 'spark-class');
+  const jars = await sparkJars(sparkClass, spark.python);
+  const out = mkdtempSync(join(tmpdir(), 'ss-static-'));
+  t.teardown(() => rmSync(out, { recursive: true, force: true }));
+  const copied = spawnSync(spark.python ?? 'python3', [...inits[0]!.command!.slice(1, 3), jars, join(out, '3.5.7')], { encoding: 'utf8' });
+  t.equal(copied.status, 0, copied.stderr);
+  const file = await readVersionedStatic(out, '/static/webui.js', '3.5.7');
+  const local = await new LocalSparkStatic({ sparkClass, python: spark.python }).read('/static/webui.js');
+  t.ok(file && local && file.body.equals(local.body), 'webui.js as the jar has it');
+  t.ok(existsSync(join(out, '3.5.7', 'jquery-3.5.1.min.js')), 'and the rest of the folder');
 });
 
 t.test('the processes accept the arguments the chart gives them', async (t) => {

@@ -74,6 +74,7 @@ prometheus.io/path: /metrics
 {{- $h := dict "enabled" true "eventLogDir" .Values.history.eventLogDir "pathStyleAccess" .Values.history.pathStyleAccess "credentialsSecret" (include "ss.driverCredentialsSecret" .) "serverUrl" (printf "http://submission-service-history.%s.svc:%v" .Release.Namespace .Values.history.server.port) -}}
 {{- with .Values.history.logArchiveDir }}{{ $_ := set $h "logArchiveDir" . }}{{ end -}}
 {{- with .Values.history.s3Endpoint }}{{ $_ := set $h "s3Endpoint" . }}{{ end -}}
+{{- with .Values.history.s3Region }}{{ $_ := set $h "s3Region" . }}{{ end -}}
 {{- with .Values.history.driverKeys }}{{ $_ := set $h "driverKeys" . }}{{ end -}}
 {{- with .Values.history.incomingDir }}{{ $_ := set $h "incomingDir" . }}{{ end -}}
 {{- with .Values.history.storeAdminEndpoint }}{{ $_ := set $h "storeAdminEndpoint" . }}{{ end -}}
@@ -130,4 +131,25 @@ number read from a values file is a float to Helm: printed as an integer (100000
 {{/* Where drivers' folders are with a key per application: history.incomingDir, else spark-incoming in the event logs' bucket. */}}
 {{- define "ss.incomingDir" -}}
 {{- .Values.history.incomingDir | default (printf "%s/spark-incoming" (regexFind "^s3a?://[^/]+" .Values.history.eventLogDir)) -}}
+{{- end -}}
+
+{{/* The Spark runtime image of one engineVersion (dict "root" $ "version" V): images' entry, else imagePattern. */}}
+{{- define "ss.sparkImage" -}}
+{{- index .root.Values.images .version | default (replace "{version}" .version .root.Values.imagePattern) -}}
+{{- end -}}
+
+{{/* Copies the Spark UI's static files out of the spark-core jar in argv[1] (a jars folder) into
+argv[2] (api.sparkStaticFromImages' init containers; python3 is in every Spark runtime image). */}}
+{{- define "ss.sparkStaticScript" -}}
+import glob, os, sys, zipfile
+jars, out = sys.argv[1:3]
+prefix = "org/apache/spark/ui/static/"
+with zipfile.ZipFile(sorted(glob.glob(os.path.join(jars, "spark-core_*.jar")))[0]) as jar:
+    for entry in jar.infolist():
+        name = entry.filename[len(prefix):]
+        if entry.filename.startswith(prefix) and name and not entry.is_dir() and ".." not in name.split("/"):
+            target = os.path.join(out, name)
+            os.makedirs(os.path.dirname(target), exist_ok=True)
+            with jar.open(entry) as source, open(target, "wb") as copy:
+                copy.write(source.read())
 {{- end -}}
