@@ -101,7 +101,7 @@ def arrow(url, megabytes, rounds):
 def count(url):
     """spark.range(10).count() in a new session: the answer, the server's Spark version and the session id."""
     spark = session(url)
-    out = {"count": spark.range(10).count(), "version": spark.version, "session": spark.client._session_id}
+    out = {"count": int(spark.range(10).count()), "version": spark.version, "session": spark.client._session_id}
     print(json.dumps(out), flush=True)
 
 
