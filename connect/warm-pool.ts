@@ -154,8 +154,11 @@ export class ConnectWarmPool {
       const dead = await this.deadAmong(members.filter((m) => m.server && !stale.includes(m)));
       await this.stopAll([...stale, ...dead]);
       if (version === undefined || this.closed) continue;
-      const missing = size - (members.length - stale.length - dead.length);
-      for (let i = 0; i < missing && this.mayStart(template); i++) this.startOne(template, version);
+      const kept = members.filter((m) => !stale.includes(m) && !dead.includes(m));
+      // More than its size (a server given back after its refill began): starting ones go first.
+      const surplus = [...kept.filter((m) => !m.server), ...kept.filter((m) => m.server)].slice(0, Math.max(0, kept.length - size));
+      await this.stopAll(surplus);
+      for (let i = kept.length; i < size && this.mayStart(template); i++) this.startOne(template, version);
     }
   }
 

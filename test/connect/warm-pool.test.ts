@@ -72,12 +72,21 @@ t.test('open fills the pool; a ready server is handed out once, and the pool sta
 });
 
 t.test('a server given back (its claim refused before it was recorded) is the pool\'s again', async (t) => {
-  const { host, pool } = openPool(t, [[undefined, 1]]);
+  const { clock, host, pool } = openPool(t, [[undefined, 1]]);
   await flush();
   host.ready('warm-1');
   await flush();
   const taken = pool.take(undefined, '3.5.7')!;
+  await flush();
+  t.same(host.started(), ['warm-1', 'warm-2'], 'the refill began');
   pool.giveBack(taken);
+  t.same(pool.status(), [{ template: undefined, size: 1, ready: 1, starting: 1 }], 'one more than its size for now');
+  clock.advance(CHECK_MS);
+  await flush();
+  t.same(pool.status(), [{ template: undefined, size: 1, ready: 1, starting: 0 }], 'the next check drops the surplus, the starting one first');
+  host.ready('warm-2');
+  await flush();
+  t.same(host.stopped, ['warm-2'], 'stopped once it answered');
   t.equal(pool.take(undefined, '3.5.7')?.appName, 'warm-1', 'handed out again, to the next session');
 });
 
