@@ -120,7 +120,8 @@ try {
   const pools = versions.flatMap((version) => ['--connect-warm-pool', `${templateOf(version)}=1`]);
   const service = await startService(teardown, {
     dataDir: join(tempDir(teardown), 'data'), env: { ...sparkEnv(), LOG_LEVEL: 'warn' },
-    args: ['--connect-port', '0', '--cores', '4', ...pools],
+    // Cores for both pools' servers, a cold session and the refills: local mode's queue holds a driver otherwise.
+    args: ['--connect-port', '0', '--cores', '8', ...pools],
   });
   for (const version of versions) {
     const made = await http(service.url, 'POST', '/api/config-templates/', { name: templateOf(version), config: { engineVersion: version } });
