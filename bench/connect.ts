@@ -1,22 +1,35 @@
 // Spark Connect through the service's endpoint vs straight to the same Connect server (issue 24),
-// for each Spark version side by side in one run: `submission-service local` (auth off); per
-// version one session of that version's real client (pyspark[connect] 3.5.7; pyspark-client
-// 4.2.0 against a session from a template naming engineVersion 4.2.0, `;template=NAME`); its
-// first query (cold: the session's application starts with it), then CONNECT_QUERIES small
-// queries (`select 1`) through the endpoint, then as many straight to the session's own server
-// (its loopback port, read from the application's submission). Reported: p50 and p99 of each.
-//   node --import tsx bench/connect.ts      (CONNECT_QUERIES, default 1000; CONNECT_VERSIONS, default "3.5.7 4.2.0")
+// for each Spark version side by side in one run: `submission-service local` (auth off) with a
+// warm pool of one server per version's template; per version that version's real client
+// (pyspark[connect] 3.5.7; pyspark-client 4.2.0), sessions from templates naming the version.
+// Measured per version:
+//   - the first query of a new session, cold (a template without a pool: the session's
+//     application starts with it) and from the warm pool (its server already up);
+//   - CONNECT_QUERIES small queries (`select 1`) through the endpoint and straight to the warm
+//     session's server (its loopback port, from its submission), in CONNECT_ROUNDS alternating
+//     rounds (through, direct, through, ...), each a new client process whose first query is left
+//     out: both paths see the same JVM warmth and the same machine load;
+//   - CONNECT_ARROW_MB of Arrow batches back (rows of an id and 92 bytes), 2 fetches per round in
+//     alternating rounds as above; reported as the median rate of each path.
+//   node --import tsx bench/connect.ts   (CONNECT_QUERIES 1000, CONNECT_ROUNDS 4, CONNECT_ARROW_MB 100,
+//   CONNECT_VERSIONS "3.5.7 4.2.0", CONNECT_COLD 1: 0 leaves the cold start out)
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
-import { envNumber, fmt, load, percentileSorted, table } from './lib.js';
+import { envNumber, fmt, load, median, percentileSorted, table } from './lib.js';
 import { connectClientPython, connectPortOf, runConnectClientOf } from '../test/connect/connect-client.js';
 import { http, realSpark, sparkEnv, startService } from '../test/helpers/service.js';
+import { until } from '../test/helpers/poll.js';
 import { tempDir } from '../test/helpers/temp.js';
 
 const QUERIES = envNumber('CONNECT_QUERIES', 1000);
+const ROUNDS = Math.max(1, envNumber('CONNECT_ROUNDS', 4));
+const ARROW_MB = envNumber('CONNECT_ARROW_MB', 100);
+const COLD = envNumber('CONNECT_COLD', 1) > 0;
 const VERSIONS = (process.env.CONNECT_VERSIONS ?? '3.5.7 4.2.0').split(/\s+/).filter(Boolean);
+const WARM_LABEL = 'connect.submission-service.io/warm';
 const cleanup: Array<() => unknown> = [];
 const teardown = { teardown: (fn: () => unknown) => { cleanup.push(fn); } };
+const templateOf = (version: string) => `connect-${version.replaceAll('.', '-')}`;
 
 const versions = VERSIONS.filter((version) => connectClientPython(version));
 for (const version of VERSIONS.filter((v) => !versions.includes(v))) console.log(`${version}: skipped, no client (SETUP_TEST_TOOLS=1 scripts/setup.sh)`);
@@ -24,32 +37,101 @@ if (!realSpark() || versions.length === 0) {
   console.log('skipped: needs the Spark virtualenv and a Connect client (SETUP_TEST_TOOLS=1 scripts/setup.sh)');
   process.exit(0);
 }
+
+type Service = Awaited<ReturnType<typeof startService>>;
+interface App { appName: string; state: string; labels?: Record<string, string>; submittedBy?: string | null }
+
+/** The warm pool's server of `template` once its driver log says its Connect server started. */
+async function readyWarmServer(service: Service, template: string): Promise<App> {
+  let ready: App | undefined;
+  await until(async () => {
+    const items = (await http(service.url, 'GET', `/api/apps/?labelSelector=${WARM_LABEL}=${template}`)).json.items as App[];
+    for (const app of items.filter((x) => x.state === 'RUNNING')) {
+      if (/Spark Connect server started/.test((await http(service.url, 'GET', `/api/apps/${app.appName}/log`)).text)) ready = app;
+    }
+    return ready !== undefined;
+  }, { what: `a ready warm server of ${template}`, timeoutMs: 1_200_000, intervalMs: 1000 });
+  return ready!;
+}
+
+async function serverPortOf(service: Service, appName: string): Promise<number> {
+  const submission = (await http(service.url, 'GET', `/api/apps/${appName}/submission`)).json;
+  return Number(submission.configOverrides.engineConf['spark.connect.grpc.binding.port']);
+}
+
+/** Small queries in alternating rounds; each path's times (ms), first queries of each client left out. */
+async function smallQueries(version: string, through: string, direct: string) {
+  const times = { through: [] as number[], direct: [] as number[] };
+  const perRound = String(Math.max(1, Math.round(QUERIES / ROUNDS)));
+  for (let round = 0; round < ROUNDS; round++) {
+    times.through.push(...(await runConnectClientOf(version, 'bench', through, perRound)).times as number[]);
+    times.direct.push(...(await runConnectClientOf(version, 'bench', direct, perRound)).times as number[]);
+  }
+  return times;
+}
+
+/** Arrow fetches in alternating rounds: each path's rates (MB/s) and the bytes of one fetch. */
+async function arrowRates(version: string, through: string, direct: string) {
+  const rates = { through: [] as number[], direct: [] as number[] };
+  let bytes = 0;
+  for (let round = 0; round < Math.max(1, Math.ceil(ROUNDS / 2)); round++) {
+    for (const [path, url] of [['through', through], ['direct', direct]] as const) {
+      const seen = await runConnectClientOf(version, 'arrow', url, String(ARROW_MB), '2');
+      bytes = seen.bytes as number;
+      rates[path].push(...(seen.times as number[]).map((ms) => bytes / 1e6 / (ms / 1000)));
+    }
+  }
+  return { rates, bytes };
+}
+
+async function benchVersion(service: Service, endpoint: string, version: string): Promise<string[][]> {
+  const template = templateOf(version);
+  const rows: string[][] = [];
+  if (COLD) {
+    const made = await http(service.url, 'POST', '/api/config-templates/', { name: `${template}-cold`, config: { engineVersion: version } });
+    if (made.status !== 201) throw new Error(`template ${template}-cold: ${made.status} ${made.text}`);
+    const cold = await runConnectClientOf(version, 'bench', `${endpoint};template=${template}-cold`, '1');
+    rows.push([version, 'first query, new session, cold (its application starts)', fmt(cold.first)]);
+    const coldApp = ((await http(service.url, 'GET', `/api/apps/?labelSelector=connect.submission-service.io/template=${template}-cold`)).json.items as App[])[0];
+    if (coldApp) await http(service.url, 'POST', `/api/apps/${coldApp.appName}/stop`); // its cores back
+  }
+  const warm = await readyWarmServer(service, template);
+  const sessionId = randomUUID();
+  const through = `${endpoint};session_id=${sessionId};template=${template}`;
+  const first = await runConnectClientOf(version, 'bench', through, '1');
+  rows.push([version, 'first query, new session, from the warm pool', fmt(first.first)]);
+  const direct = `sc://localhost:${await serverPortOf(service, warm.appName)}/`;
+  const small = await smallQueries(version, through, direct);
+  const [sortedThrough, sortedDirect] = [small.through, small.direct].map((times) => Float64Array.from(times).sort());
+  const p = (sorted: Float64Array, q: number) => fmt(percentileSorted(sorted, q), 2);
+  rows.push([version, `select 1 through the endpoint, p50 / p99 (${small.through.length})`, `${p(sortedThrough, 50)} / ${p(sortedThrough, 99)}`]);
+  rows.push([version, `select 1 straight to the server, p50 / p99 (${small.direct.length})`, `${p(sortedDirect, 50)} / ${p(sortedDirect, 99)}`]);
+  rows.push([version, 'p50 added by the endpoint', fmt(percentileSorted(sortedThrough, 50) - percentileSorted(sortedDirect, 50), 2)]);
+  const arrow = await arrowRates(version, through, direct);
+  const [rateThrough, rateDirect] = [median(arrow.rates.through), median(arrow.rates.direct)];
+  rows.push([version, `${fmt(arrow.bytes / 1e6)} MB of Arrow batches, MB/s through / direct (median of ${arrow.rates.through.length})`, `${fmt(rateThrough, 1)} / ${fmt(rateDirect, 1)} (${fmt((100 * rateThrough) / rateDirect)}%)`]);
+  // Its cores back before the next version's session (local mode's core queue).
+  await http(service.url, 'POST', `/api/apps/${warm.appName}/stop`);
+  console.log(`${version} done (load ${load()})`);
+  return rows;
+}
+
 try {
-  const service = await startService(teardown, { dataDir: join(tempDir(teardown), 'data'), env: { ...sparkEnv(), LOG_LEVEL: 'warn' }, args: ['--connect-port', '0', '--cores', '2'] });
+  const pools = versions.flatMap((version) => ['--connect-warm-pool', `${templateOf(version)}=1`]);
+  const service = await startService(teardown, {
+    dataDir: join(tempDir(teardown), 'data'), env: { ...sparkEnv(), LOG_LEVEL: 'warn' },
+    // Cores for both pools' servers, a cold session and the refills: local mode's queue holds a driver otherwise.
+    args: ['--connect-port', '0', '--cores', '8', ...pools],
+  });
+  for (const version of versions) {
+    const made = await http(service.url, 'POST', '/api/config-templates/', { name: templateOf(version), config: { engineVersion: version } });
+    if (made.status !== 201) throw new Error(`template ${templateOf(version)}: ${made.status} ${made.text}`);
+  }
   const endpoint = `sc://localhost:${connectPortOf(service.output())}/`;
   const rows: string[][] = [];
-  for (const version of versions) {
-    const template = `connect-${version.replaceAll('.', '-')}`;
-    const made = await http(service.url, 'POST', '/api/config-templates/', { name: template, config: { engineVersion: version } });
-    if (made.status !== 201) throw new Error(`template ${template}: ${made.status} ${made.text}`);
-    const sessionId = randomUUID();
-    const through = await runConnectClientOf(version, 'bench', `${endpoint};session_id=${sessionId};template=${template}`, String(QUERIES));
-    const app = (await http(service.url, 'GET', `/api/apps/?labelSelector=connect.submission-service.io/session=${sessionId}`)).json.items[0];
-    const submission = (await http(service.url, 'GET', `/api/apps/${app.appName}/submission`)).json;
-    const serverPort = submission.configOverrides.engineConf['spark.connect.grpc.binding.port'];
-    const direct = await runConnectClientOf(version, 'bench', `sc://localhost:${serverPort}/`, String(QUERIES));
-    const row = (name: string, result: Record<string, any>, first: string) => {
-      const sorted = Float64Array.from(result.times as number[]).sort();
-      return [version, name, first, fmt(percentileSorted(sorted, 50), 2), fmt(percentileSorted(sorted, 99), 2)];
-    };
-    rows.push(row('through the endpoint', through, `${fmt(through.first)} (cold: the session's application starts)`));
-    rows.push(row('straight to the session\'s server', direct, `${fmt(direct.first)} (a new client session, server up)`));
-    // Its cores back before the next version's session starts (local mode queues it otherwise).
-    await http(service.url, 'POST', `/api/apps/${app.appName}/stop`);
-    console.log(`${version} done (load ${load()})`);
-  }
-  console.log(`Spark Connect round trips, ${QUERIES} queries each (load ${load()})`);
-  console.log(table(['Spark', 'path', 'first query (ms)', 'p50 (ms)', 'p99 (ms)'], rows));
+  for (const version of versions) rows.push(...await benchVersion(service, endpoint, version));
+  console.log(`Spark Connect through the endpoint and straight to the server, ${QUERIES} queries per path in ${ROUNDS} alternating rounds (load ${load()})`);
+  console.log(table(['Spark', 'what', 'ms (or as said)'], rows));
   await service.stop();
 } finally {
   for (const fn of cleanup.reverse()) await fn();

@@ -11,7 +11,7 @@ import type { ConnectAuth } from '../connect/endpoint.js';
 import { podPlacement } from '../connect/placement.js';
 import { DRIVER_PORTS } from '../domain/index.js';
 import { parseSecretRef } from './config.js';
-import { connectFlags, type ConnectEndpoint, type ConnectSettings, type EndpointCertificate, parseConnectFlags, startConnectEndpoint } from './connect-wiring.js';
+import { connectFlags, type ConnectEndpoint, type ConnectSettings, type EndpointCertificate, parseConnectFlags, startConnectEndpoint, warmVia } from './connect-wiring.js';
 
 export const kubernetesConnectFlags = {
   ...connectFlags,
@@ -25,7 +25,7 @@ export const kubernetesConnectFlags = {
   'connect-dns-name': { type: 'string', multiple: true },
 } as const;
 
-type Values = { [K in keyof typeof kubernetesConnectFlags]?: K extends 'connect-dns-name' ? string[] : string };
+type Values = { [K in keyof typeof kubernetesConnectFlags]?: K extends 'connect-dns-name' | 'connect-warm-pool' ? string[] : string };
 
 export interface KubernetesConnectSettings {
   endpoint: ConnectSettings;
@@ -70,6 +70,8 @@ export interface KubernetesConnectWiring {
   dataDir: string;
   /** The port sessions' servers listen on in their pods (default Spark Connect's 15002; tests use another). */
   serverPort?: number;
+  /** The API's gateway proof (a warm pool's claims need it). */
+  proof?: string;
 }
 
 /** Starts the endpoint on `host`, once the API listens (sessions are submitted through it as the caller's key). */
@@ -85,6 +87,8 @@ export async function startKubernetesConnect(host: string, wiring: KubernetesCon
     // A jar on this machine is not in the driver's image: 3.5 drivers resolve the artifact.
     serverJar: () => undefined,
     certificate, announceHost: settings.announceHost,
+    // The warm pool (per replica): servers submitted as the service, claimed through the API.
+    warm: { via: warmVia(cluster), proof: wiring.proof },
   });
   if (!endpoint || !ref) return endpoint;
   let served = certificate!.cert;

@@ -10,6 +10,11 @@ import { type ConnectAuth, createConnectEndpoint } from '../connect/endpoint.js'
 import type { ServerPlacement } from '../connect/placement.js';
 import { ServiceApi } from '../connect/service-api.js';
 import { ConnectSessions } from '../connect/sessions.js';
+import type { WarmOptions } from '../connect/warm-host.js';
+import { newAppName } from '../cluster/app-name.js';
+import type { Cluster } from '../cluster/cluster.js';
+import { submitApplication } from '../cluster/submit-application.js';
+import type { ApplicationConfig } from '../schemas/index.js';
 import { generateCa, issueServingCert } from '../certs/generate.js';
 import { makePrivateDir } from '../lib/atomic-file.js';
 import { parseDuration } from '../lib/duration.js';
@@ -26,6 +31,8 @@ export const connectFlags = {
   'connect-tls': { type: 'string', default: 'off' },
   'connect-tls-cert': { type: 'string' },
   'connect-tls-key': { type: 'string' },
+  // Connect servers kept started per template (TEMPLATE=N, repeatable; `default`: sessions naming none).
+  'connect-warm-pool': { type: 'string', multiple: true },
 } as const;
 
 export const DEFAULT_CONNECT_PORT = 15002;
@@ -37,9 +44,24 @@ export interface ConnectSettings {
   idleMs: number;
   /** PEM files given, or `made`: a CA and certificate the service makes once in the data dir. */
   tls?: { certFile: string; keyFile: string } | 'made';
+  /** Warm pool sizes per template (undefined: sessions naming none); empty: no pool. */
+  warmPool: Map<string | undefined, number>;
 }
 
-export function parseConnectFlags(values: { [K in keyof typeof connectFlags]?: string }): ConnectSettings | undefined {
+/** `--connect-warm-pool TEMPLATE=N` (repeatable; `default`: sessions that name no template) → sizes; a later value wins. */
+export function parseConnectWarmPool(values: string[] | undefined): Map<string | undefined, number> {
+  const sizes = new Map<string | undefined, number>();
+  for (const value of values ?? []) {
+    const match = /^([a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)=(\d{1,2})$/.exec(value);
+    if (!match) throw new Error(`--connect-warm-pool takes TEMPLATE=N (a template name, or default for sessions that name none, and a number of servers, 0-99), not ${JSON.stringify(value)}`);
+    sizes.set(match[1] === 'default' ? undefined : match[1], Number(match[3]));
+  }
+  return sizes;
+}
+
+type FlagValues = { [K in keyof typeof connectFlags]?: K extends 'connect-warm-pool' ? string[] : string };
+
+export function parseConnectFlags(values: FlagValues): ConnectSettings | undefined {
   const port = values['connect-port'] ?? String(DEFAULT_CONNECT_PORT);
   if (port === 'off') return undefined;
   if (!/^\d{1,5}$/.test(port) || Number(port) > 65535) throw new Error(`--connect-port takes a port (0: any free one) or off, not ${JSON.stringify(port)}`);
@@ -49,7 +71,7 @@ export function parseConnectFlags(values: { [K in keyof typeof connectFlags]?: s
   if (mode !== 'on' && mode !== 'off') throw new Error('--connect-tls takes on or off');
   if (Boolean(certFile) !== Boolean(keyFile)) throw new Error('--connect-tls-cert and --connect-tls-key go together');
   const tls = mode === 'off' ? undefined : certFile && keyFile ? { certFile, keyFile } : 'made';
-  return { port: Number(port), explicit: values['connect-port'] !== undefined, idleMs, tls };
+  return { port: Number(port), explicit: values['connect-port'] !== undefined, idleMs, tls, warmPool: parseConnectWarmPool(values['connect-warm-pool']) };
 }
 
 /**
@@ -99,6 +121,36 @@ export interface ConnectWiring {
   certificate?: EndpointCertificate;
   /** The host name the printed address names (default: localhost on loopback, else `host`). */
   announceHost?: string;
+  /** The warm pool's way to the cluster (submits with no key) and the proof its claims need. */
+  warm?: { via: Omit<WarmOptions, 'sizes'>; proof: string | undefined };
+}
+
+/** The warm pool's servers as the service's own: submitted to the cluster itself (no key), read and looked up there. */
+export function warmVia(cluster: Pick<Cluster, 'createDriver' | 'get' | 'templates'>): Omit<WarmOptions, 'sizes'> {
+  return {
+    submit: async (submission) => {
+      const { jobName, configTemplateName, configOverrides, labels } = submission as { jobName: string; configTemplateName?: string; configOverrides: ApplicationConfig; labels: Record<string, string> };
+      const result = await submitApplication(cluster, { appName: newAppName(jobName), jobName, configTemplateName, configOverrides, labels }, { dryRun: false });
+      if (!result.ok) throw new Error(`the warm pool's server was refused (HTTP ${result.status}): ${result.body.message}`);
+      return result.record;
+    },
+    get: (appName) => cluster.get(appName),
+    templateVersion: async (name) => {
+      const template = await cluster.templates.get(name);
+      return template === undefined ? undefined : template.config.engineVersion ?? null;
+    },
+  };
+}
+
+/** The pool's options, or undefined (off, said in the log when it cannot claim for keys). */
+function warmOptions(wiring: ConnectWiring): WarmOptions | undefined {
+  const sizes = wiring.settings.warmPool;
+  if (!wiring.warm || ![...sizes.values()].some((n) => n > 0)) return undefined;
+  if (wiring.auth.enabled && !wiring.warm.proof) {
+    wiring.log.warn('no Spark Connect warm pool: handing a server to a key needs the gateway secret (gateway.secret / SUBMISSION_SERVICE_GATEWAY_SECRET)');
+    return undefined;
+  }
+  return { sizes, ...wiring.warm.via };
 }
 
 /** PEM certificate and key the endpoint serves, and what clients trust (said at start). */
@@ -119,8 +171,9 @@ export interface ConnectEndpoint {
  */
 export async function startConnectEndpoint(host: string, wiring: ConnectWiring): Promise<ConnectEndpoint | undefined> {
   const sessions = new ConnectSessions({
-    api: new ServiceApi(wiring.apiUrl), log: wiring.log, defaultVersion: wiring.defaultVersion,
+    api: new ServiceApi(wiring.apiUrl, wiring.warm?.proof), log: wiring.log, defaultVersion: wiring.defaultVersion,
     serverJar: wiring.serverJar ?? connectServerJar, idleMs: wiring.settings.idleMs, stopApp: wiring.stopApp, placement: wiring.placement,
+    warm: warmOptions(wiring),
   });
   const tls = wiring.certificate ?? (wiring.settings.tls && await endpointCertificate(wiring.settings.tls, wiring.dataDir));
   const server = createConnectEndpoint({ auth: wiring.auth, sessions, log: wiring.log, tls });

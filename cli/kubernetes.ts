@@ -126,11 +126,12 @@ export async function apiCommand(argv: string[]): Promise<number> {
   const policy = watchedRules?.current().policy;
   // Session cookies must verify on every replica: the chart gives all of them the same secret
   // (SUBMISSION_SERVICE_SESSION_SECRET from the auth Secret); without it, <data-dir>/session-secret.
+  const gatewayProof = apiGatewayProof(false);
   const api = await buildService({
     cluster, auth: { enabled: values.auth === 'on', store }, policy, sessionSecret: loadSessionSecret(values['data-dir']),
     trustProxy: values['trust-proxy'], logger: loggerOptions('api'), sparkUiHost: values['spark-ui-host'],
     // Kernel labels only from the notebook gateway: SUBMISSION_SERVICE_GATEWAY_SECRET, shared with it.
-    gatewayProof: apiGatewayProof(false),
+    gatewayProof,
     fairShare: fairShareFrom(values, values['node-pools']),
     history,
     jobs: cluster.jobs,
@@ -145,7 +146,7 @@ export async function apiCommand(argv: string[]): Promise<number> {
   const apiPort = Number(values.port ?? 8080);
   const address = await api.listen({ port: apiPort, host: values.host });
   const endpoint = connect && await startKubernetesConnect(values.host, { settings: connect, clients, cluster, auth: { enabled: values.auth === 'on', store }, log: api.log,
-    dataDir: values['data-dir'], apiUrl: () => `http://127.0.0.1:${apiPort}`, defaultVersion: watchedRules?.current().defaultEngineVersion ?? DEFAULT_ENGINE_VERSION });
+    dataDir: values['data-dir'], apiUrl: () => `http://127.0.0.1:${apiPort}`, defaultVersion: watchedRules?.current().defaultEngineVersion ?? DEFAULT_ENGINE_VERSION, proof: gatewayProof });
   const keysFrom = values.auth !== 'on' ? '' : secretStore ? `, API keys from Secret ${secretStore.ref}` : `, API keys from ${fileStore!.path}`;
   process.stdout.write(`Submission Service API (Kubernetes mode, namespace ${values.namespace}${keysFrom}) at ${address}/api/\n`);
   // The endpoint's sessions are stopped first: none is left running unreachable.

@@ -57,7 +57,8 @@ export interface Cluster {
   get(appName: string): Promise<AppRecord | undefined>;
   /**
    * Records `claimer` (a key id) as the claimer of a warm pool's kernel (KERNEL_CLAIMER_LABEL),
-   * once: ConflictError when another key claimed it; undefined when unknown.
+   * once: ConflictError when another key claimed it; undefined when unknown. An application with
+   * no submitter (a warm Connect server the service started) gets the claimer as its submitter.
    */
   claim(appName: string, claimer: string): Promise<AppRecord | undefined>;
   list(query: ListQuery): Promise<Page<AppRecord>>;

@@ -8,7 +8,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { KeyVerifier } from '../submit-api/auth/plugin.js';
 import { answerStatus, GrpcRefusal, GrpcStatus } from './grpc-status.js';
 import { bearerToken, templateOf } from './metadata.js';
-import { relay, Upstreams } from './relay.js';
+import { CONNECTION_WINDOW, relay, STREAM_WINDOW, Upstreams } from './relay.js';
 import { type ConnectCaller } from './session-owners.js';
 import { peekSessionId } from './session-id.js';
 import type { ConnectSessions } from './sessions.js';
@@ -101,7 +101,10 @@ export function createConnectEndpoint(options: ConnectEndpointOptions): Http2Ser
   const upstreams = new Upstreams();
   const open: OpenCalls = new Map();
   const stopWatching = watchRevocations(options, open);
-  const server = options.tls ? createSecureServer({ cert: options.tls.cert, key: options.tls.key }) : createServer();
+  // Large windows for what clients send (artifacts, local relations), as on the upstream leg (relay.ts).
+  const settings = { initialWindowSize: STREAM_WINDOW };
+  const server = options.tls ? createSecureServer({ cert: options.tls.cert, key: options.tls.key, settings }) : createServer({ settings });
+  server.on('session', (session) => session.once('remoteSettings', () => session.setLocalWindowSize(CONNECTION_WINDOW)));
   server.on('stream', (stream, headers) => {
     stream.on('error', () => { /* a reset call: nothing to answer */ });
     if (headers[':method'] !== 'POST' || !String(headers['content-type'] ?? '').startsWith('application/grpc')) {

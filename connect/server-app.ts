@@ -1,10 +1,13 @@
 // What a Connect session's application is: a driver that runs Spark's own Connect server
 // (SparkConnectServer, as Spark's sbin/start-connect-server.sh starts it) on a loopback port the
 // endpoint picked, from the caller's template. Pure: the endpoint submits what this returns.
+import { CONNECT_WARM_LABEL_KEY } from '../domain/labels.js';
 
 export const CONNECT_SERVER_CLASS = 'org.apache.spark.sql.connect.service.SparkConnectServer';
 /** Labels of a Connect session's application: how the API, the dashboard and the endpoint tell it. */
 export const CONNECT_SESSION_LABEL = 'connect.submission-service.io/session';
+/** The session label's value on a warm pool's server (its session id is the endpoint's log's: "from the warm pool"). */
+export const WARM_SESSION = 'warm';
 export const CONNECT_TEMPLATE_LABEL = 'connect.submission-service.io/template';
 /** The template label's value when the call named none (the service's defaults). */
 export const NO_TEMPLATE = 'none';
@@ -29,6 +32,13 @@ export interface SessionAppInput {
   port: number;
   /** The 3.5 server's jar, when fetched ahead. */
   jar?: string;
+}
+
+/** A warm pool's server (connect/warm-pool.ts): no session yet, labelled with its pool's template (domain's CONNECT_WARM_LABEL_KEY). */
+export function warmSubmission(input: Omit<SessionAppInput, 'sessionId'>): Record<string, unknown> & { jobName: string; labels: Record<string, string> } {
+  const submission = sessionSubmission({ ...input, sessionId: WARM_SESSION });
+  const labels = { ...submission.labels as Record<string, string>, [CONNECT_WARM_LABEL_KEY]: input.template ?? NO_TEMPLATE };
+  return { ...submission, jobName: 'connect-warm', labels };
 }
 
 /** The POST /api/apps/ body of a session's application. */

@@ -1,5 +1,6 @@
 // The endpoint's only way into the service: the public HTTP API, as the caller's key (the same
 // route, owner, policy, quotas and fair queue as any POST /api/apps/), like the notebook gateway.
+import { GATEWAY_PROOF_HEADER } from '../lib/gateway-proof.js';
 import { GrpcRefusal, GrpcStatus, type GrpcStatusCode } from './grpc-status.js';
 
 export interface ConnectApp {
@@ -24,11 +25,14 @@ export function grpcCodeOf(httpStatus: number): GrpcStatusCode {
 }
 
 export class ServiceApi {
-  /** `base`: the API's address, known once the server listens (a function). */
-  constructor(private readonly base: () => string) {}
+  /**
+   * `base`: the API's address, known once the server listens (a function). `proof`: the service's
+   * own (lib/gateway-proof.ts), sent only with a claim of a warm pool's server.
+   */
+  constructor(private readonly base: () => string, private readonly proof?: string) {}
 
-  private async call<T>(method: string, path: string, key: string | undefined, body?: unknown): Promise<T> {
-    const headers: Record<string, string> = key ? { 'x-api-key': key } : {};
+  private async call<T>(method: string, path: string, key: string | undefined, body?: unknown, extra: Record<string, string> = {}): Promise<T> {
+    const headers: Record<string, string> = { ...extra, ...(key ? { 'x-api-key': key } : {}) };
     if (body !== undefined) headers['content-type'] = 'application/json';
     const response = await fetch(new URL(path, this.base()), {
       method, headers, body: body === undefined ? undefined : JSON.stringify(body), signal: AbortSignal.timeout(30_000),
@@ -46,8 +50,14 @@ export class ServiceApi {
     return this.call('GET', `/api/config-templates/${encodeURIComponent(name)}`, key);
   }
 
-  submit(submission: Record<string, unknown>, key: string | undefined): Promise<ConnectApp> {
-    return this.call('POST', '/api/apps/', key, submission);
+  /** With `dryRun`: the same checks as the caller's submission (and counted like one per minute), nothing kept. */
+  submit(submission: Record<string, unknown>, key: string | undefined, options: { dryRun?: boolean } = {}): Promise<ConnectApp> {
+    return this.call('POST', options.dryRun ? '/api/apps/?dryRun=true' : '/api/apps/', key, submission);
+  }
+
+  /** Makes a warm pool's server (no submitter) the application of `key` (POST /api/apps/{app}/claim, with the proof). */
+  async claim(appName: string, key: string | undefined): Promise<void> {
+    await this.call('POST', `/api/apps/${encodeURIComponent(appName)}/claim`, key, undefined, this.proof ? { [GATEWAY_PROOF_HEADER]: this.proof } : {});
   }
 
   /** The application, or undefined once it is gone (deleted). */

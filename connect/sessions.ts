@@ -5,10 +5,12 @@ import type { FastifyBaseLogger } from 'fastify';
 import { GrpcRefusal, GrpcStatus } from './grpc-status.js';
 import { type ConnectCaller, sessionRefusal } from './session-owners.js';
 import { listening, loopbackPlacement, type ServerAddress, type ServerPlacement } from './placement.js';
+import { isEnded, waitForServer } from './server-wait.js';
 import { sessionSubmission } from './server-app.js';
 import type { ConnectApp, ServiceApi } from './service-api.js';
+import { type WarmOptions, warmPoolHost } from './warm-host.js';
+import { ConnectWarmPool, type WarmServer } from './warm-pool.js';
 
-const TERMINAL = new Set(['COMPLETED', 'FAILED', 'KILLED', 'UNKNOWN']);
 /** Ended sessions remembered (so that their id is not started again by a late call): the newest this many. */
 const ENDED_KEPT = 10_000;
 
@@ -23,6 +25,8 @@ export interface ConnectSession {
   port?: number;
   /** Where the endpoint reaches its server, once it answered. */
   server?: ServerAddress;
+  /** Its server came ready from the warm pool. */
+  warm?: boolean;
   /** Resolves once the Connect server answers; rejects when the application could not start. */
   ready: Promise<void>;
   openCalls: number;
@@ -47,7 +51,13 @@ export interface SessionsOptions {
    * ends by itself (idle, shutdown): the owner's key may have been revoked meanwhile.
    */
   stopApp?: (appName: string) => Promise<unknown>;
+  /** The warm pool (off when absent or all sizes are 0): servers the service starts ahead, with no key. */
+  warm?: WarmOptions;
 }
+
+
+/** The claim's refusals that come before anything is recorded (key, proof, the key's cap): the server stays unclaimed. */
+const REFUSED_BEFORE_CLAIM = new Set<number>([GrpcStatus.UNAUTHENTICATED, GrpcStatus.PERMISSION_DENIED, GrpcStatus.RESOURCE_EXHAUSTED]);
 
 const endedMessage = (sessionId: string, why: string) =>
   `Spark Connect session ${sessionId} has ended (${why}); its temp views and cached data are gone: stop this SparkSession and build a new one`;
@@ -57,12 +67,29 @@ export class ConnectSessions {
   private readonly ended = new Map<string, { owner: string | null; why: string }>();
   private cullTimer: NodeJS.Timeout | undefined;
   private closed = false;
+  /** Servers started ahead (absent: no pool). */
+  readonly pool: ConnectWarmPool | undefined;
 
   constructor(private readonly options: SessionsOptions) {
     if (options.idleMs > 0) {
       this.cullTimer = setInterval(() => this.cull(), Math.max(250, Math.min(60_000, options.idleMs / 4)));
       this.cullTimer.unref();
     }
+    const { warm } = options;
+    if (warm && [...warm.sizes.values()].some((n) => n > 0)) {
+      const host = warmPoolHost({
+        warm, placement: this.placement, defaultVersion: options.defaultVersion, serverJar: options.serverJar,
+        stop: (appName) => this.stopApp(appName, undefined), stopping: () => this.closed, probeMs: options.probeMs,
+      });
+      this.pool = new ConnectWarmPool(warm.sizes, host, options.log, warm.checkMs);
+      this.pool.open();
+    }
+  }
+
+  private get placement(): ServerPlacement { return this.options.placement ?? loopbackPlacement; }
+
+  private stopApp(appName: string, key: string | undefined): Promise<unknown> {
+    return this.options.stopApp ? this.options.stopApp(appName) : this.options.api.stop(appName, key);
   }
 
   /** The caller's session, started if new; throws a GrpcRefusal (before any side effect) when it may not have it. */
@@ -104,11 +131,15 @@ export class ConnectSessions {
     const { api, log } = this.options;
     try {
       const version = session.template ? (await api.template(session.template, session.key)).config.engineVersion ?? this.options.defaultVersion : this.options.defaultVersion;
-      session.port = await (this.options.placement ?? loopbackPlacement).port();
+      if (await this.fromPool(session, version)) return;
+      session.port = await this.placement.port();
       const app = await api.submit(sessionSubmission({ sessionId: session.sessionId, template: session.template, version, port: session.port, jar: this.options.serverJar(version) }), session.key);
       session.appName = app.appName;
       log.info({ appName: app.appName, sessionId: session.sessionId, version }, 'Spark Connect session: application submitted');
-      await this.waitForServer(session);
+      session.server = await waitForServer({
+        appName: app.appName, port: session.port, placement: this.placement, get: (name) => api.get(name, session.key),
+        stopping: () => this.closed, probeMs: this.options.probeMs, what: 'this Spark Connect session',
+      });
     } catch (error) {
       this.sessions.delete(session.sessionId);
       if (session.appName) this.forget(session, 'its application did not start');
@@ -116,20 +147,43 @@ export class ConnectSessions {
     }
   }
 
-  private async waitForServer(session: ConnectSession): Promise<void> {
-    for (;;) {
-      const address = await (this.options.placement ?? loopbackPlacement).address(session.appName!, session.port!);
-      if (address && await listening(address)) {
-        session.server = address;
-        return;
-      }
-      const app = await this.options.api.get(session.appName!, session.key);
-      if (!app || TERMINAL.has(app.state)) {
-        throw new GrpcRefusal(GrpcStatus.FAILED_PRECONDITION, `the application ${session.appName} of this Spark Connect session ended ${app?.state ?? 'deleted'} before its server answered${app?.stateDetail ? `: ${app.stateDetail}` : ''} (its driver log: GET /api/apps/${session.appName}/log)`);
-      }
-      if (this.closed) throw new GrpcRefusal(GrpcStatus.UNAVAILABLE, 'the Spark Connect endpoint is shutting down');
-      await new Promise((resolve) => setTimeout(resolve, this.options.probeMs ?? 250));
+  /**
+   * Gives the session a ready server of the warm pool, if there is one for its template and
+   * version, after the gates a submission of the caller's meets (a dry run as its key: key,
+   * template, policy, submissions per minute); the claim then makes it the caller's application
+   * (its submitter; counted toward its unfinished applications, 429 at its cap). A server whose
+   * claim was refused before it was recorded goes back to the pool; one in doubt is stopped.
+   */
+  private async fromPool(session: ConnectSession, version: string): Promise<boolean> {
+    const { pool } = this;
+    let warm: WarmServer | undefined;
+    while ((warm = pool?.take(session.template, version)) && !(await listening(warm.server, 1000))) void this.stopQuietly(warm.appName);
+    if (!pool || !warm) return false;
+    const { api } = this.options;
+    try {
+      await api.submit(sessionSubmission({ sessionId: session.sessionId, template: session.template, version, port: warm.port }), session.key, { dryRun: true });
+    } catch (error) {
+      pool.giveBack(warm); // a dry run keeps nothing: the server is nobody's yet
+      throw error;
     }
+    try {
+      if (session.owner !== null) await api.claim(warm.appName, session.key);
+    } catch (error) {
+      if (error instanceof GrpcRefusal && REFUSED_BEFORE_CLAIM.has(error.code)) {
+        pool.giveBack(warm);
+        throw error;
+      }
+      void this.stopQuietly(warm.appName); // in doubt whether the claim was recorded: nobody else gets it
+      this.options.log.warn({ err: error, appName: warm.appName }, 'Spark Connect warm pool: could not hand a server out; starting the session cold');
+      return false;
+    }
+    Object.assign(session, { appName: warm.appName, port: warm.port, server: warm.server, warm: true });
+    this.options.log.info({ appName: warm.appName, sessionId: session.sessionId, version, owner: session.owner }, 'Spark Connect session: a server from the warm pool');
+    return true;
+  }
+
+  private stopQuietly(appName: string): Promise<void> {
+    return this.stopApp(appName, undefined).then(() => undefined, (error: Error) => this.options.log.warn({ err: error, appName }, 'could not stop a Spark Connect server'));
   }
 
   /**
@@ -143,7 +197,7 @@ export class ConnectSessions {
     } catch {
       return undefined;
     }
-    if (app && !TERMINAL.has(app.state)) return undefined;
+    if (!isEnded(app)) return undefined;
     const why = app ? `its application ${session.appName} is ${app.state}` : `its application ${session.appName} was deleted`;
     this.forget(session, why);
     return endedMessage(session.sessionId, why);
@@ -158,9 +212,7 @@ export class ConnectSessions {
   /** Stops the session's application and forgets the session. */
   async end(session: ConnectSession, why: string): Promise<void> {
     this.forget(session, why);
-    if (!session.appName) return;
-    if (this.options.stopApp) await this.options.stopApp(session.appName);
-    else await this.options.api.stop(session.appName, session.key);
+    if (session.appName) await this.stopApp(session.appName, session.key);
   }
 
   /** Stops the sessions of a key that was revoked: nobody can reach them any more. */
@@ -183,6 +235,6 @@ export class ConnectSessions {
   async close(): Promise<void> {
     this.closed = true;
     if (this.cullTimer) clearInterval(this.cullTimer);
-    await Promise.allSettled([...this.sessions.values()].map((session) => this.end(session, 'the endpoint stopped')));
+    await Promise.allSettled([...[...this.sessions.values()].map((session) => this.end(session, 'the endpoint stopped')), this.pool?.close()]);
   }
 }

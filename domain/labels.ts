@@ -49,6 +49,15 @@ export const KERNEL_CLAIMER_LABEL = `${KERNEL_LABEL_PREFIX}claimed-by`;
 /** On a warm pool's kernels: the template whose pool started it (gateway/kernel-registry.ts sets it). */
 export const KERNEL_POOL_LABEL_KEY = `${KERNEL_LABEL_PREFIX}pool`;
 
+/**
+ * On a Spark Connect server the endpoint started ahead for its warm pool (connect/warm-pool.ts):
+ * the template whose pool it is. The service submits it with no key; the one key whose session it
+ * is handed to claims it (POST /api/apps/{app}/claim, with the proof and that key), which makes
+ * that key its submitter, once. A submission may carry the label, but then it has a submitter and
+ * is never claimed.
+ */
+export const CONNECT_WARM_LABEL_KEY = 'connect.submission-service.io/warm';
+
 /** An application's own labels among a pod's or a resource's labels. */
 export function applicationLabels(labels: Record<string, string> | undefined): Record<string, string> {
   const own: Record<string, string> = {};

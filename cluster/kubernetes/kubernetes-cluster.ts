@@ -308,6 +308,8 @@ export class KubernetesCluster implements Cluster {
       const body = [
         { op: 'test', path: '/metadata/resourceVersion', value: resource.metadata.resourceVersion },
         { op: 'add', path: `/metadata/labels/${KERNEL_CLAIMER_LABEL.replace(/~/g, '~0').replace(/\//g, '~1')}`, value: claimer },
+        // No submitter (a warm Connect server the service started): the claimer becomes it.
+        ...(resource.spec.submittedBy ? [] : [{ op: 'add', path: '/spec/submittedBy', value: claimer }]),
       ];
       await this.call(`claim application ${appName}`, () => this.custom.patchNamespacedCustomObject({ ...this.records, name: appName, fieldManager: FIELD_MANAGER, body }));
     }

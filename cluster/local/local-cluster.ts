@@ -129,7 +129,9 @@ export class LocalCluster implements Cluster {
     if (!stored) return undefined;
     const current = stored.record.labels?.[KERNEL_CLAIMER_LABEL];
     if (current !== undefined && current !== claimer) throw new ConflictError(`application ${appName} was claimed by another key`);
-    if (current === undefined) await this.apps.update(stored, { labels: { ...stored.record.labels, [KERNEL_CLAIMER_LABEL]: claimer } });
+    if (current === undefined) {
+      await this.apps.update(stored, { labels: { ...stored.record.labels, [KERNEL_CLAIMER_LABEL]: claimer }, submittedBy: stored.record.submittedBy ?? claimer });
+    }
     return this.records.get(appName)?.record;
   }
 

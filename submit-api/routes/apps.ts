@@ -9,12 +9,12 @@ import { newAppName } from '../../cluster/app-name.js';
 import { submitApplication } from '../../cluster/submit-application.js';
 import type { V1Pod } from '@kubernetes/client-node';
 import { type Application, type Submission, ref, schemaIds } from '../../schemas/index.js';
-import { KERNEL_POOL_LABEL_KEY, mayActOnApplication, type SubmissionPolicy } from '../../domain/index.js';
-import { GATEWAY_PROOF_HEADER, isGatewayProof } from '../../lib/gateway-proof.js';
+import { mayActOnApplication, type SubmissionPolicy } from '../../domain/index.js';
 import { HttpError, notFound } from '../errors.js';
 import type { FairShare } from '../fair-share.js';
 import { countSubmission } from '../metrics.js';
 import { countsSchema, countStates, skipBytes, submissionSchema, summaryListSchema, toApplication, toSummary } from '../present.js';
+import { claimRoute } from './claim.js';
 import { labelSelectorQuery, parseLabelSelector, searchQuery } from './list-filters.js';
 import { bodyFingerprint, IDEMPOTENCY_HEADER, Idempotency, parseIdempotencyKey, scopedKeyHash, withIdempotencyMark } from '../idempotency.js';
 import { redactConfig, redactEnvFor, seesEnvOf } from '../redact-env.js';
@@ -216,23 +216,7 @@ export async function appRoutes(app: FastifyInstance, { cluster, policy, history
     return redactEnvFor(toApplication(record, history), request.apiKey);
   });
 
-  // The notebook gateway's, not the public API's (hidden from the OpenAPI document): a warm pool's
-  // kernel handed to a key is recorded as that key's (KERNEL_CLAIMER_LABEL), so its owner checks
-  // and its Spark UI let the claimer in. Needs the gateway's proof and the claimer's own key.
-  app.post<{ Params: { appName: string } }>('/api/apps/:appName/claim', {
-    schema: { hide: true, params: appNameParams },
-  }, async (request) => {
-    if (!isGatewayProof(gatewayProof, request.headers[GATEWAY_PROOF_HEADER])) {
-      throw new HttpError(403, 'only the notebook gateway claims a warm pool\'s kernel (POST /notebooks/api/kernels starts or claims one)');
-    }
-    if (!request.apiKey) throw new HttpError(400, 'a claim is recorded for the claiming key; with authentication off kernels have no owners');
-    const record = await cluster.get(request.params.appName);
-    if (!record) throw notFound(`application ${request.params.appName}`);
-    if (record.labels?.[KERNEL_POOL_LABEL_KEY] === undefined) throw new HttpError(400, `application ${record.appName} is not a warm pool's kernel`);
-    const claimed = await cluster.claim(record.appName, request.apiKey.id);
-    if (!claimed) throw notFound(`application ${request.params.appName}`);
-    return redactEnvFor(toApplication(claimed, history), request.apiKey);
-  });
+  claimRoute(app, { cluster, history, gatewayProof, fairShare });
 
   app.delete<{ Params: { appName: string } }>('/api/apps/:appName', {
     schema: { summary: 'Stop an application and remove its record', tags: ['apps'], params: appNameParams, response: { 204: { type: 'null', description: 'Deleted' }, ...errorResponses } },

@@ -10,8 +10,9 @@ import { repoRoot } from '../helpers/api.js';
 import { realSpark, sparkEnv } from '../helpers/service.js';
 import { tempDir } from '../helpers/temp.js';
 import { toolsEnv } from '../gateway/jupyter.js';
+import { connectClientPython } from '../connect/connect-client.js';
 
-type Need = 'spark' | 'tools' | 'testbed' | 's3' | 'chromium' | 'airflow';
+type Need = 'spark' | 'tools' | 'testbed' | 's3' | 'chromium' | 'airflow' | 'connect';
 
 /** figures: what its output shows when it measured something (default: a Markdown table row with a number). */
 interface Bench { file: string; env: Record<string, string>; needs?: Need[]; args?: string[]; figures?: RegExp }
@@ -24,6 +25,8 @@ const BENCHES: Bench[] = [
   { file: 'local-run.ts', env: { LOCAL_RUNS: '1', LOCAL_WARMUP: '0' }, needs: ['spark'] },
   { file: 'dashboard/dashboard.ts', env: { BENCH_APPS: '20', BENCH_IDLE_S: '1', BENCH_LOG_MB: '1' }, needs: ['chromium'], figures: /"firstRenderMs": \{\s*"median": \d+/ },
   { file: 'gateway/compare.ts', env: { GW_STARTS: '1', GW_EXECS: '5', GW_KERNELS: '6', GW_KERNEL_EXECS: '2', GW_SC: '1', GW_CLAIMS: '1' }, needs: ['spark', 'tools'] },
+  // One version, its warm pool's server only (no cold session): one Spark driver.
+  { file: 'connect.ts', env: { CONNECT_VERSIONS: '3.5.7', CONNECT_COLD: '0', CONNECT_QUERIES: '4', CONNECT_ROUNDS: '2', CONNECT_ARROW_MB: '1' }, needs: ['spark', 'connect'] },
   { file: 'gateway/memory-probes.ts', env: { GW_MEM_FRAMES: '5', GW_MEM_OUTPUTS: '5' }, needs: ['spark'] },
   { file: 'airflow/deferrable.ts', env: { BENCH_TASKS: '2', BENCH_HOLD_S: '2', BENCH_POLL_S: '1' }, needs: ['airflow'] },
   { file: 'airflow/scheduled.ts', env: { BENCH_TASKS: '2', BENCH_HOLD_S: '2' }, needs: ['airflow'] },
@@ -44,6 +47,7 @@ const present: Record<Need, () => boolean> = {
   s3: () => Boolean(process.env.SUBMISSION_SERVICE_S3_SERVER && existsSync(process.env.SUBMISSION_SERVICE_S3_SERVER)),
   chromium: () => existsSync(process.env.CHROMIUM_PATH ?? '/usr/bin/chromium'),
   airflow: () => Boolean(sparkEnv().SUBMISSION_SERVICE_AIRFLOW_ENV),
+  connect: () => connectClientPython('3.5.7') !== undefined,
 };
 
 const missing = (bench: Bench): string | false => {

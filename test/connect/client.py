@@ -78,10 +78,30 @@ def bench(url, count):
     print(json.dumps({"first": first, "times": times}), flush=True)
 
 
+def arrow(url, megabytes, rounds):
+    """Arrow batches back: `rounds` fetches of about `megabytes` MB each (rows of an id and 92 bytes), after one small warm-up; bytes and ms of each."""
+    import time
+    spark = session(url)
+    rows = int(float(megabytes) * 1e6 / 104)
+
+    def fetch(n):
+        frame = spark.range(n).selectExpr("id", "repeat('x', 92) as s")
+        if hasattr(frame, "toArrow"):
+            return frame.toArrow()
+        return spark.client.to_table(frame._plan.to_proto(spark.client))[0]
+    fetch(1000)
+    size, times = 0, []
+    for _ in range(int(rounds)):
+        began = time.perf_counter()
+        size = fetch(rows).nbytes
+        times.append((time.perf_counter() - began) * 1000)
+    print(json.dumps({"bytes": size, "times": times}), flush=True)
+
+
 def count(url):
     """spark.range(10).count() in a new session: the answer, the server's Spark version and the session id."""
     spark = session(url)
-    out = {"count": spark.range(10).count(), "version": spark.version, "session": spark.client._session_id}
+    out = {"count": int(spark.range(10).count()), "version": spark.version, "session": spark.client._session_id}
     print(json.dumps(out), flush=True)
 
 
@@ -97,4 +117,4 @@ def status(url):
 if __name__ == "__main__":
     mode, url = sys.argv[1], sys.argv[2]
     {"work": lambda: work(url), "views": lambda: views(url, sys.argv[3]), "status": lambda: status(url), "count": lambda: count(url),
-     "bench": lambda: bench(url, sys.argv[3])}[mode]()
+     "bench": lambda: bench(url, sys.argv[3]), "arrow": lambda: arrow(url, sys.argv[3], sys.argv[4])}[mode]()

@@ -1,0 +1,56 @@
+// The warm pool's side of the endpoint (connect/warm-pool.ts's host): servers submitted as the
+// service (no key) through what the wiring gives (the cluster itself), waited for like a
+// session's, and stopped without a key. A server whose start fails after its submission is
+// stopped, so nothing of the pool is left running unseen.
+import { listening, type ServerPlacement } from './placement.js';
+import { warmSubmission } from './server-app.js';
+import { waitForServer } from './server-wait.js';
+import type { WarmPoolHost, WarmServer } from './warm-pool.js';
+import type { ConnectApp } from './service-api.js';
+
+export interface WarmOptions {
+  /** Servers kept ready per template (undefined: sessions that name none). */
+  sizes: ReadonlyMap<string | undefined, number>;
+  /** Submits as the service (no key; local mode and the api call the cluster itself). */
+  submit: (submission: Record<string, unknown> & { jobName: string; labels: Record<string, string> }) => Promise<ConnectApp>;
+  /** An application as the service sees it; undefined when gone. */
+  get: (appName: string) => Promise<ConnectApp | undefined>;
+  /** A template's Spark version (`engineVersion`), null when it names none; undefined when the template is gone. */
+  templateVersion: (name: string) => Promise<string | null | undefined>;
+  /** The pool's check interval (ms; tests). */
+  checkMs?: number;
+}
+
+export interface WarmHostInput {
+  warm: WarmOptions;
+  placement: ServerPlacement;
+  defaultVersion: string;
+  serverJar: (version: string) => string | undefined;
+  stop: (appName: string) => Promise<unknown>;
+  stopping: () => boolean;
+  probeMs?: number;
+}
+
+export function warmPoolHost(input: WarmHostInput): WarmPoolHost {
+  const { warm, placement } = input;
+  return {
+    async versionOf(template) {
+      if (template === undefined) return input.defaultVersion;
+      const version = await warm.templateVersion(template);
+      return version === undefined ? undefined : version ?? input.defaultVersion;
+    },
+    async start(template, version): Promise<WarmServer> {
+      const port = await placement.port();
+      const app = await warm.submit(warmSubmission({ template, version, port, jar: input.serverJar(version) }));
+      try {
+        const server = await waitForServer({ appName: app.appName, port, placement, get: warm.get, stopping: input.stopping, probeMs: input.probeMs, what: 'a warm pool server' });
+        return { appName: app.appName, template, version, port, server };
+      } catch (error) {
+        await input.stop(app.appName).catch(() => undefined);
+        throw error;
+      }
+    },
+    alive: (server) => listening(server.server, 1000),
+    stop: async (appName) => { await input.stop(appName); },
+  };
+}

@@ -1,0 +1,203 @@
+// The Connect endpoint's warm pool (off by default): per template, N Spark Connect servers started
+// ahead by the service itself (no key, nobody's), so that a new session's first query does not
+// wait for a Spark start. A ready server is handed out once: it leaves the pool before anything
+// else happens (no second session or key ever gets it), and the pool starts another. Servers of
+// an older config of their template (another Spark version) and servers that stopped answering
+// are replaced at the next check; a template that is gone drains its pool.
+import type { FastifyBaseLogger } from 'fastify';
+import type { ServerAddress } from './placement.js';
+
+/** How often templates are checked and pools topped up (ms). */
+export const WARM_CHECK_MS = 5000;
+/** After a failed start, a template's next start waits this long, doubled per failure in a row, up to the cap. */
+const RETRY_BASE_MS = 10_000;
+const RETRY_CAP_MS = 10 * 60_000;
+
+/** A running server of the pool: its application and where it answers. */
+export interface WarmServer {
+  appName: string;
+  template: string | undefined;
+  /** The Spark version it runs. */
+  version: string;
+  port: number;
+  server: ServerAddress;
+}
+
+/** What the pool needs from the endpoint: the service's own view of templates, starts and stops. */
+export interface WarmPoolHost {
+  /** The Spark version sessions of `template` (undefined: none named) run now; undefined when the template is gone. */
+  versionOf(template: string | undefined): Promise<string | undefined>;
+  /** Submits one server (no key) and resolves once it answers; rejects when it could not start. */
+  start(template: string | undefined, version: string): Promise<WarmServer>;
+  /** Whether a ready server still answers. */
+  alive(server: WarmServer): Promise<boolean>;
+  /** Stops a server's application (one already ended is not an error). */
+  stop(appName: string): Promise<void>;
+}
+
+/** Timers as the pool uses them (a fake clock in its unit test). */
+export interface PoolClock {
+  now(): number;
+  setInterval(fn: () => void, ms: number): unknown;
+  clearInterval(handle: unknown): void;
+}
+
+const systemClock: PoolClock = {
+  now: () => Date.now(),
+  setInterval: (fn, ms) => setInterval(fn, ms).unref(),
+  clearInterval: (handle) => clearInterval(handle as NodeJS.Timeout),
+};
+
+interface Member {
+  template: string | undefined;
+  version: string;
+  /** Set once its server answers. */
+  server?: WarmServer;
+  /** Stop it as soon as its start settles (its template changed or went, or the pool closed). */
+  drop?: boolean;
+}
+
+export interface WarmPoolStatus { template: string | undefined; size: number; ready: number; starting: number }
+
+export class ConnectWarmPool {
+  private readonly members = new Set<Member>();
+  private readonly retry = new Map<string | undefined, { failures: number; at: number }>();
+  /** Starts under way, waited for at close (each stops its server once it settles). */
+  private readonly starts = new Set<Promise<void>>();
+  private timer: unknown;
+  private checking: Promise<void> | undefined;
+  private again = false;
+  private closed = false;
+
+  /** `sizes`: servers kept ready per template (undefined: sessions that name none). */
+  constructor(
+    private readonly sizes: ReadonlyMap<string | undefined, number>,
+    private readonly host: WarmPoolHost,
+    private readonly log: FastifyBaseLogger,
+    private readonly checkMs = WARM_CHECK_MS,
+    private readonly clock: PoolClock = systemClock,
+  ) {}
+
+  get enabled(): boolean { return [...this.sizes.values()].some((n) => n > 0); }
+
+  open(): void {
+    if (!this.enabled) return;
+    this.timer = this.clock.setInterval(() => this.poke(), this.checkMs);
+    this.poke();
+  }
+
+  /** Stops the timer and every server still the pool's (started ones as their start settles). */
+  async close(): Promise<void> {
+    this.closed = true;
+    if (this.timer !== undefined) this.clock.clearInterval(this.timer);
+    await this.checking;
+    const ready = [...this.members].filter((m) => m.server);
+    for (const member of this.members) member.drop = true;
+    await this.stopAll(ready);
+    await Promise.allSettled([...this.starts]);
+  }
+
+  /** A ready server of `template` running `version`, now out of the pool for good; undefined when none is ready. */
+  take(template: string | undefined, version: string): WarmServer | undefined {
+    if (this.closed) return undefined;
+    for (const member of this.members) {
+      if (member.template !== template || member.version !== version || !member.server || member.drop) continue;
+      this.members.delete(member);
+      this.poke(); // refill
+      return member.server;
+    }
+    return undefined;
+  }
+
+  /** A server taken but not handed to anyone (the claim was refused before it was recorded): the pool's again. */
+  giveBack(server: WarmServer): void {
+    if (this.closed) {
+      void this.stopAll([{ template: server.template, version: server.version, server }]);
+      return;
+    }
+    this.members.add({ template: server.template, version: server.version, server });
+  }
+
+  status(): WarmPoolStatus[] {
+    return [...this.sizes].map(([template, size]) => {
+      const members = [...this.members].filter((m) => m.template === template && !m.drop);
+      const ready = members.filter((m) => m.server).length;
+      return { template, size, ready, starting: members.length - ready };
+    });
+  }
+
+  /** Runs a check soon; checks never overlap (one more runs if asked meanwhile). */
+  poke(): void {
+    if (this.closed || !this.enabled) return;
+    if (this.checking) { this.again = true; return; }
+    this.checking = this.check()
+      .catch((error: Error) => this.log.error({ err: error }, 'Spark Connect warm pool: check failed'))
+      .finally(() => {
+        this.checking = undefined;
+        if (this.again) { this.again = false; this.poke(); }
+      });
+  }
+
+  private async check(): Promise<void> {
+    for (const [template, size] of this.sizes) {
+      if (this.closed) return;
+      let version: string | undefined;
+      try {
+        version = await this.host.versionOf(template);
+      } catch (error) {
+        this.log.warn({ err: error, template }, 'Spark Connect warm pool: could not read its template');
+        continue;
+      }
+      const members = [...this.members].filter((m) => m.template === template && !m.drop);
+      // Gone template: drain. Changed version: a person asking now gets the config of now.
+      const stale = members.filter((m) => version === undefined || m.version !== version);
+      const dead = await this.deadAmong(members.filter((m) => m.server && !stale.includes(m)));
+      await this.stopAll([...stale, ...dead]);
+      if (version === undefined || this.closed) continue;
+      const kept = members.filter((m) => !stale.includes(m) && !dead.includes(m));
+      // More than its size (a server given back after its refill began): starting ones go first.
+      const surplus = [...kept.filter((m) => !m.server), ...kept.filter((m) => m.server)].slice(0, Math.max(0, kept.length - size));
+      await this.stopAll(surplus);
+      for (let i = kept.length; i < size && this.mayStart(template); i++) this.startOne(template, version);
+    }
+  }
+
+  private async deadAmong(ready: Member[]): Promise<Member[]> {
+    const alive = await Promise.all(ready.map((m) => this.host.alive(m.server!).catch(() => false)));
+    return ready.filter((_, i) => !alive[i]);
+  }
+
+  private mayStart(template: string | undefined): boolean {
+    const retry = this.retry.get(template);
+    return !retry || this.clock.now() >= retry.at;
+  }
+
+  /** Starts one server; not awaited (a Spark start takes a minute): it joins the pool once it answers. */
+  private startOne(template: string | undefined, version: string): void {
+    const member: Member = { template, version };
+    this.members.add(member);
+    const started = this.host.start(template, version).then(async (server) => {
+      this.retry.delete(template);
+      member.server = server;
+      if (member.drop || this.closed) await this.stopAll([member]);
+    }, (error: Error) => {
+      this.members.delete(member);
+      const failures = (this.retry.get(template)?.failures ?? 0) + 1;
+      this.retry.set(template, { failures, at: this.clock.now() + Math.min(RETRY_CAP_MS, RETRY_BASE_MS * 2 ** (failures - 1)) });
+      if (!this.closed) this.log.error({ err: error, template, version }, 'Spark Connect warm pool: a server did not start');
+    }).finally(() => this.starts.delete(started));
+    this.starts.add(started);
+  }
+
+  /** Takes members out of the pool and stops the servers among them; a starting one is stopped once its start settles. */
+  private async stopAll(members: Member[]): Promise<void> {
+    for (const member of members) {
+      member.drop = true;
+      if (member.server) this.members.delete(member);
+    }
+    const results = await Promise.allSettled(members.filter((m) => m.server).map((m) => this.host.stop(m.server!.appName)));
+    for (const result of results) {
+      if (result.status === 'rejected') this.log.error({ err: result.reason }, 'Spark Connect warm pool: could not stop a server');
+    }
+  }
+}

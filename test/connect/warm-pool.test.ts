@@ -1,0 +1,184 @@
+// The Connect endpoint's warm pool (connect/warm-pool.ts) on a fake clock, over a fake host whose
+// servers start when the test says so: how it fills, hands a server out once and refills, replaces
+// servers of an old Spark version and dead ones, backs off after failed starts, drains, and stops
+// everything at close. Minutes pass in microseconds; nothing waits for real time.
+import t, { type Test } from 'tap';
+import { ConnectWarmPool, type WarmPoolHost, type WarmServer } from '../../connect/warm-pool.js';
+import { FakeClock } from '../gateway/fake-clock.js';
+import { silentLog } from '../gateway/scripted-kernel.js';
+
+const CHECK_MS = 5000;
+
+interface Start { template: string | undefined; version: string; appName: string; resolve: () => void; reject: (error: Error) => void }
+
+/** The endpoint's side: starts wait for the test; the templates' versions, dead servers and stops are recorded. */
+class FakeHost implements WarmPoolHost {
+  readonly starts: Start[] = [];
+  readonly stopped: string[] = [];
+  readonly versions = new Map<string | undefined, string | undefined>([[undefined, '3.5.7'], ['spark4', '4.2.0']]);
+  readonly dead = new Set<string>();
+  private next = 0;
+
+  versionOf(template: string | undefined): Promise<string | undefined> { return Promise.resolve(this.versions.get(template)); }
+  start(template: string | undefined, version: string): Promise<WarmServer> {
+    const appName = `warm-${++this.next}`;
+    return new Promise((resolve, reject) => {
+      const server = { appName, template, version, port: 40000 + this.next, server: { host: '127.0.0.1', port: 40000 + this.next } };
+      this.starts.push({ template, version, appName, resolve: () => resolve(server), reject });
+    });
+  }
+  alive(server: WarmServer): Promise<boolean> { return Promise.resolve(!this.dead.has(server.appName)); }
+  stop(appName: string): Promise<void> { this.stopped.push(appName); return Promise.resolve(); }
+  started(): string[] { return this.starts.map((s) => s.appName); }
+  /** Lets the server `appName` answer. */
+  ready(...appNames: string[]): void { for (const name of appNames) this.starts.find((s) => s.appName === name)!.resolve(); }
+}
+
+/** Lets the pool's promise chains run to their end; no time passes. */
+async function flush(): Promise<void> {
+  for (let i = 0; i < 10; i++) await new Promise((ok) => setImmediate(ok));
+}
+
+function openPool(t: Test, sizes: Array<[string | undefined, number]> = [[undefined, 2]]) {
+  const clock = new FakeClock();
+  const host = new FakeHost();
+  const pool = new ConnectWarmPool(new Map(sizes), host, silentLog, CHECK_MS, clock);
+  // As the endpoint's starts do when it stops: the ones still waiting give up.
+  t.teardown(async () => {
+    const closed = pool.close();
+    for (const start of host.starts) start.reject(new Error('the endpoint is shutting down'));
+    await closed;
+  });
+  pool.open();
+  return { clock, host, pool };
+}
+
+t.test('open fills the pool; a ready server is handed out once, and the pool starts another at once', async (t) => {
+  const { host, pool } = openPool(t);
+  await flush();
+  t.same(host.started(), ['warm-1', 'warm-2'], 'two servers started for a pool of two');
+  t.equal(pool.take(undefined, '3.5.7'), undefined, 'none handed out before its server answers');
+  host.ready('warm-1');
+  await flush();
+  t.same(pool.status(), [{ template: undefined, size: 2, ready: 1, starting: 1 }]);
+  t.equal(pool.take('spark4', '3.5.7'), undefined, 'not to a session of another template');
+  t.equal(pool.take(undefined, '4.2.0'), undefined, 'not to a session of another Spark version');
+  const taken = pool.take(undefined, '3.5.7');
+  t.equal(taken?.appName, 'warm-1', 'the ready server');
+  t.equal(pool.take(undefined, '3.5.7'), undefined, 'never a second time: it left the pool');
+  await flush();
+  t.same(host.started(), ['warm-1', 'warm-2', 'warm-3'], 'refilled without waiting for the next check');
+  t.same(host.stopped, [], 'a handed-out server is not the pool\'s to stop');
+});
+
+t.test('a server given back (its claim refused before it was recorded) is the pool\'s again', async (t) => {
+  const { clock, host, pool } = openPool(t, [[undefined, 1]]);
+  await flush();
+  host.ready('warm-1');
+  await flush();
+  const taken = pool.take(undefined, '3.5.7')!;
+  await flush();
+  t.same(host.started(), ['warm-1', 'warm-2'], 'the refill began');
+  pool.giveBack(taken);
+  t.same(pool.status(), [{ template: undefined, size: 1, ready: 1, starting: 1 }], 'one more than its size for now');
+  clock.advance(CHECK_MS);
+  await flush();
+  t.same(pool.status(), [{ template: undefined, size: 1, ready: 1, starting: 0 }], 'the next check drops the surplus, the starting one first');
+  host.ready('warm-2');
+  await flush();
+  t.same(host.stopped, ['warm-2'], 'stopped once it answered');
+  t.equal(pool.take(undefined, '3.5.7')?.appName, 'warm-1', 'handed out again, to the next session');
+});
+
+t.test('a changed Spark version replaces the ready servers, and a starting one once it answers', async (t) => {
+  const { clock, host, pool } = openPool(t, [['spark4', 2]]);
+  await flush();
+  host.ready('warm-1');
+  await flush();
+  host.versions.set('spark4', '4.3.0');
+  clock.advance(CHECK_MS);
+  await flush();
+  t.same(host.stopped, ['warm-1'], 'the ready server of 4.2.0 stopped');
+  t.same(host.starts.slice(2).map((s) => s.version), ['4.3.0', '4.3.0'], 'two servers of the template\'s version of now');
+  host.ready('warm-2');
+  await flush();
+  t.same(host.stopped, ['warm-1', 'warm-2'], 'the one still starting is stopped once it answers');
+  t.equal(pool.take('spark4', '4.2.0'), undefined, 'the old version is never handed out');
+});
+
+t.test('a server that stops answering is replaced at the next check, not before', async (t) => {
+  const { clock, host, pool } = openPool(t, [[undefined, 1]]);
+  await flush();
+  host.ready('warm-1');
+  await flush();
+  host.dead.add('warm-1');
+  clock.advance(CHECK_MS - 1);
+  await flush();
+  t.same(host.started(), ['warm-1'], 'no check before its interval');
+  clock.advance(1);
+  await flush();
+  t.same(host.stopped, ['warm-1'], 'the dead server stopped (its application ended)');
+  t.same(host.started(), ['warm-1', 'warm-2'], 'and replaced');
+  t.equal(pool.take(undefined, '3.5.7'), undefined, 'nothing handed out meanwhile');
+});
+
+t.test('a failed start is retried after a back-off that doubles, not at every check', async (t) => {
+  const { clock, host } = openPool(t, [[undefined, 1]]);
+  await flush();
+  host.starts[0]!.reject(new Error('no Spark'));
+  await flush();
+  clock.advance(CHECK_MS);
+  await flush();
+  t.same(host.started(), ['warm-1'], 'not retried at the next check');
+  clock.advance(10_000);
+  await flush();
+  t.same(host.started(), ['warm-1', 'warm-2'], 'retried after 10 s');
+  host.starts[1]!.reject(new Error('no Spark'));
+  await flush();
+  clock.advance(15_000);
+  await flush();
+  t.equal(host.starts.length, 2, 'the second failure waits longer');
+  clock.advance(5_000);
+  await flush();
+  t.equal(host.starts.length, 3, 'retried after 20 s');
+  host.ready('warm-3');
+  await flush();
+  t.same(host.stopped, [], 'a good start resets it');
+});
+
+t.test('a template that is gone drains its pool; it fills again once it is back', async (t) => {
+  const { clock, host, pool } = openPool(t, [['spark4', 1]]);
+  await flush();
+  host.ready('warm-1');
+  await flush();
+  host.versions.delete('spark4');
+  clock.advance(CHECK_MS);
+  await flush();
+  t.same(host.stopped, ['warm-1'], 'drained');
+  t.same(pool.status(), [{ template: 'spark4', size: 1, ready: 0, starting: 0 }]);
+  host.versions.set('spark4', '4.2.0');
+  clock.advance(CHECK_MS);
+  await flush();
+  t.same(host.started(), ['warm-1', 'warm-2'], 'refilled once it is back');
+});
+
+t.test('close stops every server still the pool\'s, the starting ones as they answer, and its timer', async (t) => {
+  const { clock, host, pool } = openPool(t);
+  await flush();
+  host.ready('warm-1');
+  await flush();
+  const closed = pool.close();
+  host.ready('warm-2');
+  await closed;
+  t.same(host.stopped.sort(), ['warm-1', 'warm-2'], 'both stopped: none left running');
+  t.equal(clock.pending, 0, 'no timer left');
+  t.equal(pool.take(undefined, '3.5.7'), undefined, 'nothing handed out after close');
+});
+
+t.test('sizes of 0 are off: no timer, no start', async (t) => {
+  const { clock, host, pool } = openPool(t, [[undefined, 0]]);
+  await flush();
+  t.notOk(pool.enabled);
+  t.equal(clock.pending, 0);
+  t.same(host.started(), []);
+});
