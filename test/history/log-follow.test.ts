@@ -8,7 +8,7 @@
 // times, which FakeKubelet serves as a kubelet does) instead of reading the log again from its
 // start; the archive must still be the log byte for byte, and the follow (not a whole read at the
 // end) wrote it.
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Client } from 'minio';
 import t from 'tap';
@@ -137,8 +137,10 @@ t.test('a running driver\'s log is archived while it runs, exactly, across a cut
 });
 
 // 8 MiB of lines, then the end: for the size cap.
-const EIGHT_MIB = `
-import sys
+// 8 MiB, then the driver waits for the test's go (a file): a followed log must still be followed
+// when it ends, however slowly the follower gets to it on a busy machine.
+const eightMib = (go: string) => `
+import os, sys, time
 n = 0
 written = 0
 while written < 8 * 1024 * 1024:
@@ -146,6 +148,9 @@ while written < 8 * 1024 * 1024:
     sys.stdout.write(line)
     written += len(line)
     n += 1
+sys.stdout.flush()
+while not os.path.exists(${JSON.stringify(go)}):
+    time.sleep(0.1)
 `;
 
 t.test('an archived log is cut at the size cap with a line that says so, followed or read whole at the end', { skip, timeout: 600_000 }, async (t) => {
@@ -161,7 +166,8 @@ t.test('an archived log is cut at the size cap with a line that says so, followe
   await kubelet.start();
   t.teardown(() => kubelet.stop());
   const script = join(dir, 'eight.py');
-  writeFileSync(script, EIGHT_MIB);
+  const go = join(dir, 'go');
+  writeFileSync(script, eightMib(go));
 
   // followLimit 1: the log is followed; 0: read whole when the pod ends. The cap holds either way.
   for (const followLimit of [1, 0]) {
@@ -175,6 +181,13 @@ t.test('an archived log is cut at the size cap with a line that says so, followe
     const submitted = await httpCall(url, 'POST', '/api/apps/', { jobName: `eight-${followLimit}`, configOverrides: { type: 'Python', mainApplicationFile: `local://${script}`, executor: { cores: 1, instances: 1 } } });
     if (submitted.status !== 201) throw new Error(`submission answered ${submitted.status}: ${submitted.body}`);
     const appName = (submitted.json as { appName: string }).appName;
+    // Followed: the driver ends once the follower has its log (a spool file, or the follow already
+    // done at the cap); read whole: it ends at once.
+    if (followLimit > 0) {
+      await eventually(async () => (existsSync(join(dir, 'spool')) && readdirSync(join(dir, 'spool')).some((f) => f.endsWith('.part'))) || messages.some((m) => m.includes(`${appName} driver (followed)`)),
+        (following) => following, { timeoutMs: 300_000, intervalMs: 100, what: 'the follower to take the running driver\'s log' });
+    }
+    writeFileSync(go, '');
     const ended = await eventually(() => clients.core.readNamespacedPod({ name: appName, namespace }), (pod) => pod.status?.phase !== 'Running' && pod.status?.phase !== 'Pending' && !pod.metadata?.finalizers?.includes(LOG_ARCHIVE_FINALIZER), { timeoutMs: 300_000, intervalMs: 250, what: 'the driver to end and be let go' });
     t.equal(ended.status?.phase, 'Succeeded', 'the driver wrote its log and ended');
     await api.close();
