@@ -3,6 +3,7 @@
 // application ends, and what changes for the next one. Pure: local mode and the Kubernetes
 // controller both ask it, with the facts their own platform gives (an exit code, a pod's
 // termination reason, an eviction).
+import { createHash } from 'node:crypto';
 import type { ApplicationAttempt, ApplicationConfig, ApplicationState, PodConfig } from '../schemas/index.js';
 import { formatMemoryMib, parseMemoryMib } from './quantities.js';
 import type { AdmissionRules } from './rules.js';
@@ -53,7 +54,19 @@ export type AttemptDecision =
  * later one a name of its own derived from its number, so two replicas that both believe they
  * lead can only ever create the same pod, and the second is refused.
  */
-export const attemptPodName = (appName: string, attempt: number): string => (attempt > 1 ? `${appName}-attempt-${attempt}` : appName);
+export function attemptPodName(appName: string, attempt: number): string {
+  if (attempt <= 1) return appName;
+  const suffix = `-attempt-${attempt}`;
+  if (appName.length + suffix.length <= POD_NAME_LIMIT) return `${appName}${suffix}`;
+  // Too long for a DNS label (the driver's hostname): shorten the name, keeping a digest of the
+  // whole of it so two applications sharing a prefix stay apart and the name stays deterministic.
+  const digest = createHash('sha256').update(appName).digest('hex').slice(0, 8);
+  const kept = appName.slice(0, POD_NAME_LIMIT - suffix.length - digest.length - 1).replace(/-+$/, '');
+  return `${kept}-${digest}${suffix}`;
+}
+
+/** A pod's hostname is a DNS-1123 label: at most 63 characters. */
+const POD_NAME_LIMIT = 63;
 
 /**
  * When the next attempt may start: the last attempt's end, plus the interval when it counted

@@ -106,6 +106,20 @@ t.test('retry overrides merge into the submission by field', async (t) => {
   t.same(overrides.driver, { cores: 1, memory: '1g' }, 'the input is untouched');
 });
 
+t.test('a later attempt of a 63-character application keeps a valid, deterministic pod name of its own', async (t) => {
+  const appName = `${'a'.repeat(40)}-${'b'.repeat(22)}`;
+  t.equal(appName.length, 63);
+  const names = [2, 3, 12].map((n) => attemptPodName(appName, n));
+  for (const name of names) {
+    t.ok(name.length <= 63, `${name} fits a DNS label`);
+    t.match(name, /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, 'a DNS-1123 label');
+  }
+  t.equal(attemptPodName(appName, 2), names[0], 'the same name every time: a second leader meets the first one\'s pod');
+  t.equal(new Set(names).size, 3, 'each attempt its own name');
+  t.not(attemptPodName(`${'a'.repeat(40)}-${'c'.repeat(22)}`, 2), names[0], 'another application with the same prefix, another name');
+  t.ok(names[0]?.endsWith('-attempt-2'));
+});
+
 t.test('a later attempt (Kubernetes mode): its own pod name, hostname and Spark driver pod; the next one due after the interval', async (t) => {
   t.equal(attemptPodName('daily-1', 1), 'daily-1', 'the first attempt is named as the application');
   t.equal(attemptPodName('daily-1', 3), 'daily-1-attempt-3');

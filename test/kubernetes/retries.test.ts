@@ -5,7 +5,7 @@
 // counting, and a user error after it ends the application FAILED with every attempt listed.
 import t from 'tap';
 import type { V1Pod } from '@kubernetes/client-node';
-import { ANNOTATION_CONFIG, LABEL_ATTEMPT } from '../../domain/index.js';
+import { ANNOTATION_CONFIG, attemptPodName, LABEL_ATTEMPT } from '../../domain/index.js';
 import { eventually, fakeKubelet, sparkExecutorPod, startKubeBed } from '../helpers/kubernetes.js';
 
 interface Attempt { attempt: number; driverPod: string; exitCode: number | null; reason: string; counted: boolean; startedAt: string | null; endedAt: string | null; memory?: { executor?: string } }
@@ -35,7 +35,7 @@ t.test('retries on the test bed', async (t) => {
     await core.replaceNamespacedPodStatus({ name: executor.metadata!.name!, namespace, body: executor });
     await fakeKubelet(bed.clients, namespace, appName, 'Failed', 1);
 
-    const second = `${appName}-attempt-2`;
+    const second = attemptPodName(appName, 2);
     const created = await eventually(() => pod(second), (p) => p !== undefined, { what: 'the driver pod of attempt 2' }) as V1Pod;
     t.equal(await pod(executor.metadata!.name!), undefined, 'the executor of attempt 1 was gone before attempt 2 was created');
     t.equal(created.metadata!.labels![LABEL_ATTEMPT], '2');
@@ -64,7 +64,7 @@ t.test('retries on the test bed', async (t) => {
     const appName = await submit('deleted-driver', { type: 'Python', mainApplicationFile: 'local:///app/job.py', restartPolicy: { type: 'OnFailure', retries: 0, retryIntervalSeconds: 0 } });
     await fakeKubelet(bed.clients, namespace, appName, 'Running');
     await core.deleteNamespacedPod({ name: appName, namespace, gracePeriodSeconds: 0 });
-    const second = `${appName}-attempt-2`;
+    const second = attemptPodName(appName, 2);
     await eventually(() => pod(second), (p) => p !== undefined, { what: 'the driver pod of attempt 2' });
     await fakeKubelet(bed.clients, namespace, second, 'Running');
     await fakeKubelet(bed.clients, namespace, second, 'Failed', 1);
