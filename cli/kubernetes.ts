@@ -52,7 +52,7 @@ function onSignal(drain: Drain, delayMs: number, close: () => Promise<void>) {
 }
 
 /** Schedules as custom resources; their controller runs on the replica holding the Lease (cluster/kubernetes/schedule-reconciler.ts). */
-function kubernetesSchedules(cluster: KubernetesCluster, clients: KubeClients, namespace: string) {
+export function kubernetesSchedules(cluster: KubernetesCluster, clients: KubeClients, namespace: string) {
   const store = new KubernetesScheduleStore(clients, namespace);
   const reconciler = new ScheduleReconciler({
     store, cluster, mayWrite: () => cluster.manager.isLeader,

@@ -8,7 +8,10 @@
 // leave room for a driver and two executors on this machine's two cores (the same pool,
 // label and images as `testbed up --real-node`: testbed/real-node-spark.ts). With `history`,
 // event logs go to the test bed's S3 server and Spark's History Server reads them
-// (testbed/history-bed.ts), as `testbed up --real-node --s3` sets it up.
+// (testbed/history-bed.ts), as `testbed up --real-node --s3` sets it up; with `schedules`, the
+// API serves /api/schedules/ and the Schedule controller runs under the Lease, as the chart's API
+// does (cli/kubernetes.ts); with `history` and `jobProfiles`, each ended run's event log goes into
+// its job's JobProfile (sizing from past runs).
 import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
@@ -25,6 +28,7 @@ import { nodeIp } from '../../testbed/real-node.js';
 import { labelPoolNode, REAL_NODE_POOL, sparkRuntimeArchives, sparkRuntimeImage } from '../../testbed/real-node-spark.js';
 import { type HistoryBed, startHistoryBed } from '../../testbed/history-bed.js';
 import { findSpark } from '../../cli/config.js';
+import { kubernetesSchedules } from '../../cli/kubernetes.js';
 import { SparkEnvs } from '../../cluster/local/spark-envs.js';
 import { type AdmissionRules, buildRules, DEFAULT_DRIVER_SERVICE, DEFAULT_ENGINE_VERSIONS } from '../../domain/index.js';
 import { bootstrap, httpCall, type ApiInstance, type Reply } from './kubernetes.js';
@@ -70,6 +74,10 @@ export interface SparkNodeOptions {
   versions?: string[];
   /** Event logs in the test bed's S3 server, Spark's History Server on them, the log archive. */
   history?: boolean;
+  /** Schedules (the Schedule resources and their controller) beside the API, as `submission-service api` has them. */
+  schedules?: boolean;
+  /** With `history`: each ended run's event log into its job's JobProfile, as `submission-service api` does with a history section. */
+  jobProfiles?: boolean;
 }
 
 export async function startSparkNodeBed(t: TestLike, options: SparkNodeOptions = {}): Promise<SparkNodeBed> {
@@ -113,7 +121,10 @@ export async function startSparkNodeBed(t: TestLike, options: SparkNodeOptions =
   await cluster.start();
   const history = await historyBed?.history(cluster.events);
   if (history) closers.push(() => history.close());
-  const app = await buildService({ cluster, history, auth: { enabled: false, store: { verify: () => undefined, byId: () => undefined } }, sessionSecret: randomBytes(32) });
+  // As `submission-service api` with a node-pool file that has a history section: the leader records each ended run's profile.
+  if (history && options.jobProfiles) cluster.recordJobProfiles((appName) => history.readProfile(appName), rules);
+  const schedules = options.schedules ? kubernetesSchedules(cluster, apiClients, NAMESPACE) : undefined;
+  const app = await buildService({ cluster, history, jobs: cluster.jobs, schedules, auth: { enabled: false, store: { verify: () => undefined, byId: () => undefined } }, sessionSecret: randomBytes(32) });
   closers.push(() => app.close());
   const baseUrl = await app.listen({ port: 0, host: '127.0.0.1' });
   // The teardown above closes each (the API first): no pod is admitted once the node stops.

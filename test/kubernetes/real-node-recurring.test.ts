@@ -1,0 +1,200 @@
+// Runs alone (scripts/test.sh): a real node is one per machine, and its Spark pods share two cores.
+//
+// Jobs that recur (issue 26) on the real node: kubelet and containerd run the driver and executor
+// pods of the Spark runtime image, the API with its controller (retries, the Schedule controller)
+// in this process (test/helpers/spark-node.ts). The programs are this repository's
+// (test/fixtures/recurring), served over HTTP from this process: spark-submit fetches its main file.
+//   - retries: an executor out of memory makes attempt 2 with twice the executor memory, which
+//     COMPLETES; an app that exits 1 with retries 1 ends FAILED after 2 attempts; an evicted
+//     driver pod is retried without counting as an attempt;
+//   - schedules: every minute, one run per tick named after it, 5 runs; paused, none; beside it a
+//     Forbid schedule whose runs outlast a minute skips the ticks that fall while one runs.
+// Everything waits for states (polling), never for a time.
+import t, { type Test } from 'tap';
+import { createServer } from 'node:http';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { AddressInfo } from 'node:net';
+import { eventually } from '../helpers/kubernetes.js';
+import { PI_PY, sparkNodeUnavailable, startSparkNodeBed, type SparkNodeBed } from '../helpers/spark-node.js';
+import { repoRoot } from '../helpers/api.js';
+import { nodeIp } from '../../testbed/real-node.js';
+import { LABEL_ATTEMPT, SCHEDULE_TICK_LABEL, scheduledRunName } from '../../domain/index.js';
+
+const unavailable = sparkNodeUnavailable();
+t.setTimeout(60 * 60_000);
+
+const TERMINAL = ['COMPLETED', 'FAILED', 'KILLED', 'UNKNOWN'];
+const MINUTE = 60_000;
+/** Generous limits on a loaded machine: each is a safety net, never the check. */
+const RUN_MS = 15 * MINUTE;
+
+interface Attempt { attempt: number; driverPod: string; exitCode: number | null; reason: string | null; counted?: boolean; startedAt: string | null; endedAt: string | null; memory?: { driver?: string; executor?: string } }
+interface App {
+  appName: string; state: string; stateDetail?: string; attempt?: number; attempts?: Attempt[]; startedAt?: string | null; endedAt?: string | null;
+  labels: Record<string, string>; config: { executor?: { memory?: string } }; transitions: { state: string; at: string; detail?: string }[];
+}
+/** GET /api/schedules/{name}: the spec with the status beside it. */
+interface ScheduleView { name: string; suspend?: boolean; lastScheduleTime: string | null; lastRunName: string | null; lastOutcome: string | null; nextRunAt: string | null }
+
+/** The test programs, served to the node's pods from this process (the node reaches the machine's address). */
+async function servePrograms(t: { teardown(fn: () => unknown): void }): Promise<(name: string) => string> {
+  const dir = join(repoRoot, 'test', 'fixtures', 'recurring');
+  const server = createServer((req, res) => {
+    const name = /^\/([a-z-]+\.py)$/.exec(req.url ?? '')?.[1];
+    let body: Buffer | undefined;
+    try { body = name ? readFileSync(join(dir, name)) : undefined; } catch { body = undefined; }
+    res.writeHead(body ? 200 : 404, { 'content-type': 'text/x-python' }).end(body ?? 'no such program');
+  });
+  await new Promise<void>((ok) => server.listen(0, nodeIp(), ok));
+  t.teardown(() => new Promise((ok) => server.close(ok)));
+  const { port } = server.address() as AddressInfo;
+  return (name) => `http://${nodeIp()}:${port}/${name}`;
+}
+
+/** A run's tick from its label (tickLabelValue: 20261128T070000Z). */
+const tickTime = (label: string | undefined) => Date.parse((label ?? '').replace(/^(\d{4})(\d\d)(\d\d)T(\d\d)(\d\d)(\d\d)Z$/, '$1-$2-$3T$4:$5:$6Z'));
+const seconds = (from?: string | null, to?: string | null) => from && to ? ((Date.parse(to) - Date.parse(from)) / 1000).toFixed(0) : '?';
+const loadAverage = () => readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
+
+/** What the tests share: the node with the service, the programs' URLs and the API's reads. */
+interface Node {
+  bed: SparkNodeBed;
+  program: (name: string) => string;
+  app: (name: string) => Promise<App>;
+  /** Submits (asserting 201 on `t`); the application's name. */
+  submit: (t: Test, jobName: string, configOverrides: object) => Promise<string>;
+  ended: (name: string) => Promise<App>;
+  log: (name: string) => Promise<string>;
+}
+
+function nodeCalls(bed: SparkNodeBed, program: (name: string) => string): Node {
+  const app = async (name: string) => (await bed.call('GET', `/api/apps/${name}`)).json as App;
+  return {
+    bed, program, app,
+    submit: async (t, jobName, configOverrides) => {
+      const res = await bed.call('POST', '/api/apps/', { jobName, configOverrides });
+      t.equal(res.status, 201, `${jobName} submitted: ${res.body.slice(0, 300)}`);
+      return res.json.appName as string;
+    },
+    ended: (name) => eventually(() => app(name), (a) => TERMINAL.includes(a.state), { what: `${name} to end`, timeoutMs: RUN_MS, intervalMs: 1_000 }),
+    log: async (name) => (await bed.call('GET', `/api/apps/${name}/log`)).body,
+  };
+}
+
+/** An application's attempts in a line, for the test's output (the README's figures). */
+const describe = (a: App) => (a.attempts ?? []).map((x) => `attempt ${x.attempt} (${x.driverPod}): ${seconds(x.startedAt, x.endedAt)} s, ${x.reason}, exit ${x.exitCode}${x.memory?.executor ? `, executor ${x.memory.executor}` : ''}`).join('; ');
+
+async function outOfMemoryRetried(t: Test, { bed, program, submit, ended, log }: Node): Promise<void> {
+  const appName = await submit(t, 'oom-executor', {
+    type: 'Python', mainApplicationFile: program('allocates.py'), arguments: ['600'],
+    driver: { memory: '512m' }, executor: { cores: 1, instances: 1, memory: '512m' },
+    // One failed task ends the job: attempt 1 does not start three more executors to fail again.
+    engineConf: { 'spark.task.maxFailures': '1' },
+    restartPolicy: { type: 'OnFailure', retries: 2, retryIntervalSeconds: 1 },
+  });
+  const done = await ended(appName);
+  const text = await log(appName);
+  t.comment(`${appName}: ${describe(done)} (load ${loadAverage()})`);
+  t.equal(done.state, 'COMPLETED', done.state === 'COMPLETED' ? 'COMPLETED' : `${done.stateDetail}\n${text.slice(-2_000)}`);
+  t.same(done.attempts?.map((a) => [a.attempt, a.reason, a.counted]), [[1, 'OOMKilled (executor)', true], [2, 'Completed', true]], 'both attempts, with their reasons');
+  const [first, second] = done.attempts ?? [];
+  t.equal(first?.memory?.executor, '512m', 'attempt 1 ran with the executor memory asked');
+  t.equal(second?.memory?.executor, '1024m', 'attempt 2 with twice as much');
+  t.equal(done.config.executor?.memory, '1024m', 'the config shows what attempt 2 ran with');
+  t.ok(done.attempts?.every((a) => a.startedAt && a.endedAt), 'each attempt has its times');
+  t.match(done.transitions.find((x) => x.state === 'PENDING' && x.detail)?.detail ?? '', /attempt 1: the executor ran out of memory .*attempt 2 \(retry 1 of 2\) with executor memory 1024m instead of 512m/, 'why attempt 2 came, and with what');
+  t.equal(second?.driverPod, `${appName}-attempt-2`);
+  const pod = await bed.core.readNamespacedPod({ name: second!.driverPod, namespace: bed.namespace });
+  t.equal(pod.metadata?.labels?.[LABEL_ATTEMPT], '2', 'attempt 2 ran in a driver pod of its own');
+  t.match(JSON.stringify(pod.spec?.containers[0]?.args), /spark\.executor\.memory=1024m/, 'whose executors were given 1024m');
+  t.match(text, /built a string of 629145600 bytes/, 'attempt 2 did the work');
+}
+
+async function exitsOneFails(t: Test, { submit, ended, log }: Node): Promise<void> {
+  // pi.py fails on its argument before it starts Spark: the driver exits 1.
+  const appName = await submit(t, 'exits-one', { type: 'Python', mainApplicationFile: PI_PY, arguments: ['not-a-number'], driver: { memory: '512m' }, restartPolicy: { type: 'OnFailure', retries: 1, retryIntervalSeconds: 1 } });
+  const done = await ended(appName);
+  t.comment(`${appName}: ${describe(done)} (load ${loadAverage()})`);
+  t.equal(done.state, 'FAILED');
+  t.same(done.attempts?.map((a) => [a.attempt, a.reason, a.exitCode, a.counted]), [[1, 'Error', 1, true], [2, 'Error', 1, true]], 'both attempts, exit code 1 each');
+  t.match(done.stateDetail, /attempt 2 was the last \(restartPolicy\.retries 1\)/);
+  t.match(await log(appName), /ValueError/, 'the driver log says why');
+}
+
+async function evictionNotCounted(t: Test, { bed, program, submit, ended, log }: Node): Promise<void> {
+  // retries 0: had the eviction counted, attempt 1 would have been the last.
+  const appName = await submit(t, 'evicted', { type: 'Python', mainApplicationFile: program('sleeps.py'), arguments: ['30'], driver: { memory: '512m' }, restartPolicy: { type: 'OnFailure', retries: 0 } });
+  await eventually(() => log(appName), (text) => /sleeping 30/.test(text), { what: `${appName}'s driver to run its program`, timeoutMs: RUN_MS, intervalMs: 1_000 });
+  // As `kubectl drain` does: the Eviction API (the pod gets its DisruptionTarget condition, then goes).
+  await bed.core.createNamespacedPodEviction({ name: appName, namespace: bed.namespace, body: { apiVersion: 'policy/v1', kind: 'Eviction', metadata: { name: appName, namespace: bed.namespace } } });
+  const done = await ended(appName);
+  t.comment(`${appName}: ${describe(done)} (load ${loadAverage()})`);
+  t.equal(done.state, 'COMPLETED', `COMPLETED (${done.stateDetail})`);
+  const [first, second] = done.attempts ?? [];
+  t.match(first, { attempt: 1, counted: false }, `attempt 1 is not counted (${first?.reason})`);
+  t.ok(first?.reason === 'Evicted' || first?.reason === 'DriverDeleted', `its reason is the eviction (${first?.reason})`);
+  t.match(second, { attempt: 2, reason: 'Completed', counted: true });
+  t.match(await log(appName), /slept 30/, 'attempt 2 ran to its end');
+}
+
+async function schedulesOnTheNode(t: Test, { bed, program, app, ended, log }: Node): Promise<void> {
+  const history = { successfulRunsHistoryLimit: 10, failedRunsHistoryLimit: 10 };
+  const every = { name: 'counts-every-minute', schedule: '* * * * *', jobName: 'counts', concurrencyPolicy: 'Allow', ...history, configOverrides: { type: 'Python', mainApplicationFile: program('counts.py'), driver: { memory: '512m' } } };
+  // Each run sleeps 100 s: longer than a minute, so at least one tick falls while it runs.
+  const forbid = { name: 'sleeps-forbid', schedule: '* * * * *', jobName: 'sleeps', concurrencyPolicy: 'Forbid', ...history, configOverrides: { type: 'Python', mainApplicationFile: program('sleeps.py'), arguments: ['100'], driver: { memory: '512m' } } };
+  for (const body of [every, forbid]) {
+    const res = await bed.call('POST', '/api/schedules/', body);
+    t.equal(res.status, 201, `${body.name} created: ${res.body.slice(0, 300)}`);
+  }
+  const runs = async (schedule: string) => ((await bed.call('GET', `/api/apps/?limit=100&labelSelector=${encodeURIComponent(`schedule.submission-service.io/name=${schedule}`)}`)).json.items as App[])
+    .sort((a, b) => a.labels[SCHEDULE_TICK_LABEL]!.localeCompare(b.labels[SCHEDULE_TICK_LABEL]!));
+  const schedule = async (name: string) => (await bed.call('GET', `/api/schedules/${name}`)).json as ScheduleView;
+  // The Forbid schedule's outcomes as they come (each tick overwrites the last one).
+  const outcomes = new Set<string>();
+  const watchForbid = async () => { const outcome = (await schedule(forbid.name)).lastOutcome; if (outcome) outcomes.add(outcome); };
+
+  const made = await eventually(async () => { await watchForbid(); return runs(every.name); }, (items) => items.length >= 5, { what: '5 runs of the every-minute schedule', timeoutMs: 12 * MINUTE, intervalMs: 1_000 });
+  const paused = await bed.call('POST', `/api/schedules/${every.name}/pause`);
+  t.equal(paused.status, 200, 'paused');
+  const pausedAt = Date.now();
+  t.equal(made.length, 5, 'one run per tick: 5 runs after 5 ticks');
+  const ticks = made.map((run) => run.labels[SCHEDULE_TICK_LABEL]!);
+  const tickTimes = ticks.map(tickTime);
+  t.same(tickTimes.slice(1).map((time, i) => time - tickTimes[i]!), [MINUTE, MINUTE, MINUTE, MINUTE], `consecutive minutes, one run each (${ticks.join(', ')})`);
+  t.same(made.map((run) => run.appName), tickTimes.map((time) => scheduledRunName(every.jobName, every.name, new Date(time))), 'each run named after its tick');
+
+  // Paused: a tick passes (the Forbid schedule, still active, settles a later one) and makes no run.
+  await eventually(async () => { await watchForbid(); return schedule(forbid.name); },
+    (s) => Date.parse(s.lastScheduleTime ?? '') > pausedAt, { what: 'a tick after the pause', timeoutMs: 3 * MINUTE, intervalMs: 1_000 });
+  t.equal((await runs(every.name)).length, 5, 'no run once paused');
+  t.equal((await schedule(every.name)).nextRunAt, null, 'no next run while paused');
+
+  const ends = await Promise.all(made.map((run) => ended(run.appName)));
+  t.same(ends.map((run) => run.state), ends.map(() => 'COMPLETED'), 'every run COMPLETED');
+  t.match(await log(made[0]!.appName), /counted 1000/, 'a run did its Spark job');
+  t.comment(`every minute: runs took ${ends.map((run) => `${seconds(run.startedAt, run.endedAt)} s`).join(', ')} (load ${loadAverage()})`);
+
+  // Forbid: no two runs at once, and ticks that fell while one ran made none.
+  const sleeps = await runs(forbid.name);
+  await bed.call('POST', `/api/schedules/${forbid.name}/pause`);
+  const settled = await Promise.all(sleeps.map((run) => TERMINAL.includes(run.state) ? run : app(run.appName)));
+  t.ok(sleeps.length >= 2, `the Forbid schedule ran again after its first run ended (${sleeps.map((run) => run.labels[SCHEDULE_TICK_LABEL]).join(', ')})`);
+  for (let i = 1; i < sleeps.length; i++) {
+    const before = settled[i - 1]!;
+    t.ok(before.endedAt && Date.parse(before.endedAt) <= tickTime(sleeps[i]!.labels[SCHEDULE_TICK_LABEL]),
+      `run ${i + 1}'s tick came after run ${i} ended`);
+  }
+  t.ok([...outcomes].some((o) => /Forbid/.test(o)), `ticks were skipped while a run lasted: ${[...outcomes].filter((o) => /Forbid/.test(o)).slice(0, 2).join(' | ')}`);
+  // The last run may still sleep: stopped, so that the node is free.
+  for (const run of settled.filter((r) => !TERMINAL.includes(r.state))) await bed.call('POST', `/api/apps/${run.appName}/stop`);
+}
+
+t.test('jobs that recur on the real node', { skip: unavailable }, async (t) => {
+  const bed = await startSparkNodeBed(t, { schedules: true });
+  const node = nodeCalls(bed, await servePrograms(t));
+  t.test('an executor out of memory: attempt 2 runs with twice the executor memory and COMPLETES', (t) => outOfMemoryRetried(t, node));
+  t.test('an app that exits 1 with retries 1: FAILED after 2 attempts, both listed', (t) => exitsOneFails(t, node));
+  t.test('an evicted driver pod is retried without counting as an attempt', (t) => evictionNotCounted(t, node));
+  t.test('schedules: every minute one run per tick for 5 ticks, none once paused; Forbid skips ticks while a run lasts', (t) => schedulesOnTheNode(t, node));
+});
