@@ -7,19 +7,9 @@
 import t from 'tap';
 import type { V1Pod } from '@kubernetes/client-node';
 import { Controller, type ReconcileContext, type ReconcileResult } from '../../cluster/kubernetes/controller.js';
-import { type Elector, type LeadershipHooks, Manager } from '../../cluster/kubernetes/manager.js';
+import { Manager } from '../../cluster/kubernetes/manager.js';
+import { FakeElector } from './fixtures/fake-elector.js';
 import { installFakeClock } from './fixtures/fake-clock.js';
-
-class FakeElector implements Elector {
-  isLeader = false;
-  started = false;
-  stopped = false;
-  constructor(readonly hooks: LeadershipHooks) {}
-  start() { this.started = true; }
-  async stop() { this.stopped = true; this.lose(); }
-  win() { this.isLeader = true; this.hooks.onStartedLeading(); }
-  lose() { if (this.isLeader) { this.isLeader = false; this.hooks.onStoppedLeading(); } }
-}
 
 /** A controller that records its passes; `answer` decides what each pass does. */
 function recorder(name: string, keys: string[], options: { resyncMs?: number; now: () => number }) {

@@ -7,18 +7,10 @@
 import t from 'tap';
 import type { ApplicationState } from '../../schemas/index.js';
 import type { NetworkPolicyJson } from '../../cluster/kubernetes/app-network-policy.js';
-import { type Elector, type LeadershipHooks, Manager } from '../../cluster/kubernetes/manager.js';
+import { Manager } from '../../cluster/kubernetes/manager.js';
+import { FakeElector } from './fixtures/fake-elector.js';
 import { NetworkPolicyController, type NetworkPolicyControllerOptions, type PolicyObjects } from '../../cluster/kubernetes/network-policy-controller.js';
 import { installFakeClock } from './fixtures/fake-clock.js';
-
-class FakeElector implements Elector {
-  isLeader = false;
-  constructor(readonly hooks: LeadershipHooks) {}
-  start() { /* the test decides who leads */ }
-  async stop() { this.lose(); }
-  win() { this.isLeader = true; this.hooks.onStartedLeading(); }
-  lose() { if (this.isLeader) { this.isLeader = false; this.hooks.onStoppedLeading(); } }
-}
 
 /** The apiserver's policies, as the controller's watch would see them. */
 class FakePolicies implements PolicyObjects {

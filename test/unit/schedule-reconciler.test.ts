@@ -5,19 +5,11 @@
 // comes back after its backoff; losing the Lease stops it.
 import t from 'tap';
 import type { Cluster } from '../../cluster/cluster.js';
-import { type Elector, type LeadershipHooks, Manager } from '../../cluster/kubernetes/manager.js';
+import { Manager } from '../../cluster/kubernetes/manager.js';
+import { FakeElector } from './fixtures/fake-elector.js';
 import { ScheduleReconciler } from '../../cluster/kubernetes/schedule-reconciler.js';
 import type { ScheduleStore } from '../../cluster/schedules/schedule-store.js';
 import { expectAfter, fakeClockAndQueue } from './fixtures/fake-clock.js';
-
-class FakeElector implements Elector {
-  isLeader = false;
-  constructor(readonly hooks: LeadershipHooks) {}
-  start() { /* the test decides who leads */ }
-  async stop() { this.lose(); }
-  win() { this.isLeader = true; this.hooks.onStartedLeading(); }
-  lose() { if (this.isLeader) { this.isLeader = false; this.hooks.onStoppedLeading(); } }
-}
 
 function setUp(t: { teardown(run: () => unknown): void }) {
   let manager: Manager | undefined;
