@@ -5,6 +5,8 @@
 // an older config of their template (another Spark version) and servers that stopped answering
 // are replaced at the next check; a template that is gone drains its pool.
 import type { FastifyBaseLogger } from 'fastify';
+import { type Clock, systemClock } from '../lib/clock.js';
+import { SerialCheck } from '../lib/serial-check.js';
 import type { ServerAddress } from './placement.js';
 
 /** How often templates are checked and pools topped up (ms). */
@@ -35,19 +37,6 @@ export interface WarmPoolHost {
   stop(appName: string): Promise<void>;
 }
 
-/** Timers as the pool uses them (a fake clock in its unit test). */
-export interface PoolClock {
-  now(): number;
-  setInterval(fn: () => void, ms: number): unknown;
-  clearInterval(handle: unknown): void;
-}
-
-const systemClock: PoolClock = {
-  now: () => Date.now(),
-  setInterval: (fn, ms) => setInterval(fn, ms).unref(),
-  clearInterval: (handle) => clearInterval(handle as NodeJS.Timeout),
-};
-
 interface Member {
   template: string | undefined;
   version: string;
@@ -64,33 +53,30 @@ export class ConnectWarmPool {
   private readonly retry = new Map<string | undefined, { failures: number; at: number }>();
   /** Starts under way, waited for at close (each stops its server once it settles). */
   private readonly starts = new Set<Promise<void>>();
-  private timer: unknown;
-  private checking: Promise<void> | undefined;
-  private again = false;
-  private closed = false;
+  private readonly checks: SerialCheck;
 
   /** `sizes`: servers kept ready per template (undefined: sessions that name none). */
   constructor(
     private readonly sizes: ReadonlyMap<string | undefined, number>,
     private readonly host: WarmPoolHost,
     private readonly log: FastifyBaseLogger,
-    private readonly checkMs = WARM_CHECK_MS,
-    private readonly clock: PoolClock = systemClock,
-  ) {}
+    checkMs = WARM_CHECK_MS,
+    private readonly clock: Clock = systemClock,
+  ) {
+    this.checks = new SerialCheck(() => this.check(), { everyMs: checkMs, log, failure: 'Spark Connect warm pool: check failed', clock });
+  }
+
+  private get closed(): boolean { return this.checks.closed; }
 
   get enabled(): boolean { return [...this.sizes.values()].some((n) => n > 0); }
 
   open(): void {
-    if (!this.enabled) return;
-    this.timer = this.clock.setInterval(() => this.poke(), this.checkMs);
-    this.poke();
+    if (this.enabled) this.checks.open();
   }
 
   /** Stops the timer and every server still the pool's (started ones as their start settles). */
   async close(): Promise<void> {
-    this.closed = true;
-    if (this.timer !== undefined) this.clock.clearInterval(this.timer);
-    await this.checking;
+    await this.checks.close();
     const ready = [...this.members].filter((m) => m.server);
     for (const member of this.members) member.drop = true;
     await this.stopAll(ready);
@@ -128,14 +114,7 @@ export class ConnectWarmPool {
 
   /** Runs a check soon; checks never overlap (one more runs if asked meanwhile). */
   poke(): void {
-    if (this.closed || !this.enabled) return;
-    if (this.checking) { this.again = true; return; }
-    this.checking = this.check()
-      .catch((error: Error) => this.log.error({ err: error }, 'Spark Connect warm pool: check failed'))
-      .finally(() => {
-        this.checking = undefined;
-        if (this.again) { this.again = false; this.poke(); }
-      });
+    if (this.enabled) this.checks.poke();
   }
 
   private async check(): Promise<void> {

@@ -3,7 +3,7 @@
 // laptop's lid shut, a NAT that forgot the connection) would otherwise hold its socket, its slot
 // and, for a launcher, its kernel for good. Proxies also keep a connection that carries pings.
 import type { FastifyBaseLogger } from 'fastify';
-import { type Clock, systemClock, type TimerHandle } from './clock.js';
+import { type Clock, systemClock, type TimerHandle } from '../lib/clock.js';
 
 /** What the heartbeat needs of a websocket (ws's WebSocket has it). */
 export interface PingableSocket {

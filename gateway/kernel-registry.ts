@@ -6,7 +6,7 @@ import { EventEmitter } from 'node:events';
 import type { FastifyBaseLogger } from 'fastify';
 import { ApiClient, type ApiApplication, ApiError, TERMINAL_STATES } from './api-client.js';
 import type { GatewayCaller } from './auth.js';
-import { type Clock, systemClock, type TimerHandle } from './clock.js';
+import { type Clock, systemClock, type TimerHandle } from '../lib/clock.js';
 import { GatewayError } from './gateway-error.js';
 import { kernelLimitRefusal, mayUseKernel } from './kernel-owners.js';
 import { reconcileKernels } from './kernel-reconcile.js';

@@ -5,7 +5,7 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { WebSocket } from 'ws';
 import { ByteQueue } from './byte-queue.js';
-import { type Clock, systemClock } from './clock.js';
+import { type Clock, systemClock } from '../lib/clock.js';
 import { GatewayError } from './gateway-error.js';
 import { IopubRateLimiter, rateNotice } from './iopub-rate-limit.js';
 import { countsAsActivity, type JupyterMessage, parseClientFrame, refusedReply, type Routing, splitKernelFrame, statusMessage, stderrMessage } from './messages.js';

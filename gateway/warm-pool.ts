@@ -4,7 +4,8 @@
 // never culled. A claim is confirmed by the kernel's launcher, which keeps it and says it again
 // in every hello: a restarted gateway neither hands a claimed kernel out again nor loses it.
 import type { FastifyBaseLogger } from 'fastify';
-import { type Clock, systemClock, type TimerHandle } from './clock.js';
+import type { Clock } from '../lib/clock.js';
+import { SerialCheck } from '../lib/serial-check.js';
 import type { KernelSession } from './kernel-session.js';
 import { poolChecksTotal } from './metrics.js';
 
@@ -25,10 +26,7 @@ export interface PoolHost {
 export interface PoolStatus { template: string; size: number; ready: number; starting: number }
 
 export class WarmPool {
-  private timer: TimerHandle | undefined;
-  private checking: Promise<void> | undefined;
-  private again = false;
-  private closed = false;
+  private readonly checks: SerialCheck;
   /** Templates found missing at the last check: not refilled until they are back. */
   private readonly missing = new Set<string>();
 
@@ -36,22 +34,20 @@ export class WarmPool {
     private readonly sizes: ReadonlyMap<string, number>,
     private readonly host: PoolHost,
     private readonly log: FastifyBaseLogger,
-    private readonly checkMs = POOL_CHECK_MS,
-    private readonly clock: Clock = systemClock,
-  ) {}
+    checkMs = POOL_CHECK_MS,
+    clock?: Clock,
+  ) {
+    this.checks = new SerialCheck(() => this.check(), { everyMs: checkMs, log, failure: 'warm pool check failed', clock, ran: () => poolChecksTotal.inc() });
+  }
 
   get enabled(): boolean { return [...this.sizes.values()].some((n) => n > 0); }
 
   open(): void {
-    if (!this.enabled) return;
-    this.timer = this.clock.setInterval(() => this.poke(), this.checkMs);
-    this.poke();
+    if (this.enabled) this.checks.open();
   }
 
   async close(): Promise<void> {
-    this.closed = true;
-    if (this.timer !== undefined) this.clock.clearInterval(this.timer);
-    await this.checking;
+    await this.checks.close();
   }
 
   /** A ready kernel of `template`'s pool, now claimed for `owner` (a key id); undefined when none is ready. */
@@ -77,15 +73,7 @@ export class WarmPool {
 
   /** Runs a check soon; checks never overlap (one more runs if asked meanwhile). */
   poke(): void {
-    if (this.closed || !this.enabled) return;
-    if (this.checking) { this.again = true; return; }
-    this.checking = this.check()
-      .catch((error: Error) => this.log.error({ err: error }, 'warm pool check failed'))
-      .finally(() => {
-        poolChecksTotal.inc();
-        this.checking = undefined;
-        if (this.again) { this.again = false; this.poke(); }
-      });
+    if (this.enabled) this.checks.poke();
   }
 
   /** Kernels of the pool that are not someone's (claim unknown counts: it may still be free). */
@@ -95,7 +83,7 @@ export class WarmPool {
 
   private async check(): Promise<void> {
     for (const [template, size] of this.sizes) {
-      if (this.closed) return;
+      if (this.checks.closed) return;
       let version: string | undefined;
       try {
         version = await this.host.templateVersion(template);

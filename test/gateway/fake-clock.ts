@@ -1,6 +1,6 @@
-// A clock moved by hand for the gateway's loops (gateway/clock.ts): timers run in time order when
+// A clock moved by hand for the gateway's loops (lib/clock.ts): timers run in time order when
 // `advance` passes them, nothing runs on its own, and no test waits for real time.
-import type { Clock, TimerHandle } from '../../gateway/clock.js';
+import type { Clock, TimerHandle } from '../../lib/clock.js';
 
 interface Timer { id: number; at: number; fn: () => void; every?: number }
 

@@ -7,7 +7,7 @@ import type { AddressInfo } from 'node:net';
 import type { FastifyBaseLogger } from 'fastify';
 import { pino } from 'pino';
 import WebSocket, { WebSocketServer } from 'ws';
-import type { Clock } from '../../gateway/clock.js';
+import type { Clock } from '../../lib/clock.js';
 import { KernelSession } from '../../gateway/kernel-session.js';
 import { DEFAULT_LIFECYCLE, type LifecycleLimits } from '../../gateway/lifecycle-limits.js';
 import { DEFAULT_LIMITS, type SessionLimits } from '../../gateway/session-limits.js';

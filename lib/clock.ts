@@ -1,5 +1,6 @@
-// Time as the gateway's loops see it: the heartbeat, launch and restart timeouts take a Clock, so
-// their unit tests move time by hand (test/gateway/fake-clock.ts) instead of waiting for it.
+// Time as the service's loops see it: the gateway's heartbeat, launch and restart timeouts and the
+// warm pools take a Clock, so their unit tests move time by hand (test/gateway/fake-clock.ts)
+// instead of waiting for it.
 
 export type TimerHandle = unknown;
 
