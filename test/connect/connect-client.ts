@@ -3,7 +3,8 @@
 import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { sparkEnv } from '../helpers/service.js';
+import type { Test } from 'tap';
+import { runCli, sparkEnv } from '../helpers/service.js';
 
 const script = join(import.meta.dirname, 'client.py');
 
@@ -45,4 +46,11 @@ export function runConnectClientOf(version: string, mode: string, url: string, .
 export function connectPortOf(output: string): number | undefined {
   const match = /Spark Connect at sc:\/\/localhost:(\d+)\//.exec(output);
   return match ? Number(match[1]) : undefined;
+}
+
+/** An admin key made by the CLI in `dataDir` (as an operator would), checked to be made: its secret and its id. */
+export async function createAdminKey(t: Test, dataDir: string, env: NodeJS.ProcessEnv, label: string): Promise<{ key: string; id: string }> {
+  const created = await runCli(['keys', 'create', '--role', 'admin', '--label', label, '--data-dir', dataDir], env);
+  t.equal(created.code, 0, created.stderr);
+  return { key: created.stdout.trim(), id: /Created admin key ([0-9a-f]+)\./.exec(created.stderr)?.[1] ?? '' };
 }

@@ -8,18 +8,14 @@ import t from 'tap';
 import { http, realSpark, runCli, sparkEnv, startService } from '../helpers/service.js';
 import { until } from '../helpers/poll.js';
 import { tempDir } from '../helpers/temp.js';
-import { connectClientPython, connectPortOf, runConnectClient } from './connect-client.js';
+import { connectClientPython, connectPortOf, createAdminKey, runConnectClient } from './connect-client.js';
 
 const skip = !realSpark() || !connectClientPython() ? 'needs the Spark virtualenv and the Connect client (SETUP_TEST_TOOLS=1 scripts/setup.sh)' : false;
 
 t.test('Spark Connect sessions through the endpoint, as applications of their keys', { skip, timeout: 1_800_000 }, async (t) => {
   const dataDir = join(tempDir(t), 'data');
   const env = { ...sparkEnv(), LOG_LEVEL: 'warn' };
-  const create = async (label: string) => {
-    const created = await runCli(['keys', 'create', '--role', 'admin', '--label', label, '--data-dir', dataDir], env);
-    t.equal(created.code, 0, created.stderr);
-    return { key: created.stdout.trim(), id: /Created admin key ([0-9a-f]+)\./.exec(created.stderr)?.[1] ?? '' };
-  };
+  const create = (label: string) => createAdminKey(t, dataDir, env, label);
   const [a, b, c] = [await create('A'), await create('B'), await create('C')];
   // Admin keys: local mode serves user keys only inside the driver sandbox, which is not what this covers.
   const service = await startService(t, { dataDir, env, args: ['--auth', 'on', '--sandbox', 'off', '--cores', '2', '--connect-port', '0', '--connect-idle-timeout', '45s'] });

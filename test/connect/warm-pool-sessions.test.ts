@@ -7,11 +7,11 @@
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import t from 'tap';
-import { http, realSpark, runCli, sparkEnv, startService } from '../helpers/service.js';
+import { http, realSpark, sparkEnv, startService } from '../helpers/service.js';
 import { until } from '../helpers/poll.js';
 import { tempDir } from '../helpers/temp.js';
 import { listening } from '../../connect/placement.js';
-import { connectClientPython, connectPortOf, runConnectClientOf } from './connect-client.js';
+import { connectClientPython, connectPortOf, createAdminKey, runConnectClientOf } from './connect-client.js';
 
 const WARM = 'connect.submission-service.io/warm';
 const CLAIMER = 'kernel.submission-service.io/claimed-by';
@@ -23,11 +23,7 @@ interface App { appName: string; state: string; labels?: Record<string, string>;
 t.test('sessions from the warm pool: the caller\'s application at once, nobody else\'s, and the pool refills', { skip, timeout: 2_400_000 }, async (t) => {
   const dataDir = join(tempDir(t), 'data');
   const env = { ...sparkEnv(), LOG_LEVEL: 'warn' };
-  const create = async (label: string) => {
-    const created = await runCli(['keys', 'create', '--role', 'admin', '--label', label, '--data-dir', dataDir], env);
-    t.equal(created.code, 0, created.stderr);
-    return { key: created.stdout.trim(), id: /Created admin key ([0-9a-f]+)\./.exec(created.stderr)?.[1] ?? '' };
-  };
+  const create = (label: string) => createAdminKey(t, dataDir, env, label);
   const [a, b] = [await create('A'), await create('B')];
   // Admin keys: local mode serves user keys only inside the driver sandbox, which is not what this covers.
   const service = await startService(t, {
