@@ -17,7 +17,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any, Dict, Optional
+from typing import Any, Callable, Dict, List, Optional
 
 import psutil
 from submission_service import Client
@@ -56,26 +56,48 @@ def cpu_seconds(process: psutil.Process) -> float:
     return total
 
 
+class TaskSeconds:
+    """The DAG run's task instances by state, sampled every SAMPLE_S and integrated into task-seconds, and
+    when the first and all `tasks` of its runs had started (by the count `started` gives, asked until all have)."""
+
+    def __init__(self, home: Path, start: float, tasks: int) -> None:
+        self.home, self.start, self.tasks = home, start, tasks
+        self.slot_s = self.deferred_s = 0.0
+        self.most_running = 0
+        self.first_running: Optional[float] = None
+        self.all_running: Optional[float] = None
+
+    def sample(self, started: Callable[[], int]) -> None:
+        states: Dict[str, int] = dict(query(self.home, "select state, count(*) from task_instance where dag_id = 'bench_wait' group by state"))
+        self.slot_s += states.get("running", 0) * SAMPLE_S
+        self.deferred_s += states.get("deferred", 0) * SAMPLE_S
+        self.most_running = max(self.most_running, states.get("running", 0))
+        if self.all_running is None:
+            count = started()
+            self.first_running = self.first_running or (time.monotonic() - self.start if count else None)
+            self.all_running = time.monotonic() - self.start if count >= self.tasks else None
+
+    def figures(self) -> Dict[str, Any]:
+        return {"workerSlotS": round(self.slot_s, 1), "deferredS": round(self.deferred_s, 1), "mostRunning": self.most_running,
+                "firstRunningS": round(self.first_running or 0, 1), "allRunningS": round(self.all_running or 0, 1)}
+
+
+def run_ended(home: Path) -> List[str]:
+    """The DAG run's state once it has ended (success or failed), else nothing."""
+    return [r[0] for r in query(home, "select state from dag_run where dag_id = 'bench_wait' and state in ('success', 'failed')")]
+
+
 def sample_until_ended(home: Path, airflow: Components, client: Client, job: str, start: float) -> Dict[str, Any]:
-    """Every SAMPLE_S until the DAG run ends: its task instances by state (integrated into task-seconds)
-    and, until all are, how many of the job's applications have left PENDING."""
-    slot_s = deferred_s = 0.0
-    most_running, first_running, all_running = 0, None, None  # type: int, Optional[float], Optional[float]
+    """Every SAMPLE_S until the DAG run ends: task-seconds by state and, until all are, how many of the job's
+    applications have left PENDING."""
+    seconds = TaskSeconds(home, start, TASKS)
     while True:
-        states: Dict[str, int] = dict(query(home, "select state, count(*) from task_instance where dag_id = 'bench_wait' group by state"))
-        slot_s += states.get("running", 0) * SAMPLE_S
-        deferred_s += states.get("deferred", 0) * SAMPLE_S
-        most_running = max(most_running, states.get("running", 0))
-        if all_running is None:
-            started = sum(app["state"] != "PENDING" for app in client.list(job_name=job))
-            first_running = first_running or (time.monotonic() - start if started else None)
-            all_running = time.monotonic() - start if started >= TASKS else None
-        ended = [r[0] for r in query(home, "select state from dag_run where dag_id = 'bench_wait' and state in ('success', 'failed')")]
+        seconds.sample(lambda: sum(app["state"] != "PENDING" for app in client.list(job_name=job)))
+        ended = run_ended(home)
         if ended:
             assert ended == ["success"], "the DAG run ended %s: %s%s" % (ended, query(
                 home, "select task_id, try_number, state from task_instance where dag_id = 'bench_wait'"), airflow.tails())
-            return {"workerSlotS": round(slot_s, 1), "deferredS": round(deferred_s, 1), "mostRunning": most_running,
-                    "firstRunningS": round(first_running or 0, 1), "allRunningS": round(all_running or 0, 1)}
+            return seconds.figures()
         airflow.check_alive()
         time.sleep(SAMPLE_S)
 

@@ -22,7 +22,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any, Callable, Dict, Optional
+from typing import Any, Callable, Dict
 
 import psutil
 from kubernetes import client as k8s_client, config as k8s_config
@@ -31,7 +31,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent.parent / "clients" / "airflow" / "tests"))
 from airflow_processes import AIRFLOW, Components, prepare_home, query, wait_for  # noqa: E402
-from scheduled import cpu_seconds  # noqa: E402
+from scheduled import TaskSeconds, cpu_seconds, run_ended  # noqa: E402
 
 TASKS = int(os.environ.get("BENCH_TASKS", "10"))
 HOLD_S = float(os.environ.get("BENCH_HOLD_S", "60"))
@@ -98,33 +98,24 @@ def never_ran(home: Path, task_id: str) -> bool:
 
 
 def sample_until_ended(home: Path, airflow: Components, running_pods: Callable[[], int], start: float) -> Dict[str, Any]:
-    """Every SAMPLE_S until the DAG run ends: its task instances by state (integrated into task-seconds),
-    until all are, how many of the job's driver pods run, and now and then the scheduler tree's memory."""
-    slot_s = deferred_s = 0.0
-    most_running, first_running, all_running, peak_mib, tick = 0, None, None, 0.0, 0  # type: int, Optional[float], Optional[float], float, int
+    """Every SAMPLE_S until the DAG run ends: task-seconds by state, until all are, how many of the job's driver
+    pods run, and now and then the scheduler tree's memory."""
+    seconds = TaskSeconds(home, start, TASKS)
+    peak_mib, tick = 0.0, 0
     scheduler = psutil.Process(airflow.processes["scheduler"].pid)
     while True:
-        states: Dict[str, int] = dict(query(home, "select state, count(*) from task_instance where dag_id = 'bench_wait' group by state"))
-        slot_s += states.get("running", 0) * SAMPLE_S
-        deferred_s += states.get("deferred", 0) * SAMPLE_S
-        most_running = max(most_running, states.get("running", 0))
-        if all_running is None:
-            started = running_pods()
-            first_running = first_running or (time.monotonic() - start if started else None)
-            all_running = time.monotonic() - start if started >= TASKS else None
+        seconds.sample(running_pods)
         if tick % MEMORY_EVERY == 0:
             peak_mib = max(peak_mib, tree_rss_mib(scheduler))
         tick += 1
-        ended = [r[0] for r in query(home, "select state from dag_run where dag_id = 'bench_wait' and state in ('success', 'failed')")]
+        ended = run_ended(home)
         if ended:
             # On an overloaded machine Airflow itself can fail a task before it runs (its supervisor's
             # Execution API call times out): counted, not fatal; any other failure is.
             failed = [r[0] for r in query(home, "select task_id from task_instance where dag_id = 'bench_wait' and state != 'success'")]
             assert ended == ["success"] or all(never_ran(home, task) for task in failed), "the DAG run ended %s: %s%s" % (
                 ended, failed, airflow.tails())
-            return {"failedBeforeRunning": len(failed), "workerSlotS": round(slot_s, 1), "deferredS": round(deferred_s, 1), "mostRunning": most_running,
-                    "firstRunningS": round(first_running or 0, 1), "allRunningS": round(all_running or 0, 1),
-                    "schedulerPeakMiB": round(peak_mib)}
+            return {"failedBeforeRunning": len(failed), **seconds.figures(), "schedulerPeakMiB": round(peak_mib)}
         airflow.check_alive()
         time.sleep(SAMPLE_S)
 
