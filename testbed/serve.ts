@@ -67,17 +67,19 @@ export interface ServeState {
  * it the NetworkPolicy enforcer (--network-policies, which needs the real node and what
  * node-policy.ts says the enforcer needs on this machine).
  */
-export function nodeChoices(values: Pick<ServeOptions, 'real-node' | 'run-pods' | 'network-policies'>, enforcerUnavailable = () => realNodeUnavailable({ enforceNetworkPolicy: true })): { realNode: boolean; enforceNetworkPolicy: boolean } {
+export function nodeChoices(values: Pick<ServeOptions, 'real-node' | 'run-pods' | 'network-policies'>, enforcerUnavailable = () => realNodeUnavailable({ enforceNetworkPolicy: true })): { realNode: boolean; enforceNetworkPolicy: boolean; appNetworkPolicies: boolean } {
   if (values['real-node'] && values['run-pods']) throw new Error('--real-node runs pods itself; --run-pods (FakeKubelet) is for fake nodes');
   if (values['network-policies'] && !values['real-node']) throw new Error('--network-policies enforces NetworkPolicy on the real node: it needs --real-node (fake nodes run no pod network)');
   const why = values['network-policies'] ? enforcerUnavailable() : undefined;
   if (why) throw new Error(`--network-policies: ${why}`);
-  return { realNode: values['real-node'], enforceNetworkPolicy: values['network-policies'] };
+  // Where the node enforces policies, the bed's API gives each application its own, as the chart's
+  // api does with networkPolicy.enabled (its --app-network-policies).
+  return { realNode: values['real-node'], enforceNetworkPolicy: values['network-policies'], appNetworkPolicies: values['network-policies'] };
 }
 
 export async function serve(dir: string, values: ServeOptions): Promise<void> {
   rmSync(join(dir, 'state.json'), { force: true });
-  const { realNode, enforceNetworkPolicy } = nodeChoices(values);
+  const { realNode, enforceNetworkPolicy, appNetworkPolicies } = nodeChoices(values);
   const testbed = await startTestbed(join(dir, 'testbed'), { scheduler: values.nodes || realNode, nodeControllers: realNode, advertiseAddress: realNode ? nodeIp() : undefined });
   const { kubeconfig } = testbed;
   // Stopped (and its changes to the machine undone) by close(), or by `testbed down` after a crash.
@@ -115,7 +117,7 @@ export async function serve(dir: string, values: ServeOptions): Promise<void> {
     ? new FakeKubelet({ clients, namespace: values.namespace, dataDir: join(dir, 'kubelet'), cores: availableParallelism(), ...findSpark(), classPath: historyBed?.classPath })
     : undefined;
   await kubelet?.start();
-  const cluster = new KubernetesCluster({ clients: kubeClients(identity.kubeconfig), namespace: values.namespace, logArchive: historyBed?.logArchive, rules });
+  const cluster = new KubernetesCluster({ clients: kubeClients(identity.kubeconfig), namespace: values.namespace, logArchive: historyBed?.logArchive, rules, appNetworkPolicies });
   await cluster.start();
   const history = await historyBed?.history(cluster.events);
   // Ended runs' event logs into their jobs' profiles (sizing from past runs), as the chart's API does.

@@ -14,10 +14,11 @@ import { tempDir } from '../helpers/temp.js';
 const flags = (set: Partial<Record<'real-node' | 'run-pods' | 'network-policies', boolean>>) => ({ 'real-node': false, 'run-pods': false, 'network-policies': false, ...set });
 const canEnforce = () => undefined;
 
-t.test('--network-policies with --real-node starts the enforcer on the node; without it, the node enforces nothing', async (t) => {
-  t.same(nodeChoices(flags({ 'real-node': true, 'network-policies': true }), canEnforce), { realNode: true, enforceNetworkPolicy: true });
-  t.same(nodeChoices(flags({ 'real-node': true }), () => 'never asked'), { realNode: true, enforceNetworkPolicy: false }, 'the real node alone: no enforcer, and its needs are not checked');
-  t.same(nodeChoices(flags({}), () => 'never asked'), { realNode: false, enforceNetworkPolicy: false });
+t.test('--network-policies with --real-node starts the enforcer on the node and gives each application its own policy; without it, the node enforces nothing', async (t) => {
+  t.same(nodeChoices(flags({ 'real-node': true, 'network-policies': true }), canEnforce), { realNode: true, enforceNetworkPolicy: true, appNetworkPolicies: true },
+    'the bed\'s API then runs as the chart\'s with networkPolicy.enabled');
+  t.same(nodeChoices(flags({ 'real-node': true }), () => 'never asked'), { realNode: true, enforceNetworkPolicy: false, appNetworkPolicies: false }, 'the real node alone: no enforcer, and its needs are not checked');
+  t.same(nodeChoices(flags({}), () => 'never asked'), { realNode: false, enforceNetworkPolicy: false, appNetworkPolicies: false });
 });
 
 t.test('--network-policies is refused without a real node, or where the enforcer cannot run, before anything starts', async (t) => {
