@@ -6,7 +6,7 @@ import { createReadStream } from 'node:fs';
 import { readdir, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { firstEventFileName, HEAD_BYTES, type HeadReading, identityFromHead, sparkAppIdOfEntry } from './event-log-head.js';
-import { type IndexedRun, type Refusal, RunClaims } from './run-claims.js';
+import { ClaimedLogIndex, type EventLogIndexOptions } from './claimed-log-index.js';
 
 export type { IndexedRun } from './run-claims.js';
 
@@ -47,46 +47,18 @@ async function isCompleted(dir: string, entry: string, sparkAppId: string): Prom
   return files.includes(`appstatus_${sparkAppId}`);
 }
 
-export interface EventLogIndexOptions {
-  onError?: (error: unknown, entry: string) => void;
-  /** A log named after, or claiming, another run or application (run-claims.ts). */
-  onRefused?: (refusal: Refusal) => void;
-}
+export type { EventLogIndexOptions } from './claimed-log-index.js';
 
-export class EventLogIndex {
-  private readonly claims: RunClaims;
-  private readonly onError: (error: unknown, entry: string) => void;
-  private refreshing: Promise<void> | undefined;
-
+export class EventLogIndex extends ClaimedLogIndex {
   constructor(readonly dir: string, options: EventLogIndexOptions = {}) {
-    this.onError = options.onError ?? (() => {});
-    this.claims = new RunClaims('local', options.onRefused ?? (() => {}));
+    super('local', options);
   }
 
-  lookup(appName: string): IndexedRun | undefined {
-    return this.claims.lookup(appName);
+  protected async removeEntry(entry: string): Promise<void> {
+    await rm(join(this.dir, entry), { recursive: true, force: true });
   }
 
-  /** Every run read so far, by appName. */
-  runs(): IterableIterator<[string, IndexedRun]> {
-    return this.claims.runs();
-  }
-
-  /** Reads the logs that appeared since the last call; one refresh at a time (callers share it). */
-  refresh(): Promise<void> {
-    this.refreshing ??= this.scan().finally(() => { this.refreshing = undefined; });
-    return this.refreshing;
-  }
-
-  /** Deletes an application's event log (retention, or the application deleted). */
-  async remove(appName: string): Promise<void> {
-    const run = this.claims.lookup(appName);
-    if (!run) return;
-    await rm(join(this.dir, run.entry), { recursive: true, force: true });
-    this.claims.forget(run.entry);
-  }
-
-  private async scan(): Promise<void> {
+  protected async scan(): Promise<void> {
     const entries = await readdir(this.dir).catch((error: NodeJS.ErrnoException) => {
       if (error.code === 'ENOENT') return [] as string[];
       throw error;

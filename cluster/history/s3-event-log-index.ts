@@ -3,8 +3,8 @@
 // cap), then answered from memory; a listing per refresh finds new logs and closed ones. A log
 // is known by what it says, never by its key (run-claims.ts).
 import { firstEventFileName, identityFromHead, sparkAppIdOfEntry } from './event-log-head.js';
-import type { Refusal } from './run-claims.js';
-import { type IndexedRun, RunClaims } from './run-claims.js';
+import type { IndexedRun } from './run-claims.js';
+import { ClaimedLogIndex, type EventLogIndexOptions } from './claimed-log-index.js';
 import type { ObjectStore } from './object-store.js';
 
 /** What one listing tells of an entry (a rolling log's folder, or a single-file log). */
@@ -18,44 +18,15 @@ interface Listed {
   closed: boolean;
 }
 
-export interface S3EventLogIndexOptions {
-  onError?: (error: unknown, entry: string) => void;
-  /** A log named after, or claiming, another run or application (run-claims.ts). */
-  onRefused?: (refusal: Refusal) => void;
-}
-
-export class S3EventLogIndex {
-  private readonly claims: RunClaims;
-  private readonly onError: (error: unknown, entry: string) => void;
-  private refreshing: Promise<void> | undefined;
-
+export class S3EventLogIndex extends ClaimedLogIndex {
   /** `prefix`: the event log directory's key prefix in the bucket (no trailing slash; may be empty). */
-  constructor(private readonly store: ObjectStore, private readonly prefix: string, options: S3EventLogIndexOptions = {}) {
-    this.onError = options.onError ?? (() => {});
-    this.claims = new RunClaims('s3', options.onRefused ?? (() => {}));
+  constructor(private readonly store: ObjectStore, private readonly prefix: string, options: EventLogIndexOptions = {}) {
+    super('s3', options);
   }
 
-  lookup(appName: string): IndexedRun | undefined {
-    return this.claims.lookup(appName);
-  }
-
-  /** Every run read so far, by appName. */
-  runs(): IterableIterator<[string, IndexedRun]> {
-    return this.claims.runs();
-  }
-
-  refresh(): Promise<void> {
-    this.refreshing ??= this.scan().finally(() => { this.refreshing = undefined; });
-    return this.refreshing;
-  }
-
-  /** Deletes an application's event log (retention, or the application deleted). */
-  async remove(appName: string): Promise<void> {
-    const run = this.claims.lookup(appName);
-    if (!run) return;
+  protected async removeEntry(entry: string): Promise<void> {
     // A rolling log is a folder: its prefix ends with a slash (app-1/ must not take app-10/).
-    await this.store.removePrefix(run.entry.startsWith('eventlog_v2_') ? `${this.key(run.entry)}/` : this.key(run.entry));
-    this.claims.forget(run.entry);
+    await this.store.removePrefix(entry.startsWith('eventlog_v2_') ? `${this.key(entry)}/` : this.key(entry));
   }
 
   /** The key of an entry (a rolling log's folder, or a single-file log). */
@@ -83,7 +54,7 @@ export class S3EventLogIndex {
     return entries;
   }
 
-  private async scan(): Promise<void> {
+  protected async scan(): Promise<void> {
     const entries = await this.list();
     for (const entry of this.claims.entries()) if (!entries.has(entry)) this.claims.forget(entry);
     const state = (entry: string, listed: Listed) => ({
