@@ -67,8 +67,9 @@ t.test('a resume over the byte budget, under the event count, is answered reset'
   t.same(seen.slice(0, 2).map((e) => e.event), ['ready', 'reset'], 'reset, not a replay');
   // The feed's newest position when the reset was written: at or past the last held event (the live
   // service may publish one of its own meanwhile, e.g. the probe's record changing once more).
-  const sequence = (id: string) => Number(id.split('.').pop());
-  t.ok(sequence(seen[1]!.id) >= sequence(newest.id) && sequence(seen[1]!.id) <= sequence(events.lastId), 'the reset carries the position to carry on from');
+  const sequence = (id: string | undefined) => Number(id?.split('.').pop());
+  const reset = sequence(seen[1]!.id);
+  t.ok(reset >= sequence(newest.id) && reset <= sequence(events.lastId), `the reset carries the position to carry on from (${seen[1]!.id})`);
 
   const recent = events.publish('changed', { ...record, appName: 'probe-last-but-one' });
   events.publish('changed', { ...record, appName: 'probe-last' });
