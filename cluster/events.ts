@@ -64,7 +64,8 @@ export class EventFeed {
   publish(type: AppEventType, record: AppRecord): AppEvent {
     this.sequence += 1;
     const event: AppEvent = { id: `${this.epoch}.${this.sequence}`, type, record };
-    this.ring.push({ event, bytes: JSON.stringify(record).length });
+    // Bytes as sent (UTF-8): a string's length counts UTF-16 units, a third of some characters' bytes.
+    this.ring.push({ event, bytes: Buffer.byteLength(JSON.stringify(record)) });
     if (this.ring.length > this.capacity) this.ring.shift();
     for (const subscriber of this.subscribers) subscriber(event);
     return event;

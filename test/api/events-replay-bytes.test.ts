@@ -26,6 +26,13 @@ t.test('the byte decision: held sizes are summed before any event is delivered',
   feed.subscribe(first.id, (m) => within.push(m), { maxReplay: 10, maxReplayBytes: 7000 });
   t.same(within.map((m) => m.type), ['changed', 'changed', 'changed'], '7,000 bytes allowed: replayed');
 
+  const wide = new EventFeed();
+  const start = wide.publish('changed', sized('w', 0));
+  wide.publish('changed', { appName: 'x', padding: '\u20ac'.repeat(2000) } as unknown as AppRecord);
+  const counted: FeedMessage[] = [];
+  wide.subscribe(start.id, (m) => counted.push(m), { maxReplay: 10, maxReplayBytes: 5000 });
+  t.same(counted.map((m) => m.type), ['reset'], 'counted in UTF-8 bytes: 2,000 euro signs are 6,000 bytes (2,000 characters)');
+
   t.ok(replayFits([], 0, 0), 'nothing missed always fits');
   t.ok(replayFits([{ bytes: 100 }, { bytes: 100 }], 2, 200), 'at the caps: fits');
   t.notOk(replayFits([{ bytes: 100 }, { bytes: 101 }], 2, 200), 'one byte over');
