@@ -40,7 +40,9 @@ function schemathesis(baseUrl: string, headers: string[], cwd: string): Promise<
     let output = '';
     child.stdout.on('data', (c) => { output += c; });
     child.stderr.on('data', (c) => { output += c; });
-    const timer = setTimeout(() => { child.kill('SIGKILL'); fail(new Error(`schemathesis ran out of time:\n${output.slice(-4000)}`)); }, 240_000);
+    // A hang guard, not a time budget: a quiet machine runs each pass in about 20 s, one at load 26
+    // (the suite beside two CPU hogs and six other sessions) passed 240 s.
+    const timer = setTimeout(() => { child.kill('SIGKILL'); fail(new Error(`schemathesis ran out of time:\n${output.slice(-4000)}`)); }, 500_000);
     child.once('exit', (code) => {
       clearTimeout(timer);
       const cases = Number(/(\d+) generated/.exec(output)?.[1] ?? 0);
@@ -50,7 +52,7 @@ function schemathesis(baseUrl: string, headers: string[], cwd: string): Promise<
   });
 }
 
-t.test('schemathesis finds nothing against local mode, auth off and on', { skip: st && existsSync(st) ? false : 'no schemathesis (SUBMISSION_SERVICE_TOOLS_ENV)', timeout: 600_000 }, async (t) => {
+t.test('schemathesis finds nothing against local mode, auth off and on', { skip: st && existsSync(st) ? false : 'no schemathesis (SUBMISSION_SERVICE_TOOLS_ENV)', timeout: 1_100_000 }, async (t) => {
   const root = tempDir(t);
   const env: NodeJS.ProcessEnv = { ...sparkEnv(), SUBMISSION_SERVICE_PYTHON_ENV: writeFakeSparkEnv(root) };
   let total = 0;
