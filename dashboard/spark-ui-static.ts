@@ -44,6 +44,18 @@ export function rewriteAnswerBody(body: Buffer, contentEncoding: unknown, rewrit
   return rewriteLinks(body, rewrite);
 }
 
+/**
+ * A versioned script's own template paths: Spark's scripts fetch their tables' HTML templates by
+ * paths they build (`uiRoot + "/static/" + name + "-template.html"`), which no page rewrite can
+ * reach, so a 4.x page would get the installation's own (3.5.7) templates. Within a version's
+ * scripts those paths name that version too: the same answer for every name, as the file itself.
+ */
+export function versionedScript(body: Buffer, version: string): Buffer {
+  if (!VERSION.test(version)) return body;
+  const text = body.toString('latin1');
+  return Buffer.from(text.replaceAll('"/static/"', `"/static/spark-${version}/"`).replaceAll('\'/static/\' +', `'/static/spark-${version}/' +`), 'latin1');
+}
+
 /** Whether an answer is a page whose links are rewritten: a 200 of HTML, plain or gzip (Jetty's only coding). */
 export function isRewritablePage(statusCode: number | undefined, headers: Record<string, unknown>): boolean {
   const type = String(headers['content-type'] ?? '');
@@ -187,8 +199,9 @@ const notFound = (reply: FastifyReply, message: string) =>
 export async function staticAsset(request: FastifyRequest, reply: FastifyReply, rest: string, from: { sparkStatic?: (rest: string, version?: string) => Promise<{ body: Buffer; contentType: string } | undefined>; version?: string; cache?: HistoryPageCache; sandboxed: boolean }) {
   const file = await from.sparkStatic?.(rest, from.version).catch(() => undefined);
   if (from.version !== undefined && !file) return notFound(reply, `Spark ${from.version} has no such static file here.`);
-  const entry = file
-    ? { headers: { 'content-type': file.contentType, 'cache-control': STATIC_CACHE_CONTROL }, body: file.body }
+  const body = file && from.version !== undefined && /javascript/.test(file.contentType) ? versionedScript(file.body, from.version) : file?.body;
+  const entry = file && body
+    ? { headers: { 'content-type': file.contentType, 'cache-control': STATIC_CACHE_CONTROL }, body }
     : from.cache?.get(staticCacheKey(rest, acceptsGzip(request.headers['accept-encoding'])));
   if (!entry) return notFound(reply, 'This Spark static file is not available without signing in.');
   const headers = { ...entry.headers };

@@ -3,7 +3,7 @@
 import { Readable } from 'node:stream';
 import { gunzipSync, gzipSync } from 'node:zlib';
 import t from 'tap';
-import { isRewritablePage, LinkRewriter, rewriteAnswerBody, staticLinkRewrite, versionedStaticPath } from '../../dashboard/spark-ui-static.js';
+import { isRewritablePage, LinkRewriter, rewriteAnswerBody, staticLinkRewrite, versionedScript, versionedStaticPath } from '../../dashboard/spark-ui-static.js';
 
 const PREFIX = '/dashboard/apps/pi-1a2b/spark-ui';
 const rewrite = staticLinkRewrite(PREFIX, '4.2.0')!;
@@ -41,4 +41,13 @@ t.test('only a 200 of HTML is a page to rewrite', async (t) => {
   t.notOk(isRewritablePage(200, { 'content-type': 'text/html', 'content-encoding': 'br' }), 'a coding it cannot read');
   t.notOk(isRewritablePage(200, { 'content-type': 'application/json' }));
   t.notOk(isRewritablePage(302, { 'content-type': 'text/html' }));
+});
+
+t.test('a versioned script\'s template paths name its version (Spark builds them in the browser)', async (t) => {
+  const script = `baseURI = words.slice(0, ind).join('/') + '/static/' + templateName + '-template.html';\nreturn uiRoot + "/static/" + templateName + "-template.html";\nvar other = "/static/d3.min.js is a comment";`;
+  const out = versionedScript(Buffer.from(script), '4.2.0').toString();
+  t.match(out, `'/static/spark-4.2.0/' + templateName`);
+  t.match(out, `uiRoot + "/static/spark-4.2.0/" + templateName`);
+  t.match(out, '"/static/d3.min.js is a comment"', 'other strings left alone');
+  t.equal(versionedScript(Buffer.from(script), '4.2.0"x').toString(), script, 'a version that is no version changes nothing');
 });
