@@ -113,7 +113,7 @@ async function beforeDriver(deps: DriverCreationDeps, bare: V1Pod, owner: V1Owne
     if (launcherToken === undefined) return bare;
     // The kernel's token: a Secret owned by the Application (it goes with it), mounted into the
     // driver; only the file's path is in the pod's env (domain/launcher-credential.ts).
-    await createLauncherSecret(deps.clients, deps.namespace, appName, launcherToken, owner);
+    await createLauncherSecret(deps.clients, deps.namespace, { appName, secretName: launcherSecretName(appName), token: launcherToken, owner });
   } catch (error) {
     await dropApplication(deps, appName);
     throw error;

@@ -45,6 +45,11 @@ export interface KubernetesClusterOptions extends ControllerWiringOptions {
   rules?: RulesInput;
   /** How long a stop waits for the controller to record the end before answering (default 10 s). */
   stopWaitMs?: number;
+  /**
+   * The secret shared with the notebook gateway (SUBMISSION_SERVICE_GATEWAY_SECRET): a retried
+   * kernel's driver gets a launcher token of its own, derived from it (domain/launcher-credential.ts).
+   */
+  gatewaySecret?: string;
 }
 
 export class KubernetesCluster implements Cluster {
@@ -79,7 +84,10 @@ export class KubernetesCluster implements Cluster {
       rules: this.pools,
     });
     this.podLogs = new PodLogs(options.clients, options.namespace, this.cache, options.logArchive);
-    const attemptPods = { clients: options.clients, namespace: options.namespace, expectedAdmission: (bare: V1Pod, dryRun: boolean) => this.expectedAdmission(bare, dryRun) };
+    const attemptPods = {
+      clients: options.clients, namespace: options.namespace, gatewaySecret: options.gatewaySecret,
+      expectedAdmission: (bare: V1Pod, dryRun: boolean) => this.expectedAdmission(bare, dryRun),
+    };
     const attempts = { rules: this.pools, createAttemptPod: (bare: V1Pod) => createAttemptPod(attemptPods, bare) };
     ({ manager: this.manager, reconciler: this.reconciler, leader: this.leader, archiver: this.archiver, eventLogAccess: this.eventLogAccess } = wireControllers(options, this.cache, log, attempts));
     this.jobs = new KubernetesJobProfiles(jobProfileObjects(options.clients, options.namespace), options.rules && rulesNow(options.rules), () => this.manager.isLeader);
