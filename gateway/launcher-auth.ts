@@ -1,9 +1,9 @@
 // Credentials of launchers dialling in: a one-time token per kernel (it sits in the
 // application's env, readable in its config, so the first use consumes it), then a reconnect
 // secret, HMAC(kernel id) under the gateway's own secret, which survives gateway restarts.
-// A retried kernel's later attempts (Kubernetes mode) each come with a token the API derived
-// from the same secret (domain/launcher-credential.ts): each is taken once, and only for a
-// later attempt than any taken before, which also ends the first token.
+// A retried kernel's later attempts each come with a token derived from `attemptSecret` (by the
+// API's controller, or local mode's cluster: domain/launcher-credential.ts): each is taken once,
+// and only for a later attempt than any taken before, which also ends the first token.
 import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';

@@ -74,7 +74,7 @@ function sendGatewayError(reply: FastifyReply, statusCode: number, reason: strin
 
 const gateway: FastifyPluginAsync<GatewayOptions> = async (app, options) => {
   const files = options.launcherDir ? new LauncherFiles(options.launcherDir) : undefined;
-  const launcherAuth = new LauncherAuth(options.secret, files, options.attemptSecret ?? (files ? undefined : options.secret));
+  const launcherAuth = new LauncherAuth(options.secret, files, options.attemptSecret);
   const api = new ApiClient(options.apiUrl, options.apiKey, options.apiProof);
   const lifecycle: LifecycleLimits = { ...DEFAULT_LIFECYCLE, ...options.lifecycle };
   const registry = new KernelRegistry({

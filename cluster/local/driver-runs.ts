@@ -2,8 +2,7 @@
 // watched to their end (recorded once however many watchers notice), retried when the attempt
 // policy says so, and found again after a restart (re-attached, or their end read from the exit file).
 import { mkdirSync, writeFileSync } from 'node:fs';
-import { dirname } from 'node:path';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import type { V1Pod } from '@kubernetes/client-node';
 import { admitPod, type AttemptEnd, retriedKernelTokenFile } from '../../domain/index.js';
 import type { ApplicationConfig } from '../../schemas/index.js';
