@@ -109,6 +109,8 @@ export async function apiCommand(argv: string[]): Promise<number> {
     logFollow: { followLimit, maxLogBytes: maxLogMiB * 1024 * 1024 }, appNetworkPolicies: values['app-network-policies'],
     // The webhook's node-pool file (the chart gives both the same): Applications are written with their config.
     rules: watchedRules,
+    // A retried kernel's launcher token derives from the secret shared with the notebook gateway.
+    gatewaySecret: process.env.SUBMISSION_SERVICE_GATEWAY_SECRET || undefined,
   });
   // The cache is listed before the port opens: a replica never answers from an empty cache.
   await cluster.start();

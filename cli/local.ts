@@ -1,4 +1,5 @@
 // `submission-service local`: API + in-process admission + local Spark drivers.
+import { randomBytes } from 'node:crypto';
 import { availableParallelism } from 'node:os';
 import { dirname, join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -8,7 +9,7 @@ import { LocalCluster } from '../cluster/local/local-cluster.js';
 import { ProfileRecorder } from '../cluster/profile-recorder.js';
 import { readRunProfile } from '../cluster/history/run-profile-reader.js';
 import type { LocalLogger } from '../cluster/local/logger.js';
-import type { AdmissionRules } from '../domain/index.js';
+import { type AdmissionRules, attemptLauncherToken } from '../domain/index.js';
 import { FileScheduleStore } from '../cluster/schedules/file-schedule-store.js';
 import { ScheduleRunner, type TickAdmission } from '../cluster/schedules/runner.js';
 import { parseByteSize } from '../cluster/local/work-dir-space.js';
@@ -165,7 +166,11 @@ export async function localCommand(argv: string[]): Promise<number> {
   // single user's unsandboxed drivers keep their spill and shuffle files on disk, uncapped.
   const workDirCap = sandbox && process.getuid?.() === 0 ? workDirCapAsked : undefined;
   const { sparkEnvs, historySpark, sparkStatic } = sparkVersions(spark, rules.engineVersions);
-  const cluster = new LocalCluster({ dataDir, rules, cores: Number(values.cores), log, interactiveLabel: KERNEL_LABEL, sandbox: driverSandbox, keyCoreShare, workDirCap, logCap, sparkEnvs, ...spark });
+  // A retried kernel's launcher tokens: under the secret shared with a standalone gateway, else one
+  // of this process alone (never DIR/gateway-secret, which local drivers can read).
+  const attemptSecret = process.env.SUBMISSION_SERVICE_GATEWAY_SECRET || randomBytes(32).toString('base64url');
+  const retryLauncherToken = (kernelId: string, attempt: number) => attemptLauncherToken(attemptSecret, kernelId, attempt);
+  const cluster = new LocalCluster({ dataDir, rules, cores: Number(values.cores), log, interactiveLabel: KERNEL_LABEL, sandbox: driverSandbox, keyCoreShare, workDirCap, logCap, sparkEnvs, retryLauncherToken, ...spark });
   const history = withHistory ? new LocalSparkHistory({ dataDir, sparkClass: sparkClassBeside(spark.sparkSubmit), python: spark.python, spark: historySpark, events: cluster.events, log, retentionMs }) : undefined;
   const sweeper = retentionMs === undefined ? undefined : new RetentionSweeper({
     cluster, history, retentionMs, onError: (error, appName) => log.warn({ err: error, appName }, 'retention: could not remove an expired application'),
@@ -200,7 +205,7 @@ export async function localCommand(argv: string[]): Promise<number> {
     auth, apiUrl: () => `http://${self()}`, apiKey: gatewayKey,
     launcherUrl: () => `ws://${self()}/notebooks`, launcherFile: localLauncherFile(),
     secret: gatewaySecret(dataDir), cullIdleSeconds: Number(values['cull-idle-seconds']), warmPool,
-    kernelsPerKey, launcherDir: join(dataDir, 'launchers'), apiProof: proof, lifecycle: parseLifecycle(values),
+    kernelsPerKey, launcherDir: join(dataDir, 'launchers'), attemptSecret, apiProof: proof, lifecycle: parseLifecycle(values),
     websocketsPerKey: fairShare.websocketsPerKey,
     // Websockets: the HTTP Host allowlist (while auth is off) and browser pages of these origins only.
     upgrades: { allowedHosts: auth.enabled ? undefined : allowedHosts, allowedOrigins: listFlag(values['allowed-origins']) },

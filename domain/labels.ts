@@ -46,6 +46,8 @@ export const isKernelLabel = (key: string): boolean => key.startsWith(KERNEL_LAB
  * submission (the kernel prefix is the gateway's); the owner checks honour it beside `submittedBy`.
  */
 export const KERNEL_CLAIMER_LABEL = `${KERNEL_LABEL_PREFIX}claimed-by`;
+/** On every kernel: the gateway's id of the kernel (gateway/kernel-registry.ts sets it); a retried kernel's launcher credential derives from it. */
+export const KERNEL_ID_LABEL_KEY = `${KERNEL_LABEL_PREFIX}id`;
 /** On a warm pool's kernels: the template whose pool started it (gateway/kernel-registry.ts sets it). */
 export const KERNEL_POOL_LABEL_KEY = `${KERNEL_LABEL_PREFIX}pool`;
 

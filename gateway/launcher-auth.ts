@@ -1,9 +1,13 @@
 // Credentials of launchers dialling in: a one-time token per kernel (it sits in the
 // application's env, readable in its config, so the first use consumes it), then a reconnect
 // secret, HMAC(kernel id) under the gateway's own secret, which survives gateway restarts.
+// A retried kernel's later attempts each come with a token derived from `attemptSecret` (by the
+// API's controller, or local mode's cluster: domain/launcher-credential.ts): each is taken once,
+// and only for a later attempt than any taken before, which also ends the first token.
 import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
+import { attemptLauncherToken, launcherTokenAttempt } from '../domain/index.js';
 import type { LauncherFiles } from './launcher-files.js';
 
 const sha256 = (text: string) => createHash('sha256').update(text).digest();
@@ -29,9 +33,15 @@ export function loadGatewaySecret(file: string): string {
 
 export class LauncherAuth {
   private readonly oneTime = new Map<string, Buffer>();
+  /** The latest attempt whose token each kernel's launcher presented. */
+  private readonly attemptTaken = new Map<string, number>();
 
-  /** `files`: local mode's random reconnect secrets, kept as hashes (launcher-files.ts), instead of HMACs of `secret`. */
-  constructor(private readonly secret: string, private readonly files?: LauncherFiles) {}
+  /**
+   * `files`: local mode's random reconnect secrets, kept as hashes (launcher-files.ts), instead of HMACs of `secret`.
+   * `attemptSecret`: what retried kernels' tokens derive from; by default `secret` for a standalone
+   * gateway, and none in local mode, whose `secret` may be `DIR/gateway-secret`, which local drivers can read.
+   */
+  constructor(private readonly secret: string, private readonly files?: LauncherFiles, private readonly attemptSecret = files ? undefined : secret) {}
 
   /** A new one-time token for a kernel; only its hash is kept. */
   issue(kernelId: string): string {
@@ -54,11 +64,24 @@ export class LauncherAuth {
       this.oneTime.delete(kernelId);
       return true;
     }
+    if (this.isNewAttemptToken(kernelId, credential)) {
+      this.attemptTaken.set(kernelId, launcherTokenAttempt(credential)!);
+      this.oneTime.delete(kernelId);
+      return true;
+    }
     if (this.files) return this.files.isReconnectSecret(kernelId, credential);
     return sameBytes(Buffer.from(this.reconnectSecret(kernelId)), Buffer.from(credential));
   }
 
   forget(kernelId: string): void {
     this.oneTime.delete(kernelId);
+    this.attemptTaken.delete(kernelId);
+  }
+
+  /** A retried attempt's token (under `attemptSecret`), for a later attempt than any taken. */
+  private isNewAttemptToken(kernelId: string, credential: string): boolean {
+    const attempt = launcherTokenAttempt(credential);
+    if (!this.attemptSecret || attempt === undefined || attempt <= (this.attemptTaken.get(kernelId) ?? 1)) return false;
+    return sameBytes(Buffer.from(attemptLauncherToken(this.attemptSecret, kernelId, attempt)), Buffer.from(credential));
   }
 }

@@ -53,6 +53,11 @@ export interface GatewayOptions {
    * admins only) and reconnect secrets are HMACs of `secret`.
    */
   launcherDir?: string;
+  /**
+   * What a retried kernel's launcher tokens derive from (domain/launcher-credential.ts; the API
+   * or local mode's cluster makes them). Absent: `secret` without `launcherDir`, else none.
+   */
+  attemptSecret?: string;
   /** The API's proof that a submission with kernel labels comes from this gateway (lib/gateway-proof.ts). */
   apiProof?: string;
   /** Jupyter clients' websockets one key (or address, without a key) may hold at once; 0: no cap (default: submit-api/fair-share-limits.ts). */
@@ -69,7 +74,7 @@ function sendGatewayError(reply: FastifyReply, statusCode: number, reason: strin
 
 const gateway: FastifyPluginAsync<GatewayOptions> = async (app, options) => {
   const files = options.launcherDir ? new LauncherFiles(options.launcherDir) : undefined;
-  const launcherAuth = new LauncherAuth(options.secret, files);
+  const launcherAuth = new LauncherAuth(options.secret, files, options.attemptSecret);
   const api = new ApiClient(options.apiUrl, options.apiKey, options.apiProof);
   const lifecycle: LifecycleLimits = { ...DEFAULT_LIFECYCLE, ...options.lifecycle };
   const registry = new KernelRegistry({

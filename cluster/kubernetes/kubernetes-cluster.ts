@@ -8,21 +8,18 @@
 // Several API processes can share one cluster: nothing that matters is kept only in memory.
 import type { Readable } from 'node:stream';
 import type { V1Pod } from '@kubernetes/client-node';
-import {
-  type AdmissionRules, ANNOTATION_ADMITTED, ANNOTATION_SUBMITTED_BY, applicationLabels, DRIVER_PORTS, LABEL_APP, LABEL_JOB, LABEL_TEMPLATE,
-  KERNEL_CLAIMER_LABEL, LAUNCHER_SECRET_KEY, launcherSecretName, readConfig, type RulesInput, rulesNow, withLauncherSecret,
-} from '../../domain/index.js';
+import { type AdmissionRules, DRIVER_PORTS, KERNEL_CLAIMER_LABEL, type RulesInput, rulesNow } from '../../domain/index.js';
 import type { AppRecord, Cluster, CreateOptions, CreateResult, ListQuery, Page } from '../cluster.js';
-import { ConflictError, isTerminal, UnavailableError } from '../cluster.js';
+import { ConflictError, isTerminal } from '../cluster.js';
 import { EventFeed } from '../events.js';
 import { type SubmissionInfo, submissionInfo } from '../submission-info.js';
 import { AppCache } from './app-cache.js';
-import { appNetworkPolicy } from './app-network-policy.js';
-import { createAppNetworkPolicy } from './network-policy-controller.js';
+import { createAttemptPod } from './attempt-pods.js';
 import { APPLICATIONS, FIELD_MANAGER, GROUP, VERSION } from './client.js';
-import { kubeCall, kubeCallOrAbsent, missedAdmission, translate, webhookRefusal } from './errors.js';
+import { createDriver } from './driver-creation.js';
+import { kubeCall, kubeCallOrAbsent } from './errors.js';
 import { admissionWithTemplate } from './expected-admission.js';
-import { patchJson, postJson } from './json-call.js';
+import { patchJson } from './json-call.js';
 import { type LogOptions, PodLogs } from './pod-logs.js';
 import type { Log as LogFn } from './informers.js';
 import type { EventLogAccess } from './event-log-access.js';
@@ -31,12 +28,11 @@ import type { LeaderElection } from './leader-election.js';
 import type { LogArchiver } from './log-archiver.js';
 import type { Manager } from './manager.js';
 import type { Reconciler } from './reconciler.js';
-import { Controller } from './controller.js';
-import { type ApplicationResource, applicationResource, desiredStatus, toRecord } from './records.js';
-import { ANNOTATION_IDEMPOTENCY, idempotencyOf } from '../app-record.js';
+import type { ApplicationResource } from './records.js';
 import { KubernetesTemplateStore } from './template-store.js';
-import { followJobProfiles, jobProfileObjects, KubernetesJobProfiles } from './job-profile-store.js';
-import { ProfileRecorder, type ProfileRecorderOptions } from '../profile-recorder.js';
+import { jobProfileObjects, KubernetesJobProfiles } from './job-profile-store.js';
+import { JobProfileWiring } from './job-profile-wiring.js';
+import type { ProfileRecorder, ProfileRecorderOptions } from '../profile-recorder.js';
 
 export interface KubernetesClusterOptions extends ControllerWiringOptions {
   log?: LogFn;
@@ -49,6 +45,11 @@ export interface KubernetesClusterOptions extends ControllerWiringOptions {
   rules?: RulesInput;
   /** How long a stop waits for the controller to record the end before answering (default 10 s). */
   stopWaitMs?: number;
+  /**
+   * The secret shared with the notebook gateway (SUBMISSION_SERVICE_GATEWAY_SECRET): a retried
+   * kernel's driver gets a launcher token of its own, derived from it (domain/launcher-credential.ts).
+   */
+  gatewaySecret?: string;
 }
 
 export class KubernetesCluster implements Cluster {
@@ -67,12 +68,13 @@ export class KubernetesCluster implements Cluster {
   private readonly podLogs: PodLogs;
   /** Jobs' past runs (JobProfile resources), watched by every replica, written by the leader (job-profile-store.ts). */
   readonly jobs: KubernetesJobProfiles;
-  private jobsFollow?: ReturnType<typeof followJobProfiles>;
-  private recorder?: ProfileRecorder;
+  private readonly jobProfiles: JobProfileWiring;
+  private readonly logMessage: LogFn;
   private started?: Promise<void>;
 
   constructor(private readonly options: KubernetesClusterOptions) {
     const log = options.log ?? ((message: string) => void process.stderr.write(`${message}\n`));
+    this.logMessage = log;
     this.templates = new KubernetesTemplateStore(options.clients, options.namespace);
     this.cache = new AppCache({
       clients: options.clients, namespace: options.namespace, log,
@@ -82,14 +84,19 @@ export class KubernetesCluster implements Cluster {
       rules: this.pools,
     });
     this.podLogs = new PodLogs(options.clients, options.namespace, this.cache, options.logArchive);
-    const attempts = { rules: this.pools, createAttemptPod: (bare: V1Pod) => this.createAttemptPod(bare) };
+    const attemptPods = {
+      clients: options.clients, namespace: options.namespace, gatewaySecret: options.gatewaySecret,
+      expectedAdmission: (bare: V1Pod, dryRun: boolean) => this.expectedAdmission(bare, dryRun),
+    };
+    const attempts = { rules: this.pools, createAttemptPod: (bare: V1Pod) => createAttemptPod(attemptPods, bare) };
     ({ manager: this.manager, reconciler: this.reconciler, leader: this.leader, archiver: this.archiver, eventLogAccess: this.eventLogAccess } = wireControllers(options, this.cache, log, attempts));
     this.jobs = new KubernetesJobProfiles(jobProfileObjects(options.clients, options.namespace), options.rules && rulesNow(options.rules), () => this.manager.isLeader);
+    this.jobProfiles = new JobProfileWiring({ clients: options.clients, namespace: options.namespace, profiles: this.jobs, manager: this.manager, cluster: this, log });
   }
 
   /** Lists and watches (the cache), then runs for the Lease. Reads wait for it; the wiring calls it before the port opens. */
   start(): Promise<void> {
-    this.jobsFollow ??= followJobProfiles(this.options.clients, this.ns, this.jobs, this.options.log ?? ((message) => void process.stderr.write(`${message}\n`)));
+    this.jobProfiles.start();
     this.started ??= this.manager.start();
     return this.started;
   }
@@ -102,7 +109,7 @@ export class KubernetesCluster implements Cluster {
 
   /** Resolves once the JobProfiles are listed (they are followed in the background: start()). */
   jobsReady(): Promise<void> {
-    return this.jobsFollow?.ready ?? Promise.reject(new Error('the cluster is not started'));
+    return this.jobProfiles.ready();
   }
 
   /**
@@ -112,24 +119,10 @@ export class KubernetesCluster implements Cluster {
    * are not recorded yet (cluster/profile-recorder.ts).
    */
   recordJobProfiles(readProfile: ProfileRecorderOptions['readProfile'], rules: AdmissionRules): ProfileRecorder {
-    const log = this.options.log ?? ((message: string) => void process.stderr.write(`${message}\n`));
-    const recorder = new ProfileRecorder({
-      cluster: this, profiles: this.jobs, rules, readProfile, mayRecord: () => this.manager.isLeader,
-      warn: (message, { err, appName }) => log(`${appName}: ${message}: ${(err as Error)?.message ?? String(err)}`),
-    });
-    this.recorder = recorder;
-    this.manager.register({
-      controller: new Controller({
-        name: 'job-profiles', workers: 1, keys: () => ['catch-up'], mayWrite: () => this.manager.isLeader,
-        reconcile: async () => { recorder.catchUp((await this.list({ limit: Number.MAX_SAFE_INTEGER })).items); },
-        onError: (_key, error) => log(`job profiles: catching up: ${(error as Error)?.message ?? String(error)}`),
-      }),
-    });
-    return recorder;
+    return this.jobProfiles.record(readProfile, rules);
   }
 
   private get ns() { return this.options.namespace; }
-  private get core() { return this.options.clients.core; }
   private get custom() { return this.options.clients.custom; }
   private get records() { return { group: GROUP, version: VERSION, plural: APPLICATIONS, namespace: this.ns }; }
 
@@ -141,149 +134,19 @@ export class KubernetesCluster implements Cluster {
     return kubeCallOrAbsent(this.options.clients.server, what, run);
   }
 
-  async createDriver(bare: V1Pod, { dryRun, launcherToken }: CreateOptions): Promise<CreateResult> {
+  async createDriver(bare: V1Pod, options: CreateOptions): Promise<CreateResult> {
     await this.start();
-    const labels = bare.metadata?.labels ?? {};
-    const appName = bare.metadata!.name!;
-    // With the webhook's rules the API admits the pod itself (expected-admission.ts): a refusal
-    // is answered before anything is written, an admitted pod is written as admitted.
-    const admission = await this.expectedAdmission(bare, dryRun === true);
-    if (admission?.outcome === 'refused') return { ok: false, status: admission.status, body: admission.body };
-    const expected = admission;
-    let owner: ApplicationResource | undefined;
-    if (!dryRun) {
-      // The Application first: the pod is created owned by it, so a crash in between leaves a
-      // record the controller marks UNKNOWN, never a driver that runs unseen.
-      const draft = applicationResource({
-        appName, namespace: this.ns, labels: applicationLabels(labels), jobName: labels[LABEL_JOB] ?? '',
-        configTemplateName: labels[LABEL_TEMPLATE] ?? '', submittedBy: bare.metadata?.annotations?.[ANNOTATION_SUBMITTED_BY] ?? null,
-      }, { [LABEL_JOB]: labels[LABEL_JOB] ?? '', ...(labels[LABEL_TEMPLATE] ? { [LABEL_TEMPLATE]: labels[LABEL_TEMPLATE] } : {}) });
-      if (expected) {
-        draft.spec.config = expected.config;
-        if (Object.keys(expected.annotations).length > 0) draft.metadata.annotations = expected.annotations;
-      }
-      // The Idempotency-Key's mark (submit-api/idempotency.ts) goes with the Application: any replica compares it.
-      const { idempotency } = idempotencyOf(bare);
-      if (idempotency !== undefined) draft.metadata.annotations = { ...draft.metadata.annotations, [ANNOTATION_IDEMPOTENCY]: idempotency };
-      owner = await this.call(`record application ${appName}`, () =>
-        postJson<ApplicationResource>(this.options.clients.kc, `/apis/${GROUP}/${VERSION}/namespaces/${this.ns}/${APPLICATIONS}?fieldManager=${FIELD_MANAGER}`, draft));
-    }
-    const ownerReferences = owner
-      ? [{ apiVersion: owner.apiVersion, kind: 'Application', name: appName, uid: owner.metadata.uid!, controller: true }]
-      : undefined;
-    if (this.options.appNetworkPolicies && ownerReferences) {
-      // Before the driver: its pods never run without the policy that keeps other runs out.
-      try {
-        // The controller may have made it already (network-policy-controller.ts: 409 is no error).
-        await this.call(`create the NetworkPolicy of ${appName}`, () => createAppNetworkPolicy(this.options.clients.kc, this.ns, appNetworkPolicy(appName, ownerReferences[0])));
-      } catch (error) {
-        await this.dropApplication(appName);
-        throw error;
-      }
-    }
-    let withCredential = bare;
-    if (launcherToken !== undefined && ownerReferences) {
-      // The kernel's token: a Secret owned by the Application (it goes with it), mounted into the
-      // driver; only the file's path is in the pod's env (domain/launcher-credential.ts).
-      try {
-        await this.createLauncherSecret(appName, launcherToken, ownerReferences[0]);
-      } catch (error) {
-        await this.dropApplication(appName);
-        throw error;
-      }
-      withCredential = withLauncherSecret(bare, launcherSecretName(appName));
-    }
-    const written: V1Pod = { ...withCredential, metadata: { ...withCredential.metadata, namespace: this.ns, ...(ownerReferences ? { ownerReferences } : {}) } };
-    const body = expected ? expected.admit(written) : written;
-    let pod: Awaited<ReturnType<KubernetesCluster['createPod']>>;
-    try {
-      pod = await this.createPod(body, dryRun);
-    } catch (error) {
-      if (owner) await this.dropApplication(appName);
-      throw error;
-    }
-    if ('ok' in pod) {
-      if (owner) await this.dropApplication(appName);
-      return pod;
-    }
-    const config = readConfig(pod);
-    if (!config || !pod.metadata?.annotations?.[ANNOTATION_ADMITTED]) {
-      if (owner) await this.dropApplication(appName); // the garbage collector takes the pod
-      throw new UnavailableError('the admission webhook did not admit the driver pod (its objectSelector may not match our labels)');
-    }
-    if (!owner) {
-      const draft = { ...applicationResource({ appName, namespace: this.ns, labels: applicationLabels(pod.metadata.labels), jobName: labels[LABEL_JOB] ?? '', configTemplateName: labels[LABEL_TEMPLATE] ?? '', submittedBy: pod.metadata.annotations?.[ANNOTATION_SUBMITTED_BY] ?? null }, {}), };
-      draft.metadata.creationTimestamp = pod.metadata.creationTimestamp ?? new Date();
-      return { ok: true, record: toRecord(draft, desiredStatus(draft, { pod, deleted: false }, 0), { pod, deleted: false }), pod };
-    }
-    // Admitted otherwise than expected (rules that differ between the API and the webhook): the
-    // controller corrects the Application from the pod, the config's one writer after creation.
-    // The next read (this replica) sees it: the cache has caught up with both writes.
-    const cached = await this.cache.until(appName, (r) => r !== undefined && Object.keys(r.config).length > 0 && this.cache.driver(appName) !== undefined);
-    const record = cached ?? toRecord(owner, desiredStatus(owner, { pod, deleted: false }, 0), { pod, deleted: false });
-    return { ok: true, record: { ...record, config }, pod };
-  }
-
-  /** The launcher's Secret, owned by its Application (not its controller: the Application's controller is ours, its pod's). */
-  private async createLauncherSecret(appName: string, token: string, owner: { apiVersion: string; kind: string; name: string; uid: string }): Promise<void> {
-    await this.call(`create the launcher Secret of ${appName}`, () => this.core.createNamespacedSecret({
-      namespace: this.ns,
-      fieldManager: FIELD_MANAGER,
-      body: {
-        metadata: { name: launcherSecretName(appName), labels: { [LABEL_APP]: appName }, ownerReferences: [{ ...owner, controller: false }] },
-        type: 'Opaque',
-        immutable: true,
-        stringData: { [LAUNCHER_SECRET_KEY]: token },
-      },
-    }));
-  }
-
-  /** The admitted pod, or our refusal (CreateResult with ok false). */
-  private async createPod(body: V1Pod, dryRun: boolean): Promise<V1Pod | Extract<CreateResult, { ok: false }>> {
-    try {
-      return await postJson<V1Pod>(this.options.clients.kc, `/api/v1/namespaces/${this.ns}/pods?fieldManager=${FIELD_MANAGER}${dryRun ? '&dryRun=All' : ''}`, body);
-    } catch (error) {
-      const refusal = webhookRefusal(error);
-      if (refusal) return { ok: false, ...refusal };
-      if (missedAdmission(error)) {
-        throw new UnavailableError('the admission webhook is not installed: the driver pod reached the apiserver without being admitted (check the MutatingWebhookConfiguration)');
-      }
-      throw translate(error, this.options.clients.server, 'create the driver pod');
-    }
+    const { clients, appNetworkPolicies } = this.options;
+    return createDriver({
+      clients, namespace: this.ns, appNetworkPolicies, cache: this.cache, log: this.logMessage,
+      expectedAdmission: (pod, dryRun) => this.expectedAdmission(pod, dryRun),
+    }, bare, options);
   }
 
   /** What the webhook would admit, when this process has its rules (the rules in force now); undefined when unknown. */
   private expectedAdmission(bare: V1Pod, dryRun: boolean) {
     const rules = this.options.rules && rulesNow(this.options.rules);
     return admissionWithTemplate(bare, this.ns, rules, (name) => this.templates.get(name), dryRun, (jobName) => this.jobs.runs(jobName));
-  }
-
-  /**
-   * A retry's driver pod (attempt-starter.ts), admitted as a submission's is: by this process
-   * when it has the webhook's rules, else by the webhook. A conflict (the pod is there: another
-   * replica made it) is the controller's to ignore. Resolves to admission's refusal, if any.
-   */
-  private async createAttemptPod(bare: V1Pod): Promise<{ refused: string } | undefined> {
-    const admission = await this.expectedAdmission(bare, false);
-    if (admission?.outcome === 'refused') return { refused: admission.body.message };
-    const body = admission ? admission.admit(bare) : bare;
-    try {
-      await postJson<V1Pod>(this.options.clients.kc, `/api/v1/namespaces/${this.ns}/pods?fieldManager=${FIELD_MANAGER}`, body);
-    } catch (error) {
-      const refusal = webhookRefusal(error);
-      if (refusal) return { refused: refusal.body.message };
-      throw error;
-    }
-    return undefined;
-  }
-
-  /** Undoes the Application of a submission that did not get its pod; if this fails, the controller marks it UNKNOWN after its grace period. */
-  private async dropApplication(appName: string): Promise<void> {
-    try {
-      await this.orUndefined(`delete application ${appName}`, () => this.custom.deleteNamespacedCustomObject({ ...this.records, name: appName }));
-    } catch (error) {
-      (this.options.log ?? ((m: string) => void process.stderr.write(`${m}\n`)))(`could not remove application ${appName} after its pod failed: ${(error as Error).message}`);
-    }
   }
 
   async get(appName: string): Promise<AppRecord | undefined> {
@@ -384,9 +247,6 @@ export class KubernetesCluster implements Cluster {
   }
 
   async close(): Promise<void> {
-    this.recorder?.close();
-    await this.manager.stop();
-    await this.recorder?.idle();
-    await this.jobsFollow?.stop();
+    await this.jobProfiles.close(() => this.manager.stop());
   }
 }

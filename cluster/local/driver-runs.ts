@@ -1,10 +1,10 @@
 // Local mode's driver processes: started when the scheduler gives an application its cores,
 // watched to their end (recorded once however many watchers notice), retried when the attempt
 // policy says so, and found again after a restart (re-attached, or their end read from the exit file).
-import { writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import type { V1Pod } from '@kubernetes/client-node';
-import { admitPod, type AttemptEnd } from '../../domain/index.js';
+import { admitPod, type AttemptEnd, retriedKernelTokenFile } from '../../domain/index.js';
 import type { ApplicationConfig } from '../../schemas/index.js';
 import { freePort } from '../../lib/free-port.js';
 import { removeTempFiles } from '../../lib/atomic-file.js';
@@ -75,6 +75,7 @@ export class DriverRuns {
       // The exit file's space is taken now, so a full disk cannot refuse the code at the end.
       writeFileSync(exitFile, EXIT_FILE_PLACEHOLDER, { mode: 0o600 });
       if (this.options.workDirCap !== undefined) mountWorkDir(machine.workDir, this.options.workDirCap);
+      this.renewLauncherToken(stored);
       const started = startDriverPod(stored.pod, machine, cores, { logFile, exitFile, logCap: this.options.logCap });
       const run = { pid: started.pid, startTicks: started.startTicks, cores, logFile, exitFile, uiPort, uiGate: machine.uiGate?.secret };
       const startedAt = new Date().toISOString();
@@ -94,6 +95,17 @@ export class DriverRuns {
           appName, 'could not record that the driver failed to start');
       }
     }
+  }
+
+  /**
+   * A retried kernel's launcher finds a fresh one-time token where its env says: the last
+   * attempt's launcher spent and deleted its own (domain/launcher-credential.ts).
+   */
+  private renewLauncherToken(stored: StoredApp): void {
+    const retried = this.options.retryLauncherToken && retriedKernelTokenFile(stored.pod, stored.record.attempt ?? 1);
+    if (!retried) return;
+    mkdirSync(dirname(retried.file), { recursive: true, mode: 0o700 });
+    writeFileSync(retried.file, this.options.retryLauncherToken!(retried.kernelId, stored.record.attempt!), { mode: 0o600, flag: 'w' });
   }
 
   /**

@@ -33,6 +33,11 @@ export interface LocalClusterOptions {
   /** Bytes each driver's log file may take: its head and its tail (log-cap.ts). Undefined: no cap. */
   logCap?: number;
   /**
+   * A retried kernel's fresh launcher token (its first is spent and its file deleted): written
+   * where its driver's env names the file before each later attempt starts. Undefined: none.
+   */
+  retryLauncherToken?: (kernelId: string, attempt: number) => string;
+  /**
    * The Spark of each engineVersion (spark-envs.ts): ready now, or prepared (a virtualenv made)
    * at its first application. Undefined: every application runs `sparkSubmit`.
    */

@@ -82,7 +82,7 @@ export interface TestApiOptions {
   /** Schedules (local mode's store and loop), the loop on this clock and started only when asked. */
   schedules?: { clock?: SchedulerClock; start?: boolean };
   /** More LocalCluster options: a key's share of the cores, caps on work dirs and logs. */
-  local?: Pick<LocalClusterOptions, 'keyCoreShare' | 'workDirCap' | 'logCap' | 'sandbox' | 'sparkEnvs'>;
+  local?: Pick<LocalClusterOptions, 'keyCoreShare' | 'workDirCap' | 'logCap' | 'sandbox' | 'sparkEnvs' | 'retryLauncherToken'>;
 }
 
 export async function startTestApi(t: TestLike, options: TestApiOptions = {}): Promise<TestApi> {

@@ -104,6 +104,8 @@ export interface KubeBedOptions {
   apiIdentity?: boolean;
   /** Each enforcement point's own copy of the rules (cli/watched-rules.ts), as two processes hold them; default: both the rules above. */
   ruleSources?: { webhook: RulesSource; api: RulesSource };
+  /** More options of the API's cluster (the gateway's shared secret). */
+  api?: Partial<KubernetesClusterOptions>;
 }
 
 /** Namespace, CRDs and (on request) fake nodes: what `testbed serve` puts into a fresh cluster. */
@@ -144,7 +146,7 @@ export async function startKubeBed(t: TestLike, options: KubeBedOptions = {}): P
     onReview: (result) => reviews.push({ appName: result.appName, outcome: result.outcome }),
   });
   stops.push(() => webhook.close());
-  const api = await startApi(identity?.kubeconfig ?? testbed.kubeconfig, namespace, { rules: options.ruleSources?.api ?? rules });
+  const api = await startApi(identity?.kubeconfig ?? testbed.kubeconfig, namespace, { ...options.api, rules: options.ruleSources?.api ?? rules });
   stops.push(() => api.close());
   const where = { group: GROUP, version: VERSION, namespace };
   const registration = () => mutatingWebhookConfiguration({ name: WEBHOOK_NAME, url, caBundle: webhook.caBundle, namespaces: [namespace], apiUser }) as V1MutatingWebhookConfiguration;

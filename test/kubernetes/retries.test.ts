@@ -3,15 +3,22 @@
 // OOM-killed makes attempt 2 a new driver pod with more executor memory, created only after the
 // executor of attempt 1 is gone, and the run COMPLETES; a deleted driver pod is retried without
 // counting, and a user error after it ends the application FAILED with every attempt listed.
-import t from 'tap';
+// A retried notebook kernel's driver gets a launcher token of its own, in a Secret of its own.
+import t, { type Test } from 'tap';
 import type { V1Pod } from '@kubernetes/client-node';
-import { ANNOTATION_CONFIG, attemptPodName, LABEL_ATTEMPT } from '../../domain/index.js';
-import { eventually, fakeKubelet, sparkExecutorPod, startKubeBed } from '../helpers/kubernetes.js';
+import {
+  ANNOTATION_CONFIG, attemptLauncherToken, attemptPodName, bareDriverPod, KERNEL_ID_LABEL_KEY, LABEL_ATTEMPT, LAUNCHER_SECRET_KEY, LAUNCHER_SECRET_VOLUME,
+  launcherSecretName,
+} from '../../domain/index.js';
+import { eventually, fakeKubelet, type KubeBed, sparkExecutorPod, startKubeBed } from '../helpers/kubernetes.js';
+
+/** The secret the API shares with the notebook gateway (SUBMISSION_SERVICE_GATEWAY_SECRET). */
+const GATEWAY_SECRET = 'retries-test-gateway-secret';
 
 interface Attempt { attempt: number; driverPod: string; exitCode: number | null; reason: string; counted: boolean; startedAt: string | null; endedAt: string | null; memory?: { executor?: string } }
 
 t.test('retries on the test bed', async (t) => {
-  const bed = await startKubeBed(t);
+  const bed = await startKubeBed(t, { api: { gatewaySecret: GATEWAY_SECRET } });
   const { core } = bed.clients;
   const { namespace } = bed;
   const submit = async (jobName: string, configOverrides: object) => {
@@ -73,4 +80,41 @@ t.test('retries on the test bed', async (t) => {
     t.match(failed.stateDetail, /attempt 2 was the last \(restartPolicy\.retries 0\)/);
     t.equal(await pod(`${appName}-attempt-3`), undefined, 'no third attempt');
   });
+
+  t.test('a retried kernel\'s driver gets a launcher token of its own, in a Secret of its own', (t) => retriedKernel(t, bed, pod));
 });
+
+/** A kernel (its labels and one-time token, as the gateway submits it) whose first driver fails: attempt 2 gets its own credential. */
+async function retriedKernel(t: Test, bed: KubeBed, pod: (name: string) => Promise<V1Pod | undefined>): Promise<void> {
+  const { core } = bed.clients;
+  const { namespace } = bed;
+  const kernelId = '5f0e4c1a-2b3d-4e5f-8a9b-0c1d2e3f4a5b';
+  const appName = `kernel-retry-${Date.now().toString(36)}`;
+  // As the gateway submits a kernel: its labels (with the gateway's proof over HTTP) and its one-time token beside the config.
+  const bare = bareDriverPod({
+    appName, jobName: 'kernel-default', namespace,
+    labels: { 'kernel.submission-service.io/kernel': 'true', [KERNEL_ID_LABEL_KEY]: kernelId },
+    configOverrides: { type: 'Python', mainApplicationFile: 'local:///app/launcher.py', restartPolicy: { type: 'OnFailure', retries: 1, retryIntervalSeconds: 0 } },
+  });
+  const firstToken = 'F'.repeat(32);
+  const created = await bed.api.cluster.createDriver(bare, { dryRun: false, launcherToken: firstToken });
+  t.ok(created.ok, 'the kernel is submitted');
+  const launcherVolume = (p: V1Pod) => p.spec?.volumes?.find((v) => v.name === LAUNCHER_SECRET_VOLUME)?.secret?.secretName;
+  const token = async (name: string) => Buffer.from((await core.readNamespacedSecret({ name, namespace })).data![LAUNCHER_SECRET_KEY]!, 'base64').toString();
+
+  const first = await fakeKubelet(bed.clients, namespace, appName, 'Running');
+  t.equal(launcherVolume(first), launcherSecretName(appName), 'attempt 1 mounts the submission\'s Secret');
+  await fakeKubelet(bed.clients, namespace, appName, 'Failed', 1);
+  const second = attemptPodName(appName, 2);
+  const retried = await eventually(() => pod(second), (p) => p !== undefined, { what: 'the driver pod of attempt 2' }) as V1Pod;
+  const secretName = launcherVolume(retried);
+  t.equal(secretName, launcherSecretName(second), 'attempt 2 mounts a Secret of its own');
+  const secret = await core.readNamespacedSecret({ name: secretName!, namespace });
+  const application = (await bed.applications()).find((a) => a.metadata.name === appName) as { metadata: { uid: string } } | undefined;
+  t.match(secret.metadata!.ownerReferences, [{ kind: 'Application', name: appName, uid: application?.metadata.uid, controller: false }], 'owned by the Application, as the first one');
+  t.equal(secret.immutable, true);
+  t.equal(await token(secretName!), attemptLauncherToken(GATEWAY_SECRET, kernelId, 2), 'holding attempt 2\'s token, which the gateway takes once');
+  t.equal(await token(launcherSecretName(appName)), firstToken, 'the first Secret still holds the first (spent) token');
+  t.notOk(JSON.stringify(retried).includes(attemptLauncherToken(GATEWAY_SECRET, kernelId, 2)), 'the token is not in the pod');
+  t.equal(retried.spec!.containers[0]!.env?.find((e) => e.name === 'SUBMISSION_SERVICE_KERNEL_TOKEN_FILE')?.value, '/var/run/submission-service/launcher/token', 'the driver\'s env names the file');
+}
