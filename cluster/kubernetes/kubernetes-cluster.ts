@@ -84,7 +84,7 @@ export class KubernetesCluster implements Cluster {
     this.podLogs = new PodLogs(options.clients, options.namespace, this.cache, options.logArchive);
     const attempts = { rules: this.pools, createAttemptPod: (bare: V1Pod) => this.createAttemptPod(bare) };
     ({ manager: this.manager, reconciler: this.reconciler, leader: this.leader, archiver: this.archiver, eventLogAccess: this.eventLogAccess } = wireControllers(options, this.cache, log, attempts));
-    this.jobs = new KubernetesJobProfiles(jobProfileObjects(options.clients, options.namespace), options.rules && rulesNow(options.rules), () => this.manager.isLeader);
+    this.jobs = new KubernetesJobProfiles(jobProfileObjects(options.clients, options.namespace), options.rules, () => this.manager.isLeader);
   }
 
   /** Lists and watches (the cache), then runs for the Lease. Reads wait for it; the wiring calls it before the port opens. */
@@ -111,7 +111,7 @@ export class KubernetesCluster implements Cluster {
    * the start of each term and at every resync it catches up on the runs that ended lately and
    * are not recorded yet (cluster/profile-recorder.ts).
    */
-  recordJobProfiles(readProfile: ProfileRecorderOptions['readProfile'], rules: AdmissionRules): ProfileRecorder {
+  recordJobProfiles(readProfile: ProfileRecorderOptions['readProfile'], rules: RulesInput): ProfileRecorder {
     const log = this.options.log ?? ((message: string) => void process.stderr.write(`${message}\n`));
     const recorder = new ProfileRecorder({
       cluster: this, profiles: this.jobs, rules, readProfile, mayRecord: () => this.manager.isLeader,
