@@ -117,7 +117,7 @@ export async function apiCommand(argv: string[]): Promise<number> {
   const retentionMs = parseRetention(values.retention);
   const history = historyWiring.history(cluster.events, retentionMs, (message) => void process.stderr.write(`${message}\n`));
   // Each ended run's event log into its job's profile (sizing from past runs), on the controller's leader.
-  if (history && watchedRules && values.controller === 'on') cluster.recordJobProfiles((appName) => history.readProfile(appName), watchedRules.current());
+  if (history && watchedRules && values.controller === 'on') cluster.recordJobProfiles((appName) => history.readProfile(appName), watchedRules);
   // Only the controller's replica sweeps: one writer of deletions.
   const sweeper = retentionMs === undefined || values.controller !== 'on' ? undefined : new RetentionSweeper({
     cluster, history, retentionMs, onError: (error, appName) => void process.stderr.write(`retention: ${appName ?? ''} ${(error as Error)?.message ?? String(error)}\n`),

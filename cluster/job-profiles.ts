@@ -1,7 +1,7 @@
 // What the API reads of the jobs' profiles (their last runs), and the in-memory copy both modes
 // answer it from: local mode's files (cluster/local/job-profiles.ts), Kubernetes mode's
 // JobProfile resources (cluster/kubernetes/job-profile-store.ts).
-import { type AdmissionRules, type Recommendation, recommend, type RunCost, type RunEvidence } from '../domain/index.js';
+import { type Recommendation, recommend, type RulesInput, rulesNow, type RunCost, type RunEvidence } from '../domain/index.js';
 import type { ApplicationConfig } from '../schemas/index.js';
 
 export interface JobProfiles {
@@ -34,8 +34,12 @@ export class KeptJobProfiles implements JobProfiles {
   protected readonly jobs = new Map<string, JobProfileData>();
   private readonly costs = new Map<string, RunCost>();
 
-  /** `rules`: the pools recommendations are sized within; absent (an API without the node-pool file), none are made. */
-  constructor(protected readonly rules: AdmissionRules | undefined) {}
+  /**
+   * `rules`: the pools recommendations are sized within; absent (an API without the node-pool
+   * file), none are made. A watched source is read at each recommendation, never kept: after a
+   * policy change the next one is sized within the new pools.
+   */
+  constructor(private readonly rules: RulesInput | undefined) {}
 
   runs(jobName: string): RunEvidence[] | undefined {
     return this.jobs.get(jobName)?.runs;
@@ -47,7 +51,7 @@ export class KeptJobProfiles implements JobProfiles {
 
   recommendation(jobName: string): Recommendation | undefined {
     const job = this.jobs.get(jobName);
-    return job && this.rules && recommend(job.runs, job.asked, this.rules);
+    return job && this.rules && recommend(job.runs, job.asked, rulesNow(this.rules));
   }
 
   /** Holds `job` as the job's profile now (the runs it dropped lose their costs). */

@@ -8,7 +8,7 @@
 // Kubernetes mode has one writer: every replica hears of ended runs, only the one holding the
 // Lease records them (`mayRecord`), and when a replica starts leading it catches up on the runs
 // that ended recently while no one recorded them (`catchUp`).
-import { type AdmissionRules, executorSize, runCost, type RunEvidence, type RunProfile } from '../domain/index.js';
+import { executorSize, type RulesInput, rulesNow, runCost, type RunEvidence, type RunProfile } from '../domain/index.js';
 import { type AppRecord, type Cluster, isTerminal } from './cluster.js';
 import type { RecordedJobProfiles } from './job-profiles.js';
 
@@ -18,7 +18,8 @@ export const CATCH_UP_MS = 60 * 60 * 1000;
 export interface ProfileRecorderOptions {
   cluster: Pick<Cluster, 'events' | 'submission'>;
   profiles: RecordedJobProfiles;
-  rules: AdmissionRules;
+  /** Read as each run is recorded (its cost's memory overhead): a watched policy's change counts from the next run on. */
+  rules: RulesInput;
   /** The run's profile from its event log once Spark closed it; null: none readable. Absent: no history kept. */
   readProfile?: (appName: string) => Promise<RunProfile | null>;
   /** Checked before recording (Kubernetes mode: this replica holds the Lease); default: always. */
@@ -75,7 +76,7 @@ export class ProfileRecorder {
     const run: RunEvidence = {
       appName: record.appName, state: record.state, ...(record.stateDetail ? { stateDetail: record.stateDetail } : {}),
       endedAt: record.endedAt ?? new Date(ended).toISOString(), durationMs, asked, ran, profile,
-      cost: runCost(record.config, durationMs, profile, this.options.rules.sizing.memoryOverheadFactor),
+      cost: runCost(record.config, durationMs, profile, rulesNow(this.options.rules).sizing.memoryOverheadFactor),
     };
     const askedConfig = { ...record.config, executor: { ...record.config.executor, ...asked } };
     // The Lease may have moved while the log was read: the new leader records it.

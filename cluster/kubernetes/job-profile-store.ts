@@ -5,7 +5,7 @@
 // ended run (cluster/profile-recorder.ts), with the resource's version, so that two writers
 // after a leader change never lose a run: a conflict reads it again and adds the run to that.
 import type { KubernetesObject } from '@kubernetes/client-node';
-import { type AdmissionRules, type RunEvidence, withRun } from '../../domain/index.js';
+import { type RulesInput, type RunEvidence, withRun } from '../../domain/index.js';
 import type { ApplicationConfig } from '../../schemas/index.js';
 import { JOB_NAME, type JobProfileData, KeptJobProfiles, type RecordedJobProfiles } from '../job-profiles.js';
 import { GROUP, JOB_PROFILES, type KubeClients, VERSION } from './client.js';
@@ -46,7 +46,7 @@ export function profileOf(object: JobProfileObject | undefined): JobProfileData 
 
 export class KubernetesJobProfiles extends KeptJobProfiles implements RecordedJobProfiles {
   /** `mayWrite`: checked before each write (this replica holds the Lease). */
-  constructor(private readonly objects: JobProfileObjects, rules: AdmissionRules | undefined, private readonly mayWrite: () => boolean = () => true) {
+  constructor(private readonly objects: JobProfileObjects, rules: RulesInput | undefined, private readonly mayWrite: () => boolean = () => true) {
     super(rules);
   }
 

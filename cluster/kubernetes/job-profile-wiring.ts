@@ -2,7 +2,7 @@
 // replica (job-profile-store.ts), and the recorder that writes each ended run into its job's
 // profile on the replica holding the Lease (cluster/profile-recorder.ts), as a controller of
 // the manager.
-import type { AdmissionRules } from '../../domain/index.js';
+import type { RulesInput } from '../../domain/index.js';
 import type { Cluster } from '../cluster.js';
 import { ProfileRecorder, type ProfileRecorderOptions } from '../profile-recorder.js';
 import type { KubeClients } from './client.js';
@@ -41,7 +41,7 @@ export class JobProfileWiring {
    * A controller of the manager with one key: at the start of each term and at every resync it
    * catches up on the runs that ended lately and are not recorded yet.
    */
-  record(readProfile: ProfileRecorderOptions['readProfile'], rules: AdmissionRules): ProfileRecorder {
+  record(readProfile: ProfileRecorderOptions['readProfile'], rules: RulesInput): ProfileRecorder {
     const { manager, log, cluster } = this.deps;
     const recorder = new ProfileRecorder({
       cluster, profiles: this.deps.profiles, rules, readProfile, mayRecord: () => manager.isLeader,

@@ -90,7 +90,7 @@ export class KubernetesCluster implements Cluster {
     };
     const attempts = { rules: this.pools, createAttemptPod: (bare: V1Pod) => createAttemptPod(attemptPods, bare) };
     ({ manager: this.manager, reconciler: this.reconciler, leader: this.leader, archiver: this.archiver, eventLogAccess: this.eventLogAccess } = wireControllers(options, this.cache, log, attempts));
-    this.jobs = new KubernetesJobProfiles(jobProfileObjects(options.clients, options.namespace), options.rules && rulesNow(options.rules), () => this.manager.isLeader);
+    this.jobs = new KubernetesJobProfiles(jobProfileObjects(options.clients, options.namespace), options.rules, () => this.manager.isLeader);
     this.jobProfiles = new JobProfileWiring({ clients: options.clients, namespace: options.namespace, profiles: this.jobs, manager: this.manager, cluster: this, log });
   }
 
@@ -118,7 +118,7 @@ export class KubernetesCluster implements Cluster {
    * the start of each term and at every resync it catches up on the runs that ended lately and
    * are not recorded yet (cluster/profile-recorder.ts).
    */
-  recordJobProfiles(readProfile: ProfileRecorderOptions['readProfile'], rules: AdmissionRules): ProfileRecorder {
+  recordJobProfiles(readProfile: ProfileRecorderOptions['readProfile'], rules: RulesInput): ProfileRecorder {
     return this.jobProfiles.record(readProfile, rules);
   }
 

@@ -10,7 +10,7 @@ import { readRunProfile } from '../../cluster/history/run-profile-reader.js';
 import { type JobProfileObject, type JobProfileObjects, KubernetesJobProfiles } from '../../cluster/kubernetes/job-profile-store.js';
 import { expectedAdmission } from '../../cluster/kubernetes/expected-admission.js';
 import { CATCH_UP_MS, ProfileRecorder } from '../../cluster/profile-recorder.js';
-import { bareDriverPod, buildRules, type RunProfile } from '../../domain/index.js';
+import { type AdmissionRules, bareDriverPod, buildRules, type RulesInput, runCost, type RunProfile } from '../../domain/index.js';
 import { exampleCluster, repoRoot } from '../helpers/api.js';
 
 const rules = buildRules({ nodePools: exampleCluster().nodePools, namespace: 'spark-apps' });
@@ -61,12 +61,12 @@ function ended(jobName: string, overrides: Partial<AppRecord> = {}): AppRecord {
 }
 
 /** One replica: its copy of the profiles, and its recorder hearing the ended runs it is told of. */
-function replica(objects: FakeObjects, leads: { now: boolean }, profile: RunProfile | null) {
+function replica(objects: FakeObjects, leads: { now: boolean }, profile: RunProfile | null, policy: RulesInput = rules) {
   const events = new EventFeed();
   const cluster = { events, submission: async () => undefined } as unknown as Pick<Cluster, 'events' | 'submission'>;
-  const profiles = new KubernetesJobProfiles(objects, rules, () => leads.now);
+  const profiles = new KubernetesJobProfiles(objects, policy, () => leads.now);
   const recorder = new ProfileRecorder({
-    cluster, profiles, rules, readProfile: async () => profile, mayRecord: () => leads.now, now: () => NOW,
+    cluster, profiles, rules: policy, readProfile: async () => profile, mayRecord: () => leads.now, now: () => NOW,
     warn: (message, { err }) => { throw new Error(`${message}: ${String(err)}`); },
   });
   const end = async (record: AppRecord) => { events.publish('changed', record); await recorder.idle(); };
@@ -158,4 +158,37 @@ t.test('under apply, the API\'s admission sizes a job from the JobProfile it hol
   t.ok(admitted.config.executor!.cores! < 4, `fewer cores than asked (${admitted.config.executor!.cores})`);
   const without = expectedAdmission(pod, 'spark-apps', rules, undefined, false, () => undefined);
   t.equal(without?.outcome === 'admitted' && without.config.executor!.cores, 4, 'without the profile: as asked');
+});
+
+t.test('after the watched policy changes, the next suggestion and the next run\'s cost follow the new node pools', async (t) => {
+  // Pool set B: one small pool (its own name) whose schedulable memory is below what set A's
+  // suggestion gives, and a smaller memory overhead, so both figures tell which rules were read.
+  const poolsB = buildRules({ namespace: 'spark-apps', sizing: { memoryOverheadFactor: 0.1 }, nodePools: [{
+    cloudProvider: 'gce', instanceName: 'b-only-small-4', cpu: 4, memoryMib: 4096, preemptible: false,
+    maximumSchedulableCoreRequest: 3.4, maximumSchedulableMemoryRequestMib: 600,
+  }] });
+  // The watched node-pool file as cli/watched-rules.ts holds it: current() answers the rules in force.
+  const watched: { now: AdmissionRules; current(): AdmissionRules } = { now: rules, current() { return this.now; } };
+  const objects = new FakeObjects();
+  const profile = await fixture();
+  const r = replica(objects, { now: true }, profile, watched);
+  const first = ended('etl');
+  await r.end(first);
+  const underA = r.profiles.recommendation('etl')!;
+  const ceilingB = poolsB.pools[0]!.maximumSchedulableMemoryRequestMib;
+  t.ok(parseInt(underA.suggested.memory, 10) > ceilingB, `under A: ${underA.suggested.memory}, more than B's pool can hold`);
+  const durationMs = r.profiles.runs('etl')![0]!.durationMs;
+  t.same(r.profiles.costOf(first.appName), runCost(first.config, durationMs, profile, 0.4), 'the first run costed with A\'s overhead');
+
+  watched.now = poolsB;
+  const underB = r.profiles.recommendation('etl')!;
+  t.equal(underB.suggested.memory, `${ceilingB}m`, 'the next suggestion fits B\'s only pool');
+  const asked = first.config;
+  t.equal(underB.saving.requestedGibHoursPerRun, runCost(asked, durationMs, null, 0.1).requestedGibHours, 'its saving is priced with B\'s overhead');
+  const second = ended('etl');
+  await r.end(second);
+  const secondRun = r.profiles.runs('etl')!.find((run) => run.appName === second.appName)!;
+  t.same(r.profiles.costOf(second.appName), runCost(second.config, secondRun.durationMs, profile, 0.1), 'the next run costed with B\'s overhead');
+  t.not(r.profiles.costOf(second.appName)!.requestedGibHours, r.profiles.costOf(first.appName)!.requestedGibHours, 'a different figure from A\'s');
+  t.same(r.profiles.costOf(first.appName), runCost(first.config, durationMs, profile, 0.4), 'a run recorded before the change keeps the cost it was recorded with');
 });
