@@ -47,7 +47,7 @@ class SparkApplicationOperator(BaseOperator):
       under its own number. Without a task state store (Airflow < 3.3) each try uses its own number.
     - deferrable (default): the wait is a trigger following the service's events stream, so no
       worker slot is held while Spark runs. The trigger fires no sooner than `min_deferral_s` after
-      it started (default 10 s): an application that ends sooner is reported that late, because
+      it started (default 15 s): an application that ends sooner is reported that late, because
       Airflow 3's scheduler fails a task resumed before it processed the exit of the worker that
       deferred (apache/airflow#66374, #72716; triggers.py). Longer runs pay nothing.
     - The driver log is written into the task log at the end (it stays there after the driver's pod

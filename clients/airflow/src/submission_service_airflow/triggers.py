@@ -21,7 +21,7 @@ from .feed import feed_for
 from .hooks import hook_for
 
 # Seconds from the trigger's start before it fires; see the module's docstring (bench/airflow/quick-apps.ts).
-DEFAULT_MIN_DEFERRAL_S = 10.0
+DEFAULT_MIN_DEFERRAL_S = 15.0
 
 
 class SparkApplicationTrigger(BaseTrigger):
