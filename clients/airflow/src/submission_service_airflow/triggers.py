@@ -48,7 +48,7 @@ class SparkApplicationTrigger(BaseTrigger):
         held = started + self.min_deferral_s - time.monotonic()
         if held > 0:
             # Not a wait for the application (it has ended): Airflow's own race, see the module's docstring.
-            self.log.info("%s: %s; firing in %.1f s, once the worker that deferred has surely been reported",
+            self.log.info("%s: %s; firing in %.1f s, after the exit of the worker that deferred (min_deferral_s)",
                           self.app_name, event.get("state") or event.get("message"), held)
             await asyncio.sleep(held)
         yield TriggerEvent(event)
