@@ -10,7 +10,7 @@ from submission_service import END_STATES, Client, IdempotencyKeyReusedError, Ra
 from . import keys
 from .hooks import SubmissionServiceHook, service_url
 from .links import SPARK_UI_XCOM_KEY, SparkUiLink
-from .triggers import SparkApplicationTrigger
+from .triggers import DEFAULT_MIN_DEFERRAL_S, SparkApplicationTrigger
 
 APP_NAME_XCOM_KEY = "app_name"
 # deferrable=False past the key's cap of event streams: how often the state is read instead.
@@ -46,7 +46,10 @@ class SparkApplicationOperator(BaseOperator):
       even COMPLETED: a cleared task means "run it again") is left alone and this try submits
       under its own number. Without a task state store (Airflow < 3.3) each try uses its own number.
     - deferrable (default): the wait is a trigger following the service's events stream, so no
-      worker slot is held while Spark runs.
+      worker slot is held while Spark runs. The trigger fires no sooner than `min_deferral_s` after
+      it started (default 15 s): an application that ends sooner is reported that late, because
+      Airflow 3's scheduler fails a task resumed before it processed the exit of the worker that
+      deferred (apache/airflow#66374, #72716; triggers.py). Longer runs pay nothing.
     - The driver log is written into the task log at the end (it stays there after the driver's pod
       or process is gone); the task fails with the application's state and stateDetail.
     - XCom: `app_name` (also the return value) and `spark_ui_url` (the one Spark UI link: live
@@ -62,7 +65,8 @@ class SparkApplicationOperator(BaseOperator):
     def __init__(self, *, job_name: str, submission_service_conn_id: str = SubmissionServiceHook.default_conn_name,
                  config_template_name: Optional[str] = None, config_overrides: Optional[Mapping[str, Any]] = None,
                  labels: Optional[Mapping[str, str]] = None, deferrable: bool = True, driver_log: bool = True,
-                 wait_timeout: Optional[float] = None, **kwargs: Any) -> None:
+                 wait_timeout: Optional[float] = None, min_deferral_s: float = DEFAULT_MIN_DEFERRAL_S,
+                 **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.job_name = job_name
         self.submission_service_conn_id = submission_service_conn_id
@@ -72,6 +76,7 @@ class SparkApplicationOperator(BaseOperator):
         self.deferrable = deferrable
         self.driver_log = driver_log
         self.wait_timeout = wait_timeout
+        self.min_deferral_s = min_deferral_s
         self.app_name: Optional[str] = None
 
     def _hook(self) -> SubmissionServiceHook:
@@ -88,7 +93,7 @@ class SparkApplicationOperator(BaseOperator):
                 return self._finish(client, context, app)
             if self.deferrable:
                 self.defer(trigger=SparkApplicationTrigger(self.app_name, self.submission_service_conn_id,
-                                                           self.wait_timeout),
+                                                           self.wait_timeout, self.min_deferral_s),
                            method_name="execute_complete")
             done = wait_in_worker(client, self.app_name, self.wait_timeout, self.log)
             return self._finish(client, context, done)
