@@ -28,7 +28,7 @@ t.test('a kernel\'s launcher token is a Secret of its Application, in no config,
   const keyB = store.create('user', 'B').key;
   const admin = store.create('admin', 'admin').key;
   const up = await runTestbed(['up', '--node-pools', exampleClusterFile, '--nodes', '--run-pods', '--auth', 'on', '--dir', dir], 300_000);
-  t.teardown(() => runTestbed(['down', '--dir', dir], 60_000));
+  t.teardown(() => runTestbed(['down', '--dir', dir], 300_000)); // a hang guard: at load 26 a stop passed 60 s
   t.equal(up.code, 0, up.stderr.slice(-2000));
   const apiUrl = /BASE_URL=(\S+)/.exec(up.stdout)![1]!;
   const notebooksUrl = /NOTEBOOKS_URL=(\S+)/.exec(up.stdout)![1]!;

@@ -26,7 +26,7 @@ t.test('a kernel through a stock jupyter server, the gateway of testbed up, the 
   // A user's key, in the key store that the API and the gateway of `testbed up` share.
   const key = new FileKeyStore(join(dir, 'keys')).create('user', 'jupyter').key;
   const up = await runTestbed(['up', '--node-pools', exampleClusterFile, '--nodes', '--run-pods', '--auth', 'on', '--dir', dir], 300_000);
-  t.teardown(() => runTestbed(['down', '--dir', dir], 60_000));
+  t.teardown(() => runTestbed(['down', '--dir', dir], 300_000)); // a hang guard: at load 26 a stop passed 60 s
   t.equal(up.code, 0, up.stderr.slice(-2000));
   const apiUrl = /BASE_URL=(\S+)/.exec(up.stdout)?.[1];
   const notebooksUrl = /NOTEBOOKS_URL=(\S+)/.exec(up.stdout)?.[1];
