@@ -57,6 +57,8 @@ t.test('retries on the test bed', async (t) => {
     t.not(raised, one!.memory?.executor, `attempt 2's executors get more memory (${one!.memory?.executor} -> ${raised})`);
 
     await fakeKubelet(bed.clients, namespace, second, 'Running');
+    // Seen running before it ends: a loaded controller may otherwise read both changes at once.
+    await eventually(() => app(appName), (a) => a.state === 'RUNNING', { what: 'attempt 2 RUNNING' });
     await fakeKubelet(bed.clients, namespace, second, 'Succeeded');
     const done = await eventually(() => app(appName), (a) => a.state === 'COMPLETED', { what: 'COMPLETED' });
     t.same(done.attempts.map((a: Attempt) => [a.attempt, a.driverPod, a.reason]), [[1, appName, 'OOMKilled (executor)'], [2, second, 'Completed']]);
