@@ -2,9 +2,9 @@
 # `submission-service api` and `submission-service webhook` from it).
 #
 # Stage `deps` installs the dependencies from the lockfile: all of them in /src for the build,
-# the production ones alone in /prod for the image. Stage `build` builds dist/ and packs the
+# the production ones alone in /app, the image's tree. Stage `build` builds dist/ and packs the
 # package exactly as `npm pack` ships it (package.json "files"; test/packaging/pack.test.ts
-# installs the same tarball), then puts the production dependencies beside its contents.
+# installs the same tarball), and unpacks it into /app beside those dependencies.
 # The last stage is the runtime: that tree and Node only, owned by root, run as an unprivileged
 # user (uid 10001, the chart's runAsUser), so the read-only root filesystem the chart sets costs nothing.
 # NODE_IMAGE is the runtime's base; NODE_BUILD_IMAGE the build stages', which need npm too
@@ -21,15 +21,15 @@ ARG DEPS_BASE=${NODE_BUILD_IMAGE}
 FROM ${DEPS_BASE} AS deps
 WORKDIR /src
 COPY package.json package-lock.json ./
-# /prod keeps the package.json and lockfile it was installed from: what the check compares.
-RUN if cmp -s package.json /prod/package.json && cmp -s package-lock.json /prod/package-lock.json \
-      && [ -d node_modules ] && [ -d /prod/node_modules ]; then \
+# /app keeps the package.json and lockfile it was installed from: what the check compares.
+RUN if cmp -s package.json /app/package.json && cmp -s package-lock.json /app/package-lock.json \
+      && [ -d node_modules ] && [ -d /app/node_modules ]; then \
       echo "dependencies of this lockfile already installed"; \
     else \
-      rm -rf node_modules /prod \
+      rm -rf node_modules /app \
       && npm ci --no-audit --no-fund \
-      && mkdir /prod && cp package.json package-lock.json /prod/ \
-      && (cd /prod && npm ci --omit=dev --ignore-scripts --no-audit --no-fund) \
+      && mkdir /app && cp package.json package-lock.json /app/ \
+      && (cd /app && npm ci --omit=dev --ignore-scripts --no-audit --no-fund) \
       && npm cache clean --force; \
     fi
 
@@ -37,8 +37,8 @@ FROM deps AS build
 COPY . .
 RUN npx tsc -p tsconfig.json \
  && mkdir /pack && npm pack --silent --pack-destination /pack \
- && mkdir /app && tar -xzf /pack/submission-service-*.tgz -C /app --strip-components=1 \
- && cp -a /prod/node_modules /app/
+ && tar -xzf /pack/submission-service-*.tgz -C /app --strip-components=1 \
+ && rm /app/package-lock.json
 
 FROM ${NODE_IMAGE}
 ENV NODE_ENV=production \
