@@ -13,7 +13,7 @@
 # lockfile and passes its result here: the install step finds the dependencies of these very
 # package.json and package-lock.json already there and skips; any other base (the default, or
 # one made from another lockfile) gets them installed afresh. (A build argument naming a stage,
-# `FROM ${ARG}`, would be plainer, but buildah before 1.31 does not resolve one to a stage.)
+# `FROM ${ARG}`, would be plainer, but buildah 1.28, Debian 12's, does not resolve one to a stage.)
 ARG NODE_IMAGE=node:20-bookworm-slim
 ARG NODE_BUILD_IMAGE=${NODE_IMAGE}
 ARG DEPS_BASE=${NODE_BUILD_IMAGE}
