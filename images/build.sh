@@ -3,7 +3,7 @@
 # (`ctr -n k8s.io images import --local FILE`):
 #   spark-runtime  Spark, Java 17, Python 3 and the scipy stack (images/spark-runtime), per Spark version
 #   kernel         the notebook kernel image, FROM the Spark runtime (manifests/kernel-image), per version
-#   service        the service itself (the repository's Dockerfile)
+#   service        the service itself (the repository's Dockerfile); its dependencies apart, per lockfile
 # Spark versions: SPARK_VERSIONS (default "3.5.7 4.2.0", the versions the service offers); each
 # pinned by images/spark-runtime/requirements[-X.Y].txt. The first is the default version: its
 # archives are named `spark-runtime` and `kernel` as before, the others `spark-runtime-VERSION`
@@ -172,6 +172,33 @@ image() {
   echo "$out"
 }
 
+# The service's dependencies: the Dockerfile's stage `deps` alone (all of them in /src for the
+# build, the production ones in /prod), on the Node build base, once per package.json and lockfile.
+# The per-commit service build starts its `deps` stage from this archive and finds them there
+# (the Dockerfile checks they were installed from the same two files), so it runs no npm ci.
+# Not through `image`: its text is in every image's hash (changing it would rebuild the Spark
+# images). Written uncompressed (150 MB): only buildah reads it back, so no service build gunzips it.
+service_deps() {
+  local node_build_base=$1 hash dir out ref
+  hash=$({ declare -f service_deps; echo "$node_build_base"; (cd "$root" && sha256sum Dockerfile package.json package-lock.json); } | hash_of)
+  dir=$cache/$hash; out=$dir/service-deps.oci.tar
+  ref=localhost/submission-service/service-deps:$hash
+  if [ ! -f "$out" ]; then
+    pick_driver
+    mkdir -p "$dir"
+    say "installing the service's dependencies (once per package-lock.json)"
+    local volumes=() bundle=/etc/ssl/certs/ca-certificates.crt
+    [ -f "$bundle" ] && volumes=(--volume "$bundle:$bundle:ro")
+    bh build --quiet --isolation chroot --network host --layers=false --force-rm "${volumes[@]}" \
+      --format oci -f "$root/Dockerfile" --target deps --build-arg "NODE_BUILD_IMAGE=oci-archive:$node_build_base" \
+      -t "$ref" "$root" >&2
+    rm -f "$out.partial"
+    bh push --quiet --disable-compression "$ref" "oci-archive:$out.partial:$ref" >&2
+    mv "$out.partial" "$out"
+  fi
+  echo "$out"
+}
+
 # The service's context as the Dockerfile sees it: the files git would add, less what
 # .dockerignore leaves out (its patterns, anchored at the root, as git pathspecs).
 context_files() {
@@ -240,10 +267,12 @@ main() {
     wait "$node_job" || { say "the Node base was not made"; exit 1; }
     node_base=$(cat "$cache/.node-base")
     node_build_base=$(timed "the Node build base" node_build_base "$node_base")
+    service_deps=$(timed "the service's dependencies" service_deps "$node_build_base")
     mapfile -t files < <(context_files)
     service=$(timed "the service image" image service \
       "localhost/submission-service/submission-service:$service_version" Dockerfile \
-      "NODE_IMAGE=oci-archive:$node_base" "NODE_BUILD_IMAGE=oci-archive:$node_build_base" -- "${files[@]}")
+      "NODE_IMAGE=oci-archive:$node_base" "NODE_BUILD_IMAGE=oci-archive:$node_build_base" \
+      "DEPS_BASE=oci-archive:$service_deps" -- "${files[@]}")
     echo "service $service"
   fi
   # The archives are the product, and every build reads its base from one: what buildah's

@@ -6,9 +6,9 @@
 // with the contract's command line; the kernel image's Python has ipykernel and pyspark; the
 // service image starts the service as its unprivileged user.
 import { execFileSync, spawnSync } from 'node:child_process';
-import { existsSync, readdirSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { repoRoot } from '../helpers/api.js';
 import { tempDir } from '../helpers/temp.js';
 import { runImage, unpackImage, type Unpacked } from './oci.js';
@@ -123,7 +123,7 @@ t.test('the images', { skip, timeout: 90 * 60_000 }, async (t) => {
 
   await t.test('the service image', async (t) => {
     const service = unpack('service');
-    t.equal(service.config.User, '10001:10001', "the chart's runAsUser");
+    checkServiceImage(t, service);
     const node = await runImage(service, work, { entrypoint: ['sh', '-c'], args: ['node --version; id -u'] });
     t.equal(node.code, 0, node.stderr);
     t.match(node.stdout, /^v20\.\d+\.\d+\n10001\n$/, `Node 20 as uid 10001: ${node.stdout}`);
@@ -137,4 +137,22 @@ t.test('the images', { skip, timeout: 90 * 60_000 }, async (t) => {
 /** A root filesystem is a gigabyte: freed as soon as its checks end. */
 function rmTree(dir: string) {
   if (statSync(dir, { throwIfNoEntry: false })) execFileSync('rm', ['-rf', dir]);
+}
+
+/**
+ * The service image's user and package: the repository's version, every production dependency
+ * and no dev-only package (as the lockfile marks them): images/build.sh takes them from a cached
+ * install (service_deps), which must hold what `npm ci --omit=dev` would.
+ */
+function checkServiceImage(t: Test, service: Unpacked) {
+  t.equal(service.config.User, '10001:10001', "the chart's runAsUser");
+  const app = join(service.rootfs, 'opt/submission-service');
+  const readJson = <T>(path: string) => JSON.parse(readFileSync(path, 'utf8')) as T;
+  const repo = readJson<{ version: string; dependencies: Record<string, string> }>(join(repoRoot, 'package.json'));
+  t.equal(readJson<{ version: string }>(join(app, 'package.json')).version, repo.version, "the image's package.json is the repository's version");
+  for (const dependency of Object.keys(repo.dependencies)) t.ok(existsSync(join(app, 'node_modules', dependency, 'package.json')), `dependency ${dependency}`);
+  const lock = readJson<{ packages: Record<string, { dev?: boolean }> }>(join(repoRoot, 'package-lock.json'));
+  const devOnly = Object.keys(lock.packages).filter((path) => path && lock.packages[path].dev);
+  t.ok(devOnly.includes('node_modules/typescript') && devOnly.includes('node_modules/tap'), 'the lockfile marks dev-only packages');
+  t.same(devOnly.filter((path) => existsSync(join(app, path))), [], 'no dev-only package (typescript, tap, ...) in node_modules');
 }
