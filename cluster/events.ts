@@ -61,11 +61,12 @@ export class EventFeed {
     return `${this.epoch}.${this.sequence}`;
   }
 
-  publish(type: AppEventType, record: AppRecord): AppEvent {
+  /** `json`: the record's JSON, when the caller has made it already (the cache compares records by it). */
+  publish(type: AppEventType, record: AppRecord, json = JSON.stringify(record)): AppEvent {
     this.sequence += 1;
     const event: AppEvent = { id: `${this.epoch}.${this.sequence}`, type, record };
     // Bytes as sent (UTF-8): a string's length counts UTF-16 units, a third of some characters' bytes.
-    this.ring.push({ event, bytes: Buffer.byteLength(JSON.stringify(record)) });
+    this.ring.push({ event, bytes: Buffer.byteLength(json) });
     if (this.ring.length > this.capacity) this.ring.shift();
     for (const subscriber of this.subscribers) subscriber(event);
     return event;

@@ -16,6 +16,7 @@
 import { Agent as HttpAgent, type IncomingMessage, request as httpRequest } from 'node:http';
 import { Agent as HttpsAgent, type AgentOptions, request as httpsRequest, type RequestOptions } from 'node:https';
 import type { Agent } from 'node:http';
+import { createSecureContext } from 'node:tls';
 import { KubeConfig, type RequestContext } from '@kubernetes/client-node';
 import { HttpsTunnelAgent, HttpTunnelAgent } from './connect-tunnel.js';
 
@@ -114,7 +115,8 @@ export class ApiserverConnection {
     this.agents ??= this.authOptions().then((auth) => {
       const tls: AgentOptions = {};
       for (const field of TLS_FIELDS) if (auth[field] !== undefined) (tls as Record<string, unknown>)[field] = auth[field];
-      return { fetch: this.agent(tls, false), plain: this.agent(tls, true) };
+      const shared = this.server.protocol === 'https:' ? oneSecureContext(tls) : tls;
+      return { fetch: this.agent(shared, false), plain: this.agent(shared, true) };
     });
     this.agents.catch(() => { this.agents = undefined; });
     return this.agents;
@@ -126,6 +128,16 @@ export class ApiserverConnection {
     if (this.proxy) return https ? new HttpsTunnelAgent(this.proxy, options) : new HttpTunnelAgent(this.proxy, options);
     return https ? new HttpsAgent(options) : new HttpAgent(options);
   }
+}
+
+/**
+ * The TLS options of both agents with the CA, certificate and key made into one SecureContext:
+ * given them as text, node parses them into a new context for every connection (client-node's
+ * calls, such as the Lease's renewals, open one each; its agent is not kept alive).
+ */
+function oneSecureContext(tls: AgentOptions): AgentOptions {
+  const { ca, cert, key, pfx, passphrase, ...rest } = tls;
+  return { ...rest, secureContext: createSecureContext({ ca, cert, key, pfx, passphrase }) };
 }
 
 const connections = new WeakMap<KubeConfig, ApiserverConnection>();

@@ -27,7 +27,8 @@ export interface AppCacheOptions {
   clients: KubeClients;
   namespace: string;
   log?: Log;
-  onRecord?: (type: 'changed' | 'deleted', record: AppRecord) => void;
+  /** `json`: the record's JSON (made here to tell changes), so that the feed need not make it again. */
+  onRecord?: (type: 'changed' | 'deleted', record: AppRecord, json: string) => void;
   onTouch?: (appName: string) => void;
   /** Every executor pod added or changed (the log archive holds ended ones until their log is kept). */
   onExecutor?: (pod: V1Pod) => void;
@@ -217,13 +218,14 @@ export class AppCache {
     const at = this.position(key);
     if (this.index[at]?.name === name) this.index.splice(at, 1);
     const record = this.records.get(name);
+    const json = this.serialized.get(name);
     this.records.delete(name);
     this.serialized.delete(name);
     for (const [pod, last] of this.deletedDrivers) if (last.metadata?.labels?.[LABEL_APP] === name) this.deletedDrivers.delete(pod);
     this.endedExecutors.delete(name);
     if (record) {
       this.count(record.state, -1);
-      this.options.onRecord?.('deleted', record);
+      this.options.onRecord?.('deleted', record, json ?? JSON.stringify(record));
     }
     this.notify(name);
     this.options.onTouch?.(name);
@@ -282,9 +284,12 @@ export class AppCache {
       if (this.serialized.get(name) !== text) {
         this.records.set(name, record);
         this.serialized.set(name, text);
-        if (previous) this.count(previous.state, -1);
-        this.count(record.state, 1);
-        this.options.onRecord?.('changed', record);
+        // The gauge only when the state moved: most changes are details (times, stateDetail).
+        if (previous?.state !== record.state) {
+          if (previous) this.count(previous.state, -1);
+          this.count(record.state, 1);
+        }
+        this.options.onRecord?.('changed', record, text);
       }
       // Waiters are told of every change, shown or not: a stop waits for its pod's deletion too.
       this.notify(name);

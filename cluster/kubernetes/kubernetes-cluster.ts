@@ -78,7 +78,7 @@ export class KubernetesCluster implements Cluster {
     this.templates = new KubernetesTemplateStore(options.clients, options.namespace);
     this.cache = new AppCache({
       clients: options.clients, namespace: options.namespace, log,
-      onRecord: (type, record) => this.events.publish(type, record),
+      onRecord: (type, record, json) => this.events.publish(type, record, json),
       onTouch: (name) => this.manager.applicationChanged(name),
       onExecutor: (pod) => this.manager.executorChanged(pod),
       rules: this.pools,

@@ -20,7 +20,7 @@ import type { AppCache } from './app-cache.js';
 import { APPLICATIONS, FIELD_MANAGER, GROUP, type KubeClients, VERSION } from './client.js';
 import { CallTimeoutError, withTimeout } from './call-timeout.js';
 import { configCopyPatch } from './config-copy.js';
-import { canonicalJson } from './expected-admission.js';
+import { sameJson } from './expected-admission.js';
 import { apiStatus, statusCode } from './errors.js';
 import type { Log } from './informers.js';
 import { deleteJson, patchJson, putJson } from './json-call.js';
@@ -157,7 +157,7 @@ export class Reconciler {
     // written first; its pod follows within milliseconds) has nothing to record: the pod's
     // event, or the grace timer above, brings the name back.
     const waiting = !driver && !missing && resource.status === undefined && !resource.spec.stopRequested;
-    let stored = canonicalJson(status) === canonicalJson(resource.status ?? {});
+    let stored = sameJson(status, resource.status ?? {});
     if (!waiting && !stored && !(resource.status === undefined && isInitial(status))) {
       const ok = await this.write('status', name, context, (signal) => this.calls.putJson(this.options.clients.kc, `${this.path(name)}/status?fieldManager=${FIELD_MANAGER}`, { ...resource, status }, signal));
       if (ok) this.observe(resource.status?.transitions ?? [], status.transitions ?? []);
@@ -201,7 +201,7 @@ export class Reconciler {
       // Per driver pod: a retry's new attempt runs with the config admission gave it (more memory).
       const uid = `${resource.metadata.uid ?? resource.metadata.name}/${pod.metadata?.name}`;
       const admitted = readConfig(pod);
-      if (!admitted || this.corrected.has(uid) || canonicalJson(admitted) === canonicalJson(resource.spec.config)) return undefined;
+      if (!admitted || this.corrected.has(uid) || sameJson(admitted, resource.spec.config)) return undefined;
       remember(this.corrected, uid);
       if (!pod.metadata?.labels?.[LABEL_ATTEMPT]) this.options.log?.(`reconcile ${resource.metadata.name}: the webhook admitted another config than the API expected (do both read the same node-pool file?); the Application takes the admitted one`);
     }

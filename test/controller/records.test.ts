@@ -94,3 +94,14 @@ t.test('an unreadable config annotation is said in stateDetail; nothing throws',
   const pending = pod('Pending', { waiting: { reason: 'ErrImagePull', message: 'no such image' } }, { [ANNOTATION_CONFIG]: '{' });
   t.match(desiredStatus(resource(), { pod: pending, deleted: false }, 0).stateDetail, /^ErrImagePull: no such image; the driver pod's config cannot be read/, 'beside the reason of the state');
 });
+
+t.test('the config annotation is read once per pod object, and again when that object\'s annotation changes', async (t) => {
+  const edited = pod('Running', { running: { startedAt: STARTED } }, { [ANNOTATION_CONFIG]: '{"type":"Python"}' });
+  const detail = () => desiredStatus(resource(), { pod: edited, deleted: false }, 0, { now: NOW }).stateDetail;
+  t.equal(detail(), undefined, 'readable: nothing said');
+  t.equal(detail(), undefined, 'asked again: the same answer');
+  edited.metadata!.annotations![ANNOTATION_CONFIG] = '{"type":';
+  t.match(detail(), /the driver pod's config cannot be read/, 'the same object edited in place: read again, not the answer kept for the old text');
+  edited.metadata!.annotations![ANNOTATION_CONFIG] = '{"type":"Scala"}';
+  t.equal(detail(), undefined, 'and back to readable');
+});

@@ -5,6 +5,7 @@
 // such calls to the proxy as absolute URLs (its forward-proxy agent), which the test proxy
 // refuses, so a refused request is a call that did not use the module's agent.
 import { createServer, type ServerResponse } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -17,6 +18,7 @@ import { UnavailableError } from '../../cluster/cluster.js';
 import { postJson } from '../../cluster/kubernetes/json-call.js';
 import { openPodLog } from '../../cluster/kubernetes/log-request.js';
 import { startConnectProxy } from '../helpers/connect-proxy.js';
+import { generateCa, issueServingCert } from '../../certs/generate.js';
 import { tempDir } from '../helpers/temp.js';
 
 function kubeconfigFile(dir: string, server: string, proxyUrl?: string): string {
@@ -130,4 +132,39 @@ t.test('a plain call goes to the server URL\'s own path (a proxy in front of the
     'POST /clusters/c-1/api/v1/namespaces/ns/pods?fieldManager=x Bearer secret-token',
     'GET /clusters/c-1/api/v1/namespaces Bearer secret-token',
   ]);
+});
+
+t.test('both agents verify the apiserver with one SecureContext made from the kubeconfig\'s CA, not its text parsed per connection', async (t) => {
+  const ca = await generateCa({ validityDays: 2 });
+  const serving = await issueServingCert({ ca, dnsNames: ['localhost'], ipAddresses: ['127.0.0.1'], validityDays: 1 });
+  const server = createHttpsServer({ cert: serving.cert, key: serving.key }, (request, response) => {
+    request.resume();
+    response.setHeader('content-type', 'application/json');
+    if (request.method === 'POST') response.writeHead(201).end(JSON.stringify({ metadata: { name: 'made' } }));
+    else response.end(JSON.stringify({ kind: 'NamespaceList', apiVersion: 'v1', metadata: {}, items: [] }));
+  });
+  await new Promise<void>((ok) => server.listen(0, '127.0.0.1', ok));
+  t.teardown(() => { server.closeAllConnections(); server.close(); });
+  const url = `https://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const kubeconfig = (caPem: string) => {
+    const file = join(tempDir(t), 'kubeconfig');
+    writeFileSync(file, JSON.stringify({
+      apiVersion: 'v1', kind: 'Config', 'current-context': 'c',
+      clusters: [{ name: 'k', cluster: { server: url, 'certificate-authority-data': Buffer.from(caPem).toString('base64') } }],
+      users: [{ name: 'u', user: { token: 'secret-token' } }],
+      contexts: [{ name: 'c', context: { cluster: 'k', user: 'u', namespace: 'ns' } }],
+    }));
+    return kubeClients(file);
+  };
+  const trusted = kubeconfig(ca.cert);
+  // client-node's agent opens a connection per call: three connections, each verified.
+  for (let i = 0; i < 3; i++) t.same((await trusted.core.listNamespace()).items, [], `client-node's call ${i + 1}`);
+  t.same(await postJson(trusted.kc, '/api/v1/namespaces/ns/pods', {}), { metadata: { name: 'made' } }, 'a plain call');
+  const agent = (await connectionOf(trusted.kc).fetchAgent()) as unknown as { options: Record<string, unknown> };
+  t.ok(agent.options.secureContext, 'the agent has one SecureContext');
+  t.equal(agent.options.ca, undefined, 'and no CA text to parse again per connection');
+  const other = await generateCa({ validityDays: 1 });
+  const untrusted = kubeconfig(other.cert);
+  await t.rejects(untrusted.core.listNamespace(), 'a server that the kubeconfig\'s CA did not sign is refused (client-node)');
+  await t.rejects(postJson(untrusted.kc, '/api/v1/namespaces/ns/pods', {}), /certificate/, 'and by a plain call');
 });

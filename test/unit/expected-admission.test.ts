@@ -5,7 +5,7 @@
 import t from 'tap';
 import type { V1Pod } from '@kubernetes/client-node';
 import { rulesFrom } from '../../cli/rules.js';
-import { expectedAdmission, ownerAddedOnly } from '../../cluster/kubernetes/expected-admission.js';
+import { canonicalJson, expectedAdmission, ownerAddedOnly, sameJson } from '../../cluster/kubernetes/expected-admission.js';
 import { admitPod, readConfig } from '../../domain/index.js';
 import { bareDriverPod } from '../../domain/driver-pod.js';
 import { withLauncherSecret } from '../../domain/launcher-credential.js';
@@ -44,4 +44,28 @@ t.test('a pod that differs otherwise (the launcher\'s Secret mounted, another la
   const relabelled = { ...bare, metadata: { ...bare.metadata, labels: { ...bare.metadata!.labels, team: 'a' }, ownerReferences: owner } };
   t.notOk(ownerAddedOnly(relabelled, bare), 'a label of its own: not the same pod');
   t.equal(admission.admit(relabelled).metadata?.labels?.team, 'a');
+});
+
+t.test('sameJson says what comparing the two canonicalJson strings says, for every pair of these values', async (t) => {
+  const config = readConfig(rendered(bare))!;
+  // The same config with its keys in another order at every level (the apiserver sorts them).
+  const reordered = JSON.parse(canonicalJson(config)) as unknown;
+  const values: unknown[] = [
+    config, reordered, { ...config, driver: undefined }, { ...config, engineConf: { ...config.engineConf, 'spark.x': '1' } },
+    {}, { a: undefined }, { a: null }, { a: 1 }, { a: '1' }, { a: [1, 2] }, { a: [2, 1] }, { a: [1, undefined] }, { a: [1, null] },
+    [], [{}], null, undefined, 0, '0', false, 'null', '{}', Number.NaN, new Date(0), new Date(0).toISOString(),
+    { state: 'PENDING', transitions: [{ state: 'PENDING', at: '2026-01-01T00:00:00.000Z' }] },
+    { transitions: [{ at: '2026-01-01T00:00:00.000Z', state: 'PENDING' }], state: 'PENDING', startedAt: undefined },
+  ];
+  let equalPairs = 0;
+  for (const a of values) {
+    for (const b of values) {
+      const expected = canonicalJson(a) === canonicalJson(b);
+      if (sameJson(a, b) !== expected) t.fail(`sameJson(${canonicalJson(a)}, ${canonicalJson(b)}) should be ${expected}`);
+      if (expected) equalPairs += 1;
+    }
+  }
+  t.ok(sameJson(config, reordered), 'key order does not count');
+  t.notOk(sameJson(config, values[3]), 'one engineConf key more does');
+  t.ok(equalPairs > values.length, 'some pairs of distinct values are equal (key order, undefined keys, NaN and null)');
 });
