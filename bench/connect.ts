@@ -28,9 +28,10 @@ import { tempDir } from '../test/helpers/temp.js';
 const QUERIES = envNumber('CONNECT_QUERIES', 1000);
 const ROUNDS = Math.max(1, envNumber('CONNECT_ROUNDS', 4));
 const ARROW_MB = envNumber('CONNECT_ARROW_MB', 100);
-const COLD = envNumber('CONNECT_COLD', 1) > 0;
+// Read as flags: envNumber takes 0 for unset.
+const COLD = process.env.CONNECT_COLD !== '0';
 const FIRST_ROUNDS = Math.max(1, envNumber('CONNECT_FIRST_ROUNDS', 1));
-const WARMS_UP = envNumber('CONNECT_WARM_UP', 1) > 0;
+const WARMS_UP = process.env.CONNECT_WARM_UP !== '0';
 const VERSIONS = (process.env.CONNECT_VERSIONS ?? '3.5.7 4.2.0').split(/\s+/).filter(Boolean);
 const WARM_LABEL = 'connect.submission-service.io/warm';
 const cleanup: Array<() => unknown> = [];
