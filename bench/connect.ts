@@ -4,7 +4,9 @@
 // (pyspark[connect] 3.5.7; pyspark-client 4.2.0), sessions from templates naming the version.
 // Measured per version:
 //   - the first query of a new session, cold (a template without a pool: the session's
-//     application starts with it) and from the warm pool (its server already up);
+//     application starts with it) and from the warm pool (its server up and warmed up), the
+//     latter in CONNECT_FIRST_ROUNDS rounds (each a server of its own: the one taken is stopped
+//     and the pool's next is waited for), reported as the median and each round;
 //   - CONNECT_QUERIES small queries (`select 1`) through the endpoint and straight to the warm
 //     session's server (its loopback port, from its submission), in CONNECT_ROUNDS alternating
 //     rounds (through, direct, through, ...), each a new client process whose first query is left
@@ -12,7 +14,9 @@
 //   - CONNECT_ARROW_MB of Arrow batches back (rows of an id and 92 bytes), 2 fetches per round in
 //     alternating rounds as above; reported as the median rate of each path.
 //   node --import tsx bench/connect.ts   (CONNECT_QUERIES 1000, CONNECT_ROUNDS 4, CONNECT_ARROW_MB 100,
-//   CONNECT_VERSIONS "3.5.7 4.2.0", CONNECT_COLD 1: 0 leaves the cold start out)
+//   CONNECT_VERSIONS "3.5.7 4.2.0", CONNECT_COLD 1: 0 leaves the cold start out, CONNECT_FIRST_ROUNDS 1,
+//   CONNECT_WARM_UP 1: 0 for a service that does not warm its servers up, an older build, whose
+//   server counts as ready once its driver log says it started)
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { envNumber, fmt, load, median, percentileSorted, table } from './lib.js';
@@ -24,7 +28,10 @@ import { tempDir } from '../test/helpers/temp.js';
 const QUERIES = envNumber('CONNECT_QUERIES', 1000);
 const ROUNDS = Math.max(1, envNumber('CONNECT_ROUNDS', 4));
 const ARROW_MB = envNumber('CONNECT_ARROW_MB', 100);
-const COLD = envNumber('CONNECT_COLD', 1) > 0;
+// Read as flags: envNumber takes 0 for unset.
+const COLD = process.env.CONNECT_COLD !== '0';
+const FIRST_ROUNDS = Math.max(1, envNumber('CONNECT_FIRST_ROUNDS', 1));
+const WARMS_UP = process.env.CONNECT_WARM_UP !== '0';
 const VERSIONS = (process.env.CONNECT_VERSIONS ?? '3.5.7 4.2.0').split(/\s+/).filter(Boolean);
 const WARM_LABEL = 'connect.submission-service.io/warm';
 const cleanup: Array<() => unknown> = [];
@@ -41,17 +48,42 @@ if (!realSpark() || versions.length === 0) {
 type Service = Awaited<ReturnType<typeof startService>>;
 interface App { appName: string; state: string; labels?: Record<string, string>; submittedBy?: string | null }
 
-/** The warm pool's server of `template` once its driver log says its Connect server started. */
-async function readyWarmServer(service: Service, template: string): Promise<App> {
+/** Whether the service logged that the pool's server `appName` passed its warm-up and is ready. */
+function warmedUp(service: Service, appName: string): boolean {
+  return service.output().split('\n').some((line) => line.includes('"appName":"' + appName + '"') && line.includes('Spark Connect warm pool: a server is ready'));
+}
+
+/** A ready server of the warm pool of `template` (not one of `seen`): warmed up, or (CONNECT_WARM_UP=0) its driver log says its Connect server started. */
+async function readyWarmServer(service: Service, template: string, seen: ReadonlySet<string>): Promise<App> {
   let ready: App | undefined;
   await until(async () => {
     const items = (await http(service.url, 'GET', `/api/apps/?labelSelector=${WARM_LABEL}=${template}`)).json.items as App[];
-    for (const app of items.filter((x) => x.state === 'RUNNING')) {
-      if (/Spark Connect server started/.test((await http(service.url, 'GET', `/api/apps/${app.appName}/log`)).text)) ready = app;
+    for (const app of items.filter((x) => x.state === 'RUNNING' && !x.submittedBy && !seen.has(x.appName))) {
+      if (WARMS_UP ? warmedUp(service, app.appName) : /Spark Connect server started/.test((await http(service.url, 'GET', `/api/apps/${app.appName}/log`)).text)) ready = app;
     }
     return ready !== undefined;
-  }, { what: `a ready warm server of ${template}`, timeoutMs: 1_200_000, intervalMs: 1000 });
+  }, { what: `a ready warm server of ${template}`, timeoutMs: 1_200_000, intervalMs: 500 });
   return ready!;
+}
+
+/**
+ * The first query of a new session from the warm pool, FIRST_ROUNDS times, each on a ready server
+ * of its own (stopped after its round, so that the pool starts the next); the last round's session
+ * and server are kept for what follows.
+ */
+async function warmFirstQueries(service: Service, endpoint: string, version: string) {
+  const template = templateOf(version);
+  const seen = new Set<string>();
+  const firsts: number[] = [];
+  for (let round = 0; ; round++) {
+    const warm = await readyWarmServer(service, template, seen);
+    seen.add(warm.appName);
+    const through = `${endpoint};session_id=${randomUUID()};template=${template}`;
+    firsts.push((await runConnectClientOf(version, 'bench', through, '1')).first as number);
+    console.log(`${version}: first query from the warm pool, round ${round + 1}: ${fmt(firsts.at(-1)!)} ms (load ${load()})`);
+    if (round + 1 >= FIRST_ROUNDS) return { firsts, warm, through };
+    await http(service.url, 'POST', `/api/apps/${warm.appName}/stop`); // its cores back for the pool's next server
+  }
 }
 
 async function serverPortOf(service: Service, appName: string): Promise<number> {
@@ -95,11 +127,8 @@ async function benchVersion(service: Service, endpoint: string, version: string)
     const coldApp = ((await http(service.url, 'GET', `/api/apps/?labelSelector=connect.submission-service.io/template=${template}-cold`)).json.items as App[])[0];
     if (coldApp) await http(service.url, 'POST', `/api/apps/${coldApp.appName}/stop`); // its cores back
   }
-  const warm = await readyWarmServer(service, template);
-  const sessionId = randomUUID();
-  const through = `${endpoint};session_id=${sessionId};template=${template}`;
-  const first = await runConnectClientOf(version, 'bench', through, '1');
-  rows.push([version, 'first query, new session, from the warm pool', fmt(first.first)]);
+  const { firsts, warm, through } = await warmFirstQueries(service, endpoint, version);
+  rows.push([version, `first query, new session, from the warm pool: median of ${firsts.length} (each)`, `${fmt(median(firsts))} (${firsts.map((ms) => fmt(ms)).join(', ')})`]);
   const direct = `sc://localhost:${await serverPortOf(service, warm.appName)}/`;
   const small = await smallQueries(version, through, direct);
   const [sortedThrough, sortedDirect] = [small.through, small.direct].map((times) => Float64Array.from(times).sort());
@@ -119,7 +148,8 @@ async function benchVersion(service: Service, endpoint: string, version: string)
 try {
   const pools = versions.flatMap((version) => ['--connect-warm-pool', `${templateOf(version)}=1`]);
   const service = await startService(teardown, {
-    dataDir: join(tempDir(teardown), 'data'), env: { ...sparkEnv(), LOG_LEVEL: 'warn' },
+    // LOG_LEVEL info: the line that says a pool's server passed its warm-up (warmedUp).
+    dataDir: join(tempDir(teardown), 'data'), env: { ...sparkEnv(), LOG_LEVEL: 'info' },
     // Cores for both pools' servers, a cold session and the refills: local mode's queue holds a driver otherwise.
     args: ['--connect-port', '0', '--cores', '8', ...pools],
   });

@@ -1,10 +1,12 @@
 // The warm pool's side of the endpoint (connect/warm-pool.ts's host): servers submitted as the
 // service (no key) through what the wiring gives (the cluster itself), waited for like a
 // session's, and stopped without a key. A server whose start fails after its submission is
-// stopped, so nothing of the pool is left running unseen.
-import { listening, type ServerPlacement } from './placement.js';
+// stopped, so nothing of the pool is left running unseen. A server that answers is then warmed
+// up over Spark Connect's own gRPC calls (warm-up.ts) before the pool counts it as ready.
+import { listening, type ServerAddress, type ServerPlacement } from './placement.js';
 import { warmSubmission } from './server-app.js';
 import { waitForServer } from './server-wait.js';
+import { warmUpServer } from './warm-up.js';
 import type { WarmPoolHost, WarmServer } from './warm-pool.js';
 import type { ConnectApp } from './service-api.js';
 
@@ -19,6 +21,8 @@ export interface WarmOptions {
   templateVersion: (name: string) => Promise<string | null | undefined>;
   /** The pool's check interval (ms; tests). */
   checkMs?: number;
+  /** The warm-up of a server that answers (default: Spark Connect calls, warm-up.ts; tests whose servers are not Spark's give their own). */
+  warmUp?: (address: ServerAddress, version: string, signal: AbortSignal) => Promise<void>;
 }
 
 export interface WarmHostInput {
@@ -50,6 +54,7 @@ export function warmPoolHost(input: WarmHostInput): WarmPoolHost {
         throw error;
       }
     },
+    warmUp: (server, signal) => (warm.warmUp ?? warmUpServer)(server.server, server.version, signal),
     alive: (server) => listening(server.server, 1000),
     stop: async (appName) => { await input.stop(appName); },
   };

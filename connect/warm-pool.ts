@@ -1,6 +1,10 @@
 // The Connect endpoint's warm pool (off by default): per template, N Spark Connect servers started
 // ahead by the service itself (no key, nobody's), so that a new session's first query does not
-// wait for a Spark start. A ready server is handed out once: it leaves the pool before anything
+// wait for a Spark start. A started server counts as ready only once its warm-up (queries the
+// service runs in a session of its own, connect/warm-up.ts) succeeded, so that a session's first
+// query does not pay a fresh JVM's class loading and first jobs either; a warm-up that fails or
+// outlasts WARM_UP_TIMEOUT_MS is a failed start (the server is stopped, the template backs off).
+// A ready server is handed out once: it leaves the pool before anything
 // else happens (no second session or key ever gets it), and the pool starts another. Servers of
 // an older config of their template (another Spark version) and servers that stopped answering
 // are replaced at the next check; a template that is gone drains its pool.
@@ -14,6 +18,8 @@ export const WARM_CHECK_MS = 5000;
 /** After a failed start, a template's next start waits this long, doubled per failure in a row, up to the cap. */
 const RETRY_BASE_MS = 10_000;
 const RETRY_CAP_MS = 10 * 60_000;
+/** A warm-up longer than this is a failed start (a fresh server's first query: 13 s on a quiet machine, about a minute on a loaded one). */
+export const WARM_UP_TIMEOUT_MS = 5 * 60_000;
 
 /** A running server of the pool: its application and where it answers. */
 export interface WarmServer {
@@ -31,6 +37,8 @@ export interface WarmPoolHost {
   versionOf(template: string | undefined): Promise<string | undefined>;
   /** Submits one server (no key) and resolves once it answers; rejects when it could not start. */
   start(template: string | undefined, version: string): Promise<WarmServer>;
+  /** Runs the warm-up on a server that answers; rejects when it failed. `signal` aborts it (its timeout, the pool's close). */
+  warmUp(server: WarmServer, signal: AbortSignal): Promise<void>;
   /** Whether a ready server still answers. */
   alive(server: WarmServer): Promise<boolean>;
   /** Stops a server's application (one already ended is not an error). */
@@ -40,10 +48,17 @@ export interface WarmPoolHost {
 interface Member {
   template: string | undefined;
   version: string;
-  /** Set once its server answers. */
+  /** Set once its server answers and its warm-up succeeded. */
   server?: WarmServer;
+  /** Aborts its warm-up while one runs. */
+  warming?: AbortController;
   /** Stop it as soon as its start settles (its template changed or went, or the pool closed). */
   drop?: boolean;
+}
+
+/** Why a server's warm-up was cancelled: its template changed or went, or the pool closed. */
+class NotWanted extends Error {
+  constructor() { super('the pool no longer wants this server'); }
 }
 
 export interface WarmPoolStatus { template: string | undefined; size: number; ready: number; starting: number }
@@ -62,6 +77,7 @@ export class ConnectWarmPool {
     private readonly log: FastifyBaseLogger,
     checkMs = WARM_CHECK_MS,
     private readonly clock: Clock = systemClock,
+    private readonly warmUpMs = WARM_UP_TIMEOUT_MS,
   ) {
     this.checks = new SerialCheck(() => this.check(), { everyMs: checkMs, log, failure: 'Spark Connect warm pool: check failed', clock });
   }
@@ -74,12 +90,10 @@ export class ConnectWarmPool {
     if (this.enabled) this.checks.open();
   }
 
-  /** Stops the timer and every server still the pool's (started ones as their start settles). */
+  /** Stops the timer and every server still the pool's (warming ones at once, starting ones as their start settles). */
   async close(): Promise<void> {
     await this.checks.close();
-    const ready = [...this.members].filter((m) => m.server);
-    for (const member of this.members) member.drop = true;
-    await this.stopAll(ready);
+    await this.stopAll([...this.members]);
     await Promise.allSettled([...this.starts]);
   }
 
@@ -151,16 +165,17 @@ export class ConnectWarmPool {
     return !retry || this.clock.now() >= retry.at;
   }
 
-  /** Starts one server; not awaited (a Spark start takes a minute): it joins the pool once it answers. */
+  /** Starts one server; not awaited (a Spark start takes a minute): it joins the pool once it answers and its warm-up succeeded. */
   private startOne(template: string | undefined, version: string): void {
     const member: Member = { template, version };
     this.members.add(member);
-    const started = this.host.start(template, version).then(async (server) => {
+    const started = this.host.start(template, version).then((server) => this.warmUp(member, server)).then(async (server) => {
       this.retry.delete(template);
       member.server = server;
       if (member.drop || this.closed) await this.stopAll([member]);
     }, (error: Error) => {
       this.members.delete(member);
+      if (error instanceof NotWanted) return; // dropped while it warmed up: not the server's failure
       const failures = (this.retry.get(template)?.failures ?? 0) + 1;
       this.retry.set(template, { failures, at: this.clock.now() + Math.min(RETRY_CAP_MS, RETRY_BASE_MS * 2 ** (failures - 1)) });
       if (!this.closed) this.log.error({ err: error, template, version }, 'Spark Connect warm pool: a server did not start');
@@ -168,10 +183,38 @@ export class ConnectWarmPool {
     this.starts.add(started);
   }
 
+  /**
+   * The warm-up of a server that just answered, bounded by the warm-up timeout (on the pool's
+   * clock). A server whose warm-up fails, times out or is cancelled (dropped meanwhile) is
+   * stopped, and the start fails with why.
+   */
+  private async warmUp(member: Member, server: WarmServer): Promise<WarmServer> {
+    const began = this.clock.now();
+    const abort = new AbortController();
+    member.warming = abort;
+    const timer = this.clock.setTimeout(() => abort.abort(new Error(`its warm-up did not end within ${Math.round(this.warmUpMs / 1000)} s`)), this.warmUpMs);
+    const aborted = new Promise<never>((_, reject) => abort.signal.addEventListener('abort', () => reject(abort.signal.reason as Error), { once: true }));
+    aborted.catch(() => undefined); // read by the race below; an abort after it settled is nobody's error
+    try {
+      if (member.drop) throw new NotWanted();
+      await Promise.race([this.host.warmUp(server, abort.signal), aborted]);
+    } catch (error) {
+      await this.host.stop(server.appName).catch((stopError: Error) => this.log.error({ err: stopError, appName: server.appName }, 'Spark Connect warm pool: could not stop a server'));
+      if (member.drop) throw new NotWanted();
+      throw new Error(`${server.appName}: its warm-up failed: ${(error as Error).message}`, { cause: error });
+    } finally {
+      this.clock.clearTimeout(timer);
+      member.warming = undefined;
+    }
+    this.log.info({ appName: server.appName, template: server.template, version: server.version, warmUpMs: this.clock.now() - began }, 'Spark Connect warm pool: a server is ready');
+    return server;
+  }
+
   /** Takes members out of the pool and stops the servers among them; a starting one is stopped once its start settles. */
   private async stopAll(members: Member[]): Promise<void> {
     for (const member of members) {
       member.drop = true;
+      member.warming?.abort(new NotWanted());
       if (member.server) this.members.delete(member);
     }
     const results = await Promise.allSettled(members.filter((m) => m.server).map((m) => this.host.stop(m.server!.appName)));

@@ -41,6 +41,7 @@ async function setUp(t: Test, claim: (appName: string) => Promise<void>) {
       get: async (appName) => ({ appName, state: 'RUNNING' }),
       templateVersion: async () => null,
       checkMs: 3_600_000,
+      warmUp: async () => undefined, // its "server" is a bare listener, not Spark's: nothing to warm up
     },
   });
   t.teardown(() => sessions.close());

@@ -3,7 +3,9 @@
 // (3.5.7 for sessions naming no template, 4.2.0 for template spark4). A new session of key A is
 // handed the ready server of its version, which becomes A's application (its submitter), answers
 // the real client (pyspark[connect] 3.5.7, pyspark-client 4.2.0), is refused to key B's call with
-// A's session id, and the pool starts another. Heavy: four Spark drivers.
+// A's session id, and the pool starts another; A's session sees no trace of the warm-up the
+// service ran on that server before (no table, temp view or global temp view). Heavy: four Spark drivers.
+// The service logs at info: its line for a pool's server that passed its warm-up says it is ready.
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import t from 'tap';
@@ -22,7 +24,7 @@ interface App { appName: string; state: string; labels?: Record<string, string>;
 
 t.test('sessions from the warm pool: the caller\'s application at once, nobody else\'s, and the pool refills', { skip, timeout: 2_400_000 }, async (t) => {
   const dataDir = join(tempDir(t), 'data');
-  const env = { ...sparkEnv(), LOG_LEVEL: 'warn' };
+  const env = { ...sparkEnv(), LOG_LEVEL: 'info' };
   const create = (label: string) => createAdminKey(t, dataDir, env, label);
   const [a, b] = [await create('A'), await create('B')];
   // Admin keys: local mode serves user keys only inside the driver sandbox, which is not what this covers.
@@ -35,13 +37,14 @@ t.test('sessions from the warm pool: the caller\'s application at once, nobody e
   const port = connectPortOf(service.output());
   const apps = async () => (await http(service.url, 'GET', '/api/apps/', undefined, { 'x-api-key': a.key })).json.items as App[];
   const pooled = async (template: string) => (await apps()).filter((x) => x.labels?.[WARM] === template && !x.submittedBy && x.state === 'RUNNING');
-  /** The pool's server of `template` answers: its driver log says its Connect server started. */
+  /** The pool's server of `template` is ready: the service says it passed its warm-up. */
+  const warmedUp = (appName: string) => service.output().split('\n')
+    .some((line) => line.includes('Spark Connect warm pool: a server is ready') && line.includes(`"appName":"${appName}"`));
   const readyServer = async (template: string): Promise<App> => {
     let found: App | undefined;
     await until(async () => {
       for (const app of await pooled(template)) {
-        const log = await http(service.url, 'GET', `/api/apps/${app.appName}/log`, undefined, { 'x-api-key': a.key });
-        if (/Spark Connect server started/.test(log.text)) found = app;
+        if (warmedUp(app.appName)) found = app;
       }
       return found !== undefined;
     }, { what: `a ready warm server of ${template}`, timeoutMs: 900_000, intervalMs: 1000 });
@@ -65,6 +68,8 @@ t.test('sessions from the warm pool: the caller\'s application at once, nobody e
       t.equal(now?.labels?.[CLAIMER], a.id, 'claimed by A');
       t.equal(now?.state, 'RUNNING');
       t.notOk((await apps()).some((x) => x.labels?.['connect.submission-service.io/session'] === session), 'no application was submitted for the session: it is the warm one');
+      const traces = await runConnectClientOf(version, 'traces', url(a.key, session));
+      t.same(traces, { tables: [], views: [], globalViews: [] }, 'the warm-up left nothing A\'s session can see: no table, temp view or global temp view');
 
       const before = (await apps()).map((x) => [x.appName, x.state, x.submittedBy]);
       const stolen = await runConnectClientOf(version, 'status', url(b.key, session));

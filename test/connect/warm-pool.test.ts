@@ -1,15 +1,17 @@
 // The Connect endpoint's warm pool (connect/warm-pool.ts) on a fake clock, over a fake host whose
 // servers start when the test says so: how it fills, hands a server out once and refills, replaces
-// servers of an old Spark version and dead ones, backs off after failed starts, drains, and stops
-// everything at close. Minutes pass in microseconds; nothing waits for real time.
+// servers of an old Spark version and dead ones, backs off after failed starts, counts a server as
+// ready only once its warm-up succeeded (a failed or overlong warm-up is a failed start), drains,
+// and stops everything at close. Minutes pass in microseconds; nothing waits for real time.
 import t, { type Test } from 'tap';
-import { ConnectWarmPool, type WarmPoolHost, type WarmServer } from '../../connect/warm-pool.js';
+import { ConnectWarmPool, WARM_UP_TIMEOUT_MS, type WarmPoolHost, type WarmServer } from '../../connect/warm-pool.js';
 import { FakeClock } from '../gateway/fake-clock.js';
 import { silentLog } from '../gateway/scripted-kernel.js';
 
 const CHECK_MS = 5000;
 
 interface Start { template: string | undefined; version: string; appName: string; resolve: () => void; reject: (error: Error) => void }
+interface WarmUp { appName: string; signal: AbortSignal; resolve: () => void; reject: (error: Error) => void }
 
 /** The endpoint's side: starts wait for the test; the templates' versions, dead servers and stops are recorded. */
 class FakeHost implements WarmPoolHost {
@@ -17,6 +19,9 @@ class FakeHost implements WarmPoolHost {
   readonly stopped: string[] = [];
   readonly versions = new Map<string | undefined, string | undefined>([[undefined, '3.5.7'], ['spark4', '4.2.0']]);
   readonly dead = new Set<string>();
+  /** Warm-ups succeed at once, unless held: then they wait for the test (warmUps). */
+  holdWarmUps = false;
+  readonly warmUps: WarmUp[] = [];
   private next = 0;
 
   versionOf(template: string | undefined): Promise<string | undefined> { return Promise.resolve(this.versions.get(template)); }
@@ -26,6 +31,10 @@ class FakeHost implements WarmPoolHost {
       const server = { appName, template, version, port: 40000 + this.next, server: { host: '127.0.0.1', port: 40000 + this.next } };
       this.starts.push({ template, version, appName, resolve: () => resolve(server), reject });
     });
+  }
+  warmUp(server: WarmServer, signal: AbortSignal): Promise<void> {
+    if (!this.holdWarmUps) return Promise.resolve();
+    return new Promise((resolve, reject) => { this.warmUps.push({ appName: server.appName, signal, resolve, reject }); });
   }
   alive(server: WarmServer): Promise<boolean> { return Promise.resolve(!this.dead.has(server.appName)); }
   stop(appName: string): Promise<void> { this.stopped.push(appName); return Promise.resolve(); }
@@ -173,6 +182,96 @@ t.test('close stops every server still the pool\'s, the starting ones as they an
   t.same(host.stopped.sort(), ['warm-1', 'warm-2'], 'both stopped: none left running');
   t.equal(clock.pending, 0, 'no timer left');
   t.equal(pool.take(undefined, '3.5.7'), undefined, 'nothing handed out after close');
+});
+
+t.test('a server is not ready until its warm-up succeeded', async (t) => {
+  const { host, pool } = openPool(t, [[undefined, 1]]);
+  host.holdWarmUps = true;
+  await flush();
+  host.ready('warm-1');
+  await flush();
+  t.same(host.warmUps.map((w) => w.appName), ['warm-1'], 'its warm-up began once it answered');
+  t.same(pool.status(), [{ template: undefined, size: 1, ready: 0, starting: 1 }], 'still starting while it warms up');
+  t.equal(pool.take(undefined, '3.5.7'), undefined, 'not handed out before its warm-up ended');
+  host.warmUps[0]!.resolve();
+  await flush();
+  t.same(pool.status(), [{ template: undefined, size: 1, ready: 1, starting: 0 }], 'ready once it succeeded');
+  t.equal(pool.take(undefined, '3.5.7')?.appName, 'warm-1');
+  t.notOk(host.warmUps[0]!.signal.aborted, 'its warm-up was not cancelled');
+});
+
+t.test('a failing warm-up is a failed start: the server is stopped, never handed out, and the template backs off', async (t) => {
+  const { clock, host, pool } = openPool(t, [[undefined, 1]]);
+  host.holdWarmUps = true;
+  await flush();
+  host.ready('warm-1');
+  await flush();
+  host.warmUps[0]!.reject(new Error('ExecutePlan answered gRPC status 13: the JVM ran out of memory'));
+  await flush();
+  t.same(host.stopped, ['warm-1'], 'stopped: nothing of it left running');
+  t.same(pool.status(), [{ template: undefined, size: 1, ready: 0, starting: 0 }], 'not in the pool');
+  t.equal(pool.take(undefined, '3.5.7'), undefined, 'never handed out');
+  clock.advance(CHECK_MS);
+  await flush();
+  t.same(host.started(), ['warm-1'], 'not retried at the next check (a failed start backs off)');
+  clock.advance(10_000);
+  await flush();
+  t.same(host.started(), ['warm-1', 'warm-2'], 'retried after the back-off');
+});
+
+t.test('a warm-up that outlasts its timeout is cancelled and is a failed start', async (t) => {
+  const { clock, host, pool } = openPool(t, [[undefined, 1]]);
+  host.holdWarmUps = true;
+  await flush();
+  host.ready('warm-1');
+  await flush();
+  clock.advance(WARM_UP_TIMEOUT_MS - 1);
+  await flush();
+  t.same(host.stopped, [], 'not before its timeout');
+  t.notOk(host.warmUps[0]!.signal.aborted);
+  clock.advance(1);
+  await flush();
+  t.ok(host.warmUps[0]!.signal.aborted, 'its calls are cancelled');
+  t.match(String(host.warmUps[0]!.signal.reason), /did not end within 300 s/, 'saying why');
+  t.same(host.stopped, ['warm-1'], 'the server stopped');
+  t.same(pool.status(), [{ template: undefined, size: 1, ready: 0, starting: 0 }]);
+  host.warmUps[0]!.resolve(); // too late: changes nothing
+  await flush();
+  t.equal(pool.take(undefined, '3.5.7'), undefined, 'never handed out');
+  clock.advance(10_000);
+  await flush();
+  t.same(host.started(), ['warm-1', 'warm-2'], 'retried after the back-off');
+});
+
+t.test('a server dropped while it warms up (its version changed) has its warm-up cancelled and is stopped, with no back-off', async (t) => {
+  const { clock, host } = openPool(t, [['spark4', 1]]);
+  host.holdWarmUps = true;
+  await flush();
+  host.ready('warm-1');
+  await flush();
+  host.versions.set('spark4', '4.3.0');
+  clock.advance(CHECK_MS);
+  await flush();
+  t.ok(host.warmUps[0]!.signal.aborted, 'its warm-up cancelled');
+  t.same(host.stopped, ['warm-1'], 'and the server stopped');
+  t.same(host.starts.map((s) => s.version), ['4.2.0', '4.3.0'], 'a server of the version of now started');
+  host.starts[1]!.reject(new Error('no Spark'));
+  await flush();
+  clock.advance(10_000);
+  await flush();
+  t.equal(host.starts.length, 3, 'one failure counted, not two: the cancelled warm-up was not the server\'s failure');
+});
+
+t.test('close cancels a warm-up under way and stops its server', async (t) => {
+  const { clock, host, pool } = openPool(t, [[undefined, 1]]);
+  host.holdWarmUps = true;
+  await flush();
+  host.ready('warm-1');
+  await flush();
+  await pool.close();
+  t.ok(host.warmUps[0]!.signal.aborted, 'cancelled');
+  t.same(host.stopped, ['warm-1'], 'stopped: none left running');
+  t.equal(clock.pending, 0, 'no timer left (nor the warm-up\'s)');
 });
 
 t.test('sizes of 0 are off: no timer, no start', async (t) => {
