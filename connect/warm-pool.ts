@@ -8,6 +8,7 @@
 // else happens (no second session or key ever gets it), and the pool starts another. Servers of
 // an older config of their template (another Spark version) and servers that stopped answering
 // are replaced at the next check; a template that is gone drains its pool.
+import { countWarmPool } from './warm-pool-metrics.js';
 import type { FastifyBaseLogger } from 'fastify';
 import { type Clock, systemClock } from '../lib/clock.js';
 import { SerialCheck } from '../lib/serial-check.js';
@@ -69,6 +70,8 @@ export class ConnectWarmPool {
   /** Starts under way, waited for at close (each stops its server once it settles). */
   private readonly starts = new Set<Promise<void>>();
   private readonly checks: SerialCheck;
+  /** Takes the pool out of the servers gauge (warm-pool-metrics.ts). */
+  private uncount: (() => void) | undefined;
 
   /** `sizes`: servers kept ready per template (undefined: sessions that name none). */
   constructor(
@@ -87,11 +90,14 @@ export class ConnectWarmPool {
   get enabled(): boolean { return [...this.sizes.values()].some((n) => n > 0); }
 
   open(): void {
-    if (this.enabled) this.checks.open();
+    if (!this.enabled) return;
+    this.uncount ??= countWarmPool(this);
+    this.checks.open();
   }
 
   /** Stops the timer and every server still the pool's (warming ones at once, starting ones as their start settles). */
   async close(): Promise<void> {
+    this.uncount?.();
     await this.checks.close();
     await this.stopAll([...this.members]);
     await Promise.allSettled([...this.starts]);

@@ -15,7 +15,8 @@ export function counter<T extends string>(options: Labels<T>): Counter<T> {
   return (register.getSingleMetric(options.name) as Counter<T> | undefined) ?? new Counter<T>(options);
 }
 
-export function gauge<T extends string>(options: Labels<T>): Gauge<T> {
+/** `collect`: fills the gauge at each scrape (for a value read from elsewhere). */
+export function gauge<T extends string>(options: Labels<T> & { collect?: (this: Gauge<T>) => void }): Gauge<T> {
   return (register.getSingleMetric(options.name) as Gauge<T> | undefined) ?? new Gauge<T>(options);
 }
 

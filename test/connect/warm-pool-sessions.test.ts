@@ -5,7 +5,7 @@
 // the real client (pyspark[connect] 3.5.7, pyspark-client 4.2.0), is refused to key B's call with
 // A's session id, and the pool starts another; A's session sees no trace of the warm-up the
 // service ran on that server before (no table, temp view or global temp view). Heavy: four Spark drivers.
-// The service logs at info: its line for a pool's server that passed its warm-up says it is ready.
+// A pooled server that passed its warm-up is counted ready in /metrics (connect_warm_pool_servers).
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import t from 'tap';
@@ -24,7 +24,7 @@ interface App { appName: string; state: string; labels?: Record<string, string>;
 
 t.test('sessions from the warm pool: the caller\'s application at once, nobody else\'s, and the pool refills', { skip, timeout: 2_400_000 }, async (t) => {
   const dataDir = join(tempDir(t), 'data');
-  const env = { ...sparkEnv(), LOG_LEVEL: 'info' };
+  const env = sparkEnv();
   const create = (label: string) => createAdminKey(t, dataDir, env, label);
   const [a, b] = [await create('A'), await create('B')];
   // Admin keys: local mode serves user keys only inside the driver sandbox, which is not what this covers.
@@ -37,15 +37,18 @@ t.test('sessions from the warm pool: the caller\'s application at once, nobody e
   const port = connectPortOf(service.output());
   const apps = async () => (await http(service.url, 'GET', '/api/apps/', undefined, { 'x-api-key': a.key })).json.items as App[];
   const pooled = async (template: string) => (await apps()).filter((x) => x.labels?.[WARM] === template && !x.submittedBy && x.state === 'RUNNING');
-  /** The pool's server of `template` is ready: the service says it passed its warm-up. */
-  const warmedUp = (appName: string) => service.output().split('\n')
-    .some((line) => line.includes('Spark Connect warm pool: a server is ready') && line.includes(`"appName":"${appName}"`));
+  /** How many of `template`'s pooled servers have passed their warm-up (the service's /metrics). */
+  const readyCount = async (template: string) => {
+    const text = (await http(service.url, 'GET', '/metrics')).text;
+    const line = text.split('\n').find((l) => l.startsWith(`submission_service_connect_warm_pool_servers{template="${template}",state="ready"}`));
+    return Number(line?.split(' ').pop() ?? 0);
+  };
+  /** The pool's one server of `template`, once it is ready (a pool of one: the only unclaimed one running). */
   const readyServer = async (template: string): Promise<App> => {
     let found: App | undefined;
     await until(async () => {
-      for (const app of await pooled(template)) {
-        if (warmedUp(app.appName)) found = app;
-      }
+      if (await readyCount(template) < 1) return false;
+      found = (await pooled(template))[0];
       return found !== undefined;
     }, { what: `a ready warm server of ${template}`, timeoutMs: 900_000, intervalMs: 1000 });
     return found!;
