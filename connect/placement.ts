@@ -12,12 +12,16 @@ export interface ServerPlacement {
   port(): Promise<number>;
   /** Where the server of `appName`, listening on `port`, is reached; undefined while that is not known yet (its pod not running). */
   address(appName: string, port: number): Promise<ServerAddress | undefined>;
+  /** The address servers listen on (spark.connect.grpc.binding.address, Spark 4); undefined: every interface. */
+  bindAddress?: string;
 }
 
 /** Local mode: a free loopback port per session. */
 export const loopbackPlacement: ServerPlacement = {
   port: freePort,
   address: (_appName, port) => Promise.resolve({ host: '127.0.0.1', port }),
+  // Loopback only: the endpoint is the way in, never another host.
+  bindAddress: '127.0.0.1',
 };
 
 /** Kubernetes mode: Spark Connect's port on the driver pod's IP (`podIp`: undefined until the pod runs). */

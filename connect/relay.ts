@@ -44,6 +44,9 @@ export class Upstreams {
   }
 }
 
+/** The metadata the endpoint sends a session's server on every call instead of the caller's key (its secret, as Spark 4's PreSharedKeyAuthenticationInterceptor reads it). */
+export const serverAuthorization = (token: string): Record<string, string> => ({ authorization: `Bearer ${token}` });
+
 /** Response headers as they go back: pseudo-headers other than :status are the connection's. */
 const responseHeaders = (headers: IncomingHttpHeaders): Record<string, string | string[] | number> => {
   const out: Record<string, string | string[] | number> = {};
@@ -64,14 +67,15 @@ export interface RelayCall {
 }
 
 /**
- * Relays `call` to `upstream`. `onUnreachable` is asked what to answer when the server cannot be
+ * Relays `call` to `upstream`, with `serverAuth` (the server's own secret: the caller's key never
+ * goes up, forwardedHeaders drops it). `onUnreachable` is asked what to answer when the server cannot be
  * reached (the session may have ended); `onDone` runs once the call is over either way.
  */
-export function relay(call: RelayCall, upstream: ClientHttp2Session, onUnreachable: () => Promise<string | undefined>, onDone: () => void): void {
+export function relay(call: RelayCall, upstream: ClientHttp2Session, serverAuth: Record<string, string>, onUnreachable: () => Promise<string | undefined>, onDone: () => void): void {
   const { stream, headers } = call;
   let request: ClientHttp2Stream;
   try {
-    request = upstream.request({ ':method': 'POST', ':path': headers[':path'] ?? '/', ...forwardedHeaders(headers) }, { endStream: false });
+    request = upstream.request({ ':method': 'POST', ':path': headers[':path'] ?? '/', ...forwardedHeaders(headers), ...serverAuth }, { endStream: false });
   } catch (error) {
     answerStatus(stream, GrpcStatus.UNAVAILABLE, `could not reach the session's Spark Connect server: ${(error as Error).message}`);
     onDone();

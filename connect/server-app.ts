@@ -1,9 +1,10 @@
 // What a Connect session's application is: a driver that runs Spark's own Connect server
 // (SparkConnectServer, as Spark's sbin/start-connect-server.sh starts it) on a loopback port the
 // endpoint picked, from the caller's template. Pure: the endpoint submits what this returns.
+import { CONNECT_SERVER_CLASS } from '../cluster/local/connect-server-token.js';
 import { CONNECT_WARM_LABEL_KEY } from '../domain/labels.js';
 
-export const CONNECT_SERVER_CLASS = 'org.apache.spark.sql.connect.service.SparkConnectServer';
+export { CONNECT_SERVER_CLASS };
 /** Labels of a Connect session's application: how the API, the dashboard and the endpoint tell it. */
 export const CONNECT_SESSION_LABEL = 'connect.submission-service.io/session';
 /** The session label's value on a warm pool's server (its session id is the endpoint's log's: "from the warm pool"). */
@@ -32,6 +33,8 @@ export interface SessionAppInput {
   port: number;
   /** The 3.5 server's jar, when fetched ahead. */
   jar?: string;
+  /** The address the server listens on (local mode: loopback; Spark 4 only); undefined: every interface (a pod's). */
+  bindAddress?: string;
 }
 
 /** A warm pool's server (connect/warm-pool.ts): no session yet, labelled with its pool's template (domain's CONNECT_WARM_LABEL_KEY). */
@@ -55,6 +58,7 @@ export function sessionSubmission(input: SessionAppInput): Record<string, unknow
       engineConf: {
         ...connectServerConf(input.version, input.jar),
         'spark.connect.grpc.binding.port': String(input.port),
+        ...(input.bindAddress && Number(input.version.split('.')[0]) >= 4 ? { 'spark.connect.grpc.binding.address': input.bindAddress } : {}),
       },
     },
     labels: { [CONNECT_SESSION_LABEL]: input.sessionId, [CONNECT_TEMPLATE_LABEL]: input.template ?? NO_TEMPLATE },

@@ -133,7 +133,7 @@ export class ConnectSessions {
       const version = session.template ? (await api.template(session.template, session.key)).config.engineVersion ?? this.options.defaultVersion : this.options.defaultVersion;
       if (await this.fromPool(session, version)) return;
       session.port = await this.placement.port();
-      const app = await api.submit(sessionSubmission({ sessionId: session.sessionId, template: session.template, version, port: session.port, jar: this.options.serverJar(version) }), session.key);
+      const app = await api.submit(sessionSubmission({ sessionId: session.sessionId, template: session.template, version, port: session.port, jar: this.options.serverJar(version), bindAddress: this.placement.bindAddress }), session.key);
       session.appName = app.appName;
       log.info({ appName: app.appName, sessionId: session.sessionId, version }, 'Spark Connect session: application submitted');
       session.server = await waitForServer({
@@ -161,7 +161,7 @@ export class ConnectSessions {
     if (!pool || !warm) return false;
     const { api } = this.options;
     try {
-      await api.submit(sessionSubmission({ sessionId: session.sessionId, template: session.template, version, port: warm.port }), session.key, { dryRun: true });
+      await api.submit(sessionSubmission({ sessionId: session.sessionId, template: session.template, version, port: warm.port, bindAddress: this.placement.bindAddress }), session.key, { dryRun: true });
     } catch (error) {
       pool.giveBack(warm); // a dry run keeps nothing: the server is nobody's yet
       throw error;

@@ -45,7 +45,7 @@ export function warmPoolHost(input: WarmHostInput): WarmPoolHost {
     },
     async start(template, version): Promise<WarmServer> {
       const port = await placement.port();
-      const app = await warm.submit(warmSubmission({ template, version, port, jar: input.serverJar(version) }));
+      const app = await warm.submit(warmSubmission({ template, version, port, jar: input.serverJar(version), bindAddress: placement.bindAddress }));
       try {
         const server = await waitForServer({ appName: app.appName, port, placement, get: warm.get, stopping: input.stopping, probeMs: input.probeMs, what: 'a warm pool server' });
         return { appName: app.appName, template, version, port, server };

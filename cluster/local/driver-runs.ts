@@ -13,6 +13,7 @@ import { type AppRecord, isTerminal } from '../cluster.js';
 import { applyChange } from '../app-record.js';
 import type { CoreScheduler } from './core-scheduler.js';
 import { DriverUiGates } from './driver-ui-gate.js';
+import { connectServerToken } from './connect-server-token.js';
 import { afterRun, localAttemptEnd, retryPod, startAttempt } from './local-attempts.js';
 import type { LocalApps } from './local-apps.js';
 import type { LocalClusterOptions } from './local-options.js';
@@ -70,7 +71,7 @@ export class DriverRuns {
       // Interactive drivers start Python first (pyspark starts the JVM): a kernel answers before its JVM exists.
       const machine = {
         sparkSubmit: spark.sparkSubmit, python: spark.python, workDir: apps.workDir(appName), uiPort, pythonFirst: apps.isInteractive(stored),
-        sandbox: gated ? gated.sandbox : versioned, uiGate: gated ? gated.uiGate : undefined,
+        sandbox: gated ? gated.sandbox : versioned, uiGate: gated ? gated.uiGate : undefined, connectToken: connectServerToken(appName),
       };
       // The exit file's space is taken now, so a full disk cannot refuse the code at the end.
       writeFileSync(exitFile, EXIT_FILE_PLACEHOLDER, { mode: 0o600 });

@@ -9,6 +9,7 @@ import { pythonFirstCommand } from './python-first.js';
 import { type DriverSandbox, SANDBOX_WORK_DIR } from './sandbox.js';
 import { sandboxedConf } from './sandbox-event-log.js';
 import { UI_GATE_CLASS, UI_GATE_ENV } from './ui-gate.js';
+import { CONNECT_SERVER_CLASS, CONNECT_SERVER_TOKEN_ENV } from './connect-server-token.js';
 
 export interface LocalMachine {
   sparkSubmit: string;
@@ -26,6 +27,8 @@ export interface LocalMachine {
   sandbox?: DriverSandbox;
   /** Put the service's gate on the driver's Spark UI (ui-gate.ts): its compiled classes and this run's secret. */
   uiGate?: { classes: string; secret: string };
+  /** The token a Spark Connect server driver asks every call for (connect-server-token.ts); set only when its main class is Spark's SparkConnectServer. */
+  connectToken?: string;
 }
 
 const LOOPBACK = '127.0.0.1';
@@ -108,6 +111,10 @@ export function localSubmitParts(pod: V1Pod, machine: LocalMachine, cores: numbe
     i++;
   }
   if (machine.uiGate) gateTheUi(options, env, machine.uiGate);
+  const classAt = options.indexOf('--class');
+  const mainClass = classAt >= 0 ? options[classAt + 1] : undefined;
+  // The service's own secret, over anything the pod said (connect-server-token.ts).
+  if (machine.connectToken && mainClass === CONNECT_SERVER_CLASS) env[CONNECT_SERVER_TOKEN_ENV] = machine.connectToken;
   const primary = i < rest.length ? localPath(expand(rest[i], env)) : undefined;
   const appArgs = rest.slice(i + 1).map((arg) => localPath(expand(arg, env)));
   if (machine.python) Object.assign(env, { PYSPARK_PYTHON: machine.python, PYSPARK_DRIVER_PYTHON: machine.python });

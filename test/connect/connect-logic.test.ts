@@ -59,10 +59,13 @@ t.test('a session\'s application runs the Connect server of its version on the c
   t.same(connectServerConf('3.5.7', '/c/spark-connect_2.12-3.5.7.jar'), { 'spark.jars': '/c/spark-connect_2.12-3.5.7.jar' });
   t.same(connectServerConf('3.5.7', undefined), { 'spark.jars.packages': 'org.apache.spark:spark-connect_2.12:3.5.7' });
   t.same(connectServerConf('4.2.0', undefined), {}, 'Spark 4 ships its Connect server');
-  const body = sessionSubmission({ sessionId: id, template: 'small', version: '3.5.7', port: 41234 }) as any;
+  const body = sessionSubmission({ sessionId: id, template: 'small', version: '3.5.7', port: 41234, bindAddress: '127.0.0.1' }) as any;
   t.equal(body.configTemplateName, 'small');
   t.match(body.jobName, /^connect-[a-z0-9]{12}$/);
   t.equal(body.configOverrides.mainClass, 'org.apache.spark.sql.connect.service.SparkConnectServer');
   t.equal(body.configOverrides.engineConf['spark.connect.grpc.binding.port'], '41234');
   t.same(body.labels, { 'connect.submission-service.io/session': id, 'connect.submission-service.io/template': 'small' });
+  t.notOk('spark.connect.grpc.binding.address' in body.configOverrides.engineConf, '3.5 has no binding address');
+  const four = sessionSubmission({ sessionId: id, template: 'small', version: '4.2.0', port: 41234, bindAddress: '127.0.0.1' }) as any;
+  t.equal(four.configOverrides.engineConf['spark.connect.grpc.binding.address'], '127.0.0.1', 'local Spark 4 servers listen on loopback only');
 });
