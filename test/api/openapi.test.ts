@@ -43,6 +43,10 @@ t.test('/api/openapi.json is OpenAPI 3.1 with the paths and titled component sch
   const body = doc.paths['/api/apps/'].post.requestBody.content['application/json'].schema;
   t.same(body, { $ref: '#/components/schemas/Submission' }, 'the submit body is the Submission schema');
   t.ok(doc.paths['/api/apps/'].post.responses['422'], 'the 422 answer is documented');
+  const headers = (doc.paths['/api/apps/'].post.parameters ?? []).filter((p: { in: string }) => p.in === 'header');
+  const idempotency = headers.find((p: { name: string }) => p.name.toLowerCase() === 'idempotency-key');
+  t.ok(idempotency, 'POST /api/apps/ documents the Idempotency-Key header');
+  t.match(idempotency?.description ?? idempotency?.schema?.description ?? '', /repeat/, 'and what it is for');
 });
 
 t.test('/api/ is an HTML page whose assets are all served by the service itself', async (t) => {

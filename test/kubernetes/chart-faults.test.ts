@@ -9,9 +9,10 @@
 // "Half-made", checked from the apiserver once the controller and the garbage collector have
 // settled: an Application without its driver pod, a driver pod whose owner Application (by uid)
 // does not exist, a pod created without our admission (no admitted-by annotation, no cpu
-// request), or an Application the controller marked UNKNOWN (its pod went missing). The API has
-// no idempotency key (SPEC), so a client that lost its connection looks for its own label
-// before it submits again; no attempt may end with two Applications.
+// request), or an Application the controller marked UNKNOWN (its pod went missing). These
+// submissions send no Idempotency-Key (README "Safe retries" covers that path, and
+// test/kubernetes/idempotency.test.ts): a client that lost its connection looks for its own
+// label before it submits again; no attempt may end with two Applications.
 // The node is cordoned while the faults run and the chart's pods tolerate the cordon: the 200+
 // driver pods wait Pending instead of starting 200 JVMs on two cores, the service's own
 // replacement pods still schedule.

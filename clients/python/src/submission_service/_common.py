@@ -63,6 +63,36 @@ def submission_body(job_name: str, config_template_name: Optional[str], config_o
     return body
 
 
+# A schedule's optional fields: the Python argument and the API's name.
+_SCHEDULE_OPTIONS = (("time_zone", "timeZone"), ("config_template_name", "configTemplateName"),
+                     ("concurrency_policy", "concurrencyPolicy"), ("suspend", "suspend"),
+                     ("starting_deadline_seconds", "startingDeadlineSeconds"),
+                     ("successful_runs_history_limit", "successfulRunsHistoryLimit"),
+                     ("failed_runs_history_limit", "failedRunsHistoryLimit"))
+
+
+def schedule_body(name: str, schedule: str, job_name: str, config_overrides: Optional[Mapping[str, Any]],
+                  labels: Optional[Mapping[str, str]], options: Mapping[str, Any]) -> Dict[str, Any]:
+    """The Schedule JSON of POST and PUT /api/schedules/. An option left None is left out (the
+    service's default); an unknown one is a TypeError here rather than a 400 later."""
+    unknown = set(options) - {python for python, _ in _SCHEDULE_OPTIONS}
+    if unknown:
+        raise TypeError("unknown schedule option(s): %s" % ", ".join(sorted(unknown)))
+    body: Dict[str, Any] = {"name": name, "schedule": schedule, "jobName": job_name}
+    for python, api in _SCHEDULE_OPTIONS:
+        if options.get(python) is not None:
+            body[api] = options[python]
+    if config_overrides is not None:
+        body["configOverrides"] = dict(config_overrides)
+    if labels is not None:
+        body["labels"] = dict(labels)
+    return body
+
+
+def schedule_path(name: str, action: str = "") -> str:
+    return "/api/schedules/%s%s" % (name, "/" + action if action else "")
+
+
 def raise_for(response: httpx.Response) -> None:
     """An ApiError carrying the service's JSON for any answer >= 400 (read the body first)."""
     if response.status_code < 400:

@@ -8,7 +8,7 @@ import httpx
 
 from . import _common as c
 from .errors import NotFoundError, SubmissionServiceError, TransportError, WaitTimeout
-from .models import Application, ApplicationList, ConfigTemplate
+from .models import Application, ApplicationList, ConfigTemplate, ScheduleRecord
 
 
 class AsyncClient:
@@ -213,3 +213,43 @@ class AsyncClient:
 
     async def delete_template(self, name: str) -> None:
         await self._request("DELETE", "/api/config-templates/%s" % name, retry=False)
+
+    # -- schedules ------------------------------------------------------------------------------
+
+    async def create_schedule(self, name: str, schedule: str, job_name: str,
+                              config_overrides: Optional[Mapping[str, Any]] = None,
+                              labels: Optional[Mapping[str, str]] = None, **options: Any) -> ScheduleRecord:
+        """Submits `job_name` at each tick of the cron `schedule`. Options (None: the service's default):
+        time_zone, config_template_name, concurrency_policy ("Allow", "Forbid", "Replace"), suspend,
+        starting_deadline_seconds, successful_runs_history_limit, failed_runs_history_limit.
+        Not retried (a POST without an Idempotency-Key); a name in use raises ConflictError."""
+        body = c.schedule_body(name, schedule, job_name, config_overrides, labels, options)
+        return await self._json("POST", "/api/schedules/", retry=False, json=body)
+
+    async def list_schedules(self) -> AsyncIterator[ScheduleRecord]:
+        """The schedules this key may see (a user key: its own; an admin key: all); one answer, no pages."""
+        for item in (await self._json("GET", "/api/schedules/", retry=True))["items"]:
+            yield item
+
+    async def get_schedule(self, name: str) -> ScheduleRecord:
+        return await self._json("GET", c.schedule_path(name), retry=True)
+
+    async def update_schedule(self, name: str, schedule: str, job_name: str,
+                              config_overrides: Optional[Mapping[str, Any]] = None,
+                              labels: Optional[Mapping[str, str]] = None, **options: Any) -> ScheduleRecord:
+        """Replaces the schedule's spec (what is not given takes the default, as on create); its owner,
+        creation time and record of past ticks stay. Same options as create_schedule."""
+        body = c.schedule_body(name, schedule, job_name, config_overrides, labels, options)
+        return await self._json("PUT", c.schedule_path(name), retry=False, json=body)
+
+    async def pause_schedule(self, name: str) -> ScheduleRecord:
+        """suspend: true; no tick makes a run until resume_schedule."""
+        return await self._json("POST", c.schedule_path(name, "pause"), retry=False)
+
+    async def resume_schedule(self, name: str) -> ScheduleRecord:
+        """suspend: false; of the ticks missed meanwhile at most the latest runs (startingDeadlineSeconds)."""
+        return await self._json("POST", c.schedule_path(name, "resume"), retry=False)
+
+    async def delete_schedule(self, name: str) -> None:
+        """Deletes the schedule; its runs stay, as applications."""
+        await self._request("DELETE", c.schedule_path(name), retry=False)
