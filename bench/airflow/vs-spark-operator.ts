@@ -10,7 +10,7 @@
 // time), which does not depend on what the pods do; the peer controller's CPU is reported beside it.
 // Airflow in the SETUP_AIRFLOW_K8S=1 virtualenv (SUBMISSION_SERVICE_AIRFLOW_K8S_ENV), this checkout's
 // client and provider installed in it; vs_spark_operator.py runs each mode under Airflow's processes.
-//   node --import tsx bench/airflow/vs-spark-operator.ts    (BENCH_TASKS=100 BENCH_HOLD_S=60 BENCH_MODES=ours,kubeflow,kubeflow-deferrable)
+//   node --import tsx bench/airflow/vs-spark-operator.ts    (BENCH_TASKS=100 BENCH_PARALLELISM=100 BENCH_HOLD_S=60 BENCH_MODES=ours,kubeflow,kubeflow-deferrable)
 import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';

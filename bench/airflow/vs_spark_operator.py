@@ -9,7 +9,7 @@ run of N parallel tasks per mode, each mode in an Airflow home of its own:
                        then its worker follows the driver pod (log stream and pod reads) until it ends
   kubeflow-deferrable  SparkKubernetesOperator(deferrable=True): the pod wait as a KubernetesPodTrigger
 
-  python vs_spark_operator.py MODE     (env BENCH_TASKS, BENCH_HOLD_S, BENCH_BED (JSON); AIRFLOW_HOME: empty)
+  python vs_spark_operator.py MODE     (env BENCH_TASKS, BENCH_PARALLELISM, BENCH_HOLD_S, BENCH_BED (JSON); AIRFLOW_HOME: empty)
 Prints one JSON line: worker-slot-seconds (task instances `running`, sampled every 0.25 s, integrated),
 deferred task-seconds, the most tasks in a slot at once, trigger -> first and -> all driver pods running,
 trigger -> the DAG run's end, the CPU seconds of each Airflow process (the scheduler's with its executor's
@@ -34,6 +34,9 @@ from airflow_processes import AIRFLOW, Components, prepare_home, query, wait_for
 from scheduled import TaskSeconds, cpu_seconds, run_ended  # noqa: E402
 
 TASKS = int(os.environ.get("BENCH_TASKS", "10"))
+# Airflow's worker slots (LocalExecutor's parallelism): every task at once by default; fewer shows what
+# an operator that holds its slot while Spark runs does to tasks that wait for one.
+PARALLELISM = int(os.environ.get("BENCH_PARALLELISM") or TASKS)
 HOLD_S = float(os.environ.get("BENCH_HOLD_S", "60"))
 SAMPLE_S = 0.25
 MEMORY_EVERY = 8  # samples: the scheduler tree's RSS every 2 s (walking N processes is not free)
@@ -143,7 +146,7 @@ def main(mode: str) -> None:
         pods = core.list_namespaced_pod(bed["namespace"], label_selector=selector).items
         return sum(p.status.phase not in ("Pending", None) for p in pods)
 
-    with Components(home, env, parallelism=TASKS) as airflow:
+    with Components(home, env, parallelism=PARALLELISM) as airflow:
         wait_for("the DAG to be parsed", lambda: query(home, "select 1 from serialized_dag where dag_id = 'bench_wait'"), airflow)
         processes = {name: psutil.Process(p.pid) for name, p in airflow.processes.items()}
         cpu0 = {name: cpu_seconds(p) for name, p in processes.items()}
@@ -153,7 +156,7 @@ def main(mode: str) -> None:
         figures = sample_until_ended(home, airflow, running_pods, start)
         wall = time.monotonic() - start
         cpu = {name: round(cpu_seconds(p) - cpu0[name], 2) for name, p in processes.items()}
-    print(json.dumps({"mode": mode, "tasks": TASKS, "holdS": HOLD_S, **figures, "runS": round(wall, 1),
+    print(json.dumps({"mode": mode, "tasks": TASKS, "slots": PARALLELISM, "holdS": HOLD_S, **figures, "runS": round(wall, 1),
                       "triggererCpuS": cpu["triggerer"], "schedulerCpuS": cpu["scheduler"], "apiServerCpuS": cpu["api-server"],
                       "dagProcessorCpuS": cpu["dag-processor"]}))
 
