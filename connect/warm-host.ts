@@ -7,6 +7,8 @@ import { listening, type ServerAddress, type ServerPlacement } from './placement
 import { warmSubmission } from './server-app.js';
 import { waitForServer } from './server-wait.js';
 import { warmUpServer } from './warm-up.js';
+import { serverAuthorization } from './relay.js';
+import { connectServerToken } from '../cluster/local/connect-server-token.js';
 import type { WarmPoolHost, WarmServer } from './warm-pool.js';
 import type { ConnectApp } from './service-api.js';
 
@@ -22,7 +24,7 @@ export interface WarmOptions {
   /** The pool's check interval (ms; tests). */
   checkMs?: number;
   /** The warm-up of a server that answers (default: Spark Connect calls, warm-up.ts; tests whose servers are not Spark's give their own). */
-  warmUp?: (address: ServerAddress, version: string, signal: AbortSignal) => Promise<void>;
+  warmUp?: (address: ServerAddress, version: string, signal: AbortSignal, auth: Readonly<Record<string, string>>) => Promise<void>;
 }
 
 export interface WarmHostInput {
@@ -54,7 +56,8 @@ export function warmPoolHost(input: WarmHostInput): WarmPoolHost {
         throw error;
       }
     },
-    warmUp: (server, signal) => (warm.warmUp ?? warmUpServer)(server.server, server.version, signal),
+    // With the server's own token, as the relay sends it (a 4.x server refuses a call without it).
+    warmUp: (server, signal) => (warm.warmUp ?? warmUpServer)(server.server, server.version, signal, serverAuthorization(connectServerToken(server.appName))),
     alive: (server) => listening(server.server, 1000),
     stop: async (appName) => { await input.stop(appName); },
   };

@@ -26,11 +26,11 @@ const decoded = (message: string): string => {
 };
 
 /** One call to the server: its whole answer body and its gRPC status (from the trailers, or a trailers-only answer). */
-function grpcCall(session: ClientHttp2Session, method: WarmUpMethod, request: Buffer, signal: AbortSignal): Promise<GrpcAnswer> {
+function grpcCall(session: ClientHttp2Session, method: WarmUpMethod, request: Buffer, signal: AbortSignal, auth: Readonly<Record<string, string>>): Promise<GrpcAnswer> {
   return new Promise((resolve, reject) => {
     if (signal.aborted) { reject(signal.reason as Error); return; }
     const stream = session.request({
-      ':method': 'POST', ':path': `/spark.connect.SparkConnectService/${method}`, 'content-type': 'application/grpc', te: 'trailers',
+      ':method': 'POST', ':path': `/spark.connect.SparkConnectService/${method}`, 'content-type': 'application/grpc', te: 'trailers', ...auth,
     });
     const chunks: Buffer[] = [];
     let status: { code: number; message: string } | undefined;
@@ -56,8 +56,8 @@ function mustBeOk(answer: GrpcAnswer, method: WarmUpMethod): void {
 }
 
 /** An ExecutePlan read to its last answer (reattached when the server cut the stream), then released. */
-async function executeToEnd(session: ClientHttp2Session, sessionId: string, call: Extract<WarmUpCall, { method: 'ExecutePlan' }>, signal: AbortSignal): Promise<void> {
-  let answer = await grpcCall(session, 'ExecutePlan', call.request, signal);
+async function executeToEnd(session: ClientHttp2Session, sessionId: string, call: Extract<WarmUpCall, { method: 'ExecutePlan' }>, signal: AbortSignal, auth: Readonly<Record<string, string>>): Promise<void> {
+  let answer = await grpcCall(session, 'ExecutePlan', call.request, signal, auth);
   let [rows, complete, lastResponseId] = [0, false, undefined as string | undefined];
   for (let reattaches = 0; ; reattaches++) {
     mustBeOk(answer, reattaches === 0 ? 'ExecutePlan' : 'ReattachExecute');
@@ -69,23 +69,26 @@ async function executeToEnd(session: ClientHttp2Session, sessionId: string, call
     }
     if (complete) break;
     if (reattaches >= MAX_REATTACHES) throw new Error(`ExecutePlan: no last answer after ${MAX_REATTACHES} reattaches`);
-    answer = await grpcCall(session, 'ReattachExecute', reattachRequest(sessionId, call.operationId, lastResponseId), signal);
+    answer = await grpcCall(session, 'ReattachExecute', reattachRequest(sessionId, call.operationId, lastResponseId), signal, auth);
   }
-  mustBeOk(await grpcCall(session, 'ReleaseExecute', releaseExecuteRequest(sessionId, call.operationId), signal), 'ReleaseExecute');
+  mustBeOk(await grpcCall(session, 'ReleaseExecute', releaseExecuteRequest(sessionId, call.operationId), signal, auth), 'ReleaseExecute');
   if (call.rows && rows === 0) throw new Error('ExecutePlan: the query brought no Arrow rows back');
 }
 
-/** Runs the warm-up on the Connect server at `address` (Spark `version`); rejects with why when it fails or `signal` aborts. */
-export async function warmUpServer(address: ServerAddress, version: string, signal: AbortSignal): Promise<void> {
+/**
+ * Runs the warm-up on the Connect server at `address` (Spark `version`), with `auth` (the server's
+ * own token: 4.x servers refuse a call without it); rejects with why when it fails or `signal` aborts.
+ */
+export async function warmUpServer(address: ServerAddress, version: string, signal: AbortSignal, auth: Readonly<Record<string, string>> = {}): Promise<void> {
   const upstreams = new Upstreams();
   const sessionId = randomUUID(); // never given to anyone, never logged
   try {
     const session = upstreams.get(address);
     for (const call of warmUpCalls(sessionId, version, randomUUID)) {
-      if (call.method === 'ExecutePlan') await executeToEnd(session, sessionId, call, signal);
-      else mustBeOk(await grpcCall(session, call.method, call.request, signal), call.method);
+      if (call.method === 'ExecutePlan') await executeToEnd(session, sessionId, call, signal, auth);
+      else mustBeOk(await grpcCall(session, call.method, call.request, signal, auth), call.method);
     }
-    const released = await grpcCall(session, 'ReleaseSession', releaseSessionRequest(sessionId), signal);
+    const released = await grpcCall(session, 'ReleaseSession', releaseSessionRequest(sessionId), signal, auth);
     if (released.status !== GrpcStatus.UNIMPLEMENTED) mustBeOk(released, 'ReleaseSession');
   } finally {
     upstreams.close();
