@@ -62,6 +62,16 @@ function openPool(t: Test, sizes: Array<[string | undefined, number]> = [[undefi
   return { clock, host, pool };
 }
 
+/** A pool whose first server, warm-1, has answered and is being warmed up (the warm-up held for the test to end). */
+async function warmingPool(t: Test, sizes: Array<[string | undefined, number]>) {
+  const opened = openPool(t, sizes);
+  opened.host.holdWarmUps = true;
+  await flush();
+  opened.host.ready('warm-1');
+  await flush();
+  return opened;
+}
+
 t.test('open fills the pool; a ready server is handed out once, and the pool starts another at once', async (t) => {
   const { host, pool } = openPool(t);
   await flush();
@@ -185,11 +195,7 @@ t.test('close stops every server still the pool\'s, the starting ones as they an
 });
 
 t.test('a server is not ready until its warm-up succeeded', async (t) => {
-  const { host, pool } = openPool(t, [[undefined, 1]]);
-  host.holdWarmUps = true;
-  await flush();
-  host.ready('warm-1');
-  await flush();
+  const { host, pool } = await warmingPool(t, [[undefined, 1]]);
   t.same(host.warmUps.map((w) => w.appName), ['warm-1'], 'its warm-up began once it answered');
   t.same(pool.status(), [{ template: undefined, size: 1, ready: 0, starting: 1 }], 'still starting while it warms up');
   t.equal(pool.take(undefined, '3.5.7'), undefined, 'not handed out before its warm-up ended');
@@ -201,11 +207,7 @@ t.test('a server is not ready until its warm-up succeeded', async (t) => {
 });
 
 t.test('a failing warm-up is a failed start: the server is stopped, never handed out, and the template backs off', async (t) => {
-  const { clock, host, pool } = openPool(t, [[undefined, 1]]);
-  host.holdWarmUps = true;
-  await flush();
-  host.ready('warm-1');
-  await flush();
+  const { clock, host, pool } = await warmingPool(t, [[undefined, 1]]);
   host.warmUps[0]!.reject(new Error('ExecutePlan answered gRPC status 13: the JVM ran out of memory'));
   await flush();
   t.same(host.stopped, ['warm-1'], 'stopped: nothing of it left running');
@@ -220,11 +222,7 @@ t.test('a failing warm-up is a failed start: the server is stopped, never handed
 });
 
 t.test('a warm-up that outlasts its timeout is cancelled and is a failed start', async (t) => {
-  const { clock, host, pool } = openPool(t, [[undefined, 1]]);
-  host.holdWarmUps = true;
-  await flush();
-  host.ready('warm-1');
-  await flush();
+  const { clock, host, pool } = await warmingPool(t, [[undefined, 1]]);
   clock.advance(WARM_UP_TIMEOUT_MS - 1);
   await flush();
   t.same(host.stopped, [], 'not before its timeout');
@@ -244,11 +242,7 @@ t.test('a warm-up that outlasts its timeout is cancelled and is a failed start',
 });
 
 t.test('a server dropped while it warms up (its version changed) has its warm-up cancelled and is stopped, with no back-off', async (t) => {
-  const { clock, host } = openPool(t, [['spark4', 1]]);
-  host.holdWarmUps = true;
-  await flush();
-  host.ready('warm-1');
-  await flush();
+  const { clock, host } = await warmingPool(t, [['spark4', 1]]);
   host.versions.set('spark4', '4.3.0');
   clock.advance(CHECK_MS);
   await flush();
@@ -263,11 +257,7 @@ t.test('a server dropped while it warms up (its version changed) has its warm-up
 });
 
 t.test('close cancels a warm-up under way and stops its server', async (t) => {
-  const { clock, host, pool } = openPool(t, [[undefined, 1]]);
-  host.holdWarmUps = true;
-  await flush();
-  host.ready('warm-1');
-  await flush();
+  const { clock, host, pool } = await warmingPool(t, [[undefined, 1]]);
   await pool.close();
   t.ok(host.warmUps[0]!.signal.aborted, 'cancelled');
   t.same(host.stopped, ['warm-1'], 'stopped: none left running');
