@@ -10,7 +10,6 @@ import { answerStatus, GrpcRefusal, GrpcStatus } from './grpc-status.js';
 import { bearerToken, templateOf } from './metadata.js';
 import { CONNECTION_WINDOW, relay, serverAuthorization, STREAM_WINDOW, Upstreams } from './relay.js';
 import { type ConnectCaller } from './session-owners.js';
-import { connectServerToken } from '../cluster/local/connect-server-token.js';
 import { peekSessionId } from './session-id.js';
 import type { ConnectSessions } from './sessions.js';
 
@@ -94,7 +93,7 @@ async function handleCall(options: ConnectEndpointOptions, upstreams: Upstreams,
     options.sessions.release(session);
     return;
   }
-  relay({ stream, headers, head, bodyEnded }, upstreams.get(session.server!), serverAuthorization(connectServerToken(session.appName!)), () => options.sessions.checkEnded(session), () => options.sessions.release(session));
+  relay({ stream, headers, head, bodyEnded }, upstreams.get(session.server!), serverAuthorization(session.appName!), () => options.sessions.checkEnded(session), () => options.sessions.release(session));
 }
 
 /** The endpoint's server (not listening yet); its close also drops the connections to the sessions' servers. */

@@ -7,6 +7,7 @@ import { connect as tcpConnect } from 'node:net';
 import { answerStatus, GrpcStatus } from './grpc-status.js';
 import { forwardedHeaders } from './metadata.js';
 import { authorityOf, type ServerAddress } from './placement.js';
+import { connectServerToken } from '../cluster/local/connect-server-token.js';
 
 /**
  * HTTP/2 flow-control windows of the endpoint's receiving side of each leg. Node's default (64 KiB
@@ -44,8 +45,12 @@ export class Upstreams {
   }
 }
 
-/** The metadata the endpoint sends a session's server on every call instead of the caller's key (its secret, as Spark 4's PreSharedKeyAuthenticationInterceptor reads it). */
-export const serverAuthorization = (token: string): Record<string, string> => ({ authorization: `Bearer ${token}` });
+/**
+ * The metadata the service sends the Connect server of application `appName` on every call, the
+ * relay's and the warm-up's, instead of the caller's key: the server's own token, as Spark 4's
+ * PreSharedKeyAuthenticationInterceptor reads it (connect-server-token.ts).
+ */
+export const serverAuthorization = (appName: string): Record<string, string> => ({ authorization: `Bearer ${connectServerToken(appName)}` });
 
 /** Response headers as they go back: pseudo-headers other than :status are the connection's. */
 const responseHeaders = (headers: IncomingHttpHeaders): Record<string, string | string[] | number> => {

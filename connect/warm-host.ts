@@ -8,7 +8,6 @@ import { warmSubmission } from './server-app.js';
 import { waitForServer } from './server-wait.js';
 import { warmUpServer } from './warm-up.js';
 import { serverAuthorization } from './relay.js';
-import { connectServerToken } from '../cluster/local/connect-server-token.js';
 import type { WarmPoolHost, WarmServer } from './warm-pool.js';
 import type { ConnectApp } from './service-api.js';
 
@@ -57,7 +56,7 @@ export function warmPoolHost(input: WarmHostInput): WarmPoolHost {
       }
     },
     // With the server's own token, as the relay sends it (a 4.x server refuses a call without it).
-    warmUp: (server, signal) => (warm.warmUp ?? warmUpServer)(server.server, server.version, signal, serverAuthorization(connectServerToken(server.appName))),
+    warmUp: (server, signal) => (warm.warmUp ?? warmUpServer)(server.server, server.version, signal, serverAuthorization(server.appName)),
     alive: (server) => listening(server.server, 1000),
     stop: async (appName) => { await input.stop(appName); },
   };

@@ -173,7 +173,7 @@ image() {
 }
 
 # The service's dependencies: the Dockerfile's stage `deps` alone (all of them in /src for the
-# build, the production ones in /prod), on the Node build base, once per package.json and lockfile.
+# build, the production ones in /app), on the Node build base, once per package.json and lockfile.
 # The per-commit service build starts its `deps` stage from this archive and finds them there
 # (the Dockerfile checks they were installed from the same two files), so it runs no npm ci.
 # Not through `image`: its text is in every image's hash (changing it would rebuild the Spark
