@@ -8,11 +8,11 @@
 // else happens (no second session or key ever gets it), and the pool starts another. Servers of
 // an older config of their template (another Spark version) and servers that stopped answering
 // are replaced at the next check; a template that is gone drains its pool.
-import { countWarmPool } from './warm-pool-metrics.js';
 import type { FastifyBaseLogger } from 'fastify';
 import { type Clock, systemClock } from '../lib/clock.js';
 import { SerialCheck } from '../lib/serial-check.js';
 import type { ServerAddress } from './placement.js';
+import { countWarmPool } from './warm-pool-metrics.js';
 
 /** How often templates are checked and pools topped up (ms). */
 export const WARM_CHECK_MS = 5000;
