@@ -49,9 +49,12 @@ read -r pass fail skip < <(awk '
   /^ok [0-9]+ - / { file_fail = 0; next }
   END { print pass + 0, fail + 0, skip + 0 }' "$out")
 # The failures by name, just above the count: a CI log that keeps only its tail still says which.
+# Under each, its first failed assertions (tap prints them before the test's own line).
 awk '
   /^# Subtest: / { file = substr($0, 12); next }
-  /^    not ok [0-9]+ - / && $0 !~ /# TODO/ { sub(/^    not ok [0-9]+ - /, ""); sub(/ # time=.*/, ""); print "failed: " file " > " $0; named[file] = 1; next }
+  /^        +not ok [0-9]+ - / && $0 !~ /# TODO/ { if (held < 5) { line = $0; sub(/^ +not ok [0-9]+ - /, "", line); sub(/ # time=.*/, "", line); because[++held] = line }; next }
+  /^    ok [0-9]+ - / { held = 0; next }
+  /^    not ok [0-9]+ - / && $0 !~ /# TODO/ { sub(/^    not ok [0-9]+ - /, ""); sub(/ # time=.*/, ""); print "failed: " file " > " $0; for (i = 1; i <= held; i++) print "  because: " because[i]; held = 0; named[file] = 1; next }
   /^not ok [0-9]+ - / { name = $0; sub(/^not ok [0-9]+ - /, "", name); sub(/ # .*/, "", name); if (!(name in named)) print "failed: " name " (outside its tests)" }
 ' "$out" >&2
 files_seen=$(grep -cE '^(not )?ok [0-9]+ - ' "$out")
