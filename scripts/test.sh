@@ -5,6 +5,10 @@
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
+# Each phase's seconds, printed near the end (a CI log that keeps only its tail still says where the time went).
+phases=()
+phase() { phases+=("$1 $((SECONDS - phase_start)) s;"); phase_start=$SECONDS; }
+phase_start=$SECONDS
 env_file=$(SETUP_BROWSER=1 SETUP_SPARK_VERSIONS=1 SETUP_TEST_TOOLS=1 SETUP_IMAGE_TOOLS=1 SETUP_AIRFLOW=1 bash scripts/setup.sh | tail -n 1) || { echo "0 passed, 1 failed"; exit 1; }
 # shellcheck disable=SC1090
 source "$env_file"
@@ -18,12 +22,14 @@ if [ -x test/cluster/build.sh ] && [ "${SKIP_CLUSTER_TESTS:-}" != 1 ]; then
   echo "test: building the test bed's S3 server (cached after the first time)" >&2
   if bin=$(bash test/s3/build.sh | tail -n 1); then export SUBMISSION_SERVICE_S3_SERVER="$bin"; else echo "test: the S3 server did not build; the history tests on it will fail" >&2; fi
 fi
+phase "setup and builds:"
 # The whole tree type-checks (tests and benches too): one check of its own in the count.
 typecheck_failed=0
 if ! npx tsc -p tsconfig.check.json >&2; then echo "test: type errors (above)" >&2; typecheck_failed=1; fi
 # Lint (eslint.config.js: no floating or misused promises, type-aware): one more check in the count.
 lint_failed=0
 if ! npx eslint --max-warnings 0 . >&2; then echo "test: lint errors (above)" >&2; lint_failed=1; fi
+phase "typecheck and lint:"
 files=("$@")
 [ ${#files[@]} -gt 0 ] || mapfile -t files < <(find test -name '*.test.ts' -not -path '*/node_modules/*' | sort)
 # A file whose first lines say "// Runs alone" loads the machine by itself (20 JVMs): it runs
@@ -35,10 +41,12 @@ done
 out=$(mktemp)
 status=0
 if [ ${#together[@]} -gt 0 ]; then npx tap --jobs=2 "${together[@]}" 2>&1 | tee "$out"; status=${PIPESTATUS[0]}; fi
+phase "${#together[@]} files together:"
 if [ ${#alone[@]} -gt 0 ]; then
   npx tap --jobs=1 "${alone[@]}" 2>&1 | tee -a "$out"
   [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 fi
+phase "${#alone[@]} files alone:"
 # Tests, not assertions: each top-level t.test of a file is one test (tap prints it indented
 # once under its file); a file that fails outside its tests (a crash before or between them)
 # counts as one more failure.
@@ -48,6 +56,10 @@ read -r pass fail skip < <(awk '
   /^not ok [0-9]+ - / { if (file_fail == 0) fail++; file_fail = 0; next }
   /^ok [0-9]+ - / { file_fail = 0; next }
   END { print pass + 0, fail + 0, skip + 0 }' "$out")
+# The ten slowest files, then the phases.
+awk '/^(not )?ok [0-9]+ - .* # time=/ { t = $0; sub(/.*# time=/, "", t); sub(/ms.*/, "", t); n = $0; sub(/^(not )?ok [0-9]+ - /, "", n); sub(/ # time=.*/, "", n); printf "%d %s\n", t / 1000, n }' "$out" |
+  sort -rn | head -n 10 | awk '{ printf "test: %ss %s\n", $1, $2 }' >&2
+echo "test: times: ${phases[*]}" >&2
 # The failures by name, just above the count: a CI log that keeps only its tail still says which.
 # Under each, its first failed assertions (tap prints them before the test's own line).
 awk '
