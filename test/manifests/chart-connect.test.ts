@@ -76,8 +76,16 @@ t.test('connect.enabled=false: no Service, no port, and the api starts no endpoi
   t.equal(connectSettings(objects), undefined, '--connect-port off');
 });
 
+t.test('connect.warmPool: each template\'s size reaches the api as its warm pool; none by default', async (t) => {
+  t.same([...connectSettings(renderChart({}))!.endpoint.warmPool], [], 'no pool unless asked');
+  const settings = connectSettings(renderChart({ 'connect.warmPool.default': '1', 'connect.warmPool.etl': '2' }))!;
+  t.same([...settings.endpoint.warmPool].sort(), [[undefined, 1], ['etl', 2]].sort(), 'default: sessions that name no template');
+  const auth = named<V1Secret>(renderChart({}), 'Secret', 'submission-service-auth')!;
+  t.ok(auth.data?.['gateway.secret'], 'the chart makes the gateway secret a claim proves itself with');
+});
+
 t.test('the schema refuses bad connect values', async (t) => {
-  for (const [key, value] of [['connect.serviceType', 'Ingress'], ['connect.idleTimeout', 'soon'], ['connect.port', '0'], ['connect.tls', 'on']]) {
+  for (const [key, value] of [['connect.serviceType', 'Ingress'], ['connect.idleTimeout', 'soon'], ['connect.port', '0'], ['connect.tls', 'on'], ['connect.warmPool.etl', '100'], ['connect.warmPool.Bad_Name', '1']]) {
     const result = helm(['template', 'ss', chartDir, '--namespace', NS, '--set', `${key}=${value}`]);
     t.not(result.status, 0, `${key}=${value} refused`);
   }
