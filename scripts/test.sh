@@ -33,20 +33,35 @@ phase "typecheck and lint:"
 files=("$@")
 [ ${#files[@]} -gt 0 ] || mapfile -t files < <(find test -name '*.test.ts' -not -path '*/node_modules/*' | sort)
 # A file whose first lines say "// Runs alone" loads the machine by itself (20 JVMs): it runs
-# after the others, with nothing beside it, so that neither starves the other.
-together=() alone=()
+# after the others. Those on the real node (their first line says "real node": one per machine) run one
+# after another; the other heavy files run one at a time beside them, in a second lane: each lane
+# leaves the machine half idle while its pods start and its images load.
+together=() on_node=() heavy=()
 for f in "${files[@]}"; do
-  if head -n 5 "$f" 2>/dev/null | grep -q '^// Runs alone'; then alone+=("$f"); else together+=("$f"); fi
+  head=$(head -n 5 "$f" 2>/dev/null)
+  if ! grep -q '^// Runs alone' <<<"$head"; then together+=("$f")
+  elif head -n 1 <<<"$head" | grep -q 'real node'; then on_node+=("$f")
+  else heavy+=("$f"); fi
 done
 out=$(mktemp)
 status=0
 if [ ${#together[@]} -gt 0 ]; then npx tap --jobs=2 "${together[@]}" 2>&1 | tee "$out"; status=${PIPESTATUS[0]}; fi
 phase "${#together[@]} files together:"
-if [ ${#alone[@]} -gt 0 ]; then
-  npx tap --jobs=1 "${alone[@]}" 2>&1 | tee -a "$out"
-  [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
-fi
-phase "${#alone[@]} files alone:"
+# One lane's output, printed whole once it ends (two lanes' lines interleaved would not read).
+lane() {
+  local lane_out=$1; shift
+  [ $# -gt 0 ] || return 0
+  npx tap --jobs=1 "$@" > "$lane_out" 2>&1
+}
+node_out=$(mktemp) heavy_out=$(mktemp)
+lane "$node_out" "${on_node[@]}" & node_lane=$!
+lane "$heavy_out" "${heavy[@]}" & heavy_lane=$!
+wait "$heavy_lane" || status=1
+cat "$heavy_out" | tee -a "$out"
+wait "$node_lane" || status=1
+cat "$node_out" | tee -a "$out"
+rm -f "$node_out" "$heavy_out"
+phase "$((${#on_node[@]} + ${#heavy[@]})) files alone (two lanes):"
 # Tests, not assertions: each top-level t.test of a file is one test (tap prints it indented
 # once under its file); a file that fails outside its tests (a crash before or between them)
 # counts as one more failure.
