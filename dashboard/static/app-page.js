@@ -2,7 +2,7 @@
 // a copy button, the live driver log (follows the end unless the reader scrolled up; resumes
 // from the last byte after a lost connection; the whole log as a download), stop and delete.
 // The state is kept current by the events stream of the app's job.
-import { ACTIVE, api, badge, duration, el, isKernel, show, when } from './dom.js';
+import { ACTIVE, api, badge, connectSession, duration, el, isKernel, show, when } from './dom.js';
 
 /** Bytes of log kept in the page; older text is dropped (the download has all of it). */
 const LOG_KEEP = 1024 * 1024;
@@ -41,7 +41,9 @@ export function appPage(appName, session) {
   const followNote = el('button', { type: 'button', id: 'follow', class: 'link', hidden: true }, 'Paused: you scrolled up. Follow the end again');
 
   function renderFacts() {
-    state.replaceChildren(badge(app.state), isKernel(app) ? el('span', { class: 'tag kernel' }, 'notebook kernel') : '');
+    const session = connectSession(app);
+    state.replaceChildren(badge(app.state), isKernel(app) ? el('span', { class: 'tag kernel' }, 'notebook kernel') : '',
+      session ? el('span', { class: 'tag connect', title: session.title }, `Spark ${session.text}`) : '');
     stopButton.hidden = !ACTIVE.has(app.state);
     // The same link serves the running driver's UI and, after the end, the run's history.
     const ui = app.sparkUi ?? { state: app.state === 'RUNNING' ? 'live' : 'unavailable' };

@@ -53,6 +53,14 @@ export function duration(app, now = Date.now()) {
 }
 
 export const isKernel = (app) => Boolean(app.labels && app.labels[KERNEL_LABEL]);
+/** The label the Spark Connect endpoint puts on a session's application (its value: the client's session id, or `warm`). */
+export const CONNECT_SESSION_LABEL = 'connect.submission-service.io/session';
+/** A Connect session's application, or a warm pool's server waiting for one (`warm`); null for any other. */
+export const connectSession = (app) => {
+  const session = app.labels && app.labels[CONNECT_SESSION_LABEL];
+  if (!session) return null;
+  return session === 'warm' ? { text: 'Connect (warm pool)', title: 'a Spark Connect server the warm pool keeps for the next session' } : { text: 'Connect', title: `a Spark Connect session (${session})` };
+};
 
 export class HttpError extends Error {
   constructor(status, message) { super(message); this.status = status; }

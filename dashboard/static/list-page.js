@@ -2,7 +2,7 @@
 // (view=summary) by cursor; counts from /api/apps/counts; kept current by the events stream
 // (no polling: with nothing changing, the page sends nothing). The search is the server's
 // (`q`): it finds applications in pages not loaded yet, and the counts follow it.
-import { ACTIVE, STATES, api, appHref, badge, duration, el, isKernel, show, when } from './dom.js';
+import { ACTIVE, STATES, api, appHref, badge, connectSession, duration, el, isKernel, show, when } from './dom.js';
 import { loadSchedules, scheduleLines } from './schedules.js';
 
 /** Which Spark UI the application's link opens: its running driver's, or its run's history. */
@@ -121,6 +121,11 @@ export function listPage(session) {
     groupsBox.replaceChildren(...[...groups].map(([jobName, apps]) => jobCard(jobName, apps, now)));
   }
 
+  function connectTag(a) {
+    const session = connectSession(a);
+    return session ? el('span', { class: 'tag connect', title: session.title }, session.text) : null;
+  }
+
   function jobCard(jobName, apps, now) {
     const perJob = counts?.jobs.find((j) => j.jobName === jobName);
     const failing = apps[0]?.state === 'FAILED';
@@ -129,7 +134,7 @@ export function listPage(session) {
         el('a', { href: appHref(a.appName), class: `tick state-${a.state}`, title: `${a.appName}: ${a.state}` },
           el('span', { class: 'sr-only' }, `${a.appName}: ${a.state}`), a.state[0]))));
     const rows = apps.slice(0, RUNS_SHOWN).map((a) => el('tr', { 'data-app': a.appName },
-      el('td', { class: 'name' }, el('a', { href: appHref(a.appName) }, a.appName), isKernel(a) ? el('span', { class: 'tag kernel', title: 'a notebook kernel' }, 'kernel') : null, sparkUiTag(a)),
+      el('td', { class: 'name' }, el('a', { href: appHref(a.appName) }, a.appName), isKernel(a) ? el('span', { class: 'tag kernel', title: 'a notebook kernel' }, 'kernel') : null, connectTag(a), sparkUiTag(a)),
       el('td', {}, badge(a.state)),
       el('td', {}, when(a.startedAt ?? a.createdAt)),
       el('td', { class: 'num' }, duration(a, now))));

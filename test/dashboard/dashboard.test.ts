@@ -9,8 +9,8 @@ import type { AddressInfo } from 'node:net';
 import httpProxy from 'http-proxy';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { type Browser } from 'playwright-core';
-import t from 'tap';
+import { type Browser, type Page } from 'playwright-core';
+import t, { type Test } from 'tap';
 import { buildService } from '../../cli/service.js';
 import { loadSessionSecret } from '../../dashboard/session-secret.js';
 import { FileKeyStore } from '../../submit-api/auth/key-store.js';
@@ -143,6 +143,17 @@ async function launch(t: { teardown(fn: () => unknown): void }): Promise<Browser
   return launchChromium(t);
 }
 
+/** A notebook kernel and a Spark Connect session are marked in the list; a batch job is neither. */
+async function checkMarks(t: Test, page: Page, apps: { kernel: string; connect: string; batch: string }) {
+  const row = (app: string) => page.locator(`tr[data-app="${app}"]`);
+  t.equal(await row(apps.kernel).locator('.tag.kernel').innerText(), 'kernel', 'a notebook kernel is marked');
+  t.equal(await row(apps.batch).locator('.tag.kernel').count(), 0, 'a batch job is not');
+  await row(apps.connect).locator('.badge').filter({ hasText: 'COMPLETED' }).waitFor();
+  t.equal(await row(apps.connect).locator('.tag.connect').innerText(), 'Connect', 'a Spark Connect session is marked');
+  t.match(await row(apps.connect).locator('.tag.connect').getAttribute('title'), /c0ffee00-0000-4000-8000-000000000042/, 'with its session id');
+  t.equal(await row(apps.batch).locator('.tag.connect').count(), 0, 'a batch job is not one');
+}
+
 t.test('in Chromium: empty, grouped by jobName, counts, filters, search, kernels, live by events', async (t) => {
   // Kernel labels come from the notebook gateway only: this test sends its proof header.
   const api = await startTestApi(t, { cores: 8, gatewayProof: 'as-the-gateway' });
@@ -169,7 +180,8 @@ t.test('in Chromium: empty, grouped by jobName, counts, filters, search, kernels
   const daily = [await submit('daily-report', { lines: 2 }), await submit('daily-report', { lines: 1, exit: 3 }), await submit('daily-report', { lines: 3 })];
   const hourly = await submit('hourly-etl', { lines: 2 }, { team: 'payments' });
   const kernel = await submit('notebook', { lines: 4000, tick: 0.25 }, { 'kernel.submission-service.io/id': 'k-123' });
-  for (const name of [daily[0], daily[2], hourly]) await waitForState(() => api.getApp(name), 'COMPLETED');
+  const connect = await submit('notebook', { lines: 1 }, { 'connect.submission-service.io/session': 'c0ffee00-0000-4000-8000-000000000042' });
+  for (const name of [daily[0], daily[2], hourly, connect]) await waitForState(() => api.getApp(name), 'COMPLETED');
   await waitForState(() => api.getApp(daily[1]), 'FAILED');
   await waitForState(() => api.getApp(kernel), 'RUNNING');
 
@@ -184,11 +196,10 @@ t.test('in Chromium: empty, grouped by jobName, counts, filters, search, kernels
   t.same(jobs.map((j) => j.job), ['notebook', 'hourly-etl', 'daily-report'], 'one card per jobName, the newest run first');
   t.same(jobs.find((j) => j.job === 'daily-report')?.apps, [...daily].reverse(), 'a job\'s runs together, newest first');
   t.same(jobs.find((j) => j.job === 'daily-report')?.strip, [`${daily[2]}: COMPLETEDC`, `${daily[1]}: FAILEDF`, `${daily[0]}: COMPLETEDC`], 'the run-history strip says each state in text');
-  t.equal(await page.locator(`tr[data-app="${kernel}"] .tag.kernel`).innerText(), 'kernel', 'a notebook kernel is marked');
-  t.equal(await page.locator(`tr[data-app="${hourly}"] .tag.kernel`).count(), 0, 'a batch job is not');
-  await page.locator('#counts [data-state="COMPLETED"] .n').filter({ hasText: '3' }).waitFor();
+  await checkMarks(t, page, { kernel, connect, batch: hourly });
+  await page.locator('#counts [data-state="COMPLETED"] .n').filter({ hasText: '4' }).waitFor();
   const counts = Object.fromEntries(await page.locator('#counts button').evaluateAll((bs) => bs.map((b) => [b.getAttribute('data-state'), b.querySelector('.n')?.textContent])));
-  t.same(counts, { ALL: '5', PENDING: '0', RUNNING: '1', COMPLETED: '3', FAILED: '1', KILLED: '0', UNKNOWN: '0' }, 'counts per state');
+  t.same(counts, { ALL: '6', PENDING: '0', RUNNING: '1', COMPLETED: '4', FAILED: '1', KILLED: '0', UNKNOWN: '0' }, 'counts per state');
   t.ok(requests.some((u) => u.includes('/api/apps/?') && u.includes('view=summary')), 'the list reads light items');
   t.notOk(requests.some((u) => /\/api\/apps\/\?(?!.*view=summary)/.test(u)), 'never the full records');
   await page.screenshot({ path: join(shots, 'dashboard-list.png'), fullPage: true });
