@@ -5,7 +5,9 @@
 import { createSecureServer, createServer, type Http2Server, type IncomingHttpHeaders, type ServerHttp2Stream } from 'node:http2';
 import type { Socket } from 'node:net';
 import type { FastifyBaseLogger } from 'fastify';
+import { ConnectionSlots, connectionOwner } from '../lib/connection-slots.js';
 import type { KeyVerifier } from '../submit-api/auth/plugin.js';
+import { type ConnectLimits, defaultConnectLimits, limitConnections } from './connection-limits.js';
 import { answerStatus, GrpcRefusal, GrpcStatus } from './grpc-status.js';
 import { bearerToken, templateOf } from './metadata.js';
 import { CONNECTION_WINDOW, relay, serverAuthorization, STREAM_WINDOW, Upstreams } from './relay.js';
@@ -21,6 +23,8 @@ export interface ConnectEndpointOptions {
   log: FastifyBaseLogger;
   /** PEM certificate and key: the endpoint serves TLS (clients to any host but `localhost` need it). */
   tls?: { cert: string; key: string };
+  /** Connections and calls one client may hold (connection-limits.ts); defaults from the process's descriptors. */
+  limits?: ConnectLimits;
 }
 
 /** The caller of a call, or the refusal (UNAUTHENTICATED) when its key is missing or not valid. */
@@ -78,9 +82,19 @@ function watchRevocations(options: ConnectEndpointOptions, open: OpenCalls): (()
   });
 }
 
-async function handleCall(options: ConnectEndpointOptions, upstreams: Upstreams, open: OpenCalls, stream: ServerHttp2Stream, headers: IncomingHttpHeaders): Promise<void> {
+/** Holds one of the caller's call slots until the call ends; none left: RESOURCE_EXHAUSTED, before anything is done. */
+function takeCallSlot(slots: ConnectionSlots, caller: ConnectCaller, stream: ServerHttp2Stream): void {
+  const release = slots.take(connectionOwner(caller.id, stream.session?.socket?.remoteAddress), () => stream.close());
+  if (!release) throw new GrpcRefusal(GrpcStatus.RESOURCE_EXHAUSTED, `Too many Spark Connect calls open at once for this key (at most ${slots.perOwner}): let some end and try again`);
+  stream.once('close', release);
+}
+
+interface Endpoint { upstreams: Upstreams; open: OpenCalls; callSlots: ConnectionSlots }
+
+async function handleCall(options: ConnectEndpointOptions, endpoint: Endpoint, stream: ServerHttp2Stream, headers: IncomingHttpHeaders): Promise<void> {
   const caller = authenticateCall(options.auth, headers);
-  if (caller.id !== null) trackCall(open, caller.id, stream);
+  takeCallSlot(endpoint.callSlots, caller, stream);
+  if (caller.id !== null) trackCall(endpoint.open, caller.id, stream);
   let template: string | undefined;
   try {
     template = templateOf(headers);
@@ -93,18 +107,19 @@ async function handleCall(options: ConnectEndpointOptions, upstreams: Upstreams,
     options.sessions.release(session);
     return;
   }
-  relay({ stream, headers, head, bodyEnded }, upstreams.get(session.server!), serverAuthorization(session.appName!), () => options.sessions.checkEnded(session), () => options.sessions.release(session));
+  relay({ stream, headers, head, bodyEnded }, endpoint.upstreams.get(session.server!), serverAuthorization(session.appName!), () => options.sessions.checkEnded(session), () => options.sessions.release(session));
 }
 
 /** The endpoint's server (not listening yet); its close also drops the connections to the sessions' servers. */
 export function createConnectEndpoint(options: ConnectEndpointOptions): Http2Server {
-  const upstreams = new Upstreams();
-  const open: OpenCalls = new Map();
-  const stopWatching = watchRevocations(options, open);
+  const limits = options.limits ?? defaultConnectLimits();
+  const endpoint: Endpoint = { upstreams: new Upstreams(), open: new Map(), callSlots: new ConnectionSlots(limits.callsPerKey) };
+  const stopWatching = watchRevocations(options, endpoint.open);
   // Large windows for what clients send (artifacts, local relations), as on the upstream leg (relay.ts).
   const settings = { initialWindowSize: STREAM_WINDOW };
   const server = options.tls ? createSecureServer({ cert: options.tls.cert, key: options.tls.key, settings }) : createServer({ settings });
   server.on('session', (session) => session.once('remoteSettings', () => session.setLocalWindowSize(CONNECTION_WINDOW)));
+  limitConnections(server, limits);
   server.on('stream', (stream, headers) => {
     stream.on('error', () => { /* a reset call: nothing to answer */ });
     if (headers[':method'] !== 'POST' || !String(headers['content-type'] ?? '').startsWith('application/grpc')) {
@@ -112,7 +127,7 @@ export function createConnectEndpoint(options: ConnectEndpointOptions): Http2Ser
       stream.end('This is the Spark Connect endpoint (gRPC): connect with a Spark Connect client, sc://HOST:PORT/;token=YOUR_KEY\n');
       return;
     }
-    handleCall(options, upstreams, open, stream, headers).catch((error: unknown) => {
+    handleCall(options, endpoint, stream, headers).catch((error: unknown) => {
       if (error instanceof GrpcRefusal) {
         answerStatus(stream, error.code, error.message);
         return;
@@ -125,7 +140,7 @@ export function createConnectEndpoint(options: ConnectEndpointOptions): Http2Ser
   server.on('sessionError', () => { /* a broken client connection: its streams end with it */ });
   server.once('close', () => {
     stopWatching?.();
-    upstreams.close();
+    endpoint.upstreams.close();
   });
   return server;
 }

@@ -35,8 +35,18 @@ const REFUSAL = JSON.stringify({
   statusCode: 429, error: 'Too Many Requests',
 });
 
-/** Counts `server`'s connections per address and refuses those over `perAddress` (0: no cap). */
-export function capConnectionsPerAddress(server: Server, perAddress: number): void {
+/** An HTTP/1.1 429 with a JSON body, then the connection closed. */
+function refuseHttp(socket: Socket): void {
+  socket.end(`HTTP/1.1 429 Too Many Requests\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(REFUSAL)}\r\nconnection: close\r\n\r\n${REFUSAL}`);
+  // Never left half-open: destroyed once the answer is out, whatever the client does.
+  socket.once('finish', () => socket.destroy());
+}
+
+/**
+ * Counts `server`'s connections per address and refuses those over `perAddress` (0: no cap):
+ * `refuse` answers the connection over the cap (by default an HTTP/1.1 429).
+ */
+export function capConnectionsPerAddress(server: Server, perAddress: number, refuse: (socket: Socket) => void = refuseHttp): void {
   const slots = new ConnectionSlots(perAddress);
   if (perAddress === 0) return;
   server.on('connection', (socket: Socket) => {
@@ -46,8 +56,6 @@ export function capConnectionsPerAddress(server: Server, perAddress: number): vo
       return;
     }
     socket.on('error', () => undefined); // a client gone already: nothing to tell it
-    socket.end(`HTTP/1.1 429 Too Many Requests\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(REFUSAL)}\r\nconnection: close\r\n\r\n${REFUSAL}`);
-    // Never left half-open: destroyed once the answer is out, whatever the client does.
-    socket.once('finish', () => socket.destroy());
+    refuse(socket);
   });
 }
