@@ -120,12 +120,24 @@ export function executorDriver(pod: V1Pod, namespace: string): { name: string; u
   return label ? { name: label } : undefined;
 }
 
+/**
+ * An executor labelled as another application's than its owner's: Spark copies its driver's
+ * labels, so the two agree unless code with the driver's account wrote the pod itself, to be
+ * taken for that other run's (its NetworkPolicy admits that run's pods by this label).
+ */
+function foreignLabelRefusal(pod: V1Pod, driver: { name: string } | undefined): string | undefined {
+  const labelled = pod.metadata?.labels?.[LABEL_APP];
+  if (labelled === undefined || driver === undefined || labelled === driver.name) return undefined;
+  const name = pod.metadata?.name ?? pod.metadata?.generateName ?? 'executor';
+  return `executor pod ${name}: labelled as application ${labelled}'s but owned by pod ${driver.name}; an executor belongs to its driver's application`;
+}
+
 function admitExecutor(pod: V1Pod, ctx: AdmissionContext): Admission {
   const driver = executorDriver(pod, ctx.rules.namespace);
   const appName = pod.metadata?.labels?.[LABEL_APP] ?? driver?.name;
   const config = driver ? ctx.applications(driver.name, driver.uid) : undefined;
   // Service account, Secrets and volumes are checked on every executor, ours or not (executor-guard.ts).
-  const refusal = executorPodRefusal(pod, config, ctx.rules);
+  const refusal = foreignLabelRefusal(pod, driver) ?? executorPodRefusal(pod, config, ctx.rules);
   if (refusal) return { outcome: 'refused', status: 403, body: { message: refusal } };
   if (!appName || !config) return { outcome: 'ignored', reason: 'executor of a driver the service does not know' };
   return { outcome: 'admitted', pod: renderExecutorPod(pod, config, ctx.rules), appName, config };

@@ -141,6 +141,12 @@ export function valuesSchema(): Record<string, unknown> {
         existingSecret: string,
         // --connect-idle-timeout: 30m, 1h, 3600 (seconds), 0: never
         idleTimeout: { type: 'string', pattern: '^[0-9]+(\\.[0-9]+)?[smhd]?$' },
+        // template name (default: sessions that name none) → Connect servers kept started (--connect-warm-pool TEMPLATE=N)
+        warmPool: {
+          type: 'object',
+          propertyNames: { pattern: '^[a-z0-9]([-a-z0-9]*[a-z0-9])?$', maxLength: 63 },
+          additionalProperties: { type: 'integer', minimum: 0, maximum: 99 },
+        },
       }),
       webhook: component({
         // Any number: the replicas share their certificates through a Secret (certs/secret-store.ts).

@@ -4,7 +4,7 @@ import t from 'tap';
 import type { V1Pod } from '@kubernetes/client-node';
 import type { ApplicationConfig } from '../../schemas/index.js';
 import {
-  ALLOWED_KUBERNETES_PROPERTIES, buildPolicy, buildRules, checkOverrides, executorPodRefusal, kubernetesPropertyAllowed, podSecretNames,
+  ALLOWED_KUBERNETES_PROPERTIES, admitPod, buildPolicy, buildRules, checkOverrides, executorPodRefusal, kubernetesPropertyAllowed, podSecretNames,
 } from '../../domain/index.js';
 import { exampleCluster } from '../helpers/api.js';
 
@@ -101,4 +101,18 @@ t.test('an executor may not read the event log\'s object-storage credentials: on
   t.match(executorPodRefusal(credentials, {}, rules), /secret "spark-history-s3"/, 'and without event logs in object storage too');
   const other = executor({ containers: [{ name: 'c', env: [{ name: 'P', valueFrom: { secretKeyRef: { name: 'db-root-password', key: 'p' } } }] }] });
   t.match(executorPodRefusal(other, {}, withS3), /secret "db-root-password"/, 'any other Secret still refused');
+});
+
+t.test('an executor labelled as another application\'s than its owner driver\'s is refused (its NetworkPolicy would take it for that run\'s)', async (t) => {
+  const known: Record<string, ApplicationConfig> = { 'etl-a': {}, 'etl-b': {} };
+  const context = { rules, templates: () => undefined, applications: (name: string) => known[name], newAppName: (job: string) => job };
+  const labelled = (app: string, owner: string): V1Pod => ({
+    ...executor({}),
+    metadata: { name: `${owner}-exec-9`, labels: { 'spark-role': 'executor', 'submission-service/app-name': app }, ownerReferences: [{ apiVersion: 'v1', kind: 'Pod', name: owner, uid: 'u' }] },
+  });
+  const forged = admitPod(labelled('etl-b', 'etl-a'), context);
+  t.equal(forged.outcome, 'refused');
+  t.match(forged.outcome === 'refused' ? forged.body.message : '', /labelled as application etl-b's but owned by pod etl-a/);
+  t.equal(admitPod(labelled('etl-a', 'etl-a'), context).outcome, 'admitted', 'its own application\'s label passes');
+  t.equal(admitPod(labelled('etl-b', 'etl-a-exec-1'), context).outcome, 'refused', 'nor may a pod owned by an executor pass for another run');
 });

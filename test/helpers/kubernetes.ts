@@ -174,10 +174,13 @@ export async function startKubeBed(t: TestLike, options: KubeBedOptions = {}): P
 
 /**
  * Clients acting as the existing service account `name` in `namespace` (a TokenRequest token,
- * the bed's server and CA): what that identity's RBAC allows, nothing more.
+ * the bed's server and CA): what that identity's RBAC allows, nothing more. `boundTo`: the pod
+ * the token is bound to, as a kubelet's projected token is (the apiserver then names the pod in
+ * the request's user info, `authentication.kubernetes.io/pod-name`).
  */
-export async function clientsAs(admin: KubeClients, namespace: string, name: string): Promise<KubeClients> {
-  const token = await admin.core.createNamespacedServiceAccountToken({ name, namespace, body: { spec: { audiences: [] } } });
+export async function clientsAs(admin: KubeClients, namespace: string, name: string, boundTo?: { name: string; uid: string }): Promise<KubeClients> {
+  const boundObjectRef = boundTo ? { apiVersion: 'v1', kind: 'Pod', ...boundTo } : undefined;
+  const token = await admin.core.createNamespacedServiceAccountToken({ name, namespace, body: { spec: { audiences: [], boundObjectRef } } });
   const cluster = admin.kc.getCurrentCluster()!;
   const kc = new KubeConfig();
   kc.loadFromOptions({

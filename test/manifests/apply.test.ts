@@ -11,6 +11,8 @@ import t from 'tap';
 import { CRD_GROUP, CRD_VERSION, allCrds } from '../../schemas/crd.js';
 import { SecretKeyStore } from '../../submit-api/auth/secret-key-store.js';
 import { RELEASE_NAMESPACE, chartDir, renderChart } from './helm.js';
+import { type KubeClients } from '../../cluster/kubernetes/client.js';
+import { clientsAs, eventually } from '../helpers/kubernetes.js';
 import { type Testbed, startTestbed, testbedUnavailable } from './testbed.js';
 
 const APPS = 'spark-apps';
@@ -136,6 +138,33 @@ if (skip) {
     await core.createNamespacedServiceAccount({ namespace: 'elsewhere', body: { metadata: { name: 'default' } } });
     await core.createNamespacedPod({ namespace: 'elsewhere', body: { ...pod('ours', { 'submission-service/job-name': 'pi' }), spec: { ...pod('x', {}).spec, serviceAccountName: 'default' } } });
     t.pass('other namespaces are not affected');
+  });
+
+  t.test('a driver\'s account creates, changes and deletes only the executors of the pod its token is bound to (ValidatingAdmissionPolicy)', async (t) => {
+    const admin: KubeClients = { kc: bed.kc, core: bed.kc.makeApiClient(CoreV1Api), custom: bed.kc.makeApiClient(CustomObjectsApi), server: bed.kc.getCurrentCluster()!.server };
+    const spec = { serviceAccountName: 'spark-driver', automountServiceAccountToken: false, containers: [{ name: 'c', image: 'busybox' }] };
+    const driver = async (name: string) => (await admin.core.createNamespacedPod({ namespace: APPS, body: { metadata: { name }, spec } })).metadata!;
+    const [a, b] = [await driver('drv-a'), await driver('drv-b')];
+    const asA = await clientsAs(admin, APPS, 'spark-driver', { name: a.name!, uid: a.uid! });
+    // Spark's executors are not sent to the webhook here: no spark-app-selector label (the webhook is not running).
+    const executor = (name: string, owner: typeof a, labels: Record<string, string> = { 'spark-role': 'executor' }) => ({
+      metadata: { name, labels, ownerReferences: [{ apiVersion: 'v1', kind: 'Pod', name: owner.name!, uid: owner.uid! }] }, spec,
+    });
+    const outcome = (call: () => Promise<unknown>) => call().then(() => 'done', (error: { code?: number; body?: string }) => `${error.code} ${error.body ?? ''}`);
+    const sneaky = { metadata: { name: 'sneaky', labels: { 'submission-service/app-name': 'drv-b' }, ownerReferences: executor('x', a).metadata.ownerReferences }, spec };
+    // The policy reaches the apiserver's admission a moment after it is created: until then the pod is made, and removed again.
+    const plain = await eventually(async () => {
+      const answer = await outcome(() => asA.core.createNamespacedPod({ namespace: APPS, body: sneaky }));
+      if (answer === 'done') await admin.core.deleteNamespacedPod({ namespace: APPS, name: 'sneaky', gracePeriodSeconds: 0 });
+      return answer;
+    }, (answer) => answer !== 'done', { what: 'the policy in force' });
+    t.match(plain, /^403 .*may create executor pods only/, 'a pod that is not an executor: refused');
+    t.match(await outcome(() => asA.core.createNamespacedPod({ namespace: APPS, body: executor('a-for-b', b) })), /^403 .*only the executor pods its own driver pod owns/, 'an executor owned by another driver: refused');
+    t.equal(await outcome(() => asA.core.createNamespacedPod({ namespace: APPS, body: executor('drv-a-exec-1', a) })), 'done', 'its own executor: created');
+    t.match(await outcome(() => asA.core.deleteNamespacedPod({ namespace: APPS, name: 'drv-b' })), /^403 /, 'another run\'s driver: not deleted');
+    t.equal(await outcome(() => asA.core.deleteNamespacedPod({ namespace: APPS, name: 'drv-a-exec-1' })), 'done', 'its own executor: deleted');
+    const unbound = await clientsAs(admin, APPS, 'spark-driver');
+    t.match(await outcome(() => unbound.core.createNamespacedPod({ namespace: APPS, body: executor('drv-a-exec-2', a) })), /^403 /, 'a token bound to no pod creates none');
   });
 
   t.test('RBAC, as the apiserver judges it (SubjectAccessReview)', async (t) => {

@@ -247,13 +247,14 @@ t.test('one headless drivers\' Service in the applications namespace, named in t
     return rulesFrom(join(dir, 'node-pools.json'), 'spark-apps');
   };
   t.equal(rulesOf(defaults).driverService, 'spark-drivers', 'admission names drivers under it');
-  const policy = defaults.find((o) => o.kind === 'ValidatingAdmissionPolicy') as { spec?: { validations?: { expression: string }[] } } | undefined;
+  const dnsPolicy = (o: { kind?: string; metadata?: { name?: string } }, kind: string) => o.kind === kind && o.metadata?.name === 'submission-service-driver-dns-spark-apps';
+  const policy = defaults.find((o) => dnsPolicy(o, 'ValidatingAdmissionPolicy')) as { spec?: { validations?: { expression: string }[] } } | undefined;
   t.match(policy?.spec?.validations?.[0].expression, /object\.spec\.hostname == object\.metadata\.name/, 'a pod may publish only its own name under it');
-  const binding = defaults.find((o) => o.kind === 'ValidatingAdmissionPolicyBinding') as { spec?: { matchResources?: unknown } } | undefined;
+  const binding = defaults.find((o) => dnsPolicy(o, 'ValidatingAdmissionPolicyBinding')) as { spec?: { matchResources?: unknown } } | undefined;
   t.same(binding?.spec?.matchResources, { namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'spark-apps' } } }, 'in the applications namespace');
   const off = renderChart({ driverService: '' });
   t.notOk(named<V1Service>(off, 'Service', 'spark-drivers'), 'driverService empty: no Service');
-  t.notOk(off.some((o) => o.kind === 'ValidatingAdmissionPolicy'), 'nor policy');
+  t.notOk(off.some((o) => dnsPolicy(o, 'ValidatingAdmissionPolicy')), 'nor policy');
   t.equal(rulesOf(off).driverService, undefined, 'executors dial the pod IP');
 });
 
