@@ -1,13 +1,17 @@
 // A Spark Connect server's own token on Kubernetes, its pure parts (domain/connect-server-token.ts):
 // the key derived from the replicas' shared secret (never that secret), the token per
 // application, which pods get it, the driver's env naming the Secret (kept by admission over a
-// config's variable of the same name) and the Secret's shape; the relay's header from a placement.
+// config's variable of the same name) and the Secret's shape; the relay's header from a placement;
+// the API's write of the Secret before the pod (a first attempt's, a retry's), on a fake client.
 import { createHmac } from 'node:crypto';
 import t from 'tap';
 import {
   applyDefaults, bareDriverPod, buildRules, CONNECT_SERVER_CLASS, CONNECT_SERVER_TOKEN_ENV, connectServerToken, connectTokenKey, connectTokenSecret,
   connectTokenSecretName, DRIVER_CONTAINER, renderDriverPod, runsConnectServer, withConnectServerToken,
 } from '../../domain/index.js';
+import type { V1Secret } from '@kubernetes/client-node';
+import type { KubeClients } from '../../cluster/kubernetes/client.js';
+import { withConnectTokenSecret } from '../../cluster/kubernetes/connect-token-secret.js';
 import { podPlacement } from '../../connect/placement.js';
 import { serverAuthorization } from '../../connect/relay.js';
 
@@ -75,4 +79,35 @@ t.test('the relay sends what the placement says the server was given, and nothin
   const tokened = podPlacement(15002, async () => '10.0.0.7', (appName) => connectServerToken(key, appName));
   t.same(serverAuthorization(tokened.token('connect-abc-1')), { authorization: `Bearer ${connectServerToken(key, 'connect-abc-1')}` });
   t.same(serverAuthorization(podPlacement(15002, async () => undefined).token('connect-abc-1')), {}, 'no key: no header');
+});
+
+t.test('the API writes the Secret before the pod names it; a retry finds the first attempt\'s', async (t) => {
+  const created: V1Secret[] = [];
+  let existing = false;
+  const core = {
+    createNamespacedSecret: async ({ body }: { body: V1Secret }) => {
+      if (existing) throw Object.assign(new Error('exists'), { code: 409, body: { message: `secrets "${body.metadata?.name}" already exists` } });
+      created.push(body);
+      return body;
+    },
+  };
+  const deps = { clients: { core, server: 'https://bed' } as unknown as KubeClients, namespace: 'apps', connectTokenKey: connectTokenKey(SHARED) };
+  const owner = { apiVersion: 'submission-service.io/v1', kind: 'Application', name: 'connect-abc-1', uid: 'u-1' };
+  const bare = connectPod({ mainClass: CONNECT_SERVER_CLASS });
+
+  const pod = await withConnectTokenSecret(deps, bare, 'connect-abc-1', owner);
+  t.same(created.map((s) => [s.metadata?.name, s.stringData?.token]), [['connect-abc-1-connect', connectServerToken(deps.connectTokenKey, 'connect-abc-1')]], 'the Secret, with the token');
+  t.equal(pod.spec!.containers[0].env?.at(-1)?.valueFrom?.secretKeyRef?.name, 'connect-abc-1-connect', 'then the pod naming it');
+
+  existing = true;
+  await t.rejects(withConnectTokenSecret(deps, bare, 'connect-abc-1', owner), /already exists/, 'a first attempt does not take a Secret it did not make');
+  const retried = await withConnectTokenSecret(deps, bare, 'connect-abc-1', owner, true);
+  t.equal(retried.spec!.containers[0].env?.at(-1)?.name, CONNECT_SERVER_TOKEN_ENV, 'a retry\'s pod names the first attempt\'s Secret');
+
+  created.length = 0;
+  existing = false;
+  const other = connectPod({ mainClass: 'org.example.Main' });
+  t.equal(await withConnectTokenSecret(deps, other, 'connect-abc-1', owner), other, 'a driver that is not a Connect server: the pod as it was');
+  t.same(await withConnectTokenSecret({ ...deps, connectTokenKey: undefined }, bare, 'connect-abc-1', owner), bare, 'no key: the pod as it was');
+  t.same(created, [], 'and no Secret, nor for a driver that is not a Connect server');
 });
