@@ -1,6 +1,7 @@
 // A submission's writes in Kubernetes mode (kubernetes-cluster.ts createDriver): the
 // Application first, then what must exist before its driver runs (its own NetworkPolicy, a
-// kernel's launcher Secret, a Connect server's token Secret), then the driver pod, owned by the Application, through admission.
+// Connect server's token Secret, a kernel's launcher Secret), then the driver pod, owned by the
+// Application, through admission.
 // Any step that fails undoes the Application, so no record stays without its pod (else the
 // controller marks it UNKNOWN after its grace period).
 import type { V1OwnerReference, V1Pod } from '@kubernetes/client-node';
