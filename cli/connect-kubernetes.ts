@@ -9,7 +9,7 @@ import type { KubeClients } from '../cluster/kubernetes/client.js';
 import type { KubernetesCluster } from '../cluster/kubernetes/kubernetes-cluster.js';
 import type { ConnectAuth } from '../connect/endpoint.js';
 import { podPlacement } from '../connect/placement.js';
-import { DRIVER_PORTS } from '../domain/index.js';
+import { connectTokenKey, DRIVER_PORTS } from '../domain/index.js';
 import { parseSecretRef } from './config.js';
 import { connectFlags, type ConnectEndpoint, type ConnectSettings, type EndpointCertificate, parseConnectFlags, startConnectEndpoint, warmVia } from './connect-wiring.js';
 
@@ -50,6 +50,13 @@ export function parseKubernetesConnectFlags(values: Values): KubernetesConnectSe
   return { endpoint, announceHost, certSecret: { ...parseSecretRef(certSecret, '--connect-cert-secret'), dnsNames: [...new Set(dnsNames)] } };
 }
 
+/**
+ * The key of Connect servers' own tokens (domain/connect-server-token.ts), derived from
+ * SUBMISSION_SERVICE_GATEWAY_SECRET: the chart's gateway.secret, which every api replica has and
+ * no user code or key reads; undefined without it (servers then get no token).
+ */
+export const gatewayConnectTokenKey = (secret = process.env.SUBMISSION_SERVICE_GATEWAY_SECRET): Buffer | undefined => (secret ? connectTokenKey(secret) : undefined);
+
 /** How often the Secret's certificate is checked for renewal (or for a pair another replica wrote). */
 const CERTIFICATE_CHECK_MS = 6 * 60 * 60_000;
 
@@ -78,12 +85,16 @@ export interface KubernetesConnectWiring {
 export async function startKubernetesConnect(host: string, wiring: KubernetesConnectWiring): Promise<ConnectEndpoint | undefined> {
   const { settings, cluster } = wiring;
   const ref = settings.certSecret;
+  if (cluster.connectServerToken('any') === undefined) {
+    wiring.log.warn('Spark Connect: sessions\' servers get no token of their own (no gateway secret: gateway.secret / SUBMISSION_SERVICE_GATEWAY_SECRET); only NetworkPolicies keep other pods from calling them');
+  }
   const certificate = ref ? await secretCertificate(wiring.clients, ref) : undefined;
   const endpoint = await startConnectEndpoint(host, {
     dataDir: wiring.dataDir, settings: settings.endpoint, auth: wiring.auth, log: wiring.log, apiUrl: wiring.apiUrl,
     defaultVersion: wiring.defaultVersion, stopApp: (appName) => cluster.stop(appName),
-    // Each driver pod has its own IP: every session's server listens on Connect's own port.
-    placement: podPlacement(wiring.serverPort ?? DRIVER_PORTS.connect, (appName) => cluster.driverPodIp(appName)),
+    // Each driver pod has its own IP: every session's server listens on Connect's own port, and
+    // asks every call for the token its pod was given (the relay sends it).
+    placement: podPlacement(wiring.serverPort ?? DRIVER_PORTS.connect, (appName) => cluster.driverPodIp(appName), (appName) => cluster.connectServerToken(appName)),
     // A jar on this machine is not in the driver's image: 3.5 drivers resolve the artifact.
     serverJar: () => undefined,
     certificate, announceHost: settings.announceHost,

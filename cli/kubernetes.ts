@@ -23,7 +23,7 @@ import { connectionFlags, connectionLimitsFrom } from './connection-flags.js';
 import { apiGatewayProof } from './gateway-wiring.js';
 import { Drain } from '../lib/drain.js';
 import { DEFAULT_ENGINE_VERSION } from '../domain/index.js';
-import { kubernetesConnectFlags, parseKubernetesConnectFlags, startKubernetesConnect } from './connect-kubernetes.js';
+import { gatewayConnectTokenKey, kubernetesConnectFlags, parseKubernetesConnectFlags, startKubernetesConnect } from './connect-kubernetes.js';
 
 const common = {
   kubeconfig: { type: 'string' },
@@ -111,6 +111,10 @@ export async function apiCommand(argv: string[]): Promise<number> {
     rules: watchedRules,
     // A retried kernel's launcher token derives from the secret shared with the notebook gateway.
     gatewaySecret: process.env.SUBMISSION_SERVICE_GATEWAY_SECRET || undefined,
+    // So do Connect servers' own tokens, under a key of their own: every replica must compute
+    // them (any relays any session) and they outlive a restart (the driver pods do), so the key
+    // comes from the secret the chart gives every replica (gateway.secret), never from user data.
+    connectTokenKey: gatewayConnectTokenKey(),
   });
   // The cache is listed before the port opens: a replica never answers from an empty cache.
   await cluster.start();

@@ -107,7 +107,7 @@ async function handleCall(options: ConnectEndpointOptions, endpoint: Endpoint, s
     options.sessions.release(session);
     return;
   }
-  relay({ stream, headers, head, bodyEnded }, endpoint.upstreams.get(session.server!), serverAuthorization(session.appName!), () => options.sessions.checkEnded(session), () => options.sessions.release(session));
+  relay({ stream, headers, head, bodyEnded }, endpoint.upstreams.get(session.server!), serverAuthorization(options.sessions.serverToken(session.appName!)), () => options.sessions.checkEnded(session), () => options.sessions.release(session));
 }
 
 /** The endpoint's server (not listening yet); its close also drops the connections to the sessions' servers. */

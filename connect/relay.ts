@@ -7,7 +7,6 @@ import { connect as tcpConnect } from 'node:net';
 import { answerStatus, GrpcStatus } from './grpc-status.js';
 import { forwardedHeaders } from './metadata.js';
 import { authorityOf, type ServerAddress } from './placement.js';
-import { connectServerToken } from '../cluster/local/connect-server-token.js';
 
 /**
  * HTTP/2 flow-control windows of the endpoint's receiving side of each leg. Node's default (64 KiB
@@ -46,11 +45,12 @@ export class Upstreams {
 }
 
 /**
- * The metadata the service sends the Connect server of application `appName` on every call, the
- * relay's and the warm-up's, instead of the caller's key: the server's own token, as Spark 4's
- * PreSharedKeyAuthenticationInterceptor reads it (connect-server-token.ts).
+ * The metadata the service sends a Connect server on every call, the relay's and the warm-up's,
+ * instead of the caller's key: the server's own token (`token`, ServerPlacement.token), as Spark
+ * 4's PreSharedKeyAuthenticationInterceptor reads it (domain/connect-server-token.ts); none when
+ * the server was given none.
  */
-export const serverAuthorization = (appName: string): Record<string, string> => ({ authorization: `Bearer ${connectServerToken(appName)}` });
+export const serverAuthorization = (token: string | undefined): Record<string, string> => (token === undefined ? {} : { authorization: `Bearer ${token}` });
 
 /** Response headers as they go back: pseudo-headers other than :status are the connection's. */
 const responseHeaders = (headers: IncomingHttpHeaders): Record<string, string | string[] | number> => {

@@ -1,7 +1,7 @@
 // What a Connect session's application is: a driver that runs Spark's own Connect server
 // (SparkConnectServer, as Spark's sbin/start-connect-server.sh starts it) on a loopback port the
 // endpoint picked, from the caller's template. Pure: the endpoint submits what this returns.
-import { CONNECT_SERVER_CLASS } from '../cluster/local/connect-server-token.js';
+import { CONNECT_SERVER_CLASS } from '../domain/connect-server-token.js';
 import { CONNECT_WARM_LABEL_KEY } from '../domain/labels.js';
 
 export { CONNECT_SERVER_CLASS };

@@ -88,6 +88,9 @@ export class ConnectSessions {
 
   private get placement(): ServerPlacement { return this.options.placement ?? loopbackPlacement; }
 
+  /** The own token of application `appName`'s server, which the relay sends it (undefined: it has none). */
+  serverToken(appName: string): string | undefined { return this.placement.token(appName); }
+
   private stopApp(appName: string, key: string | undefined): Promise<unknown> {
     return this.options.stopApp ? this.options.stopApp(appName) : this.options.api.stop(appName, key);
   }

@@ -56,7 +56,7 @@ export function warmPoolHost(input: WarmHostInput): WarmPoolHost {
       }
     },
     // With the server's own token, as the relay sends it (a 4.x server refuses a call without it).
-    warmUp: (server, signal) => (warm.warmUp ?? warmUpServer)(server.server, server.version, signal, serverAuthorization(server.appName)),
+    warmUp: (server, signal) => (warm.warmUp ?? warmUpServer)(server.server, server.version, signal, serverAuthorization(placement.token(server.appName))),
     alive: (server) => listening(server.server, 1000),
     stop: async (appName) => { await input.stop(appName); },
   };

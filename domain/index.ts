@@ -31,3 +31,4 @@ export * from './job-history.js';
 export * from './sizing-recommendation.js';
 export * from './history-sizing.js';
 export * from './schedule.js';
+export * from './connect-server-token.js';

@@ -1,6 +1,7 @@
 // The API's side of retries (the status controller decides them: attempt-starter.ts): writing
 // a later attempt's driver pod, admitted as a submission's is, with a retried kernel's own
-// launcher credential (domain/launcher-credential.ts) in a Secret made just before it.
+// launcher credential (domain/launcher-credential.ts) in a Secret made just before it, and a
+// Connect server's token (the first attempt's Secret: the token is the application's).
 import type { V1Pod } from '@kubernetes/client-node';
 import { retryLauncherCredential } from '../../domain/index.js';
 import { ConflictError } from '../cluster.js';
@@ -9,6 +10,7 @@ import { webhookRefusal } from './errors.js';
 import type { ApiAdmission } from './expected-admission.js';
 import { postJson } from './json-call.js';
 import { createLauncherSecret } from './launcher-secret.js';
+import { withConnectTokenSecret } from './connect-token-secret.js';
 
 export interface AttemptPodDeps {
   clients: KubeClients;
@@ -17,6 +19,8 @@ export interface AttemptPodDeps {
   expectedAdmission(bare: V1Pod, dryRun: boolean): Promise<ApiAdmission | undefined>;
   /** The secret shared with the notebook gateway: a retried kernel's launcher token derives from it. Absent: no kernels here. */
   gatewaySecret?: string;
+  /** The key of Connect servers' tokens (domain/connect-server-token.ts); absent: they get none. */
+  connectTokenKey?: Buffer;
 }
 
 /**
@@ -26,7 +30,8 @@ export interface AttemptPodDeps {
  */
 export async function createAttemptPod(deps: AttemptPodDeps, bare: V1Pod): Promise<{ refused: string } | undefined> {
   const credential = retryLauncherCredential(bare, deps.gatewaySecret);
-  const pod = credential?.pod ?? bare;
+  const owner = bare.metadata?.ownerReferences?.[0];
+  const pod = owner?.uid ? await withConnectTokenSecret(deps, credential?.pod ?? bare, owner.name, owner, true) : credential?.pod ?? bare;
   const admission = await deps.expectedAdmission(pod, false);
   if (admission?.outcome === 'refused') return { refused: admission.body.message };
   if (credential) await createAttemptSecret(deps, pod, credential.secretName, credential.token);

@@ -1,6 +1,7 @@
 // A submission's writes in Kubernetes mode (kubernetes-cluster.ts createDriver): the
 // Application first, then what must exist before its driver runs (its own NetworkPolicy, a
-// kernel's launcher Secret), then the driver pod, owned by the Application, through admission.
+// Connect server's token Secret, a kernel's launcher Secret), then the driver pod, owned by the
+// Application, through admission.
 // Any step that fails undoes the Application, so no record stays without its pod (else the
 // controller marks it UNKNOWN after its grace period).
 import type { V1OwnerReference, V1Pod } from '@kubernetes/client-node';
@@ -18,6 +19,7 @@ import type { Log as LogFn } from './informers.js';
 import { postJson } from './json-call.js';
 import { createLauncherSecret } from './launcher-secret.js';
 import { createAppNetworkPolicy } from './network-policy-controller.js';
+import { withConnectTokenSecret } from './connect-token-secret.js';
 import { type ApplicationResource, applicationResource, desiredStatus, toRecord } from './records.js';
 
 export interface DriverCreationDeps {
@@ -27,6 +29,8 @@ export interface DriverCreationDeps {
   log: LogFn;
   /** Give each application its own NetworkPolicy before its driver (controller-wiring.ts). */
   appNetworkPolicies?: boolean;
+  /** The key of Connect servers' tokens (domain/connect-server-token.ts); absent: they get none. */
+  connectTokenKey?: Buffer;
   /** What the webhook would admit, when this process has its rules; undefined when unknown. */
   expectedAdmission(bare: V1Pod, dryRun: boolean): Promise<ApiAdmission | undefined>;
 }
@@ -99,18 +103,22 @@ function recordApplication(deps: DriverCreationDeps, bare: V1Pod, expected: Expe
 }
 
 /**
- * What must exist before the driver: the application's NetworkPolicy and a kernel's launcher
- * Secret. Returns the bare pod with the Secret mounted when there is one; undoes the Application on failure.
+ * What must exist before the driver: the application's NetworkPolicy, a Connect server's token
+ * Secret and a kernel's launcher Secret. Returns the bare pod naming its Secrets; undoes the
+ * Application on failure.
  */
 async function beforeDriver(deps: DriverCreationDeps, bare: V1Pod, owner: V1OwnerReference, launcherToken: string | undefined): Promise<V1Pod> {
   const appName = bare.metadata!.name!;
+  let pod = bare;
   try {
     if (deps.appNetworkPolicies) {
       // Before the driver: its pods never run without the policy that keeps other runs out.
       // The controller may have made it already (network-policy-controller.ts: 409 is no error).
       await kubeCall(deps.clients.server, `create the NetworkPolicy of ${appName}`, () => createAppNetworkPolicy(deps.clients.kc, deps.namespace, appNetworkPolicy(appName, owner)));
     }
-    if (launcherToken === undefined) return bare;
+    // A Connect server's own token: only the endpoint's relay may call it (domain/connect-server-token.ts).
+    pod = await withConnectTokenSecret(deps, pod, appName, owner);
+    if (launcherToken === undefined) return pod;
     // The kernel's token: a Secret owned by the Application (it goes with it), mounted into the
     // driver; only the file's path is in the pod's env (domain/launcher-credential.ts).
     await createLauncherSecret(deps.clients, deps.namespace, { appName, secretName: launcherSecretName(appName), token: launcherToken, owner });
@@ -118,7 +126,7 @@ async function beforeDriver(deps: DriverCreationDeps, bare: V1Pod, owner: V1Owne
     await dropApplication(deps, appName);
     throw error;
   }
-  return withLauncherSecret(bare, launcherSecretName(appName));
+  return withLauncherSecret(pod, launcherSecretName(appName));
 }
 
 /** The admitted pod, or our refusal (CreateResult with ok false). */

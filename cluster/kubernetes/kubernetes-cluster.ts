@@ -8,7 +8,7 @@
 // Several API processes can share one cluster: nothing that matters is kept only in memory.
 import type { Readable } from 'node:stream';
 import type { V1Pod } from '@kubernetes/client-node';
-import { type AdmissionRules, DRIVER_PORTS, KERNEL_CLAIMER_LABEL, type RulesInput, rulesNow } from '../../domain/index.js';
+import { type AdmissionRules, connectServerToken, DRIVER_PORTS, KERNEL_CLAIMER_LABEL, type RulesInput, rulesNow } from '../../domain/index.js';
 import type { AppRecord, Cluster, CreateOptions, CreateResult, ListQuery, Page } from '../cluster.js';
 import { ConflictError, isTerminal } from '../cluster.js';
 import { EventFeed } from '../events.js';
@@ -50,6 +50,12 @@ export interface KubernetesClusterOptions extends ControllerWiringOptions {
    * kernel's driver gets a launcher token of its own, derived from it (domain/launcher-credential.ts).
    */
   gatewaySecret?: string;
+  /**
+   * The key of Spark Connect servers' tokens (domain/connect-server-token.ts: connectTokenKey of
+   * the secret every replica shares): a Connect server's driver reads its token from a Secret of
+   * its application's, and the endpoint sends it. Absent: servers get none (Spark 4's then checks nothing).
+   */
+  connectTokenKey?: Buffer;
 }
 
 export class KubernetesCluster implements Cluster {
@@ -85,7 +91,7 @@ export class KubernetesCluster implements Cluster {
     });
     this.podLogs = new PodLogs(options.clients, options.namespace, this.cache, options.logArchive);
     const attemptPods = {
-      clients: options.clients, namespace: options.namespace, gatewaySecret: options.gatewaySecret,
+      clients: options.clients, namespace: options.namespace, gatewaySecret: options.gatewaySecret, connectTokenKey: options.connectTokenKey,
       expectedAdmission: (bare: V1Pod, dryRun: boolean) => this.expectedAdmission(bare, dryRun),
     };
     const attempts = { rules: this.pools, createAttemptPod: (bare: V1Pod) => createAttemptPod(attemptPods, bare) };
@@ -138,7 +144,7 @@ export class KubernetesCluster implements Cluster {
     await this.start();
     const { clients, appNetworkPolicies } = this.options;
     return createDriver({
-      clients, namespace: this.ns, appNetworkPolicies, cache: this.cache, log: this.logMessage,
+      clients, namespace: this.ns, appNetworkPolicies, cache: this.cache, log: this.logMessage, connectTokenKey: this.options.connectTokenKey,
       expectedAdmission: (pod, dryRun) => this.expectedAdmission(pod, dryRun),
     }, bare, options);
   }
@@ -233,6 +239,12 @@ export class KubernetesCluster implements Cluster {
   }
 
   /** The driver pod's IP while the pod runs (from the cache): its Spark UI, its Spark Connect server. */
+  /** The token the Connect server of `appName` was given (its Secret's), which the endpoint sends it; undefined: none. */
+  connectServerToken(appName: string): string | undefined {
+    const key = this.options.connectTokenKey;
+    return key && connectServerToken(key, appName);
+  }
+
   driverPodIp(appName: string): Promise<string | undefined> {
     const driver = this.cache.driver(appName);
     const pod = driver && !driver.deleted ? driver.pod : undefined;

@@ -33,7 +33,7 @@ async function setUp(t: Test, claim: (appName: string) => Promise<void>) {
   const stopped: string[] = [];
   const sessions = new ConnectSessions({
     api, log: silentLog, defaultVersion: '3.5.7', serverJar: () => undefined, idleMs: 0,
-    placement: { port: async () => port, address: async () => ({ host: '127.0.0.1', port }) },
+    placement: { port: async () => port, address: async () => ({ host: '127.0.0.1', port }), token: () => undefined },
     stopApp: async (appName) => { stopped.push(appName); },
     warm: {
       sizes: new Map([[undefined, 1]]),

@@ -2,8 +2,10 @@
 // (the test bed, no node): its certificate issued into the chart's Secret and served (a client
 // trusting that Secret's CA verifies it), every call's key checked, a session submitted as the
 // caller's application whose driver pod is then reached on its pod IP, another key refused that
-// session. TEST DOUBLES: a fake kubelet gives the driver pod its phase and IP (127.0.0.1), and a
-// stand-in HTTP/2 server plays the pod's Connect server (it answers every call OK).
+// session. The session's server gets a token of its own (issue 25: Spark 4 checks it) from a
+// Secret its Application owns, named in the driver's env, and the endpoint sends it on every call.
+// TEST DOUBLES: a fake kubelet gives the driver pod its phase and IP (127.0.0.1), and a stand-in
+// HTTP/2 server plays the pod's Connect server (it answers every call OK and keeps its headers).
 import { connect, createServer, type ClientHttp2Session, type IncomingHttpHeaders } from 'node:http2';
 import type { AddressInfo } from 'node:net';
 import type { FastifyBaseLogger } from 'fastify';
@@ -11,6 +13,7 @@ import { pino } from 'pino';
 import t from 'tap';
 import { parseKubernetesConnectFlags, startKubernetesConnect } from '../../cli/connect-kubernetes.js';
 import { CONNECT_SESSION_LABEL } from '../../connect/server-app.js';
+import { CONNECT_SERVER_TOKEN_ENV, connectServerToken, connectTokenKey } from '../../domain/index.js';
 import { buildApi } from '../../submit-api/app.js';
 import { FileKeyStore } from '../../submit-api/auth/key-store.js';
 import { eventually, startKubeBed } from '../helpers/kubernetes.js';
@@ -18,6 +21,8 @@ import { tempDir } from '../helpers/temp.js';
 
 const log = pino({ enabled: false }) as unknown as FastifyBaseLogger;
 const SESSION = '0b7e6c1a-3f2d-4e5b-9c8a-1d2e3f4a5b6c';
+/** The api replicas' shared secret (the chart's gateway.secret): the servers' token key derives from it. */
+const TOKEN_KEY = connectTokenKey('connect-api-test-gateway-secret');
 
 /** A gRPC request's first message: field 1, the session id (all the endpoint reads). */
 function executePlanBody(sessionId: string): Buffer {
@@ -47,7 +52,7 @@ function call(client: ClientHttp2Session, key: string | undefined, sessionId = S
 }
 
 t.test('the api\'s Connect endpoint on Kubernetes', async (t) => {
-  const bed = await startKubeBed(t);
+  const bed = await startKubeBed(t, { api: { connectTokenKey: TOKEN_KEY } });
   const { core } = bed.clients;
   const namespace = bed.namespace;
   const store = new FileKeyStore(tempDir(t, 'connect-keys-'));
@@ -58,7 +63,9 @@ t.test('the api\'s Connect endpoint on Kubernetes', async (t) => {
 
   // The stand-in for the driver pod's Connect server: answers OK and says it answered.
   const standIn = createServer();
-  standIn.on('stream', (stream) => {
+  const authorizations: Array<string | undefined> = [];
+  standIn.on('stream', (stream, headers) => {
+    authorizations.push(headers.authorization);
     stream.on('data', () => undefined);
     stream.on('end', () => {
       stream.respond({ ':status': 200, 'content-type': 'application/grpc', 'x-served-by': 'the-pod' }, { waitForTrailers: true });
@@ -108,7 +115,21 @@ t.test('the api\'s Connect endpoint on Kubernetes', async (t) => {
   const record = await own.json() as { submittedBy?: string | null };
   t.equal(record.submittedBy, alice.id, 'the session\'s application was submitted as alice\'s key');
 
+  // The server's own token: from a Secret of its Application's, never in the pod, the config or the record.
+  const appName = pod!.metadata!.name!;
+  const token = connectServerToken(TOKEN_KEY, appName);
+  t.same(authorizations, [`Bearer ${token}`], 'the endpoint sent the server its own token, not alice\'s key');
+  const variable = pod!.spec!.containers[0].env!.find((e) => e.name === CONNECT_SERVER_TOKEN_ENV);
+  t.same(variable, { name: CONNECT_SERVER_TOKEN_ENV, valueFrom: { secretKeyRef: { name: `${appName}-connect`, key: 'token' } } }, 'the driver reads it from its Secret');
+  const tokenSecret = await core.readNamespacedSecret({ name: `${appName}-connect`, namespace });
+  t.equal(Buffer.from(tokenSecret.data?.token ?? '', 'base64').toString(), token, 'which holds the token the endpoint sends');
+  t.equal(tokenSecret.immutable, true, 'immutable');
+  t.same(tokenSecret.metadata?.ownerReferences?.map((o) => [o.kind, o.name, o.uid]), [['Application', appName, pod!.metadata!.ownerReferences![0].uid]], 'owned by the Application: it goes with it');
+  const seen = JSON.stringify({ pod, record: await (await fetch(`${apiUrl}/api/apps/${appName}`, { headers: { 'x-api-key': alice.key } })).json() });
+  t.notOk(seen.includes(token), 'the token is neither in the pod nor in what the API shows');
+
   t.equal((await call(client, bob.key)).status, '7', 'bob naming alice\'s session: PERMISSION_DENIED');
   t.equal((await bed.pods(`${CONNECT_SESSION_LABEL}=${SESSION}`)).length, 1, 'and no second application');
   t.equal((await call(client, alice.key)).status, '0', 'alice\'s session goes on');
+  t.equal(authorizations.at(-1), `Bearer ${token}`, 'with the server\'s token on every call');
 });

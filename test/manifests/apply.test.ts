@@ -187,7 +187,7 @@ if (skip) {
       [api, { namespace: 'kube-system', verb: 'create', resource: 'pods' }, false],
       [api, { namespace: RELEASE_NAMESPACE, verb: 'create', resource: 'pods' }, false],
       [api, { namespace: APPS, verb: 'get', resource: 'secrets' }, false],
-      [api, { namespace: APPS, verb: 'create', resource: 'secrets' }, true], // kernels' launcher Secrets
+      [api, { namespace: APPS, verb: 'create', resource: 'secrets' }, true], // kernels' launcher Secrets, Connect servers' token Secrets
       [api, { namespace: APPS, verb: 'list', resource: 'secrets' }, false],
       [api, { namespace: RELEASE_NAMESPACE, verb: 'get', resource: 'secrets' }, false],
       // The keys Secret, by name: a list or watch with fieldSelector metadata.name=<it> is judged
