@@ -101,13 +101,22 @@ export function moveLauncherToken(command: LocalCommand, sandbox: DriverSandbox,
   return { ...command, env: { ...command.env, [LAUNCHER_TOKEN_ENV]: join(SANDBOX_WORK_DIR, 'launcher-token') } };
 }
 
+/**
+ * A tmpfs is memory: unbounded, a driver writing into one would take the machine's memory (its
+ * own work dir has its cap, work-dir-space.ts). Its /tmp holds what Python and the JVM put there
+ * (Spark's own scratch goes to SPARK_LOCAL_DIRS, the work dir); the masks over hidden paths hold
+ * only the mount points of the readable paths below them.
+ */
+export const SANDBOX_TMP_BYTES = 256 * 2 ** 20;
+const MASK_BYTES = 2 ** 20;
+
 /** bwrap's arguments for a driver whose only writable place is `workDir`. */
 export function sandboxArgs(sandbox: DriverSandbox, workDir: string): string[] {
   // A /tmp of its own, writable by the driver's user as a /tmp is (sticky, 1777).
-  const args = ['--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', '--perms', '1777', '--tmpfs', '/tmp'];
-  for (const path of sandbox.hidden) args.push('--tmpfs', path);
+  const args = ['--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', '--perms', '1777', '--size', String(SANDBOX_TMP_BYTES), '--tmpfs', '/tmp'];
+  for (const path of sandbox.hidden) args.push('--size', String(MASK_BYTES), '--tmpfs', path);
   for (const path of sandbox.readable) args.push(...openWay(path, ['/tmp', ...sandbox.hidden]), '--ro-bind', path, path);
-  args.push('--tmpfs', sandbox.dataDir);
+  args.push('--size', String(MASK_BYTES), '--tmpfs', sandbox.dataDir);
   args.push('--bind', workDir, SANDBOX_WORK_DIR, '--chdir', SANDBOX_WORK_DIR);
   // No cgroup namespace: the JVM reads its memory limits from /proc/self/cgroup and fails inside one.
   args.push('--unshare-pid', '--unshare-ipc');
