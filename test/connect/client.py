@@ -129,7 +129,21 @@ def status(url):
         print(json.dumps({"status": status_of(error), "message": str(error)[:800]}), flush=True)
 
 
+def hold(url):
+    """A client that keeps its SparkSession across a restart of the service: a temp view, then one
+    line per step read from stdin, each answered by one JSON line (its next call's outcome)."""
+    spark = session(url)
+    spark.range(3).createOrReplaceTempView("kept")
+    print(json.dumps({"ready": spark.sql("select count(*) from kept").collect()[0][0], "session": spark.client._session_id}), flush=True)
+    for _ in sys.stdin:
+        try:
+            out = {"status": "OK", "count": spark.sql("select count(*) from kept").collect()[0][0]}
+        except Exception as error:
+            out = {"status": status_of(error), "message": str(error)[:800]}
+        print(json.dumps(out), flush=True)
+
+
 if __name__ == "__main__":
     mode, url = sys.argv[1], sys.argv[2]
-    {"work": lambda: work(url), "views": lambda: views(url, sys.argv[3]), "status": lambda: status(url), "count": lambda: count(url),
+    {"work": lambda: work(url), "views": lambda: views(url, sys.argv[3]), "status": lambda: status(url), "hold": lambda: hold(url), "count": lambda: count(url),
      "traces": lambda: traces(url), "bench": lambda: bench(url, sys.argv[3]), "arrow": lambda: arrow(url, sys.argv[3], sys.argv[4])}[mode]()

@@ -1,0 +1,57 @@
+// After a restart of local mode: which Connect applications of the last run are stopped, which
+// session ids are refused as ended and why (connect/last-run.ts), and the endpoint's sessions
+// refusing those ids before anything is submitted (connect/sessions.ts's `ended`).
+import t from 'tap';
+import type { FastifyBaseLogger } from 'fastify';
+import type { AppRecord } from '../../cluster/cluster.js';
+import { lastRunConnect, SERVICE_RESTARTED } from '../../connect/last-run.js';
+import { GrpcRefusal, GrpcStatus } from '../../connect/grpc-status.js';
+import { CONNECT_SERVER_CLASS, CONNECT_SESSION_LABEL } from '../../connect/server-app.js';
+import type { ServiceApi } from '../../connect/service-api.js';
+import { ConnectSessions } from '../../connect/sessions.js';
+
+const record = (appName: string, state: AppRecord['state'], labels: Record<string, string>, more: Partial<AppRecord> = {}): AppRecord => ({
+  appName, jobName: 'connect', configTemplateName: '', config: { mainClass: CONNECT_SERVER_CLASS }, state, createdAt: '2026-11-28T10:00:00Z',
+  startedAt: null, endedAt: null, runningExecutors: 0, namespace: 'default', labels, submittedBy: 'key-a', ...more,
+});
+
+t.test('the last run\'s Connect servers still queued or running are stopped; every session id it names is ended, with why', async (t) => {
+  const records = [
+    record('running', 'RUNNING', { [CONNECT_SESSION_LABEL]: 's1' }),
+    record('queued1', 'PENDING', { [CONNECT_SESSION_LABEL]: 's2' }, { submittedBy: null }),
+    record('warm-one', 'RUNNING', { [CONNECT_SESSION_LABEL]: 'warm' }),
+    record('idle-ended', 'KILLED', { [CONNECT_SESSION_LABEL]: 's3' }, { stateDetail: 'the service stopped' }),
+    record('batch', 'RUNNING', { [CONNECT_SESSION_LABEL]: 's4' }, { config: { mainClass: 'org.example.Job' } }),
+    record('no-label', 'RUNNING', {}),
+  ];
+  const { toStop, ended } = lastRunConnect(records);
+  t.same(toStop.sort(), ['queued1', 'running', 'warm-one'], 'running, queued and the warm pool\'s servers; not a batch job nor an unlabelled app');
+  t.same(ended.sort((a, b) => a.sessionId.localeCompare(b.sessionId)), [
+    { sessionId: 's1', owner: 'key-a', why: SERVICE_RESTARTED },
+    { sessionId: 's2', owner: null, why: SERVICE_RESTARTED },
+    { sessionId: 's3', owner: 'key-a', why: 'its application idle-ended is KILLED: the service stopped' },
+  ], 'each session with its owner; a warm server names no session');
+});
+
+t.test('a session id with two applications is ended as its newest one says', async (t) => {
+  const { ended } = lastRunConnect([
+    record('newer-app', 'FAILED', { [CONNECT_SESSION_LABEL]: 's1' }, { createdAt: '2026-11-28T11:00:00Z' }),
+    record('old', 'KILLED', { [CONNECT_SESSION_LABEL]: 's1' }, { createdAt: '2026-11-28T09:00:00Z' }),
+  ]);
+  t.same(ended, [{ sessionId: 's1', owner: 'key-a', why: 'its application newer-app is FAILED' }]);
+});
+
+t.test('the endpoint refuses an ended session of the last run before submitting anything; its owner alone is told why', async (t) => {
+  const calls: string[] = [];
+  const api = new Proxy({}, { get: (_, name) => () => { calls.push(String(name)); throw new Error('no call expected'); } }) as unknown as ServiceApi;
+  const log = { info() {}, warn() {}, error() {} } as unknown as FastifyBaseLogger;
+  const sessions = new ConnectSessions({ api, log, defaultVersion: '3.5.7', serverJar: () => undefined, idleMs: 0, ended: [{ sessionId: 's1', owner: 'key-a', why: SERVICE_RESTARTED }] });
+  t.teardown(() => sessions.close());
+  const owner = await sessions.acquire({ id: 'key-a', key: 'k' }, 's1', undefined).catch((error: unknown) => error);
+  t.ok(owner instanceof GrpcRefusal);
+  t.equal((owner as GrpcRefusal).code, GrpcStatus.FAILED_PRECONDITION);
+  t.match((owner as GrpcRefusal).message, /session s1 has ended \(the service restarted.*build a new one/);
+  const other = await sessions.acquire({ id: 'key-b', key: 'k' }, 's1', undefined).catch((error: unknown) => error);
+  t.equal((other as GrpcRefusal).code, GrpcStatus.PERMISSION_DENIED, 'another key learns nothing of it');
+  t.same(calls, [], 'nothing was submitted or asked of the API');
+});
