@@ -66,16 +66,21 @@ const REFUSED_BEFORE_CLAIM = new Set<number>([GrpcStatus.UNAUTHENTICATED, GrpcSt
 const endedMessage = (sessionId: string, why: string) =>
   `Spark Connect session ${sessionId} has ended (${why}); its temp views and cached data are gone: stop this SparkSession and build a new one`;
 
+/** Spark's error class for a session of the service's last run: its server instance is gone (pyspark 4.x then starts a new session by itself). */
+export const SESSION_CHANGED = 'INVALID_HANDLE.SESSION_CHANGED';
+
+interface Ended { owner: string | null; why: string; errorClass?: string }
+
 export class ConnectSessions {
   readonly sessions = new Map<string, ConnectSession>();
-  private readonly ended = new Map<string, { owner: string | null; why: string }>();
+  private readonly ended = new Map<string, Ended>();
   private cullTimer: NodeJS.Timeout | undefined;
   private closed = false;
   /** Servers started ahead (absent: no pool). */
   readonly pool: ConnectWarmPool | undefined;
 
   constructor(private readonly options: SessionsOptions) {
-    for (const { sessionId, owner, why } of options.ended ?? []) this.remember(sessionId, owner, why);
+    for (const { sessionId, owner, why } of options.ended ?? []) this.remember(sessionId, { owner, why, errorClass: SESSION_CHANGED });
     if (options.idleMs > 0) {
       this.cullTimer = setInterval(() => this.cull(), Math.max(250, Math.min(60_000, options.idleMs / 4)));
       this.cullTimer.unref();
@@ -102,7 +107,7 @@ export class ConnectSessions {
     const gone = this.ended.get(sessionId);
     if (gone) {
       throw sessionRefusal(caller, sessionId, { owner: gone.owner, template }, template)
-        ?? new GrpcRefusal(GrpcStatus.FAILED_PRECONDITION, endedMessage(sessionId, gone.why));
+        ?? new GrpcRefusal(GrpcStatus.FAILED_PRECONDITION, `${gone.errorClass ? `[${gone.errorClass}] ` : ''}${endedMessage(sessionId, gone.why)}`, gone.errorClass);
     }
     let session = this.sessions.get(sessionId);
     if (session) {
@@ -212,11 +217,11 @@ export class ConnectSessions {
 
   private forget(session: ConnectSession, why: string): void {
     this.sessions.delete(session.sessionId);
-    this.remember(session.sessionId, session.owner, why);
+    this.remember(session.sessionId, { owner: session.owner, why });
   }
 
-  private remember(sessionId: string, owner: string | null, why: string): void {
-    this.ended.set(sessionId, { owner, why });
+  private remember(sessionId: string, ended: Ended): void {
+    this.ended.set(sessionId, ended);
     if (this.ended.size > ENDED_KEPT) this.ended.delete(this.ended.keys().next().value!);
   }
 

@@ -1,7 +1,8 @@
 // The service stopped (SIGTERM) or killed (SIGKILL) while a real pyspark[connect] 3.5.7 client
 // holds an open Spark Connect session, then started again on the same data dir and ports: no
 // Connect server JVM of the first run is left running, the records say why each ended, the
-// client's next call on its session is FAILED_PRECONDITION "has ended" (nothing started for it),
+// client's next call on its session is FAILED_PRECONDITION "has ended", Spark's error class
+// INVALID_HANDLE.SESSION_CHANGED in its details (nothing is started for it),
 // and a new session works. Heavy: up to three Spark drivers.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
@@ -99,6 +100,7 @@ async function restartCase(t: Test, signal: 'SIGTERM' | 'SIGKILL', firstArgs: st
   const next = await client.next();
   t.equal(next.status, 'FAILED_PRECONDITION', `the client's next call on its session: ${next.message}`);
   t.match(next.message, /has ended/, 'it says the session ended');
+  t.match(next.message, /INVALID_HANDLE\.SESSION_CHANGED/, 'with Spark\'s error class for a server that restarted');
   t.match(next.message, signal === 'SIGTERM' ? /service stopped/ : /service restarted/, 'and why');
   t.equal((await apps(second.url)).filter((app) => app.labels[SESSION_LABEL] === sessionId).length, 1, 'no new application was started for the old session');
   return second;

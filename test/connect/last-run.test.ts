@@ -1,14 +1,19 @@
 // After a restart of local mode: which Connect applications of the last run are stopped, which
 // session ids are refused as ended and why (connect/last-run.ts), and the endpoint's sessions
-// refusing those ids before anything is submitted (connect/sessions.ts's `ended`).
+// refusing those ids before anything is submitted (connect/sessions.ts's `ended`), as the real
+// pyspark 3.5.7 and 4.2.0 clients see it (no Spark server needed: nothing is relayed).
+import { randomUUID } from 'node:crypto';
+import type { AddressInfo } from 'node:net';
 import t from 'tap';
 import type { FastifyBaseLogger } from 'fastify';
 import type { AppRecord } from '../../cluster/cluster.js';
+import { type ConnectAuth, createConnectEndpoint } from '../../connect/endpoint.js';
 import { lastRunConnect, SERVICE_RESTARTED } from '../../connect/last-run.js';
 import { GrpcRefusal, GrpcStatus } from '../../connect/grpc-status.js';
 import { CONNECT_SERVER_CLASS, CONNECT_SESSION_LABEL } from '../../connect/server-app.js';
 import type { ServiceApi } from '../../connect/service-api.js';
 import { ConnectSessions } from '../../connect/sessions.js';
+import { connectClientPython, runConnectClientOf } from './connect-client.js';
 
 const record = (appName: string, state: AppRecord['state'], labels: Record<string, string>, more: Partial<AppRecord> = {}): AppRecord => ({
   appName, jobName: 'connect', configTemplateName: '', config: { mainClass: CONNECT_SERVER_CLASS }, state, createdAt: '2026-11-28T10:00:00Z',
@@ -50,8 +55,28 @@ t.test('the endpoint refuses an ended session of the last run before submitting 
   const owner = await sessions.acquire({ id: 'key-a', key: 'k' }, 's1', undefined).catch((error: unknown) => error);
   t.ok(owner instanceof GrpcRefusal);
   t.equal((owner as GrpcRefusal).code, GrpcStatus.FAILED_PRECONDITION);
-  t.match((owner as GrpcRefusal).message, /session s1 has ended \(the service restarted.*build a new one/);
+  t.match((owner as GrpcRefusal).message, /^\[INVALID_HANDLE\.SESSION_CHANGED\] Spark Connect session s1 has ended \(the service restarted.*build a new one/);
+  t.equal((owner as GrpcRefusal).errorClass, 'INVALID_HANDLE.SESSION_CHANGED', 'Spark\'s class for a server instance that is gone');
   const other = await sessions.acquire({ id: 'key-b', key: 'k' }, 's1', undefined).catch((error: unknown) => error);
   t.equal((other as GrpcRefusal).code, GrpcStatus.PERMISSION_DENIED, 'another key learns nothing of it');
   t.same(calls, [], 'nothing was submitted or asked of the API');
+});
+
+t.test('the real clients, refused for a session of the last run: 4.x counts its session stopped (its next getOrCreate() starts anew)', { skip: !connectClientPython('4.2.0') || !connectClientPython() ? 'needs the Connect client virtualenvs' : false }, async (t) => {
+  const log = { info() {}, warn() {}, error() {} } as unknown as FastifyBaseLogger;
+  const api = {} as ServiceApi; // never called: the refusal comes first
+  const sessionId = randomUUID();
+  const sessions = new ConnectSessions({ api, log, defaultVersion: '3.5.7', serverJar: () => undefined, idleMs: 0, ended: [{ sessionId, owner: null, why: SERVICE_RESTARTED }] });
+  const server = createConnectEndpoint({ auth: { enabled: false, store: {} as ConnectAuth['store'] }, sessions, log });
+  await new Promise<void>((ok) => server.listen(0, '127.0.0.1', ok));
+  t.teardown(async () => { server.close(); await sessions.close(); });
+  const url = `sc://localhost:${(server.address() as AddressInfo).port}/;session_id=${sessionId}`;
+  const four = await runConnectClientOf('4.2.0', 'refused', url);
+  // pyspark 4.2 makes a call of its own first (its error is not shown): the one shown says the session is gone.
+  t.match(four.errorClass, /^(INVALID_HANDLE\.SESSION_CHANGED|NO_ACTIVE_SESSION)$/, `pyspark 4.2 read the error class from the status details: ${four.message}`);
+  t.equal(four.stopped, true, 'and counts its session stopped');
+  t.equal(four.active, false, 'so no session is active: the next getOrCreate() builds a new one');
+  const three = await runConnectClientOf('3.5.7', 'refused', url);
+  t.equal(three.status, 'FAILED_PRECONDITION', three.message);
+  t.match(three.message, /\[INVALID_HANDLE\.SESSION_CHANGED\] Spark Connect session .* has ended \(the service restarted/, 'pyspark 3.5 shows the class and why');
 });
