@@ -32,7 +32,8 @@ export class GrpcRefusal extends Error {
  * `grpc-status-details-bin`: a google.rpc.Status whose one detail is a google.rpc.ErrorInfo naming
  * Spark's error class, as a Spark Connect server sends it, so that pyspark acts on the class
  * (4.x: INVALID_HANDLE.SESSION_CHANGED marks its session stopped, and the next getOrCreate()
- * builds a new one). Code and message must be the status's own: the client checks both.
+ * builds a new one) and shows it: "(CLASS) message" (the ErrorInfo's reason). Code and message
+ * must be the status's own: the client checks both.
  */
 export function statusDetails(code: GrpcStatusCode, message: string, errorClass: string): string {
   const metadata = [['errorClass', errorClass], ['sqlState', 'HY000']].map(([k, v]) => [3, [[1, k], [2, v]]] as const);

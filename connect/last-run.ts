@@ -12,7 +12,7 @@ import { CONNECT_SERVER_CLASS, CONNECT_SESSION_LABEL, WARM_SESSION } from './ser
 export interface EndedSession { sessionId: string; owner: string | null; why: string }
 
 /** Why a Connect server of the last run is stopped now (its record's stateDetail, and its client's message). */
-export const SERVICE_RESTARTED = 'the service restarted (it had not stopped its Spark Connect sessions: a crash or a kill)';
+export const SERVICE_RESTARTED = 'the service restarted after a crash or a kill';
 
 export interface LastRunConnect {
   /** Applications still PENDING or RUNNING: to stop, with SERVICE_RESTARTED as why. */

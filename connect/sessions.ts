@@ -107,7 +107,7 @@ export class ConnectSessions {
     const gone = this.ended.get(sessionId);
     if (gone) {
       throw sessionRefusal(caller, sessionId, { owner: gone.owner, template }, template)
-        ?? new GrpcRefusal(GrpcStatus.FAILED_PRECONDITION, `${gone.errorClass ? `[${gone.errorClass}] ` : ''}${endedMessage(sessionId, gone.why)}`, gone.errorClass);
+        ?? new GrpcRefusal(GrpcStatus.FAILED_PRECONDITION, endedMessage(sessionId, gone.why), gone.errorClass);
     }
     let session = this.sessions.get(sessionId);
     if (session) {
