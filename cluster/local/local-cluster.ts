@@ -135,13 +135,13 @@ export class LocalCluster implements Cluster {
     return this.records.get(appName)?.record;
   }
 
-  /** `why`: the service's own reason (the record's stateDetail), when no user asked for the stop. */
   /** Adds or replaces labels of a record (the Connect endpoint names the session a warm pool's server now runs). */
   async setLabels(appName: string, labels: Record<string, string>): Promise<void> {
     const stored = this.records.get(appName);
     if (stored) await this.apps.update(stored, { labels: { ...stored.record.labels, ...labels } });
   }
 
+  /** `why`: the service's own reason (the record's stateDetail), when no user asked for the stop. */
   async stop(appName: string, why?: string): Promise<AppRecord | undefined> {
     const stored = this.records.get(appName);
     if (!stored) return undefined;

@@ -1,7 +1,8 @@
 // After a restart of local mode: which Connect applications of the last run are stopped, which
-// session ids are refused as ended and why (connect/last-run.ts), and the endpoint's sessions
-// refusing those ids before anything is submitted (connect/sessions.ts's `ended`), as the real
-// pyspark 3.5.7 and 4.2.0 clients see it (no Spark server needed: nothing is relayed).
+// session ids are refused as ended and why (connect/last-run.ts); the local cluster stopping them
+// at a start, running and queued, with that reason (cli/connect-local.ts); and the endpoint's
+// sessions refusing those ids before anything is submitted (connect/sessions.ts's `ended`), as
+// the real pyspark 3.5.7 and 4.2.0 clients see it (no Spark server needed: nothing is relayed).
 import { randomUUID } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import t from 'tap';
@@ -14,6 +15,12 @@ import { CONNECT_SERVER_CLASS, CONNECT_SESSION_LABEL } from '../../connect/serve
 import type { ServiceApi } from '../../connect/service-api.js';
 import { ConnectSessions } from '../../connect/sessions.js';
 import { connectClientPython, runConnectClientOf } from './connect-client.js';
+import { endLastRunConnect } from '../../cli/connect-local.js';
+import { newAppName } from '../../cluster/app-name.js';
+import { bareDriverPod } from '../../domain/index.js';
+import { startTestApi } from '../helpers/api.js';
+import { fakeJob } from '../helpers/fake-spark-submit.js';
+import { waitForState } from '../helpers/poll.js';
 
 const record = (appName: string, state: AppRecord['state'], labels: Record<string, string>, more: Partial<AppRecord> = {}): AppRecord => ({
   appName, jobName: 'connect', configTemplateName: '', config: { mainClass: CONNECT_SERVER_CLASS }, state, createdAt: '2026-11-28T10:00:00Z',
@@ -46,10 +53,11 @@ t.test('a session id with two applications is ended as its newest one says', asy
   t.same(ended, [{ sessionId: 's1', owner: 'key-a', why: 'its application newer-app is FAILED' }]);
 });
 
+const log = { info() {}, warn() {}, error() {} } as unknown as FastifyBaseLogger;
+
 t.test('the endpoint refuses an ended session of the last run before submitting anything; its owner alone is told why', async (t) => {
   const calls: string[] = [];
   const api = new Proxy({}, { get: (_, name) => () => { calls.push(String(name)); throw new Error('no call expected'); } }) as unknown as ServiceApi;
-  const log = { info() {}, warn() {}, error() {} } as unknown as FastifyBaseLogger;
   const sessions = new ConnectSessions({ api, log, defaultVersion: '3.5.7', serverJar: () => undefined, idleMs: 0, ended: [{ sessionId: 's1', owner: 'key-a', why: SERVICE_RESTARTED }] });
   t.teardown(() => sessions.close());
   const owner = await sessions.acquire({ id: 'key-a', key: 'k' }, 's1', undefined).catch((error: unknown) => error);
@@ -63,7 +71,6 @@ t.test('the endpoint refuses an ended session of the last run before submitting 
 });
 
 t.test('the real clients, refused for a session of the last run: 4.x counts its session stopped (its next getOrCreate() starts anew)', { skip: !connectClientPython('4.2.0') || !connectClientPython() ? 'needs the Connect client virtualenvs' : false }, async (t) => {
-  const log = { info() {}, warn() {}, error() {} } as unknown as FastifyBaseLogger;
   const api = {} as ServiceApi; // never called: the refusal comes first
   const sessionId = randomUUID();
   const sessions = new ConnectSessions({ api, log, defaultVersion: '3.5.7', serverJar: () => undefined, idleMs: 0, ended: [{ sessionId, owner: null, why: SERVICE_RESTARTED }] });
@@ -79,4 +86,24 @@ t.test('the real clients, refused for a session of the last run: 4.x counts its 
   const three = await runConnectClientOf('3.5.7', 'refused', url);
   t.equal(three.status, 'FAILED_PRECONDITION', three.message);
   t.match(three.message, /^\(INVALID_HANDLE\.SESSION_CHANGED\) Spark Connect session .* has ended \(the service restarted/, 'pyspark 3.5 shows the class and why');
+});
+
+t.test('at a start, local mode stops the last run\'s Connect servers, running and queued, with why', async (t) => {
+  const api = await startTestApi(t, { cores: 2 });
+  const { cluster } = api;
+  const submit = async (sessionId: string) => {
+    const appName = newAppName('connect');
+    const configOverrides = { ...fakeJob({ sleep: 120 }), mainClass: CONNECT_SERVER_CLASS, executor: { cores: 2 } } as never;
+    const created = await cluster.createDriver(bareDriverPod({ appName, jobName: 'connect', namespace: '', configOverrides, labels: { [CONNECT_SESSION_LABEL]: sessionId } }), { dryRun: false });
+    t.ok(created.ok, 'submitted');
+    return appName;
+  };
+  const running = await submit('s-running');
+  await waitForState(() => api.getApp(running), 'RUNNING');
+  const queued = await submit('s-queued'); // both cores are held: it waits
+  const ended = await endLastRunConnect(cluster, log);
+  t.same(ended.map((e) => e.sessionId).sort(), ['s-queued', 's-running'], 'both session ids are handed to the endpoint as ended');
+  const [a, b] = [await cluster.get(running), await cluster.get(queued)];
+  t.match(a, { state: 'KILLED', stateDetail: SERVICE_RESTARTED }, 'the running one is stopped, saying why');
+  t.match(b, { state: 'KILLED', stateDetail: `stopped before it started: ${SERVICE_RESTARTED}` }, 'the queued one never starts');
 });
