@@ -7,6 +7,7 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import type { FastifyBaseLogger } from 'fastify';
 import { type ConnectAuth, createConnectEndpoint } from '../connect/endpoint.js';
+import type { EndedSession } from '../connect/last-run.js';
 import type { ServerPlacement } from '../connect/placement.js';
 import { ServiceApi } from '../connect/service-api.js';
 import { ConnectSessions } from '../connect/sessions.js';
@@ -112,7 +113,9 @@ export interface ConnectWiring {
   /** The API's address (this server's own), known once it listens. */
   apiUrl: () => string;
   defaultVersion: string;
-  stopApp: (appName: string) => Promise<unknown>;
+  stopApp: (appName: string, why: string) => Promise<unknown>;
+  /** Sessions of the last run, refused as ended (local mode: connect/last-run.ts). */
+  ended?: EndedSession[];
   /** Where sessions' servers run (default: loopback ports, local mode). */
   placement?: ServerPlacement;
   /** The 3.5 Connect server's jar by version (default: the one setup fetched onto this machine). */
@@ -173,7 +176,7 @@ export async function startConnectEndpoint(host: string, wiring: ConnectWiring):
   const sessions = new ConnectSessions({
     api: new ServiceApi(wiring.apiUrl, wiring.warm?.proof), log: wiring.log, defaultVersion: wiring.defaultVersion,
     serverJar: wiring.serverJar ?? connectServerJar, idleMs: wiring.settings.idleMs, stopApp: wiring.stopApp, placement: wiring.placement,
-    warm: warmOptions(wiring),
+    warm: warmOptions(wiring), ended: wiring.ended,
   });
   const tls = wiring.certificate ?? (wiring.settings.tls && await endpointCertificate(wiring.settings.tls, wiring.dataDir));
   const server = createConnectEndpoint({ auth: wiring.auth, sessions, log: wiring.log, tls });

@@ -33,7 +33,8 @@ import { parseIdempotencyWindow } from '../submit-api/idempotency.js';
 import { buildService, exitOnSignals } from './service.js';
 import { adminOnlyStore, chooseSandbox, type SandboxMode } from './local-sandbox.js';
 import { lockDataDir } from '../lib/data-dir-lock.js';
-import { connectFlags, parseConnectFlags, startConnectEndpoint, warmVia } from './connect-wiring.js';
+import { startLocalConnect } from './connect-local.js';
+import { connectFlags, parseConnectFlags } from './connect-wiring.js';
 
 /** `submission-service local`'s flags; defaults read when called (PORT, the cores, the home dir). */
 function localOptions() {
@@ -215,7 +216,8 @@ export async function localCommand(argv: string[]): Promise<number> {
   api.log.info({ dataDir, nodePools: rules.pools.map((p) => p.instanceName), cores: Number(values.cores), driverSandbox: sandbox ? (sandbox.user ? `bwrap as uid ${sandbox.user.uid}` : 'bwrap') : `none (${problem})` }, 'local mode');
   const address = await api.listen({ port: Number(values.port), host: values.host });
   scheduler.start();
-  const endpoint = connect && await startConnectEndpoint(values.host, { dataDir, settings: connect, auth, log, apiUrl: () => `http://${self()}`, defaultVersion: rules.defaultEngineVersion, stopApp: (appName) => cluster.stop(appName), warm: { via: warmVia(cluster), proof } });
+  // Before the endpoint serves: the Connect servers a crash of the last run left are stopped.
+  const endpoint = await startLocalConnect(cluster, values.host, connect, { dataDir, auth, log, apiUrl: () => `http://${self()}`, defaultVersion: rules.defaultEngineVersion, proof });
   process.stdout.write(`Submission Service (local mode) at ${address}/api/  notebooks at ${address}/notebooks  data in ${join(dataDir)}\n`);
   exitOnSignals(api.log, async () => {
     sweeper?.close();

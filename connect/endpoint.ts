@@ -129,7 +129,7 @@ export function createConnectEndpoint(options: ConnectEndpointOptions): Http2Ser
     }
     handleCall(options, endpoint, stream, headers).catch((error: unknown) => {
       if (error instanceof GrpcRefusal) {
-        answerStatus(stream, error.code, error.message);
+        answerStatus(stream, error.code, error.message, error.errorClass);
         return;
       }
       options.log.error({ err: error }, 'Spark Connect call failed');

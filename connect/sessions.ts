@@ -5,6 +5,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import { GrpcRefusal, GrpcStatus } from './grpc-status.js';
 import { type ConnectCaller, sessionRefusal } from './session-owners.js';
 import { listening, loopbackPlacement, type ServerAddress, type ServerPlacement } from './placement.js';
+import type { EndedSession } from './last-run.js';
 import { isEnded, waitForServer } from './server-wait.js';
 import { sessionSubmission } from './server-app.js';
 import type { ConnectApp, ServiceApi } from './service-api.js';
@@ -48,9 +49,12 @@ export interface SessionsOptions {
   placement?: ServerPlacement;
   /**
    * Stops an application without a key (local mode: the cluster itself), for what the endpoint
-   * ends by itself (idle, shutdown): the owner's key may have been revoked meanwhile.
+   * ends by itself (idle, shutdown): the owner's key may have been revoked meanwhile. `why`
+   * becomes its record's stateDetail.
    */
-  stopApp?: (appName: string) => Promise<unknown>;
+  stopApp?: (appName: string, why: string) => Promise<unknown>;
+  /** Sessions of the service's last run (connect/last-run.ts): refused as ended, as if this endpoint had ended them. */
+  ended?: EndedSession[];
   /** The warm pool (off when absent or all sizes are 0): servers the service starts ahead, with no key. */
   warm?: WarmOptions;
 }
@@ -62,15 +66,21 @@ const REFUSED_BEFORE_CLAIM = new Set<number>([GrpcStatus.UNAUTHENTICATED, GrpcSt
 const endedMessage = (sessionId: string, why: string) =>
   `Spark Connect session ${sessionId} has ended (${why}); its temp views and cached data are gone: stop this SparkSession and build a new one`;
 
+/** Spark's error class for a session of the service's last run: its server instance is gone (pyspark 4.x then starts a new session by itself). */
+export const SESSION_CHANGED = 'INVALID_HANDLE.SESSION_CHANGED';
+
+interface Ended { owner: string | null; why: string; errorClass?: string }
+
 export class ConnectSessions {
   readonly sessions = new Map<string, ConnectSession>();
-  private readonly ended = new Map<string, { owner: string | null; why: string }>();
+  private readonly ended = new Map<string, Ended>();
   private cullTimer: NodeJS.Timeout | undefined;
   private closed = false;
   /** Servers started ahead (absent: no pool). */
   readonly pool: ConnectWarmPool | undefined;
 
   constructor(private readonly options: SessionsOptions) {
+    for (const { sessionId, owner, why } of options.ended ?? []) this.remember(sessionId, { owner, why, errorClass: SESSION_CHANGED });
     if (options.idleMs > 0) {
       this.cullTimer = setInterval(() => this.cull(), Math.max(250, Math.min(60_000, options.idleMs / 4)));
       this.cullTimer.unref();
@@ -79,7 +89,7 @@ export class ConnectSessions {
     if (warm && [...warm.sizes.values()].some((n) => n > 0)) {
       const host = warmPoolHost({
         warm, placement: this.placement, defaultVersion: options.defaultVersion, serverJar: options.serverJar,
-        stop: (appName) => this.stopApp(appName, undefined), stopping: () => this.closed, probeMs: options.probeMs,
+        stop: (appName, why) => this.stopApp(appName, undefined, why), stopping: () => this.closed, probeMs: options.probeMs,
       });
       this.pool = new ConnectWarmPool(warm.sizes, host, options.log, warm.checkMs);
       this.pool.open();
@@ -91,8 +101,8 @@ export class ConnectSessions {
   /** The own token of application `appName`'s server, which the relay sends it (undefined: it has none). */
   serverToken(appName: string): string | undefined { return this.placement.token(appName); }
 
-  private stopApp(appName: string, key: string | undefined): Promise<unknown> {
-    return this.options.stopApp ? this.options.stopApp(appName) : this.options.api.stop(appName, key);
+  private stopApp(appName: string, key: string | undefined, why: string): Promise<unknown> {
+    return this.options.stopApp ? this.options.stopApp(appName, why) : this.options.api.stop(appName, key);
   }
 
   /** The caller's session, started if new; throws a GrpcRefusal (before any side effect) when it may not have it. */
@@ -100,7 +110,7 @@ export class ConnectSessions {
     const gone = this.ended.get(sessionId);
     if (gone) {
       throw sessionRefusal(caller, sessionId, { owner: gone.owner, template }, template)
-        ?? new GrpcRefusal(GrpcStatus.FAILED_PRECONDITION, endedMessage(sessionId, gone.why));
+        ?? new GrpcRefusal(GrpcStatus.FAILED_PRECONDITION, endedMessage(sessionId, gone.why), gone.errorClass);
     }
     let session = this.sessions.get(sessionId);
     if (session) {
@@ -181,12 +191,14 @@ export class ConnectSessions {
       return false;
     }
     Object.assign(session, { appName: warm.appName, port: warm.port, server: warm.server, warm: true });
+    await this.options.warm?.handedOut?.(warm.appName, session.sessionId)
+      .catch((error: Error) => this.options.log.warn({ err: error, appName: warm.appName }, 'Spark Connect warm pool: could not label a server with its session'));
     this.options.log.info({ appName: warm.appName, sessionId: session.sessionId, version, owner: session.owner }, 'Spark Connect session: a server from the warm pool');
     return true;
   }
 
   private stopQuietly(appName: string): Promise<void> {
-    return this.stopApp(appName, undefined).then(() => undefined, (error: Error) => this.options.log.warn({ err: error, appName }, 'could not stop a Spark Connect server'));
+    return this.stopApp(appName, undefined, 'the Spark Connect endpoint could not hand this warm pool server out').then(() => undefined, (error: Error) => this.options.log.warn({ err: error, appName }, 'could not stop a Spark Connect server'));
   }
 
   /**
@@ -208,14 +220,18 @@ export class ConnectSessions {
 
   private forget(session: ConnectSession, why: string): void {
     this.sessions.delete(session.sessionId);
-    this.ended.set(session.sessionId, { owner: session.owner, why });
+    this.remember(session.sessionId, { owner: session.owner, why });
+  }
+
+  private remember(sessionId: string, ended: Ended): void {
+    this.ended.set(sessionId, ended);
     if (this.ended.size > ENDED_KEPT) this.ended.delete(this.ended.keys().next().value!);
   }
 
   /** Stops the session's application and forgets the session. */
   async end(session: ConnectSession, why: string): Promise<void> {
     this.forget(session, why);
-    if (session.appName) await this.stopApp(session.appName, session.key);
+    if (session.appName) await this.stopApp(session.appName, session.key, why);
   }
 
   /** Stops the sessions of a key that was revoked: nobody can reach them any more. */
@@ -238,6 +254,6 @@ export class ConnectSessions {
   async close(): Promise<void> {
     this.closed = true;
     if (this.cullTimer) clearInterval(this.cullTimer);
-    await Promise.allSettled([...[...this.sessions.values()].map((session) => this.end(session, 'the endpoint stopped')), this.pool?.close()]);
+    await Promise.allSettled([...[...this.sessions.values()].map((session) => this.end(session, 'the service stopped')), this.pool?.close()]);
   }
 }

@@ -20,6 +20,11 @@ export interface WarmOptions {
   get: (appName: string) => Promise<ConnectApp | undefined>;
   /** A template's Spark version (`engineVersion`), null when it names none; undefined when the template is gone. */
   templateVersion: (name: string) => Promise<string | null | undefined>;
+  /**
+   * Names the session a handed-out server now runs in its record (the session label, as a cold
+   * session's), so that a restarted service knows that id ended (last-run.ts); absent: it stays `warm`.
+   */
+  handedOut?: (appName: string, sessionId: string) => Promise<unknown>;
   /** The pool's check interval (ms; tests). */
   checkMs?: number;
   /** The warm-up of a server that answers (default: Spark Connect calls, warm-up.ts; tests whose servers are not Spark's give their own). */
@@ -31,7 +36,7 @@ export interface WarmHostInput {
   placement: ServerPlacement;
   defaultVersion: string;
   serverJar: (version: string) => string | undefined;
-  stop: (appName: string) => Promise<unknown>;
+  stop: (appName: string, why: string) => Promise<unknown>;
   stopping: () => boolean;
   probeMs?: number;
 }
@@ -51,13 +56,13 @@ export function warmPoolHost(input: WarmHostInput): WarmPoolHost {
         const server = await waitForServer({ appName: app.appName, port, placement, get: warm.get, stopping: input.stopping, probeMs: input.probeMs, what: 'a warm pool server' });
         return { appName: app.appName, template, version, port, server };
       } catch (error) {
-        await input.stop(app.appName).catch(() => undefined);
+        await input.stop(app.appName, `it did not start: ${(error as Error).message}`).catch(() => undefined);
         throw error;
       }
     },
     // With the server's own token, as the relay sends it (a 4.x server refuses a call without it).
     warmUp: (server, signal) => (warm.warmUp ?? warmUpServer)(server.server, server.version, signal, serverAuthorization(placement.token(server.appName))),
     alive: (server) => listening(server.server, 1000),
-    stop: async (appName) => { await input.stop(appName); },
+    stop: async (appName, why = 'the Spark Connect warm pool no longer needed it') => { await input.stop(appName, why); },
   };
 }

@@ -42,8 +42,8 @@ export interface WarmPoolHost {
   warmUp(server: WarmServer, signal: AbortSignal): Promise<void>;
   /** Whether a ready server still answers. */
   alive(server: WarmServer): Promise<boolean>;
-  /** Stops a server's application (one already ended is not an error). */
-  stop(appName: string): Promise<void>;
+  /** Stops a server's application (one already ended is not an error); `why`: its record's stateDetail. */
+  stop(appName: string, why?: string): Promise<void>;
 }
 
 interface Member {
@@ -99,7 +99,7 @@ export class ConnectWarmPool {
   async close(): Promise<void> {
     this.uncount?.();
     await this.checks.close();
-    await this.stopAll([...this.members]);
+    await this.stopAll([...this.members], 'the service stopped');
     await Promise.allSettled([...this.starts]);
   }
 
@@ -178,7 +178,7 @@ export class ConnectWarmPool {
     const started = this.host.start(template, version).then((server) => this.warmUp(member, server)).then(async (server) => {
       this.retry.delete(template);
       member.server = server;
-      if (member.drop || this.closed) await this.stopAll([member]);
+      if (member.drop || this.closed) await this.stopAll([member], this.closed ? 'the service stopped' : undefined);
     }, (error: Error) => {
       this.members.delete(member);
       if (error instanceof NotWanted) return; // dropped while it warmed up: not the server's failure
@@ -205,7 +205,7 @@ export class ConnectWarmPool {
       if (member.drop) throw new NotWanted();
       await Promise.race([this.host.warmUp(server, abort.signal), aborted]);
     } catch (error) {
-      await this.host.stop(server.appName).catch((stopError: Error) => this.log.error({ err: stopError, appName: server.appName }, 'Spark Connect warm pool: could not stop a server'));
+      await this.host.stop(server.appName, `its warm-up did not succeed: ${(error as Error).message}`).catch((stopError: Error) => this.log.error({ err: stopError, appName: server.appName }, 'Spark Connect warm pool: could not stop a server'));
       if (member.drop) throw new NotWanted();
       throw new Error(`${server.appName}: its warm-up failed: ${(error as Error).message}`, { cause: error });
     } finally {
@@ -217,13 +217,13 @@ export class ConnectWarmPool {
   }
 
   /** Takes members out of the pool and stops the servers among them; a starting one is stopped once its start settles. */
-  private async stopAll(members: Member[]): Promise<void> {
+  private async stopAll(members: Member[], why?: string): Promise<void> {
     for (const member of members) {
       member.drop = true;
       member.warming?.abort(new NotWanted());
       if (member.server) this.members.delete(member);
     }
-    const results = await Promise.allSettled(members.filter((m) => m.server).map((m) => this.host.stop(m.server!.appName)));
+    const results = await Promise.allSettled(members.filter((m) => m.server).map((m) => this.host.stop(m.server!.appName, why)));
     for (const result of results) {
       if (result.status === 'rejected') this.log.error({ err: result.reason }, 'Spark Connect warm pool: could not stop a server');
     }

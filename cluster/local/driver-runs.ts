@@ -162,7 +162,7 @@ export class DriverRuns {
     const ended = new Date().toISOString();
     const cap = this.options.workDirCap;
     const full = cap !== undefined && workDirFull(apps.workDir(appName)) ? `; its work dir was full (its cap: ${formatBytes(cap)})` : '';
-    const after = this.afterRun(stored, localAttemptEnd(code, stored.run.stopRequested, full), ended);
+    const after = this.afterRun(stored, localAttemptEnd(code, stored.run.stopRequested, full, stored.run.stopReason), ended);
     // Its event log is out: the work dir's space goes back (an unmounted tmpfs, or disk).
     apps.releaseWorkDir(appName);
     // The driver has ended whatever the disk says: its cores are free again. A record that

@@ -12,9 +12,12 @@ import {
 } from '../../domain/index.js';
 import type { AppRecord } from '../cluster.js';
 
-/** How a local driver process ended, as an attempt's end. `suffix`: what else is known (a full work dir). */
-export function localAttemptEnd(code: number | undefined, stopRequested: boolean | undefined, suffix = ''): AttemptEnd {
-  if (stopRequested) return { reason: 'Stopped', exitCode: code ?? null, detail: 'stopped by a user' };
+/**
+ * How a local driver process ended, as an attempt's end. `suffix`: what else is known (a full
+ * work dir); `stopReason`: why the service stopped it, when it was not a user.
+ */
+export function localAttemptEnd(code: number | undefined, stopRequested: boolean | undefined, suffix = '', stopReason?: string): AttemptEnd {
+  if (stopRequested) return { reason: 'Stopped', exitCode: code ?? null, detail: stopReason ?? 'stopped by a user' };
   if (code === undefined) return { reason: 'Unknown', exitCode: null, detail: 'the driver process ended without recording an exit code' };
   if (code === 0) return { reason: 'Completed', exitCode: 0, detail: 'exit code 0' };
   if (code === SPARK_OOM_EXIT_CODE) {

@@ -135,21 +135,29 @@ export class LocalCluster implements Cluster {
     return this.records.get(appName)?.record;
   }
 
-  async stop(appName: string): Promise<AppRecord | undefined> {
+  /** Adds or replaces labels of a record (the Connect endpoint names the session a warm pool's server now runs). */
+  async setLabels(appName: string, labels: Record<string, string>): Promise<void> {
+    const stored = this.records.get(appName);
+    if (stored) await this.apps.update(stored, { labels: { ...stored.record.labels, ...labels } });
+  }
+
+  /** `why`: the service's own reason (the record's stateDetail), when no user asked for the stop. */
+  async stop(appName: string, why?: string): Promise<AppRecord | undefined> {
     const stored = this.records.get(appName);
     if (!stored) return undefined;
     const { record, run } = stored;
     if (record.state === 'PENDING') {
+      const notStarted = (record.attempt ?? 1) > 1 ? `stopped before attempt ${record.attempt} started` : 'stopped before it started';
       // Shown KILLED at once, so the scheduler passes it over; queued again if the write fails.
       try {
-        await this.apps.update(stored, { state: 'KILLED', stateDetail: (record.attempt ?? 1) > 1 ? `stopped before attempt ${record.attempt} started` : 'stopped before it started', endedAt: new Date().toISOString() });
+        await this.apps.update(stored, { state: 'KILLED', stateDetail: why ? `${notStarted}: ${why}` : notStarted, endedAt: new Date().toISOString() });
       } catch (error) {
         if (this.records.get(appName)?.record.state === 'PENDING' && !this.scheduler.has(appName)) this.scheduler.requeue(appName);
         throw error;
       }
       this.scheduler.remove(appName);
     } else if (record.state === 'RUNNING' && run) {
-      await this.records.save({ ...stored, run: { ...run, stopRequested: true } });
+      await this.records.save({ ...stored, run: { ...run, stopRequested: true, ...(why ? { stopReason: why } : {}) } });
       await killGroup(run.pid, run.startTicks);
       await this.runs.finish(appName);
     }

@@ -24,6 +24,8 @@ export interface RunInfo {
   exitFile: string;
   logFile: string;
   stopRequested?: boolean;
+  /** Why the service stopped it, when not at a user's request (its end's detail; default: "stopped by a user"). */
+  stopReason?: string;
   /** Port of the driver's Spark UI on 127.0.0.1. */
   uiPort?: number;
   /** The secret the driver's UI gate asks of every request (sandboxed drivers; ui-gate.ts). */

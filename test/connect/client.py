@@ -7,7 +7,10 @@ import threading
 
 
 def status_of(error):
-    """The gRPC status name a client error carries (pyspark shows it in the message)."""
+    """The gRPC status name a client error carries (pyspark shows it in the message, or keeps the gRPC error it replaced)."""
+    cause = error.__context__
+    if cause is not None and callable(getattr(cause, "code", None)):
+        return cause.code().name
     text = str(error)
     for name in ("UNAUTHENTICATED", "PERMISSION_DENIED", "FAILED_PRECONDITION", "INVALID_ARGUMENT", "UNAVAILABLE", "NOT_FOUND"):
         if name in text:
@@ -129,7 +132,37 @@ def status(url):
         print(json.dumps({"status": status_of(error), "message": str(error)[:800]}), flush=True)
 
 
+def hold(url):
+    """A client that keeps its SparkSession across a restart of the service: a temp view, then one
+    line per step read from stdin, each answered by one JSON line (its next call's outcome)."""
+    spark = session(url)
+    spark.range(3).createOrReplaceTempView("kept")
+    print(json.dumps({"ready": spark.sql("select count(*) from kept").collect()[0][0], "session": spark.client._session_id}), flush=True)
+    for _ in sys.stdin:
+        try:
+            out = {"status": "OK", "count": spark.sql("select count(*) from kept").collect()[0][0]}
+        except Exception as error:
+            out = {"status": status_of(error), "message": str(error)[:800]}
+        print(json.dumps(out), flush=True)
+
+
+def refused(url):
+    """One call that the endpoint refuses: its status, message and error class, and whether the
+    client then counts its session stopped (so that getOrCreate() builds a new one)."""
+    from pyspark.sql import SparkSession
+    spark = session(url)
+    out = {"status": "OK"}
+    try:
+        spark.range(1).collect()
+    except Exception as error:
+        condition = getattr(error, "getCondition", None) or getattr(error, "getErrorClass", None)
+        out = {"status": status_of(error), "message": str(error)[:800], "errorClass": condition() if condition else None}
+    out["stopped"] = getattr(spark, "is_stopped", None)
+    out["active"] = SparkSession.getActiveSession() is not None
+    print(json.dumps(out), flush=True)
+
+
 if __name__ == "__main__":
     mode, url = sys.argv[1], sys.argv[2]
-    {"work": lambda: work(url), "views": lambda: views(url, sys.argv[3]), "status": lambda: status(url), "count": lambda: count(url),
+    {"work": lambda: work(url), "views": lambda: views(url, sys.argv[3]), "status": lambda: status(url), "hold": lambda: hold(url), "refused": lambda: refused(url), "count": lambda: count(url),
      "traces": lambda: traces(url), "bench": lambda: bench(url, sys.argv[3]), "arrow": lambda: arrow(url, sys.argv[3], sys.argv[4])}[mode]()

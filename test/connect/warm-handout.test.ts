@@ -31,6 +31,7 @@ async function setUp(t: Test, claim: (appName: string) => Promise<void>) {
     stop: async () => undefined,
   } as unknown as ServiceApi;
   const stopped: string[] = [];
+  const labelled: Array<[string, string]> = [];
   const sessions = new ConnectSessions({
     api, log: silentLog, defaultVersion: '3.5.7', serverJar: () => undefined, idleMs: 0,
     placement: { port: async () => port, address: async () => ({ host: '127.0.0.1', port }), token: () => undefined },
@@ -40,6 +41,7 @@ async function setUp(t: Test, claim: (appName: string) => Promise<void>) {
       submit: async () => ({ appName: `warm-${++next}`, state: 'RUNNING' }),
       get: async (appName) => ({ appName, state: 'RUNNING' }),
       templateVersion: async () => null,
+      handedOut: async (appName, sessionId) => { labelled.push([appName, sessionId]); },
       checkMs: 3_600_000,
       warmUp: async () => undefined, // its "server" is a bare listener, not Spark's: nothing to warm up
     },
@@ -47,15 +49,16 @@ async function setUp(t: Test, claim: (appName: string) => Promise<void>) {
   t.teardown(() => sessions.close());
   const readyWarm = () => until(() => sessions.pool?.status()[0]?.ready === 1, { what: 'a ready warm server' });
   await readyWarm();
-  return { sessions, calls, stopped, readyWarm };
+  return { sessions, calls, stopped, readyWarm, labelled };
 }
 
 const caller = { id: 'key-a', key: 'ssk_a' };
 
 t.test('a new session gets the ready server after a dry run and the claim as the caller\'s key', async (t) => {
-  const { sessions, calls, stopped } = await setUp(t, async () => undefined);
+  const { sessions, calls, stopped, labelled } = await setUp(t, async () => undefined);
   const session = await sessions.acquire(caller, 'session-1', undefined);
   t.equal(session.appName, 'warm-1', 'the pool\'s server');
+  t.same(labelled, [['warm-1', 'session-1']], 'its record is labelled with the session it now runs');
   t.ok(session.warm);
   t.same(calls, [{ what: 'submit', key: 'ssk_a', dryRun: true }, { what: 'claim', appName: 'warm-1', key: 'ssk_a' }], 'checked, then claimed, as the caller');
   t.same(stopped, []);
