@@ -81,7 +81,8 @@ export class ProfileRecorder {
     const askedConfig = { ...record.config, executor: { ...record.config.executor, ...asked } };
     // The Lease may have moved while the log was read: the new leader records it.
     if (this.options.mayRecord?.() === false) return;
-    await this.options.profiles.record(record.jobName, askedConfig, run);
+    // Into the submitter's own profile of the job: another key's runs never size this key's (cluster/job-profiles.ts).
+    await this.options.profiles.record(record.jobName, record.submittedBy ?? null, askedConfig, run);
   }
 
   private async profileOf(appName: string): Promise<RunProfile | null> {

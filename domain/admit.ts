@@ -9,7 +9,7 @@ import { executorPodRefusal } from './executor-guard.js';
 import { type HistoryDecision, sizeFromHistory } from './history-sizing.js';
 import type { RunEvidence } from './job-history.js';
 import { renderExecutorPod } from './executor-pod.js';
-import { ANNOTATION_CONFIG, ANNOTATION_OVERRIDES, LABEL_APP, LABEL_ATTEMPT, LABEL_JOB, LABEL_TEMPLATE, SPARK_ROLE } from './labels.js';
+import { ANNOTATION_CONFIG, ANNOTATION_OVERRIDES, ANNOTATION_SUBMITTED_BY, LABEL_APP, LABEL_ATTEMPT, LABEL_JOB, LABEL_TEMPLATE, SPARK_ROLE } from './labels.js';
 import { attemptPodName } from './attempts.js';
 import type { AdmissionRules } from './rules.js';
 import { overridesSchemaError } from './overrides-schema.js';
@@ -27,7 +27,8 @@ export interface AdmissionContext {
   /** Names a team's pod that came with generateName only. */
   newAppName: (jobName: string) => string;
   /** A job's past runs (job-history.ts), for sizing from them; absent: no history kept. */
-  jobRuns?: (jobName: string) => RunEvidence[] | undefined;
+  /** The past runs the submitting key (its id; null: none) made of the job: no other key's runs size this one's. */
+  jobRuns?: (jobName: string, submittedBy: string | null) => RunEvidence[] | undefined;
   /**
    * A dry run: answers what admission would make of any engineVersion (SPEC's dry runs name
    * 3.0.0 and 2.4.4); a pod that is really created must name an offered version.
@@ -93,7 +94,8 @@ function admitDriver(pod: V1Pod, jobName: string, ctx: AdmissionContext): Admiss
   const attempt = Number(labels[LABEL_ATTEMPT] ?? 1);
   const driverPod = attempt > 1 ? attemptPodName(appName, attempt) : undefined;
   // The job's past runs may resize the executors (sizing.fromHistory: apply); the asked config is the memo's.
-  const { config, decision } = sizeFromHistory(result.config, ctx.jobRuns?.(jobName), ctx.rules);
+  const submittedBy = pod.metadata?.annotations?.[ANNOTATION_SUBMITTED_BY] ?? null;
+  const { config, decision } = sizeFromHistory(result.config, ctx.jobRuns?.(jobName, submittedBy), ctx.rules);
   // Every decision is made above; the pod is rendered when first read (the webhook and a
   // real submission read it, a local dry run answers with the config alone).
   let rendered: V1Pod | undefined;

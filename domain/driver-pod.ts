@@ -54,6 +54,17 @@ export function bareDriverPod(input: BarePodInput): V1Pod {
 
 export const SPARK_LOCAL_DIR = '/var/data/spark-local';
 
+/**
+ * A config's pod annotations without the service's own keys (submission-service/…): the
+ * submitter's key id, the overrides, the idempotency mark come from the submission, never from
+ * a template or an override that would name another key as the submitter.
+ */
+function ownAnnotations(annotations: Record<string, string> | undefined): Record<string, string> {
+  const own: Record<string, string> = {};
+  for (const key in annotations) if (!key.startsWith('submission-service/')) own[key] = annotations[key];
+  return own;
+}
+
 /** Container arguments for the image's entrypoint (`driver` runs spark-submit in client mode). */
 export function driverArgs(config: ApplicationConfig, props: Record<string, string>, master: string): string[] {
   const args = ['driver', '--master', master];
@@ -148,7 +159,7 @@ export function renderDriverPod(pod: V1Pod, config: ApplicationConfig, id: AppId
   labels[LABEL_APP] = id.appName;
   labels[LABEL_JOB] = id.jobName;
   labels[SPARK_ROLE] = 'driver';
-  const annotations: Record<string, string> = Object.assign({}, pod.metadata?.annotations, driver.annotations);
+  const annotations: Record<string, string> = Object.assign({}, pod.metadata?.annotations, ownAnnotations(driver.annotations));
   annotations[ANNOTATION_CONFIG] = JSON.stringify(config);
   annotations[ANNOTATION_ADMITTED] = RULES_VERSION;
   if (rules.policyVersion) annotations[ANNOTATION_POLICY] = rules.policyVersion;

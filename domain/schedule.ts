@@ -18,7 +18,10 @@ export interface ScheduleTiming {
   startingDeadlineSeconds?: number;
 }
 
-/** A run of a schedule is labelled with the schedule's name and its tick (not reserved keys: the record shows them). */
+/**
+ * A run of a schedule is labelled with the schedule's name and its tick (not reserved keys: the
+ * record shows them; but refused in any submission, so only the scheduler sets them).
+ */
 export const SCHEDULE_LABEL = 'schedule.submission-service.io/name';
 export const SCHEDULE_TICK_LABEL = 'schedule.submission-service.io/tick';
 export const isScheduleLabel = (key: string): boolean => key.startsWith('schedule.submission-service.io/');
@@ -108,20 +111,43 @@ export function tickLabelValue(tick: Date): string {
   return tick.toISOString().replace(/\.\d{3}Z$/, 'Z').replaceAll('-', '').replaceAll(':', '');
 }
 
+/** Digest characters in a run's name: ~52 bits, so no schedule name can be searched out that gives another schedule's names. */
+export const RUN_DIGEST_CHARS = 10;
+/** Names a tick tries, in order, when the ones before are held by applications that are not its run. */
+export const RUN_NAME_CANDIDATES = 4;
+const POD_NAME_LIMIT = 63;
+const BASE36 = 'abcdefghijklmnopqrstuvwxyz0123456789';
+
 /**
- * The run of `schedule` at `tick`: the appName shape of every application
- * (`<jobName>-<yyyymmdd>-<hhmmss>-<5 characters>`, UTC), the 5 characters derived from the
- * schedule's name instead of drawn. The same tick always gives the same name, so a tick can
- * never make two runs: the second create meets the first (409), whichever process makes it.
+ * The run of `schedule` (created by `owner`) at `tick`, name number `candidate`: the appName
+ * shape of every application (`<jobName>-<yyyymmdd>-<hhmmss>-<10 characters>`, UTC; a job name
+ * too long for that is cut), the characters derived from the owner, the schedule's name and the
+ * candidate instead of drawn. The same tick always gives the same names on every replica, so a
+ * tick never makes two runs: a second create meets the first (409), whichever process makes it.
+ * A name held by an application that is not this tick's run (isRunOfTick) moves the tick to the
+ * next candidate: another key cannot take a tick by holding its name first.
  */
-export function scheduledRunName(jobName: string, scheduleName: string, tick: Date): string {
+export function scheduledRunName(jobName: string, scheduleName: string, tick: Date, owner: string | null = null, candidate = 0): string {
   const iso = tick.toISOString();
   const date = iso.slice(0, 10).replaceAll('-', '');
   const time = iso.slice(11, 19).replaceAll(':', '');
-  const digest = createHash('sha256').update(scheduleName).digest();
+  const digest = createHash('sha256').update(JSON.stringify([owner ?? '', scheduleName, candidate])).digest();
   let suffix = '';
-  for (let i = 0; suffix.length < 5; i++) suffix += 'abcdefghijklmnopqrstuvwxyz0123456789'[digest[i] % 36];
-  return `${jobName}-${date}-${time}-${suffix}`;
+  for (let i = 0; suffix.length < RUN_DIGEST_CHARS; i++) suffix += BASE36[digest[i] % 36];
+  const room = POD_NAME_LIMIT - `-${date}-${time}-${suffix}`.length;
+  const job = jobName.length > room ? jobName.slice(0, room).replace(/-+$/, '') : jobName;
+  return `${job}-${date}-${time}-${suffix}`;
+}
+
+/**
+ * Whether `app` is provably the run of `schedule` at `tick`: labelled with the schedule's name
+ * and the tick (labels only the scheduler sets: submit-api/service-labels.ts refuses them in a
+ * submission) and submitted by the schedule's owner. Anything else holding the tick's name is a
+ * foreign application, never taken for the tick's run.
+ */
+export function isRunOfTick(app: { labels: Record<string, string>; submittedBy: string | null }, schedule: { name: string; owner: string | null }, tick: Date): boolean {
+  return app.labels[SCHEDULE_LABEL] === schedule.name && app.labels[SCHEDULE_TICK_LABEL] === tickLabelValue(tick)
+    && (app.submittedBy ?? null) === (schedule.owner ?? null);
 }
 
 export interface EndedRun { appName: string; state: string; createdAt: string }

@@ -282,12 +282,13 @@ export function jobProfileCrd(): Schema {
     kind: 'JobProfile',
     plural: 'jobprofiles',
     shortNames: ['ssjob'],
-    description: 'A job\'s last runs as the service recorded them from their event logs: what each asked for, ran with, used and cost. Sizing from past runs (sizing.fromHistory) reads it; only the service\'s controller writes it.',
+    description: 'A job\'s last runs by one key (named <job>.<key id>; <job>: runs with no key) as the service recorded them from their event logs: what each asked for, ran with, used and cost. Sizing from past runs (sizing.fromHistory) reads it; only the service\'s controller writes it.',
     spec: {
       type: 'object',
       required: ['jobName', 'runs'],
       properties: {
         jobName: { type: 'string', maxLength: 63 },
+        submittedBy: { type: 'string', maxLength: 256, description: 'The id of the key whose runs these are (a profile per job and key); absent: runs submitted with no key.' },
         asked: { ...kept, description: 'The newest run\'s config as asked (before sizing from history).' },
         runs: { type: 'array', maxItems: 50, items: { ...kept, description: 'One ended run (domain/job-history.ts RunEvidence).' } },
       },

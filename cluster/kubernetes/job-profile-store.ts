@@ -1,13 +1,14 @@
-// Kubernetes mode's per-job profiles: one JobProfile resource per job (schemas/crd.ts), named
-// after the job, holding its last runs (domain/job-history.ts) and the config its newest run
-// asked for. Every replica and the webhook hold them in memory from a watch (admission reads
+// Kubernetes mode's job profiles: one JobProfile resource per job and submitting key
+// (schemas/crd.ts), named `<job>.<key id>` (`<job>`: runs with no key; cluster/job-profiles.ts),
+// holding the last runs that key made of the job (domain/job-history.ts) and the config its
+// newest run asked for. Every replica and the webhook hold them in memory from a watch (admission reads
 // them synchronously, like the templates); only the controller's leader writes them, once per
 // ended run (cluster/profile-recorder.ts), with the resource's version, so that two writers
 // after a leader change never lose a run: a conflict reads it again and adds the run to that.
 import type { KubernetesObject } from '@kubernetes/client-node';
 import { type RulesInput, type RunEvidence, withRun } from '../../domain/index.js';
 import type { ApplicationConfig } from '../../schemas/index.js';
-import { JOB_NAME, type JobProfileData, KeptJobProfiles, type RecordedJobProfiles } from '../job-profiles.js';
+import { JOB_NAME, type JobProfileData, KeptJobProfiles, profileName, type RecordedJobProfiles, type Submitter } from '../job-profiles.js';
 import { GROUP, JOB_PROFILES, type KubeClients, VERSION } from './client.js';
 import { statusCode } from './errors.js';
 import { type Log, type ResilientInformer, resilientInformer } from './informers.js';
@@ -36,12 +37,14 @@ function isRun(value: unknown): value is RunEvidence {
     && (value.profile === null || isObject(value.profile));
 }
 
-/** The profile a JobProfile holds, or undefined when it is not one the service can read. */
+/** The profile a JobProfile holds, or undefined when it is not one the service can read (its name not its own profile's among them). */
 export function profileOf(object: JobProfileObject | undefined): JobProfileData | undefined {
   const spec = object?.spec;
   const name = object?.metadata?.name;
-  if (!spec || !name || spec.jobName !== name || !Array.isArray(spec.runs)) return undefined;
-  return { jobName: name, asked: isObject(spec.asked) ? spec.asked as ApplicationConfig : {}, runs: spec.runs.filter(isRun) };
+  if (!spec || !name || typeof spec.jobName !== 'string' || !Array.isArray(spec.runs)) return undefined;
+  const submittedBy = typeof spec.submittedBy === 'string' ? spec.submittedBy : null;
+  if (profileName(spec.jobName, submittedBy) !== name) return undefined;
+  return { jobName: spec.jobName, submittedBy, asked: isObject(spec.asked) ? spec.asked as ApplicationConfig : {}, runs: spec.runs.filter(isRun) };
 }
 
 export class KubernetesJobProfiles extends KeptJobProfiles implements RecordedJobProfiles {
@@ -60,20 +63,21 @@ export class KubernetesJobProfiles extends KeptJobProfiles implements RecordedJo
     if (object.metadata?.name) this.forget(object.metadata.name);
   }
 
-  /** Adds an ended run to its job's JobProfile (the newest HISTORY_RUNS stay), made on the job's first run. */
-  async record(jobName: string, asked: ApplicationConfig, run: RunEvidence): Promise<void> {
+  /** Adds an ended run to its submitter's JobProfile of the job (the newest HISTORY_RUNS stay), made on the first such run. */
+  async record(jobName: string, submittedBy: Submitter, asked: ApplicationConfig, run: RunEvidence): Promise<void> {
     if (!JOB_NAME.test(jobName)) return;
+    const name = profileName(jobName, submittedBy);
     for (let attempt = 1; ; attempt++) {
       if (!this.mayWrite()) return;
-      const current = await this.objects.get(jobName);
-      const spec: JobProfileData = { jobName, asked, runs: withRun(profileOf(current)?.runs ?? [], run) };
+      const current = await this.objects.get(name);
+      const spec: JobProfileData = { jobName, ...(submittedBy === null ? {} : { submittedBy }), asked, runs: withRun(profileOf(current)?.runs ?? [], run) };
       const body: JobProfileObject = {
         apiVersion: `${GROUP}/${VERSION}`, kind: 'JobProfile',
-        metadata: { name: jobName, ...(current?.metadata?.resourceVersion ? { resourceVersion: current.metadata.resourceVersion } : {}) },
+        metadata: { name, ...(current?.metadata?.resourceVersion ? { resourceVersion: current.metadata.resourceVersion } : {}) },
         spec,
       };
       try {
-        this.applyObject(current ? await this.objects.replace(jobName, body) : await this.objects.create(body));
+        this.applyObject(current ? await this.objects.replace(name, body) : await this.objects.create(body));
         return;
       } catch (error) {
         if (statusCode(error) !== 409 || attempt >= WRITE_ATTEMPTS) throw error;

@@ -152,7 +152,7 @@ export class KubernetesCluster implements Cluster {
   /** What the webhook would admit, when this process has its rules (the rules in force now); undefined when unknown. */
   private expectedAdmission(bare: V1Pod, dryRun: boolean) {
     const rules = this.options.rules && rulesNow(this.options.rules);
-    return admissionWithTemplate(bare, this.ns, rules, (name) => this.templates.get(name), dryRun, (jobName) => this.jobs.runs(jobName));
+    return admissionWithTemplate(bare, this.ns, rules, (name) => this.templates.get(name), dryRun, (jobName, submittedBy) => this.jobs.runs(jobName, submittedBy));
   }
 
   async get(appName: string): Promise<AppRecord | undefined> {

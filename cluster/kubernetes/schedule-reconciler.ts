@@ -3,9 +3,9 @@
 // of the scheduler loop (cluster/schedules/runner.ts) over the Schedule resources and asks for
 // the next pass at the earliest next tick (at most `resyncMs` away, for changes made through
 // other replicas). Run only by the replica holding the Lease, checking before every create and
-// write that it still leads. Exactly one run per tick across a leader change: the run's name
-// derives from the tick, so a new leader redoing a tick its predecessor made meets that run
-// (409) and only records it. A failed pass (the store unreadable) is retried after its backoff.
+// write that it still leads. Exactly one run per tick across a leader change: the run's names
+// derive from the tick, so a new leader redoing a tick its predecessor made meets that run
+// (409, and the run's labels and owner prove it is) and only records it. A failed pass (the store unreadable) is retried after its backoff.
 import type { Cluster } from '../cluster.js';
 import { realClock, ScheduleRunner, type SchedulerClock, type SchedulerLog, type TickAdmission } from '../schedules/runner.js';
 import type { ScheduleStore } from '../schedules/schedule-store.js';
@@ -18,7 +18,7 @@ export const SCHEDULES_KEY = 'schedules';
 
 export interface ScheduleReconcilerOptions {
   store: ScheduleStore;
-  cluster: Pick<Cluster, 'createDriver' | 'list' | 'stop' | 'delete'>;
+  cluster: Pick<Cluster, 'createDriver' | 'get' | 'list' | 'stop' | 'delete'>;
   mayWrite: () => boolean;
   log?: SchedulerLog;
   /** The ticks' clock (wall time). */

@@ -83,7 +83,7 @@ export class LocalCluster implements Cluster {
       templates: this.templates.lookup,
       applications: (name) => this.records.get(name)?.record.config,
       newAppName,
-      jobRuns: (jobName) => this.jobs.runs(jobName),
+      jobRuns: (jobName, submittedBy) => this.jobs.runs(jobName, submittedBy),
     });
     if (admission.outcome === 'refused') return { ok: false, status: admission.status, body: admission.body };
     if (admission.outcome === 'ignored') throw new Error(`admission ignored the driver pod: ${admission.reason}`);

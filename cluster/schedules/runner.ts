@@ -5,11 +5,13 @@
 // (cluster/kubernetes/schedule-reconciler.ts). The clock and the timers are injected, so the
 // unit tests drive it through days in milliseconds.
 //
-// A tick never makes two runs: its run's name derives from the schedule and the tick, so a
-// second create (this loop after a crash between the run and the status write, or another
-// replica after a leader change) meets the first one (409) and is taken as done.
+// A tick never makes two runs: its run's name derives from the schedule, its owner and the
+// tick, so a second create (this loop after a crash between the run and the status write, or
+// another replica after a leader change) meets the first one (409) and is taken as done, but
+// only when that application is provably the tick's run (its scheduler-only labels and its
+// owner): a name held by anything else moves the tick to its next name, and is reported.
 import {
-  decideTick, runsBeyondHistory, SCHEDULE_LABEL, SCHEDULE_TICK_LABEL, scheduledRunName, tickLabelValue, type TickDecision,
+  decideTick, isRunOfTick, RUN_NAME_CANDIDATES, runsBeyondHistory, SCHEDULE_LABEL, SCHEDULE_TICK_LABEL, scheduledRunName, tickLabelValue, type TickDecision,
 } from '../../domain/index.js';
 import { type AppRecord, type Cluster, ConflictError, isTerminal } from '../cluster.js';
 import { submitApplication } from '../submit-application.js';
@@ -39,7 +41,7 @@ export type SchedulerLog = (level: 'info' | 'warn' | 'error', message: string, f
 
 export interface ScheduleRunnerOptions {
   store: ScheduleStore;
-  cluster: Pick<Cluster, 'createDriver' | 'list' | 'stop' | 'delete'>;
+  cluster: Pick<Cluster, 'createDriver' | 'get' | 'list' | 'stop' | 'delete'>;
   clock?: SchedulerClock;
   log?: SchedulerLog;
   /** Checked before every run and write: false once this replica no longer leads (default: always true). */
@@ -140,7 +142,7 @@ export class ScheduleRunner {
       lastRunName: outcome.runName ?? schedule.status.lastRunName,
       lastOutcome: outcome.text,
     });
-    this.log('info', `schedule ${spec.name}: ${outcome.text}`, { schedule: spec.name, tick: decision.tick.toISOString() });
+    this.log(outcome.warn ? 'warn' : 'info', `schedule ${spec.name}: ${outcome.text}`, { schedule: spec.name, tick: decision.tick.toISOString() });
     await this.prune(schedule, runs);
     return decision.next;
   }
@@ -151,33 +153,67 @@ export class ScheduleRunner {
     return page.items.filter((r) => r.submittedBy === schedule.createdBy);
   }
 
-  private async run(schedule: StoredSchedule, decision: Extract<TickDecision, { action: 'run' }>): Promise<{ runName?: string; text: string } | undefined> {
-    const { spec } = schedule;
+  private async run(schedule: StoredSchedule, decision: Extract<TickDecision, { action: 'run' }>): Promise<Outcome | undefined> {
     for (const appName of decision.stop) {
       if (!this.mayWrite) return undefined;
       await this.options.cluster.stop(appName);
     }
     if (!this.mayWrite) return undefined;
-    const appName = scheduledRunName(spec.jobName, spec.name, decision.tick);
-    const labels = { ...spec.labels, [SCHEDULE_LABEL]: spec.name, [SCHEDULE_TICK_LABEL]: tickLabelValue(decision.tick) };
     const missed = decision.missed > 0 ? ` (${decision.missed} earlier tick(s) missed)` : '';
     const replaced = decision.stop.length > 0 ? `, after stopping ${decision.stop.join(', ')} (Replace)` : '';
     // As the owner key, within its limits, exactly like its HTTP submissions: a schedule is no way around them.
     const permit = this.options.admit?.(schedule.createdBy ?? null) ?? { ok: true, done: () => undefined };
     if (!permit.ok) return { text: `tick ${decision.tick.toISOString()} refused (${permit.status}): ${permit.message}` };
+    let made: TickSubmission | undefined;
     try {
-      const result = await submitApplication(this.options.cluster, {
-        appName, jobName: spec.jobName, configTemplateName: spec.configTemplateName || undefined, configOverrides: spec.configOverrides, labels,
-        submittedBy: schedule.createdBy ?? undefined,
-      }, { dryRun: false });
-      permit.done(result.ok ? result.record : undefined);
-      if (!result.ok) return { text: `tick ${decision.tick.toISOString()} refused (${result.status}): ${result.body.message}` };
+      made = await this.submitTick(schedule, decision.tick);
     } catch (error) {
       permit.done();
-      if (!(error instanceof ConflictError)) throw error;
-      return { runName: appName, text: `tick ${decision.tick.toISOString()} ran ${appName} (made before: the name settled it)${missed}` };
+      throw error;
     }
-    return { runName: appName, text: `tick ${decision.tick.toISOString()} ran ${appName}${replaced}${missed}` };
+    permit.done(made?.created);
+    if (made === undefined) return undefined; // not this replica's to record any more
+    const taken = made.foreign.length > 0 ? ` (${made.foreign.map((name) => `the name ${name}`).join(', ')} held by another key's application: reported)` : '';
+    const warn = made.foreign.length > 0;
+    if (made.runName === undefined) return { text: `${made.text}${taken}`, warn };
+    return { runName: made.runName, text: `${made.text}${made.created ? replaced : ''}${taken}${missed}`, warn };
+  }
+
+  /**
+   * Creates the tick's run under the first of its names (scheduledRunName) that is free or is
+   * already this tick's run (made before: a crash, a leader change). A name held by any other
+   * application is passed over, said in the log and in the outcome: whoever made it, it does
+   * not settle this tick. Every replica tries the same names in the same order.
+   */
+  private async submitTick(schedule: StoredSchedule, tick: Date): Promise<TickSubmission | undefined> {
+    const { spec } = schedule;
+    const owner = schedule.createdBy ?? null;
+    const labels = { ...spec.labels, [SCHEDULE_LABEL]: spec.name, [SCHEDULE_TICK_LABEL]: tickLabelValue(tick) };
+    const foreign: string[] = [];
+    for (let candidate = 0; candidate < RUN_NAME_CANDIDATES; candidate++) {
+      if (!this.mayWrite) return undefined;
+      const appName = scheduledRunName(spec.jobName, spec.name, tick, owner, candidate);
+      try {
+        const result = await submitApplication(this.options.cluster, {
+          appName, jobName: spec.jobName, configTemplateName: spec.configTemplateName || undefined, configOverrides: spec.configOverrides, labels,
+          submittedBy: owner ?? undefined,
+        }, { dryRun: false });
+        if (!result.ok) return { foreign, text: `tick ${tick.toISOString()} refused (${result.status}): ${result.body.message}` };
+        return { foreign, runName: appName, created: result.record, text: `tick ${tick.toISOString()} ran ${appName}` };
+      } catch (error) {
+        if (!(error instanceof ConflictError)) throw error;
+      }
+      const holder = await this.options.cluster.get(appName);
+      // A 409 for a name this replica cannot read yet: the next pass looks again (never a second run).
+      if (!holder) throw new Error(`the name ${appName} is taken by an application not visible yet; the tick is tried again`);
+      if (isRunOfTick(holder, { name: spec.name, owner }, tick)) {
+        return { foreign, runName: appName, text: `tick ${tick.toISOString()} ran ${appName} (made before: the name settled it)` };
+      }
+      foreign.push(appName);
+      this.log('warn', `schedule ${spec.name}: tick ${tick.toISOString()}: the name ${appName} is held by ${holder.appName}, not this schedule's run (submitted by ${holder.submittedBy ?? 'no key'}); the tick takes its next name`,
+        { schedule: spec.name, tick: tick.toISOString(), holder: holder.appName, holderSubmittedBy: holder.submittedBy });
+    }
+    return { foreign, text: `tick ${tick.toISOString()} not run: all its ${RUN_NAME_CANDIDATES} names are held by other applications` };
   }
 
   /** Ended runs beyond the schedule's history limits are deleted. */
@@ -194,7 +230,12 @@ export class ScheduleRunner {
   }
 }
 
-function skipOutcome(decision: Extract<TickDecision, { action: 'skip' }>, activeRuns: string[]): { runName?: string; text: string } {
+/** `warn`: the tick met something to report (its names held by other keys' applications). */
+interface Outcome { runName?: string; text: string; warn?: boolean }
+/** What a tick's submission did: its run (made now, or before), and the names it found held by foreign applications. */
+interface TickSubmission extends Outcome { created?: AppRecord; foreign: string[] }
+
+function skipOutcome(decision: Extract<TickDecision, { action: 'skip' }>, activeRuns: string[]): Outcome {
   const tick = decision.tick.toISOString();
   return decision.reason === 'forbid'
     ? { text: `tick ${tick} skipped: ${activeRuns.join(', ')} still running (Forbid)` }

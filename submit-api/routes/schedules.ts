@@ -42,7 +42,7 @@ async function check(spec: Schedule, cluster: Cluster, submittedBy: string | und
   const own = Object.keys(spec.labels ?? {}).find((key) => isScheduleLabel(key) || isKernelLabel(key));
   if (own !== undefined) throw new HttpError(400, `field "labels": the label "${own}" is the service's own (it marks a schedule's runs, or a notebook kernel)`, { field: 'labels' });
   refuseServiceLabels({ jobName: spec.jobName, configOverrides: spec.configOverrides }, {}, undefined);
-  const appName = scheduledRunName(spec.jobName, spec.name, new Date());
+  const appName = scheduledRunName(spec.jobName, spec.name, new Date(), submittedBy ?? null);
   const result = await submitApplication(cluster, {
     appName, jobName: spec.jobName, configTemplateName: spec.configTemplateName || undefined, configOverrides: spec.configOverrides, labels: spec.labels, submittedBy,
   }, { dryRun: true });
@@ -63,7 +63,7 @@ export async function scheduleRoutes(app: FastifyInstance, { store, cluster, pol
   app.post<{ Body: Schedule }>('/api/schedules/', {
     schema: {
       summary: 'Create a schedule',
-      description: 'Each tick of `schedule` (cron, read in `timeZone`) submits `jobName` with the template and overrides, as POST /api/apps/ would for the key that created the schedule. The run is named `<jobName>-<yyyymmdd>-<hhmmss>-<5 characters from the schedule name>` after the tick (UTC), so a tick makes at most one run, and is labelled schedule.submission-service.io/name and /tick. The submission is checked at once as a dry run: a missing template answers 404, a refused override 400, unschedulable sizes 422. A name in use answers 409.',
+      description: 'Each tick of `schedule` (cron, read in `timeZone`) submits `jobName` with the template and overrides, as POST /api/apps/ would for the key that created the schedule. The run is named `<jobName>-<yyyymmdd>-<hhmmss>-<10 characters from the owner key and the schedule name>` after the tick (UTC), so a tick makes at most one run, and is labelled schedule.submission-service.io/name and /tick (labels a submission may not set). A name held by an application that is not the run of that tick (an application of another key) is passed over for the next name of the tick and reported in lastOutcome. The submission is checked at once as a dry run: a missing template answers 404, a refused override 400, unschedulable sizes 422. A name in use answers 409.',
       tags: ['schedules'],
       body: ref(schemaIds.schedule),
       response: { 201: ref(schemaIds.scheduleRecord), ...checked },

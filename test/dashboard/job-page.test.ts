@@ -26,12 +26,12 @@ async function recordedRuns(api: TestApi, jobs: LocalJobProfiles, jobName: strin
   for (let i = 0; i < count; i++) {
     const res = await api.call('POST', '/api/apps/', { jobName, configOverrides: { ...fakeJob({}), executor: { cores: 4, memory: '8g', instances: 2 } } }, headers);
     if (res.status !== 201) throw new Error(`${res.status} ${res.body}`);
-    const read = async () => (await api.call('GET', `/api/apps/${res.json.appName}`, undefined, headers)).json as { state: string; config: never; endedAt: string };
+    const read = async () => (await api.call('GET', `/api/apps/${res.json.appName}`, undefined, headers)).json as { state: string; config: never; endedAt: string; submittedBy: string | null };
     const record = await waitForState(read, 'COMPLETED');
     const size = { cores: 4, memory: '8g', instances: 2 };
     const durationMs = profile.durationMs * (1 + i / 10);
     const run: RunEvidence = { appName: res.json.appName, state: 'COMPLETED', endedAt: record.endedAt, durationMs, asked: size, ran: size, profile: { ...profile, durationMs }, cost: runCost(record.config, durationMs, { ...profile, durationMs }, 0.4) };
-    await jobs.record(jobName, record.config, run);
+    await jobs.record(jobName, record.submittedBy ?? null, record.config, run);
     names.push(run.appName);
   }
   return names;

@@ -1,7 +1,7 @@
 // The pure schedule decisions (domain/schedule.ts) at fixed dates, a DST change included.
 import t from 'tap';
 import {
-  decideTick, latestTick, nextTick, runsBeyondHistory, scheduledRunName, scheduleProblem, tickLabelValue,
+  decideTick, isRunOfTick, latestTick, nextTick, runsBeyondHistory, scheduledRunName, scheduleProblem, tickLabelValue,
 } from '../../domain/schedule.js';
 
 const at = (iso: string) => new Date(iso);
@@ -70,12 +70,36 @@ t.test('concurrency policies and suspend', async (t) => {
 t.test('a run name is the appName shape, the same for the same tick and schedule', async (t) => {
   const tick = at('2026-11-27T23:05:00Z');
   const name = scheduledRunName('nightly-etl', 'nightly', tick);
-  t.match(name, /^nightly-etl-20261127-230500-[a-z0-9]{5}$/);
+  t.match(name, /^nightly-etl-20261127-230500-[a-z0-9]{10}$/);
   t.equal(scheduledRunName('nightly-etl', 'nightly', new Date(tick)), name, 'deterministic');
   t.not(scheduledRunName('nightly-etl', 'nightly-2', tick), name, 'another schedule of the same job has another name');
   t.not(scheduledRunName('nightly-etl', 'nightly', at('2026-11-27T23:06:00Z')), name, 'another tick has another name');
   t.ok(scheduledRunName('a'.repeat(41), 'x'.repeat(63), tick).length <= 63, 'fits a pod name');
+  t.match(scheduledRunName('a'.repeat(41), 'x'.repeat(63), tick, 'k'), /^a{36}-20261127-230500-[a-z0-9]{10}$/, 'a long job name is cut, the digest kept whole');
   t.equal(tickLabelValue(tick), '20261127T230500Z');
+});
+
+t.test('a run name: 10 digest characters from the owner key and the schedule; the next names differ', async (t) => {
+  const tick = at('2026-11-27T23:05:00Z');
+  const name = scheduledRunName('etl', 'nightly', tick, 'key-a');
+  t.match(name, /^etl-20261127-230500-[a-z0-9]{10}$/, 'at least 10 base36 characters: no schedule name is found by brute force that names another\'s runs');
+  t.equal(scheduledRunName('etl', 'nightly', new Date(tick), 'key-a'), name, 'deterministic: every replica tries the same name');
+  t.not(scheduledRunName('etl', 'nightly', tick, 'key-b'), name, 'another key\'s schedule of the same name has other names');
+  const names = [0, 1, 2, 3].map((candidate) => scheduledRunName('etl', 'nightly', tick, 'key-a', candidate));
+  t.equal(names[0], name, 'candidate 0 is the name');
+  t.equal(new Set(names).size, 4, 'each next name differs');
+  t.same([0, 1, 2, 3].map((candidate) => scheduledRunName('etl', 'nightly', tick, 'key-a', candidate)), names, 'and is the same on every call');
+});
+
+t.test('a run of a tick is proven by its scheduler-only labels and its owner, not by its name', async (t) => {
+  const tick = at('2026-11-27T23:05:00Z');
+  const labels = { 'schedule.submission-service.io/name': 'nightly', 'schedule.submission-service.io/tick': '20261127T230500Z' };
+  t.ok(isRunOfTick({ labels, submittedBy: 'key-a' }, { name: 'nightly', owner: 'key-a' }, tick));
+  t.notOk(isRunOfTick({ labels, submittedBy: 'key-b' }, { name: 'nightly', owner: 'key-a' }, tick), 'another key\'s application with the same labels');
+  t.notOk(isRunOfTick({ labels: { ...labels, 'schedule.submission-service.io/name': 'other' }, submittedBy: 'key-a' }, { name: 'nightly', owner: 'key-a' }, tick), 'another schedule of the owner');
+  t.notOk(isRunOfTick({ labels, submittedBy: 'key-a' }, { name: 'nightly', owner: 'key-a' }, at('2026-11-27T23:06:00Z')), 'another tick');
+  t.notOk(isRunOfTick({ labels: {}, submittedBy: 'key-a' }, { name: 'nightly', owner: 'key-a' }, tick), 'no labels');
+  t.ok(isRunOfTick({ labels, submittedBy: null }, { name: 'nightly', owner: null }, tick), 'without authentication: no owner on either');
 });
 
 t.test('history: the newest successful and failed runs are kept, running ones never go', async (t) => {

@@ -83,7 +83,7 @@ t.test('Kubernetes mode: ended runs become the job\'s JobProfile; recommendation
   t.equal(recommendation.json.runs.length, 2, 'both runs with their costs');
 
   // The webhook watches the same JobProfiles: it sizes the pods the API writes the same way.
-  await eventually(async () => bed.webhook.cache.jobs.runs('oversized')?.length ?? 0, (n) => n >= 2, { what: 'the webhook to hear of both runs' });
+  await eventually(async () => bed.webhook.cache.jobs.runs('oversized', null)?.length ?? 0, (n) => n >= 2, { what: 'the webhook to hear of both runs' });
   const next = await submit();
   t.ok(next.config.executor.cores < 4, `the next run is admitted smaller (${next.config.executor.cores} cores)`);
   const submission = await http(url, 'GET', `/api/apps/${next.appName}/submission`);

@@ -32,7 +32,7 @@ const RUN_MS = 15 * MINUTE;
 interface Attempt { attempt: number; driverPod: string; exitCode: number | null; reason: string | null; counted?: boolean; startedAt: string | null; endedAt: string | null; memory?: { driver?: string; executor?: string } }
 interface App {
   appName: string; state: string; stateDetail?: string; attempt?: number; attempts?: Attempt[]; startedAt?: string | null; endedAt?: string | null;
-  labels: Record<string, string>; config: { executor?: { memory?: string } }; transitions: { state: string; at: string; detail?: string }[];
+  labels: Record<string, string>; submittedBy?: string | null; config: { executor?: { memory?: string } }; transitions: { state: string; at: string; detail?: string }[];
 }
 /** GET /api/schedules/{name}: the spec with the status beside it. */
 interface ScheduleView { name: string; suspend?: boolean; lastScheduleTime: string | null; lastRunName: string | null; lastOutcome: string | null; nextRunAt: string | null }
@@ -162,7 +162,7 @@ async function schedulesOnTheNode(t: Test, { bed, program, app, ended, log }: No
   const ticks = made.map((run) => run.labels[SCHEDULE_TICK_LABEL]!);
   const tickTimes = ticks.map(tickTime);
   t.same(tickTimes.slice(1).map((time, i) => time - tickTimes[i]!), [MINUTE, MINUTE, MINUTE, MINUTE], `consecutive minutes, one run each (${ticks.join(', ')})`);
-  t.same(made.map((run) => run.appName), tickTimes.map((time) => scheduledRunName(every.jobName, every.name, new Date(time))), 'each run named after its tick');
+  t.same(made.map((run) => run.appName), tickTimes.map((time, i) => scheduledRunName(every.jobName, every.name, new Date(time), made[i]!.submittedBy ?? null)), 'each run named after its tick');
 
   // Paused: a tick passes (the Forbid schedule, still active, settles a later one) and makes no run.
   await eventually(async () => { await watchForbid(); return schedule(forbid.name); },

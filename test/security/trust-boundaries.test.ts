@@ -1,7 +1,8 @@
 // Trust boundaries (docs/security.md): a user key acts on its own applications only; local
 // mode refuses launcher environment variables and its exit-code wrapper ignores the driver's
 // PATH; service accounts and secrets in overrides come from the policy's allowlists, and the
-// webhook applies the API's schema and the same policy to the overrides annotation.
+// webhook applies the API's schema and the same policy to the overrides annotation; a config's
+// annotations cannot set the service's own (the submitter's key id).
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import t from 'tap';
@@ -177,4 +178,19 @@ t.test("the policy comes from the node-pool file's policy section, checked by it
   t.match(rulesFrom(file, 'local').policy, { serviceAccounts: ['etl'], secrets: ['gcs'], usersActOnAllApplications: true, refuseLauncherEnvironment: false });
   writeFileSync(file, JSON.stringify({ nodePools: pools, policy: { secret: ['gcs'] } }));
   t.throws(() => rulesFrom(file, 'local'), /policy|secret/, 'a misspelt key is refused, not ignored');
+});
+
+t.test('a config\'s driver annotations cannot set the service\'s own: the submitter\'s key id comes from the submission', async (t) => {
+  const rules = buildRules({ nodePools: exampleCluster().nodePools, namespace: 'spark-apps' });
+  const pod = bareDriverPod({
+    appName: 'app-20260101-000000-aaaaa', jobName: 'app', namespace: 'spark-apps', submittedBy: 'mallory',
+    configOverrides: { driver: { annotations: { 'submission-service/submitted-by': 'alice', 'submission-service/idempotency': 'forged', 'team': 'x' } } },
+  });
+  const admitted = admitPod(pod, { rules, templates: () => undefined, applications: () => undefined, newAppName: (j) => `${j}-x` });
+  t.equal(admitted.outcome, 'admitted');
+  if (admitted.outcome !== 'admitted') return;
+  const annotations = admitted.pod.metadata!.annotations!;
+  t.equal(annotations['submission-service/submitted-by'], 'mallory', 'the driver pod names the key that submitted it, not the one an override names');
+  t.notOk('submission-service/idempotency' in annotations, 'nor an idempotency mark the submission did not make');
+  t.equal(annotations.team, 'x', 'other annotations pass');
 });

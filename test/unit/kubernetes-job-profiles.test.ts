@@ -85,11 +85,11 @@ t.test('only the replica holding the Lease writes an ended run into its job\'s J
   t.match(stored, { apiVersion: 'submission-service.io/v1', kind: 'JobProfile', metadata: { name: 'etl' }, spec: { jobName: 'etl' } });
   t.equal(stored.spec!.runs!.length, 1);
   t.match(stored.spec!.runs![0], { appName: run.appName, state: 'COMPLETED', asked: { cores: 4, memory: '8g' }, profile: { sparkAppId: profile.sparkAppId } }, 'the run, its profile read from its event log');
-  t.equal(follower.profiles.runs('etl'), undefined, 'the follower has nothing until its watch delivers');
+  t.equal(follower.profiles.runs('etl', null), undefined, 'the follower has nothing until its watch delivers');
   follower.profiles.applyObject(stored);
-  t.same(follower.profiles.runs('etl')!.map((r) => r.appName), [run.appName]);
+  t.same(follower.profiles.runs('etl', null)!.map((r) => r.appName), [run.appName]);
   t.ok(follower.profiles.costOf(run.appName), 'the run\'s cost is readable on every replica');
-  t.ok(follower.profiles.recommendation('etl'), 'and the recommendation');
+  t.ok(follower.profiles.recommendation('etl', null), 'and the recommendation');
   await leader.end(run);
   t.equal(objects.writes, 1, 'a run already recorded is not written again');
 });
@@ -136,11 +136,11 @@ t.test('a hand-edited JobProfile: what is not a recorded run is left out; a name
   const edited = structuredClone(objects.objects.get('etl')!);
   edited.spec!.runs!.push({ appName: 42 } as never, 'junk' as never);
   r.profiles.applyObject(edited);
-  t.same(r.profiles.runs('etl')!.map((x) => x.appName), [run.appName]);
+  t.same(r.profiles.runs('etl', null)!.map((x) => x.appName), [run.appName]);
   r.profiles.applyObject({ metadata: { name: 'other' }, spec: { jobName: 'etl', runs: [] } });
-  t.equal(r.profiles.runs('other'), undefined);
+  t.equal(r.profiles.runs('other', null), undefined);
   r.profiles.removeObject({ metadata: { name: 'etl' } });
-  t.equal(r.profiles.runs('etl'), undefined, 'deleted: no history');
+  t.equal(r.profiles.runs('etl', null), undefined, 'deleted: no history');
   t.equal(r.profiles.costOf(run.appName), undefined);
 });
 
@@ -152,7 +152,7 @@ t.test('under apply, the API\'s admission sizes a job from the JobProfile it hol
   const pod = bareDriverPod({ appName: 'oversized-next', jobName: 'oversized', namespace: '', configOverrides: {
     type: 'Python', mainApplicationFile: 'local:///app.py', executor: { cores: 4, memory: '8g', instances: 1 }, sizing: { fromHistory: 'apply' },
   } });
-  const admitted = expectedAdmission(pod, 'spark-apps', rules, undefined, false, (job) => r.profiles.runs(job));
+  const admitted = expectedAdmission(pod, 'spark-apps', rules, undefined, false, (job, by) => r.profiles.runs(job, by));
   t.equal(admitted?.outcome, 'admitted');
   if (admitted?.outcome !== 'admitted') return;
   t.ok(admitted.config.executor!.cores! < 4, `fewer cores than asked (${admitted.config.executor!.cores})`);
@@ -174,21 +174,53 @@ t.test('after the watched policy changes, the next suggestion and the next run\'
   const r = replica(objects, { now: true }, profile, watched);
   const first = ended('etl');
   await r.end(first);
-  const underA = r.profiles.recommendation('etl')!;
+  const underA = r.profiles.recommendation('etl', null)!;
   const ceilingB = poolsB.pools[0]!.maximumSchedulableMemoryRequestMib;
   t.ok(parseInt(underA.suggested.memory, 10) > ceilingB, `under A: ${underA.suggested.memory}, more than B's pool can hold`);
-  const durationMs = r.profiles.runs('etl')![0]!.durationMs;
+  const durationMs = r.profiles.runs('etl', null)![0]!.durationMs;
   t.same(r.profiles.costOf(first.appName), runCost(first.config, durationMs, profile, 0.4), 'the first run costed with A\'s overhead');
 
   watched.now = poolsB;
-  const underB = r.profiles.recommendation('etl')!;
+  const underB = r.profiles.recommendation('etl', null)!;
   t.equal(underB.suggested.memory, `${ceilingB}m`, 'the next suggestion fits B\'s only pool');
   const asked = first.config;
   t.equal(underB.saving.requestedGibHoursPerRun, runCost(asked, durationMs, null, 0.1).requestedGibHours, 'its saving is priced with B\'s overhead');
   const second = ended('etl');
   await r.end(second);
-  const secondRun = r.profiles.runs('etl')!.find((run) => run.appName === second.appName)!;
+  const secondRun = r.profiles.runs('etl', null)!.find((run) => run.appName === second.appName)!;
   t.same(r.profiles.costOf(second.appName), runCost(second.config, secondRun.durationMs, profile, 0.1), 'the next run costed with B\'s overhead');
   t.not(r.profiles.costOf(second.appName)!.requestedGibHours, r.profiles.costOf(first.appName)!.requestedGibHours, 'a different figure from A\'s');
   t.same(r.profiles.costOf(first.appName), runCost(first.config, durationMs, profile, 0.4), 'a run recorded before the change keeps the cost it was recorded with');
+});
+
+t.test('a JobProfile per job and key: another key\'s runs land in its own, never in the job\'s other keys\' sizing', async (t) => {
+  const objects = new FakeObjects();
+  const profile = await fixture();
+  const r = replica(objects, { now: true }, profile);
+  const mine = [ended('etl', { submittedBy: 'a1b2c3' }), ended('etl', { submittedBy: 'a1b2c3' })];
+  for (const run of mine) await r.end(run);
+  const tiny = replica(objects, { now: true }, { ...profile, peakTasksPerExecutor: 1, peakTasks: 1 });
+  for (let i = 0; i < 5; i++) await tiny.end(ended('etl', { submittedBy: 'f00d42' }));
+  t.same([...objects.objects.keys()].sort(), ['etl.a1b2c3', 'etl.f00d42'], 'one JobProfile per key, named <job>.<key id>');
+  t.equal(objects.objects.get('etl.f00d42')!.spec!.submittedBy, 'f00d42');
+  r.profiles.applyObject(objects.objects.get('etl.f00d42')!);
+  t.same(r.profiles.runs('etl', 'a1b2c3')!.map((x) => x.appName), mine.map((x) => x.appName), 'key a1b2c3\'s runs only');
+  t.equal(r.profiles.runs('etl', 'f00d42')!.length, 5);
+  t.equal(r.profiles.runs('etl', null), undefined, 'runs with no key are a profile of their own');
+  t.same(r.profiles.recommendation('etl', 'a1b2c3')!.basedOn, mine.map((x) => x.appName), 'the recommendation from the key\'s runs');
+  const pod = (submittedBy: string) => bareDriverPod({ appName: 'etl-next', jobName: 'etl', namespace: '', submittedBy, configOverrides: {
+    type: 'Python', mainApplicationFile: 'local:///app.py', executor: { cores: 4, memory: '8g', instances: 1 }, sizing: { fromHistory: 'apply' },
+  } });
+  const admitted = (submittedBy: string) => {
+    const result = expectedAdmission(pod(submittedBy), 'spark-apps', rules, undefined, false, (job, by) => r.profiles.runs(job, by));
+    return result?.outcome === 'admitted' ? result.config.executor!.cores : undefined;
+  };
+  t.equal(admitted('f00d42'), 1, 'key f00d42 is sized from its one-task runs');
+  const own = admitted('a1b2c3')!;
+  t.ok(own > 1 && own < 4, `key a1b2c3 from its own runs (${own} cores: 2 tasks at once), whatever f00d42 ran`);
+  // A profile written under another key's name (by hand) is not taken for that key's.
+  const forged = structuredClone(objects.objects.get('etl.f00d42')!);
+  forged.metadata!.name = 'etl.a1b2c3';
+  r.profiles.applyObject(forged);
+  t.same(r.profiles.runs('etl', 'a1b2c3')!.map((x) => x.appName), mine.map((x) => x.appName), 'a name that is not its own profile\'s is ignored');
 });

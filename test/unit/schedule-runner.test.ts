@@ -9,7 +9,7 @@ import { matchesQuery, pageOf } from '../../cluster/paging.js';
 import { FileScheduleStore } from '../../cluster/schedules/file-schedule-store.js';
 import { ScheduleRunner, type SchedulerClock } from '../../cluster/schedules/runner.js';
 import { emptyStatus } from '../../cluster/schedules/schedule-store.js';
-import { ANNOTATION_SUBMITTED_BY, applicationLabels, LABEL_JOB } from '../../domain/index.js';
+import { ANNOTATION_SUBMITTED_BY, applicationLabels, LABEL_JOB, scheduledRunName } from '../../domain/index.js';
 import type { Schedule } from '../../schemas/index.js';
 import { tempDir } from '../helpers/temp.js';
 import { SchedulerTestClock as FakeClock } from '../helpers/scheduler-clock.js';
@@ -29,6 +29,7 @@ class FakeCluster {
     this.records.set(appName, record);
     return { ok: true, record, pod };
   }
+  async get(appName: string) { return this.records.get(appName); }
   async list(query: ListQuery) { return pageOf([...this.records.values()].filter((r) => matchesQuery(r, query)), query); }
   async stop(appName: string) { this.stopped.push(appName); return this.end(appName, 'KILLED'); }
   async delete(appName: string) { return this.records.delete(appName); }
@@ -40,14 +41,14 @@ class FakeCluster {
   names() { return [...this.records.keys()].sort(); }
 }
 
-async function setup(t: { teardown(fn: () => unknown): void }, spec: Partial<Schedule>, start = '2026-11-27T10:00:30Z', options: { createdBy?: string } = {}) {
+async function setup(t: { teardown(fn: () => unknown): void }, spec: Partial<Schedule>, start = '2026-11-27T10:00:30Z', options: { createdBy?: string; log?: (message: string) => void } = {}) {
   const dir = tempDir(t);
   const quiet = { info: () => undefined, warn: () => undefined, error: () => undefined };
   const store = new FileScheduleStore(join(dir, 'schedules'), { log: quiet });
   await store.create({ spec: { name: 'every-minute', schedule: '* * * * *', jobName: 'etl', ...spec }, createdBy: options.createdBy ?? 'key-a', createdAt: start, status: emptyStatus() });
   const clock = new FakeClock(Date.parse(start));
   const cluster = new FakeCluster(clock);
-  const runner = new ScheduleRunner({ store, cluster, clock });
+  const runner = new ScheduleRunner({ store, cluster, clock, log: (_level, message) => options.log?.(message) });
   runner.start();
   t.teardown(() => runner.stop());
   return { store, clock, cluster, runner, dir, quiet };
@@ -56,7 +57,7 @@ async function setup(t: { teardown(fn: () => unknown): void }, spec: Partial<Sch
 t.test('every minute for 5 minutes: one run per tick, named after it, as the owner', async (t) => {
   const { clock, cluster, runner, store } = await setup(t, {});
   await clock.until('2026-11-27T10:05:10Z', runner);
-  t.same(cluster.names(), [1, 2, 3, 4, 5].map((m) => `etl-20261127-100${m}00-${cluster.names()[0].slice(-5)}`));
+  t.same(cluster.names(), [1, 2, 3, 4, 5].map((m) => `etl-20261127-100${m}00-${cluster.names()[0].slice(-10)}`));
   for (let i = 0; i < 3; i++) runner.wake(); // more passes at the same time make nothing more
   await clock.until('2026-11-27T10:05:20Z', runner);
   t.equal(cluster.records.size, 5, 'still one run per tick');
@@ -131,4 +132,34 @@ t.test('history limits: ended runs beyond them are deleted', async (t) => {
   }
   await clock.until('2026-11-27T10:05:10Z', runner);
   t.match(cluster.names(), [/-100300-/, /-100400-/, /-100500-/], 'the failed one and the oldest completed one went; the running one stays');
+});
+
+t.test('another key\'s application holding a tick\'s name does not take the tick: the run is made under its next name, and said', async (t) => {
+  const logged: string[] = [];
+  const { clock, cluster, runner, store, dir, quiet } = await setup(t, {}, '2026-11-27T10:00:30Z', { log: (message) => logged.push(message) });
+  const tick = new Date('2026-11-27T10:01:00Z');
+  const first = scheduledRunName('etl', 'every-minute', tick, 'key-a');
+  // Key B made an application under the name 10:01 tries first (a schedule of its own whose name
+  // digests alike), even with the victim's schedule labels: labels alone are not the owner's.
+  await cluster.createDriver({ metadata: { name: first, labels: { [LABEL_JOB]: 'etl', 'schedule.submission-service.io/name': 'every-minute', 'schedule.submission-service.io/tick': '20261127T100100Z' }, annotations: { [ANNOTATION_SUBMITTED_BY]: 'key-b' } } });
+  await clock.until('2026-11-27T10:01:10Z', runner);
+  const own = [...cluster.records.values()].filter((r) => r.submittedBy === 'key-a');
+  t.equal(own.length, 1, 'the 10:01 tick made its run as key A');
+  t.not(own[0]?.appName, first, 'under another name than the one key B holds');
+  t.match(own[0]?.labels, { 'schedule.submission-service.io/tick': '20261127T100100Z' });
+  t.equal(cluster.records.get(first)?.submittedBy, 'key-b', 'key B\'s application is left alone');
+  const status = (await store.get('every-minute'))!.status;
+  t.equal(status.lastRunName, own[0]?.appName);
+  t.match(status.lastOutcome, new RegExp(`ran ${own[0]?.appName}.*the name ${first} held by another key's application`), 'the status says the name was held');
+  t.match(logged.join('\n'), new RegExp(`the name ${first} is held by ${first}.*submitted by key-b`), 'and the log');
+  // A new leader redoing 10:01 (the status lost) meets key B's name, then this tick's own run: no second run.
+  await runner.stop();
+  const secondStore = new FileScheduleStore(join(dir, 'schedules'), { log: quiet });
+  await secondStore.setStatus('every-minute', { ...status, lastScheduleTime: '2026-11-27T10:00:30.000Z' });
+  const second = new ScheduleRunner({ store: secondStore, cluster, clock });
+  second.start();
+  t.teardown(() => second.stop());
+  await clock.until('2026-11-27T10:01:20Z', second);
+  t.equal([...cluster.records.values()].filter((r) => r.submittedBy === 'key-a').length, 1, 'still one run of 10:01 after a leader change');
+  t.match((await secondStore.get('every-minute'))!.status.lastOutcome, /ran .*made before: the name settled it/);
 });
