@@ -26,7 +26,10 @@ async function setup(t: TestLike, fairShare: { applicationsPerKey?: number; subm
   const api = await startTestApi(t, { schedules: { clock, start: true }, auth: { enabled: true, store: keys }, fairShare });
   const as = (who: { key: string }) => ({ 'x-api-key': who.key });
   const at = (ms: number) => clock.until(start + ms, api.schedules!.runner);
-  return { keys, at, api, as };
+  // Five seconds past the k-th whole minute after the start: one tick of '* * * * *' each, wherever
+  // in its minute the test began (start + 65 s crossed two minutes when it began past second 55).
+  const tick = (k: number) => clock.until(Math.floor(start / MINUTE) * MINUTE + k * MINUTE + 5_000, api.schedules!.runner);
+  return { keys, at, tick, api, as };
 }
 
 /** Runs the schedule named `name` made (its label), whoever's. */
@@ -37,21 +40,21 @@ async function runsOf(api: TestApi, name: string) {
 const lastOutcome = async (api: TestApi, name: string) => (await api.schedules!.store.get(name))?.status.lastOutcome ?? '';
 
 t.test('a key at its cap on unfinished applications: its schedule\'s tick is refused (429), as its POST would be', async (t) => {
-  const { keys, at, api, as } = await setup(t, { applicationsPerKey: 1 });
+  const { keys, tick, api, as } = await setup(t, { applicationsPerKey: 1 });
   const alice = keys.create('user', 'alice');
   const held = await api.call('POST', '/api/apps/', { jobName: 'held', configOverrides: longJob() }, as(alice));
   t.equal(held.status, 201, held.body);
   t.equal((await api.call('POST', '/api/apps/', { jobName: 'held', configOverrides: longJob() }, as(alice))).status, 429, 'over HTTP: the second is refused');
   const created = await api.call('POST', '/api/schedules/', { name: 'every-minute', schedule: '* * * * *', jobName: 'etl', configOverrides: longJob() }, as(alice));
   t.equal(created.status, 201, created.body);
-  await at(MINUTE + 5_000);
+  await tick(1);
   t.same(await runsOf(api, 'every-minute'), [], 'the tick made no run');
   t.match(await lastOutcome(api, 'every-minute'), /refused \(429\).*unfinished applications/, 'the schedule says why');
 
   // Once alice's application ends, the next tick runs, as alice.
   t.ok((await api.call('POST', `/api/apps/${held.json.appName}/stop`, undefined, as(alice))).status < 300, 'alice stops it');
   await until(async () => (await api.cluster.get(held.json.appName))?.state !== 'RUNNING', { what: 'the held application to end' });
-  await at(2 * MINUTE + 5_000);
+  await tick(2);
   const runs = await runsOf(api, 'every-minute');
   t.equal(runs.length, 1, 'the next tick ran');
   t.equal(runs[0].submittedBy, alice.id, 'submitted as the schedule\'s owner');
@@ -69,14 +72,14 @@ t.test('a schedule ticking every second meets its key\'s submissions per minute'
 });
 
 t.test('a revoked owner key\'s schedule submits nothing; an admin\'s is not limited', async (t) => {
-  const { keys, at, api, as } = await setup(t, { applicationsPerKey: 1 });
+  const { keys, tick, api, as } = await setup(t, { applicationsPerKey: 1 });
   const [carol, admin] = [keys.create('user', 'carol'), keys.create('admin', 'ops')];
   const schedule = (name: string) => ({ name, schedule: '* * * * *', jobName: 'etl', configOverrides: longJob() });
   t.equal((await api.call('POST', '/api/schedules/', schedule('carols'), as(carol))).status, 201);
   t.equal((await api.call('POST', '/api/apps/', { jobName: 'ops', configOverrides: longJob() }, as(admin))).status, 201);
   t.equal((await api.call('POST', '/api/schedules/', schedule('admins'), as(admin))).status, 201);
   t.ok(keys.revoke(carol.id), 'carol\'s key revoked');
-  await at(MINUTE + 5_000);
+  await tick(1);
   t.same(await runsOf(api, 'carols'), [], 'no run for a revoked key');
   t.match(await lastOutcome(api, 'carols'), /refused \(401\).*revoked/);
   t.equal((await runsOf(api, 'admins')).length, 1, 'an admin key, as over HTTP, is not held to the cap');
