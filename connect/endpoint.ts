@@ -8,7 +8,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { KeyVerifier } from '../submit-api/auth/plugin.js';
 import { answerStatus, GrpcRefusal, GrpcStatus } from './grpc-status.js';
 import { bearerToken, templateOf } from './metadata.js';
-import { CONNECTION_WINDOW, relay, serverAuthorization, STREAM_WINDOW, Upstreams } from './relay.js';
+import { CONNECTION_WINDOW, relay, serverAuthorization, STREAM_WINDOW, type Upstreams } from './relay.js';
 import { type ConnectCaller } from './session-owners.js';
 import { peekSessionId } from './session-id.js';
 import type { ConnectSessions } from './sessions.js';
@@ -98,7 +98,8 @@ async function handleCall(options: ConnectEndpointOptions, upstreams: Upstreams,
 
 /** The endpoint's server (not listening yet); its close also drops the connections to the sessions' servers. */
 export function createConnectEndpoint(options: ConnectEndpointOptions): Http2Server {
-  const upstreams = new Upstreams();
+  // The sessions' (shared with the warm pool's warm-up): a pooled server's connection is open already.
+  const { upstreams } = options.sessions;
   const open: OpenCalls = new Map();
   const stopWatching = watchRevocations(options, open);
   // Large windows for what clients send (artifacts, local relations), as on the upstream leg (relay.ts).
