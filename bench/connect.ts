@@ -8,7 +8,8 @@
 //     latter in CONNECT_FIRST_ROUNDS rounds (each a server of its own: the one taken is stopped
 //     and the pool's next is waited for), reported as the median and each round;
 //   - CONNECT_QUERIES small queries (`select 1`) through the endpoint and straight to the warm
-//     session's server (its loopback port, from its submission), in CONNECT_ROUNDS alternating
+//     session's server (its loopback port, from its submission; a 4.x server asks for its token,
+//     which the bench reads as an operator on this machine would: serverTokenOf), in CONNECT_ROUNDS alternating
 //     rounds (through, direct, through, ...), each a new client process whose first query is left
 //     out: both paths see the same JVM warmth and the same machine load;
 //   - CONNECT_ARROW_MB of Arrow batches back (rows of an id and 92 bytes), 2 fetches per round in
@@ -18,8 +19,10 @@
 //   CONNECT_WARM_UP 1: 0 for a service that does not warm its servers up, an older build, whose
 //   server counts as ready once its driver log says it started)
 import { randomUUID } from 'node:crypto';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { envNumber, fmt, load, median, percentileSorted, table } from './lib.js';
+import { CONNECT_SERVER_CLASS, CONNECT_SERVER_TOKEN_ENV } from '../cluster/local/connect-server-token.js';
+import { envNumber, fmt, load, median, percentileSorted, saveSummary, type SummaryRow, table } from './lib.js';
 import { connectClientPython, connectPortOf, runConnectClientOf } from '../test/connect/connect-client.js';
 import { http, realSpark, sparkEnv, startService } from '../test/helpers/service.js';
 import { until } from '../test/helpers/poll.js';
@@ -37,6 +40,11 @@ const WARM_LABEL = 'connect.submission-service.io/warm';
 const cleanup: Array<() => unknown> = [];
 const teardown = { teardown: (fn: () => unknown) => { cleanup.push(fn); } };
 const templateOf = (version: string) => `connect-${version.replaceAll('.', '-')}`;
+/** run.sh's summary lines (saveSummary): each version's figures against the issue's goals. */
+const summary: SummaryRow[] = [];
+const judged = (bench: string, metric: string, value: number, unit: string, goal: string, met: boolean): void => {
+  summary.push({ bench, metric, value: `${fmt(value, unit === 'ms' ? 1 : 0)} ${unit}`, goal, verdict: met ? 'ok' : unit === '%' ? 'below goal' : 'above goal' });
+};
 
 const versions = VERSIONS.filter((version) => connectClientPython(version));
 for (const version of VERSIONS.filter((v) => !versions.includes(v))) console.log(`${version}: skipped, no client (SETUP_TEST_TOOLS=1 scripts/setup.sh)`);
@@ -91,6 +99,37 @@ async function serverPortOf(service: Service, appName: string): Promise<number> 
   return Number(submission.configOverrides.engineConf['spark.connect.grpc.binding.port']);
 }
 
+/**
+ * The token the Connect server of application `appName` asks every call for (Spark 4's servers;
+ * cluster/local/connect-server-token.ts), read where an operator on this machine, as the service's
+ * user, finds it: the environment of the server's own process (the JVM whose command line names
+ * its class and the application). The service shows it nowhere; undefined when no such process
+ * has one (a 3.5 server, which asks for none).
+ */
+function serverTokenOf(appName: string): string | undefined {
+  for (const pid of readdirSync('/proc').filter((name) => /^\d+$/.test(name))) {
+    try {
+      const args = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
+      if (!args.includes(CONNECT_SERVER_CLASS) || !args.some((arg) => arg === appName || arg.endsWith(`=${appName}`))) continue;
+      const prefix = `${CONNECT_SERVER_TOKEN_ENV}=`;
+      const token = readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0').find((entry) => entry.startsWith(prefix))?.slice(prefix.length);
+      if (token) return token;
+    } catch {
+      // A process that ended meanwhile, or one not ours to read.
+    }
+  }
+  return undefined;
+}
+
+/** The URL straight to the server of application `appName`: its loopback port and, when it asks for one, its token (a 4.x client sends it in plaintext to `localhost` only). */
+async function directUrlOf(service: Service, appName: string, version: string): Promise<string> {
+  const url = `sc://localhost:${await serverPortOf(service, appName)}/`;
+  if (Number(version.split('.')[0]) < 4) return url;
+  const token = serverTokenOf(appName);
+  if (!token) throw new Error(`no process of ${appName}'s Connect server has ${CONNECT_SERVER_TOKEN_ENV} in its environment`);
+  return `${url};token=${token}`;
+}
+
 /** Small queries in alternating rounds; each path's times (ms), first queries of each client left out. */
 async function smallQueries(version: string, through: string, direct: string) {
   const times = { through: [] as number[], direct: [] as number[] };
@@ -124,21 +163,26 @@ async function benchVersion(service: Service, endpoint: string, version: string)
     if (made.status !== 201) throw new Error(`template ${template}-cold: ${made.status} ${made.text}`);
     const cold = await runConnectClientOf(version, 'bench', `${endpoint};template=${template}-cold`, '1');
     rows.push([version, 'first query, new session, cold (its application starts)', fmt(cold.first)]);
+    summary.push({ bench: `connect ${version}`, metric: 'first query, cold session', value: `${fmt(cold.first)} ms`, goal: '≤ a hand-started server + 1 s', verdict: 'info' });
     const coldApp = ((await http(service.url, 'GET', `/api/apps/?labelSelector=connect.submission-service.io/template=${template}-cold`)).json.items as App[])[0];
     if (coldApp) await http(service.url, 'POST', `/api/apps/${coldApp.appName}/stop`); // its cores back
   }
   const { firsts, warm, through } = await warmFirstQueries(service, endpoint, version);
   rows.push([version, `first query, new session, from the warm pool: median of ${firsts.length} (each)`, `${fmt(median(firsts))} (${firsts.map((ms) => fmt(ms)).join(', ')})`]);
-  const direct = `sc://localhost:${await serverPortOf(service, warm.appName)}/`;
+  judged(`connect ${version}`, 'first query, warm pool', median(firsts), 'ms', '≤ 300 ms', median(firsts) <= 300);
+  const direct = await directUrlOf(service, warm.appName, version);
   const small = await smallQueries(version, through, direct);
   const [sortedThrough, sortedDirect] = [small.through, small.direct].map((times) => Float64Array.from(times).sort());
   const p = (sorted: Float64Array, q: number) => fmt(percentileSorted(sorted, q), 2);
   rows.push([version, `select 1 through the endpoint, p50 / p99 (${small.through.length})`, `${p(sortedThrough, 50)} / ${p(sortedThrough, 99)}`]);
   rows.push([version, `select 1 straight to the server, p50 / p99 (${small.direct.length})`, `${p(sortedDirect, 50)} / ${p(sortedDirect, 99)}`]);
-  rows.push([version, 'p50 added by the endpoint', fmt(percentileSorted(sortedThrough, 50) - percentileSorted(sortedDirect, 50), 2)]);
+  const added = percentileSorted(sortedThrough, 50) - percentileSorted(sortedDirect, 50);
+  rows.push([version, 'p50 added by the endpoint', fmt(added, 2)]);
+  judged(`connect ${version}`, 'select 1 p50 added by the endpoint', added, 'ms', '≤ +1 ms', added <= 1);
   const arrow = await arrowRates(version, through, direct);
   const [rateThrough, rateDirect] = [median(arrow.rates.through), median(arrow.rates.direct)];
   rows.push([version, `${fmt(arrow.bytes / 1e6)} MB of Arrow batches, MB/s through / direct (median of ${arrow.rates.through.length})`, `${fmt(rateThrough, 1)} / ${fmt(rateDirect, 1)} (${fmt((100 * rateThrough) / rateDirect)}%)`]);
+  judged(`connect ${version}`, 'Arrow rate through / direct', (100 * rateThrough) / rateDirect, '%', '≥ 90%', rateThrough >= 0.9 * rateDirect);
   // Its cores back before the next version's session (local mode's core queue).
   await http(service.url, 'POST', `/api/apps/${warm.appName}/stop`);
   console.log(`${version} done (load ${load()})`);
@@ -162,6 +206,7 @@ try {
   for (const version of versions) rows.push(...await benchVersion(service, endpoint, version));
   console.log(`Spark Connect through the endpoint and straight to the server, ${QUERIES} queries per path in ${ROUNDS} alternating rounds (load ${load()})`);
   console.log(table(['Spark', 'what', 'ms (or as said)'], rows));
+  saveSummary('connect', summary, { queries: QUERIES, rounds: ROUNDS, arrowMb: ARROW_MB, rows });
   await service.stop();
 } finally {
   for (const fn of cleanup.reverse()) await fn();

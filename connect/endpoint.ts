@@ -10,7 +10,7 @@ import type { KeyVerifier } from '../submit-api/auth/plugin.js';
 import { type ConnectLimits, defaultConnectLimits, limitConnections } from './connection-limits.js';
 import { answerStatus, GrpcRefusal, GrpcStatus } from './grpc-status.js';
 import { bearerToken, templateOf } from './metadata.js';
-import { CONNECTION_WINDOW, relay, serverAuthorization, STREAM_WINDOW, Upstreams } from './relay.js';
+import { CONNECTION_WINDOW, relay, serverAuthorization, STREAM_WINDOW, type Upstreams } from './relay.js';
 import { type ConnectCaller } from './session-owners.js';
 import { peekSessionId } from './session-id.js';
 import type { ConnectSessions } from './sessions.js';
@@ -113,7 +113,8 @@ async function handleCall(options: ConnectEndpointOptions, endpoint: Endpoint, s
 /** The endpoint's server (not listening yet); its close also drops the connections to the sessions' servers. */
 export function createConnectEndpoint(options: ConnectEndpointOptions): Http2Server {
   const limits = options.limits ?? defaultConnectLimits();
-  const endpoint: Endpoint = { upstreams: new Upstreams(), open: new Map(), callSlots: new ConnectionSlots(limits.callsPerKey) };
+  // The sessions' connections to their servers (shared with the warm pool's warm-up): a pooled server's is open already.
+  const endpoint: Endpoint = { upstreams: options.sessions.upstreams, open: new Map(), callSlots: new ConnectionSlots(limits.callsPerKey) };
   const stopWatching = watchRevocations(options, endpoint.open);
   // Large windows for what clients send (artifacts, local relations), as on the upstream leg (relay.ts).
   const settings = { initialWindowSize: STREAM_WINDOW };

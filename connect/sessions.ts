@@ -9,6 +9,7 @@ import type { EndedSession } from './last-run.js';
 import { isEnded, waitForServer } from './server-wait.js';
 import { sessionSubmission } from './server-app.js';
 import type { ConnectApp, ServiceApi } from './service-api.js';
+import { Upstreams } from './relay.js';
 import { type WarmOptions, warmPoolHost } from './warm-host.js';
 import { ConnectWarmPool, type WarmServer } from './warm-pool.js';
 
@@ -78,6 +79,11 @@ export class ConnectSessions {
   private closed = false;
   /** Servers started ahead (absent: no pool). */
   readonly pool: ConnectWarmPool | undefined;
+  /**
+   * The HTTP/2 connections to the sessions' servers, one per server: the relay's (endpoint.ts) and
+   * the warm pool's warm-up's, so that a pooled server's first session finds one open.
+   */
+  readonly upstreams = new Upstreams();
 
   constructor(private readonly options: SessionsOptions) {
     for (const { sessionId, owner, why } of options.ended ?? []) this.remember(sessionId, { owner, why, errorClass: SESSION_CHANGED });
@@ -89,7 +95,7 @@ export class ConnectSessions {
     if (warm && [...warm.sizes.values()].some((n) => n > 0)) {
       const host = warmPoolHost({
         warm, placement: this.placement, defaultVersion: options.defaultVersion, serverJar: options.serverJar,
-        stop: (appName, why) => this.stopApp(appName, undefined, why), stopping: () => this.closed, probeMs: options.probeMs,
+        stop: (appName, why) => this.stopApp(appName, undefined, why), stopping: () => this.closed, probeMs: options.probeMs, upstreams: this.upstreams,
       });
       this.pool = new ConnectWarmPool(warm.sizes, host, options.log, warm.checkMs);
       this.pool.open();
@@ -255,5 +261,6 @@ export class ConnectSessions {
     this.closed = true;
     if (this.cullTimer) clearInterval(this.cullTimer);
     await Promise.allSettled([...[...this.sessions.values()].map((session) => this.end(session, 'the service stopped')), this.pool?.close()]);
+    this.upstreams.close();
   }
 }

@@ -7,7 +7,7 @@ import { listening, type ServerAddress, type ServerPlacement } from './placement
 import { warmSubmission } from './server-app.js';
 import { waitForServer } from './server-wait.js';
 import { warmUpServer } from './warm-up.js';
-import { serverAuthorization } from './relay.js';
+import { serverAuthorization, type Upstreams } from './relay.js';
 import type { WarmPoolHost, WarmServer } from './warm-pool.js';
 import type { ConnectApp } from './service-api.js';
 
@@ -28,7 +28,7 @@ export interface WarmOptions {
   /** The pool's check interval (ms; tests). */
   checkMs?: number;
   /** The warm-up of a server that answers (default: Spark Connect calls, warm-up.ts; tests whose servers are not Spark's give their own). */
-  warmUp?: (address: ServerAddress, version: string, signal: AbortSignal, auth: Readonly<Record<string, string>>) => Promise<void>;
+  warmUp?: (address: ServerAddress, version: string, signal: AbortSignal, auth: Readonly<Record<string, string>>, upstreams?: Upstreams) => Promise<void>;
 }
 
 export interface WarmHostInput {
@@ -39,6 +39,8 @@ export interface WarmHostInput {
   stop: (appName: string, why: string) => Promise<unknown>;
   stopping: () => boolean;
   probeMs?: number;
+  /** The relay's connections to servers: the warm-up's is made there and left open for the session's first call. */
+  upstreams?: Upstreams;
 }
 
 export function warmPoolHost(input: WarmHostInput): WarmPoolHost {
@@ -61,7 +63,7 @@ export function warmPoolHost(input: WarmHostInput): WarmPoolHost {
       }
     },
     // With the server's own token, as the relay sends it (a 4.x server refuses a call without it).
-    warmUp: (server, signal) => (warm.warmUp ?? warmUpServer)(server.server, server.version, signal, serverAuthorization(placement.token(server.appName))),
+    warmUp: (server, signal) => (warm.warmUp ?? warmUpServer)(server.server, server.version, signal, serverAuthorization(placement.token(server.appName)), input.upstreams),
     alive: (server) => listening(server.server, 1000),
     stop: async (appName, why = 'the Spark Connect warm pool no longer needed it') => { await input.stop(appName, why); },
   };

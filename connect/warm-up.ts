@@ -1,6 +1,7 @@
 // The warm-up of a warm pool's new Connect server (the calls: warm-up-plan.ts), sent straight to
-// the server over HTTP/2 as a client's gRPC calls are (one connection, made like the relay's
-// upstream one), in a session of the service's own that is released at the end. Each call must
+// the server over HTTP/2 as a client's gRPC calls are (over the relay's own upstream connection
+// when it is given, which then stays open for the session's first call: no new connection to
+// make, on either side, when a client comes), in a session of the service's own that is released at the end. Each call must
 // answer OK (the queries with Arrow rows); anything else, or the abort signal (the pool's
 // timeout, its close), ends the warm-up with an error and its calls cancelled.
 import { randomUUID } from 'node:crypto';
@@ -78,19 +79,24 @@ async function executeToEnd(session: ClientHttp2Session, sessionId: string, call
 /**
  * Runs the warm-up on the Connect server at `address` (Spark `version`), with `auth` (the server's
  * own token: 4.x servers refuse a call without it); rejects with why when it fails or `signal` aborts.
+ * `shared`: the relay's connections (sessions.ts), whose connection to this server is kept once
+ * the warm-up succeeded; without it, a connection of its own, closed at the end.
  */
-export async function warmUpServer(address: ServerAddress, version: string, signal: AbortSignal, auth: Readonly<Record<string, string>> = {}): Promise<void> {
-  const upstreams = new Upstreams();
+export async function warmUpServer(address: ServerAddress, version: string, signal: AbortSignal, auth: Readonly<Record<string, string>> = {}, shared?: Upstreams): Promise<void> {
+  const upstreams = shared ?? new Upstreams();
   const sessionId = randomUUID(); // never given to anyone, never logged
+  const session = upstreams.get(address);
+  let succeeded = false;
   try {
-    const session = upstreams.get(address);
     for (const call of warmUpCalls(sessionId, version, randomUUID)) {
       if (call.method === 'ExecutePlan') await executeToEnd(session, sessionId, call, signal, auth);
       else mustBeOk(await grpcCall(session, call.method, call.request, signal, auth), call.method);
     }
     const released = await grpcCall(session, 'ReleaseSession', releaseSessionRequest(sessionId), signal, auth);
     if (released.status !== GrpcStatus.UNIMPLEMENTED) mustBeOk(released, 'ReleaseSession');
+    succeeded = true;
   } finally {
-    upstreams.close();
+    if (!shared) upstreams.close();
+    else if (!succeeded) session.destroy(); // the server is stopped: nothing will use it
   }
 }

@@ -72,7 +72,11 @@ def bench(url, count):
     The client's own import (seconds: pandas, pyarrow, grpc) comes before the clock starts: the
     figure is the session's, from its opening to its first answer."""
     import time
-    from pyspark.sql import SparkSession  # noqa: F401 (imported here, outside the timed part)
+    import importlib
+    # Outside the timed part: `builder.remote(...)` imports the Connect client itself (pandas,
+    # pyarrow, grpc: 1-3 s on a loaded machine), which `from pyspark.sql import SparkSession`
+    # does not; a notebook has paid that long before its session's first query.
+    importlib.import_module("pyspark.sql.connect.session")
     start = time.perf_counter()
     spark = session(url)
     spark.sql("select 1").collect()

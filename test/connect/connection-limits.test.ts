@@ -10,13 +10,14 @@ import { pino } from 'pino';
 import t, { type Test } from 'tap';
 import type { ConnectLimits } from '../../connect/connection-limits.js';
 import { createConnectEndpoint } from '../../connect/endpoint.js';
+import { Upstreams } from '../../connect/relay.js';
 import type { ConnectSessions } from '../../connect/sessions.js';
 
 const KEYS: Record<string, { id: string; role: 'user' }> = { 'key-a': { id: 'a', role: 'user' }, 'key-b': { id: 'b', role: 'user' } };
 
 async function endpoint(t: Test, limits: ConnectLimits): Promise<string> {
   // No call gets past its session id in these tests, so no session is ever asked for.
-  const sessions = {} as ConnectSessions;
+  const sessions = { upstreams: new Upstreams() } as unknown as ConnectSessions;
   const server = createConnectEndpoint({ auth: { enabled: true, store: { verify: (key) => KEYS[key] } }, sessions, log: pino({ enabled: false }) as unknown as FastifyBaseLogger, limits });
   await new Promise<void>((ok) => server.listen(0, '127.0.0.1', ok));
   // Not waited for: the clients (each test's own) are destroyed by their own teardowns.
