@@ -46,7 +46,7 @@ t.test('a pooled server\'s first session is relayed over the connection its warm
   } as unknown as ServiceApi;
   const sessions = new ConnectSessions({
     api, log: silentLog, defaultVersion: '4.2.0', serverJar: () => undefined, idleMs: 0,
-    placement: { port: async () => server.port, address: async () => ({ host: '127.0.0.1', port: server.port }) },
+    placement: { port: async () => server.port, address: async () => ({ host: '127.0.0.1', port: server.port }), token: () => undefined },
     stopApp: async () => undefined,
     // No warmUp of the test's own: the real one (connect/warm-up.ts), against the fake server.
     warm: { sizes: new Map([[undefined, 1]]), submit: async () => ({ appName: 'warm-1', state: 'RUNNING' }), get: async (appName) => ({ appName, state: 'RUNNING' }), templateVersion: async () => null, checkMs: 3_600_000 },
