@@ -8,9 +8,10 @@
 //     latter in CONNECT_FIRST_ROUNDS rounds (each a server of its own: the one taken is stopped
 //     and the pool's next is waited for), reported as the median and each round;
 //   - CONNECT_QUERIES small queries (`select 1`) through the endpoint and straight to the warm
-//     session's server (its loopback port, from its submission), in CONNECT_ROUNDS alternating
-//     rounds (through, direct, through, ...), each a new client process whose first query is left
-//     out: both paths see the same JVM warmth and the same machine load;
+//     session's server (its loopback port, from its submission; its token, which the server asks
+//     every call for, from its driver's environment), in CONNECT_ROUNDS alternating rounds
+//     (through, direct, through, ...), each a new client process whose first query is left out:
+//     both paths see the same JVM warmth and the same machine load;
 //   - CONNECT_ARROW_MB of Arrow batches back (rows of an id and 92 bytes), 2 fetches per round in
 //     alternating rounds as above; reported as the median rate of each path.
 //   node --import tsx bench/connect.ts   (CONNECT_QUERIES 1000, CONNECT_ROUNDS 4, CONNECT_ARROW_MB 100,
@@ -20,7 +21,7 @@
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { envNumber, fmt, load, median, percentileSorted, table } from './lib.js';
-import { connectClientPython, connectPortOf, runConnectClientOf } from '../test/connect/connect-client.js';
+import { connectClientPython, connectPortOf, runConnectClientOf, serverTokenOf, serverTokenParam } from '../test/connect/connect-client.js';
 import { http, realSpark, sparkEnv, startService } from '../test/helpers/service.js';
 import { until } from '../test/helpers/poll.js';
 import { tempDir } from '../test/helpers/temp.js';
@@ -116,7 +117,7 @@ async function arrowRates(version: string, through: string, direct: string) {
   return { rates, bytes };
 }
 
-async function benchVersion(service: Service, endpoint: string, version: string): Promise<string[][]> {
+async function benchVersion(service: Service, dataDir: string, endpoint: string, version: string): Promise<string[][]> {
   const template = templateOf(version);
   const rows: string[][] = [];
   if (COLD) {
@@ -129,7 +130,8 @@ async function benchVersion(service: Service, endpoint: string, version: string)
   }
   const { firsts, warm, through } = await warmFirstQueries(service, endpoint, version);
   rows.push([version, `first query, new session, from the warm pool: median of ${firsts.length} (each)`, `${fmt(median(firsts))} (${firsts.map((ms) => fmt(ms)).join(', ')})`]);
-  const direct = `sc://localhost:${await serverPortOf(service, warm.appName)}/`;
+  // The server answers only calls with its own token, as the endpoint sends them (docs/security.md).
+  const direct = `sc://localhost:${await serverPortOf(service, warm.appName)}/${serverTokenParam(version, serverTokenOf(dataDir, warm.appName))}`;
   const small = await smallQueries(version, through, direct);
   const [sortedThrough, sortedDirect] = [small.through, small.direct].map((times) => Float64Array.from(times).sort());
   const p = (sorted: Float64Array, q: number) => fmt(percentileSorted(sorted, q), 2);
@@ -147,9 +149,10 @@ async function benchVersion(service: Service, endpoint: string, version: string)
 
 try {
   const pools = versions.flatMap((version) => ['--connect-warm-pool', `${templateOf(version)}=1`]);
+  const dataDir = join(tempDir(teardown), 'data');
   const service = await startService(teardown, {
     // LOG_LEVEL info: the line that says a pool's server passed its warm-up (warmedUp).
-    dataDir: join(tempDir(teardown), 'data'), env: { ...sparkEnv(), LOG_LEVEL: 'info' },
+    dataDir, env: { ...sparkEnv(), LOG_LEVEL: 'info' },
     // Cores for both pools' servers, a cold session and the refills: local mode's queue holds a driver otherwise.
     args: ['--connect-port', '0', '--cores', '8', ...pools],
   });
@@ -159,7 +162,7 @@ try {
   }
   const endpoint = `sc://localhost:${connectPortOf(service.output())}/`;
   const rows: string[][] = [];
-  for (const version of versions) rows.push(...await benchVersion(service, endpoint, version));
+  for (const version of versions) rows.push(...await benchVersion(service, dataDir, endpoint, version));
   console.log(`Spark Connect through the endpoint and straight to the server, ${QUERIES} queries per path in ${ROUNDS} alternating rounds (load ${load()})`);
   console.log(table(['Spark', 'what', 'ms (or as said)'], rows));
   await service.stop();
