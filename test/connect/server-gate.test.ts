@@ -78,8 +78,9 @@ t.test('a Spark 4 session\'s server refuses every caller but the endpoint, and l
   t.equal(again.session, session);
 });
 
+// In the driver sandbox (the default with auth on), as an operator runs it: the gate's jar is readable there.
 t.test('a Spark 3.5 session\'s server, on every interface, refuses every caller but the endpoint', { skip, timeout: 1_800_000 }, async (t) => {
-  const served = await sessionOf(t, '3.5.7', ['--sandbox', 'off']);
+  const served = await sessionOf(t, '3.5.7', []);
   const { session, port, count } = served;
   await directCalls(t, '3.5.7', served);
   const outside = outsideAddress();
