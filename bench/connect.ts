@@ -8,8 +8,8 @@
 //     latter in CONNECT_FIRST_ROUNDS rounds (each a server of its own: the one taken is stopped
 //     and the pool's next is waited for), reported as the median and each round;
 //   - CONNECT_QUERIES small queries (`select 1`) through the endpoint and straight to the warm
-//     session's server (its loopback port, from its submission; a 4.x server asks for its token,
-//     which the bench reads as an operator on this machine would: serverTokenOf), in CONNECT_ROUNDS alternating
+//     session's server (its loopback port, from its submission; its token, which the server asks
+//     every call for, from its driver's environment: serverTokenOf), in CONNECT_ROUNDS alternating
 //     rounds (through, direct, through, ...), each a new client process whose first query is left
 //     out: both paths see the same JVM warmth and the same machine load;
 //   - CONNECT_ARROW_MB of Arrow batches back (rows of an id and 92 bytes), 2 fetches per round in
@@ -19,11 +19,9 @@
 //   CONNECT_WARM_UP 1: 0 for a service that does not warm its servers up, an older build, whose
 //   server counts as ready once its driver log says it started)
 import { randomUUID } from 'node:crypto';
-import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { CONNECT_SERVER_CLASS, CONNECT_SERVER_TOKEN_ENV } from '../cluster/local/connect-server-token.js';
 import { envNumber, fmt, load, median, percentileSorted, saveSummary, type SummaryRow, table } from './lib.js';
-import { connectClientPython, connectPortOf, runConnectClientOf } from '../test/connect/connect-client.js';
+import { connectClientPython, connectPortOf, runConnectClientOf, serverTokenOf, serverTokenParam } from '../test/connect/connect-client.js';
 import { http, realSpark, sparkEnv, startService } from '../test/helpers/service.js';
 import { until } from '../test/helpers/poll.js';
 import { tempDir } from '../test/helpers/temp.js';
@@ -100,34 +98,12 @@ async function serverPortOf(service: Service, appName: string): Promise<number> 
 }
 
 /**
- * The token the Connect server of application `appName` asks every call for (Spark 4's servers;
- * cluster/local/connect-server-token.ts), read where an operator on this machine, as the service's
- * user, finds it: the environment of the server's own process (the JVM whose command line names
- * its class and the application). The service shows it nowhere; undefined when no such process
- * has one (a 3.5 server, which asks for none).
+ * The URL straight to the server of application `appName`: its loopback port and its token (every
+ * server asks each call for it: docs/security.md), read from its driver's environment, as an
+ * operator on this machine, as the service's user, finds it; the service shows it nowhere.
  */
-function serverTokenOf(appName: string): string | undefined {
-  for (const pid of readdirSync('/proc').filter((name) => /^\d+$/.test(name))) {
-    try {
-      const args = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
-      if (!args.includes(CONNECT_SERVER_CLASS) || !args.some((arg) => arg === appName || arg.endsWith(`=${appName}`))) continue;
-      const prefix = `${CONNECT_SERVER_TOKEN_ENV}=`;
-      const token = readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0').find((entry) => entry.startsWith(prefix))?.slice(prefix.length);
-      if (token) return token;
-    } catch {
-      // A process that ended meanwhile, or one not ours to read.
-    }
-  }
-  return undefined;
-}
-
-/** The URL straight to the server of application `appName`: its loopback port and, when it asks for one, its token (a 4.x client sends it in plaintext to `localhost` only). */
-async function directUrlOf(service: Service, appName: string, version: string): Promise<string> {
-  const url = `sc://localhost:${await serverPortOf(service, appName)}/`;
-  if (Number(version.split('.')[0]) < 4) return url;
-  const token = serverTokenOf(appName);
-  if (!token) throw new Error(`no process of ${appName}'s Connect server has ${CONNECT_SERVER_TOKEN_ENV} in its environment`);
-  return `${url};token=${token}`;
+async function directUrlOf(service: Service, dataDir: string, appName: string, version: string): Promise<string> {
+  return `sc://localhost:${await serverPortOf(service, appName)}/${serverTokenParam(version, serverTokenOf(dataDir, appName))}`;
 }
 
 /** Small queries in alternating rounds; each path's times (ms), first queries of each client left out. */
@@ -155,7 +131,7 @@ async function arrowRates(version: string, through: string, direct: string) {
   return { rates, bytes };
 }
 
-async function benchVersion(service: Service, endpoint: string, version: string): Promise<string[][]> {
+async function benchVersion(service: Service, dataDir: string, endpoint: string, version: string): Promise<string[][]> {
   const template = templateOf(version);
   const rows: string[][] = [];
   if (COLD) {
@@ -170,7 +146,7 @@ async function benchVersion(service: Service, endpoint: string, version: string)
   const { firsts, warm, through } = await warmFirstQueries(service, endpoint, version);
   rows.push([version, `first query, new session, from the warm pool: median of ${firsts.length} (each)`, `${fmt(median(firsts))} (${firsts.map((ms) => fmt(ms)).join(', ')})`]);
   judged(`connect ${version}`, 'first query, warm pool', median(firsts), 'ms', '≤ 300 ms', median(firsts) <= 300);
-  const direct = await directUrlOf(service, warm.appName, version);
+  const direct = await directUrlOf(service, dataDir, warm.appName, version);
   const small = await smallQueries(version, through, direct);
   const [sortedThrough, sortedDirect] = [small.through, small.direct].map((times) => Float64Array.from(times).sort());
   const p = (sorted: Float64Array, q: number) => fmt(percentileSorted(sorted, q), 2);
@@ -191,9 +167,10 @@ async function benchVersion(service: Service, endpoint: string, version: string)
 
 try {
   const pools = versions.flatMap((version) => ['--connect-warm-pool', `${templateOf(version)}=1`]);
+  const dataDir = join(tempDir(teardown), 'data');
   const service = await startService(teardown, {
     // LOG_LEVEL info: the line that says a pool's server passed its warm-up (warmedUp).
-    dataDir: join(tempDir(teardown), 'data'), env: { ...sparkEnv(), LOG_LEVEL: 'info' },
+    dataDir, env: { ...sparkEnv(), LOG_LEVEL: 'info' },
     // Cores for both pools' servers, a cold session and the refills: local mode's queue holds a driver otherwise.
     args: ['--connect-port', '0', '--cores', '8', ...pools],
   });
@@ -203,7 +180,7 @@ try {
   }
   const endpoint = `sc://localhost:${connectPortOf(service.output())}/`;
   const rows: string[][] = [];
-  for (const version of versions) rows.push(...await benchVersion(service, endpoint, version));
+  for (const version of versions) rows.push(...await benchVersion(service, dataDir, endpoint, version));
   console.log(`Spark Connect through the endpoint and straight to the server, ${QUERIES} queries per path in ${ROUNDS} alternating rounds (load ${load()})`);
   console.log(table(['Spark', 'what', 'ms (or as said)'], rows));
   saveSummary('connect', summary, { queries: QUERIES, rounds: ROUNDS, arrowMb: ARROW_MB, rows });

@@ -13,6 +13,7 @@ import { ServiceApi } from '../connect/service-api.js';
 import { ConnectSessions } from '../connect/sessions.js';
 import type { WarmOptions } from '../connect/warm-host.js';
 import { newAppName } from '../cluster/app-name.js';
+import { connectServerJar } from '../cluster/local/connect-gate.js';
 import type { Cluster } from '../cluster/cluster.js';
 import { submitApplication } from '../cluster/submit-application.js';
 import type { ApplicationConfig } from '../schemas/index.js';
@@ -73,16 +74,6 @@ export function parseConnectFlags(values: FlagValues): ConnectSettings | undefin
   if (Boolean(certFile) !== Boolean(keyFile)) throw new Error('--connect-tls-cert and --connect-tls-key go together');
   const tls = mode === 'off' ? undefined : certFile && keyFile ? { certFile, keyFile } : 'made';
   return { port: Number(port), explicit: values['connect-port'] !== undefined, idleMs, tls, warmPool: parseConnectWarmPool(values['connect-warm-pool']) };
-}
-
-/**
- * Spark 3.5's Connect server jar fetched ahead by scripts/setup.sh (SUBMISSION_SERVICE_CONNECT_JARS:
- * a directory of `spark-connect_2.12-VERSION.jar`); undefined: the driver resolves the artifact.
- */
-export function connectServerJar(version: string): string | undefined {
-  const dir = process.env.SUBMISSION_SERVICE_CONNECT_JARS;
-  const jar = dir ? join(dir, `spark-connect_2.12-${version}.jar`) : undefined;
-  return jar && existsSync(jar) ? jar : undefined;
 }
 
 /**

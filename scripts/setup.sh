@@ -163,7 +163,8 @@ fi
 if [ "${SKIP_BUILD:-}" != 1 ]; then
   (cd "$root" && node --input-type=module -e "
     const gate = await import('./dist/cluster/local/ui-gate.js');
-    await gate.buildUiGate(await gate.sparkJars('$venv/bin/spark-class', '$venv/bin/python'));" >&2) \
+    const { sparkJars } = await import('./dist/cluster/local/spark-builds.js');
+    await gate.buildUiGate(await sparkJars('$venv/bin/spark-class', '$venv/bin/python'));" >&2) \
     || say "could not compile the History Server's gate now; the service will try at first need"
 fi
 # SETUP_TEST_TOOLS=1 (the test command): Jupyter Server, Notebook 7, Kernel Gateway and

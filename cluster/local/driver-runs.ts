@@ -13,6 +13,7 @@ import { type AppRecord, isTerminal } from '../cluster.js';
 import { applyChange } from '../app-record.js';
 import type { CoreScheduler } from './core-scheduler.js';
 import { DriverUiGates } from './driver-ui-gate.js';
+import { ConnectGates } from './connect-gate.js';
 import { connectServerToken } from './connect-server-token.js';
 import { afterRun, localAttemptEnd, retryPod, startAttempt } from './local-attempts.js';
 import type { LocalApps } from './local-apps.js';
@@ -21,6 +22,7 @@ import { formatBytes } from './log-cap.js';
 import { isAlive, readExitCode, staleExitTemp, startDriverPod } from './process-runner.js';
 import type { StoredApp } from './record-store.js';
 import { collectEventLogs } from './sandbox-event-log.js';
+import { driverMainClass } from './spark-command.js';
 import type { SparkInstall } from './spark-envs.js';
 import { mountWorkDir, workDirFull } from './work-dir-space.js';
 
@@ -29,6 +31,7 @@ const EXIT_FILE_PLACEHOLDER = ' '.repeat(8);
 
 export class DriverRuns {
   private readonly uiGates = new DriverUiGates();
+  private readonly connectGates = new ConnectGates();
   private readonly timers = new Set<NodeJS.Timeout>();
   private readonly finishing = new Map<string, Promise<void>>();
   closed = false;
@@ -62,6 +65,11 @@ export class DriverRuns {
       // A sandboxed driver reads its version's virtualenv, which may have been made after the sandbox was chosen.
       const versioned = this.options.sandbox && spark.dir ? { ...this.options.sandbox, readable: [...this.options.sandbox.readable, spark.dir] } : this.options.sandbox;
       const gated = versioned && await this.uiGates.forRun(spark, versioned);
+      // A Spark 3.5 Connect server's gate (connect-gate.ts); readable in the sandbox like the UI's.
+      const pod = apps.get(appName)?.pod;
+      const connectGate = pod && await this.connectGates.forRun(spark, driverMainClass(pod));
+      const gatedSandbox = gated ? gated.sandbox : versioned;
+      const sandbox = gatedSandbox && connectGate ? { ...gatedSandbox, readable: [...gatedSandbox.readable, dirname(connectGate)] } : gatedSandbox;
       const stored = apps.get(appName);
       if (this.closed || !stored || stored.record.state !== 'PENDING') { // stopped or deleted meanwhile
         this.scheduler.release(appName);
@@ -71,7 +79,7 @@ export class DriverRuns {
       // Interactive drivers start Python first (pyspark starts the JVM): a kernel answers before its JVM exists.
       const machine = {
         sparkSubmit: spark.sparkSubmit, python: spark.python, workDir: apps.workDir(appName), uiPort, pythonFirst: apps.isInteractive(stored),
-        sandbox: gated ? gated.sandbox : versioned, uiGate: gated ? gated.uiGate : undefined, connectToken: connectServerToken(appName),
+        sandbox, uiGate: gated ? gated.uiGate : undefined, connectToken: connectServerToken(appName), connectGate,
       };
       // The exit file's space is taken now, so a full disk cannot refuse the code at the end.
       writeFileSync(exitFile, EXIT_FILE_PLACEHOLDER, { mode: 0o600 });

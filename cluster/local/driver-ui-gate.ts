@@ -4,7 +4,8 @@
 // (ui-gate.ts), with a secret of its own run that only the service holds (in the run's record)
 // and sends after the proxy's checks. Unsandboxed drivers run as the service's user and could
 // read those records anyway: for them the gate would protect nothing, and it is left off.
-import { buildUiGate, gateClasses, newGateSecret, sparkJars } from './ui-gate.js';
+import { buildUiGate, gateClasses, newGateSecret } from './ui-gate.js';
+import { sparkJars } from './spark-builds.js';
 import type { DriverSandbox } from './sandbox.js';
 
 export interface GatedRun {

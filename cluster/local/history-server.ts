@@ -10,7 +10,8 @@ import { closeSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:f
 import { join } from 'node:path';
 import { freePort } from '../../lib/free-port.js';
 import { isAlive, killGroup, processStartTicks } from './process-runner.js';
-import { buildUiGate, gateClasses, newGateSecret, sparkJars, UI_GATE_CLASS, UI_GATE_ENV, UI_GATE_HEADER } from './ui-gate.js';
+import { buildUiGate, gateClasses, newGateSecret, UI_GATE_CLASS, UI_GATE_ENV, UI_GATE_HEADER } from './ui-gate.js';
+import { sparkJars } from './spark-builds.js';
 
 export interface HistoryServerOptions {
   /** Spark's `spark-class` (beside the drivers' spark-submit). */

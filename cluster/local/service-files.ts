@@ -15,6 +15,8 @@ const FILE_PROPERTIES: Record<string, RegExp> = {
   'spark.jars': /,/, 'spark.files': /,/, 'spark.submit.pyFiles': /,/, 'spark.archives': /,/,
   'spark.driver.extraClassPath': /:/, 'spark.executor.extraClassPath': /:/,
 };
+/** spark-submit's names for "no file of its own" in the primary resource's place (a Connect server's `spark-internal`), not paths. */
+const SPARK_RESOURCE_MARKERS = new Set(['spark-internal', 'spark-shell', 'pyspark-shell', 'sparkr-shell']);
 /** Spark properties holding JVM options. */
 const JVM_OPTION_PROPERTIES = ['spark.driver.extraJavaOptions', 'spark.executor.extraJavaOptions', 'spark.driver.defaultJavaOptions', 'spark.executor.defaultJavaOptions'];
 /** JVM options that run a command, load native code or an agent, or read more options from a file. */
@@ -77,7 +79,7 @@ export function serviceFileRefusal(pod: V1Pod, ctx: ServiceFileContext): { messa
   const cwd = ctx.sandboxed ? ctx.workDir : process.cwd();
   const dataDir = realPath(ctx.dataDir);
   const candidates: [string, string][] = [];
-  if (parts.primary !== undefined) candidates.push(['mainApplicationFile', parts.primary]);
+  if (parts.primary !== undefined && !SPARK_RESOURCE_MARKERS.has(parts.primary)) candidates.push(['mainApplicationFile', parts.primary]);
   for (const [key, separator] of Object.entries(FILE_PROPERTIES)) {
     for (const entry of (conf.get(key) ?? '').split(separator)) candidates.push([`engineConf.${key}`, entry]);
   }

@@ -10,6 +10,7 @@ import { type DriverSandbox, SANDBOX_WORK_DIR } from './sandbox.js';
 import { sandboxedConf } from './sandbox-event-log.js';
 import { UI_GATE_CLASS, UI_GATE_ENV } from './ui-gate.js';
 import { CONNECT_SERVER_CLASS, CONNECT_SERVER_TOKEN_ENV } from './connect-server-token.js';
+import { CONNECT_GATE_CLASS, CONNECT_INTERCEPTORS_CONF } from './connect-gate.js';
 
 export interface LocalMachine {
   sparkSubmit: string;
@@ -29,6 +30,8 @@ export interface LocalMachine {
   uiGate?: { classes: string; secret: string };
   /** The token a Spark Connect server driver asks every call for (connect-server-token.ts); set only when its main class is Spark's SparkConnectServer. */
   connectToken?: string;
+  /** The jar of the gate that checks that token on a Spark 3.5 Connect server (connect-gate.ts); put on only when its main class is SparkConnectServer. */
+  connectGate?: string;
 }
 
 const LOOPBACK = '127.0.0.1';
@@ -69,19 +72,46 @@ const POD_BINDING = /^spark\.(driver\.bindAddress|ui\.port)=/;
 const localPath = (arg: string) => (arg.startsWith('local://') ? arg.slice('local://'.length) : arg);
 
 /**
+ * Puts `ours` into the driver's `name` list (`separator`-joined), whatever the pod says of it:
+ * into the pod's own --conf line (one line: a later one would win over ours) or on a line of
+ * its own. `first`: ours before the pod's, else after.
+ */
+function mergeConf(options: string[], name: string, ours: string, separator: string, first: boolean): void {
+  const at = options.findIndex((value, index) => options[index - 1] === '--conf' && value.startsWith(`${name}=`));
+  if (at < 0) { options.push('--conf', `${name}=${ours}`); return; }
+  const theirs = options[at]!.slice(name.length + 1);
+  options[at] = `${name}=${first ? `${ours}${separator}${theirs}` : `${theirs}${separator}${ours}`}`;
+}
+
+/**
  * The gate on the driver's Spark UI (ui-gate.ts): first among the UI's filters and on the
  * driver's class path, whatever the pod says of either (its own are kept after ours); the
  * secret in the environment, never on the command line (other drivers cannot read this one's
  * environment: each has its own PID namespace in the sandbox).
  */
 function gateTheUi(options: string[], env: Record<string, string>, gate: { classes: string; secret: string }): void {
-  const merged = { 'spark.ui.filters': [UI_GATE_CLASS, ','], 'spark.driver.extraClassPath': [gate.classes, ':'] } as const;
-  for (const [name, [ours, separator]] of Object.entries(merged)) {
-    const at = options.findIndex((value, index) => options[index - 1] === '--conf' && value.startsWith(`${name}=`));
-    if (at < 0) options.push('--conf', `${name}=${ours}`);
-    else options[at] = `${name}=${ours}${separator}${options[at]!.slice(name.length + 1)}`;
-  }
+  mergeConf(options, 'spark.ui.filters', UI_GATE_CLASS, ',', true);
+  mergeConf(options, 'spark.driver.extraClassPath', gate.classes, ':', true);
   env[UI_GATE_ENV] = gate.secret;
+}
+
+/**
+ * The gate on a Spark 3.5 Connect server (connect-gate.ts): its jar first in spark.jars (it
+ * must load beside the server's shaded gRPC, not on the system class path) and its class last
+ * among the interceptors: gRPC runs the last one added first, so it sees each call before any
+ * of the pod's own interceptors or Spark's.
+ */
+function gateTheConnectServer(options: string[], jar: string): void {
+  mergeConf(options, 'spark.jars', jar, ',', true);
+  mergeConf(options, CONNECT_INTERCEPTORS_CONF, CONNECT_GATE_CLASS, ',', false);
+}
+
+/** The main class a driver pod runs (its spark-submit `--class`), if it names one. */
+export function driverMainClass(pod: V1Pod): string | undefined {
+  const container = pod.spec?.containers.find((c) => c.name === DRIVER_CONTAINER) ?? pod.spec?.containers[0];
+  const args = container?.args ?? [];
+  const at = args.indexOf('--class');
+  return at >= 0 ? args[at + 1] : undefined;
 }
 
 /** The pod's spark-submit line made local: our options, the primary resource, the app's arguments. */
@@ -115,6 +145,7 @@ export function localSubmitParts(pod: V1Pod, machine: LocalMachine, cores: numbe
   const mainClass = classAt >= 0 ? options[classAt + 1] : undefined;
   // The service's own secret, over anything the pod said (connect-server-token.ts).
   if (machine.connectToken && mainClass === CONNECT_SERVER_CLASS) env[CONNECT_SERVER_TOKEN_ENV] = machine.connectToken;
+  if (machine.connectGate && mainClass === CONNECT_SERVER_CLASS) gateTheConnectServer(options, machine.connectGate);
   const primary = i < rest.length ? localPath(expand(rest[i], env)) : undefined;
   const appArgs = rest.slice(i + 1).map((arg) => localPath(expand(arg, env)));
   if (machine.python) Object.assign(env, { PYSPARK_PYTHON: machine.python, PYSPARK_DRIVER_PYTHON: machine.python });

@@ -3,14 +3,11 @@
 // application, so the Spark UI proxy answers an anonymous request for one (a sandboxed page
 // fetches them without cookies) from here, the same for every application name, existing or
 // not (docs/security.md, "The Spark UI"). Extracted once per Spark version into the service's
-// cache (beside ui-gate.ts's build), with the venv's Python (zipfile) or `unzip`.
-import { execFile } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+// cache (spark-builds.ts, beside the gates' builds), with the venv's Python (zipfile) or `unzip`.
+import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { readStaticFile, type SparkStaticFile } from '../history/spark-static-path.js';
-import { cacheDir } from '../../lib/cache-dir.js';
-import { sparkJars, sparkVersion } from './ui-gate.js';
+import { cachedBuild, run, sparkJars, sparkVersion } from './spark-builds.js';
 
 export type { SparkStaticFile } from '../history/spark-static-path.js';
 
@@ -27,17 +24,10 @@ const EXTRACT = [
   '            z.extract(info, out)',
 ].join('\n');
 
-function run(command: string, args: string[]): Promise<{ ok: boolean; out: string; missing: boolean }> {
-  return new Promise((done) => {
-    execFile(command, args, { encoding: 'utf8', timeout: 120_000, maxBuffer: 1024 * 1024 }, (error, stdout, stderr) =>
-      done({ ok: !error, out: `${stdout}${stderr}`.trim(), missing: (error as NodeJS.ErrnoException | null)?.code === 'ENOENT' }));
-  });
-}
-
 async function extract(jar: string, out: string, python: string | undefined): Promise<void> {
-  const viaPython = await run(python ?? 'python3', ['-c', EXTRACT, jar, out, `${JAR_FOLDER}/`]);
+  const viaPython = await run(python ?? 'python3', ['-c', EXTRACT, jar, out, `${JAR_FOLDER}/`], 120_000);
   if (viaPython.ok) return;
-  const viaUnzip = await run('unzip', ['-qq', '-o', jar, `${JAR_FOLDER}/*`, '-d', out]);
+  const viaUnzip = await run('unzip', ['-qq', '-o', jar, `${JAR_FOLDER}/*`, '-d', out], 120_000);
   if (!viaUnzip.ok) throw new Error(`could not extract Spark's static files from ${jar}: ${viaPython.out}; ${viaUnzip.out}`);
 }
 
@@ -47,17 +37,7 @@ export async function extractSparkStatic(jars: string, python?: string): Promise
   const version = sparkVersion(names);
   const jar = names.find((name) => /^spark-core_.*\.jar$/.test(name));
   if (!version || !jar) throw new Error(`no spark-core jar in ${jars}`);
-  const out = join(cacheDir(), `spark-static-${version}`);
-  if (existsSync(join(out, '.complete'))) return join(out, JAR_FOLDER);
-  const work = `${out}.${process.pid}.${randomBytes(4).toString('hex')}`;
-  mkdirSync(work, { recursive: true });
-  try {
-    await extract(join(jars, jar), work, python);
-    writeFileSync(join(work, '.complete'), `${version}\n`);
-    try { renameSync(work, out); } catch { if (!existsSync(join(out, '.complete'))) throw new Error(`could not keep Spark's static files in ${out}`); }
-  } finally {
-    rmSync(work, { recursive: true, force: true });
-  }
+  const out = await cachedBuild(`spark-static-${version}`, version, (work) => extract(join(jars, jar), work, python));
   return join(out, JAR_FOLDER);
 }
 

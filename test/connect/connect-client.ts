@@ -1,10 +1,11 @@
 // The real Spark Connect client (test/connect/client.py in the pyspark[connect] virtualenv that
 // scripts/setup.sh builds with SETUP_TEST_TOOLS=1), for the endpoint's tests and bench.
 import { execFile } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Test } from 'tap';
 import { runCli, sparkEnv } from '../helpers/service.js';
+import { storedApp } from '../helpers/drivers.js';
 
 const script = join(import.meta.dirname, 'client.py');
 
@@ -54,3 +55,24 @@ export async function createAdminKey(t: Test, dataDir: string, env: NodeJS.Proce
   t.equal(created.code, 0, created.stderr);
   return { key: created.stdout.trim(), id: /Created admin key ([0-9a-f]+)\./.exec(created.stderr)?.[1] ?? '' };
 }
+
+/**
+ * The token local mode gave the Connect server driver of `appName` (data dir `dataDir`), read from
+ * its process's environment as any process of the service's own user could (an unsandboxed
+ * driver runs as that user): for calls straight to the server, the way the endpoint makes them.
+ */
+export function serverTokenOf(dataDir: string, appName: string): string {
+  const pid = storedApp(dataDir, appName)?.run?.pid;
+  if (!pid) throw new Error(`no running driver of ${appName}`);
+  const variable = readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0').find((entry) => entry.startsWith('SPARK_CONNECT_AUTHENTICATE_TOKEN='));
+  if (!variable) throw new Error(`the driver of ${appName} has no Connect server token`);
+  return variable.slice(variable.indexOf('=') + 1);
+}
+
+/**
+ * The URL parameter that sends a Connect server's token in plaintext with the client of Spark
+ * `version`: 4.x's `;token=` (to `localhost` only); 3.5 sends a token over TLS only, so as the
+ * `authorization` metadata the server's gate reads.
+ */
+export const serverTokenParam = (version: string, token: string): string =>
+  (Number(version.split('.')[0]) >= 4 ? `;token=${token}` : `;authorization=Bearer%20${token}`);

@@ -43,6 +43,9 @@ t.test('paths into the data dir are refused however they are spelt; others pass'
     t.match(serviceFileRefusal(admitted({ type: 'Python', ...overrides } as ApplicationConfig), ctx), { field, message: /inside the service's data dir/ }, JSON.stringify(overrides));
   }
   t.equal(serviceFileRefusal(admitted({ type: 'Python', mainApplicationFile: `local://${join(elsewhere, 'job.py')}`, engineConf: { 'spark.files': 'https://example.com/a.csv' } }), ctx), undefined);
+  // A sandboxed driver reads relative paths from its work dir, inside the data dir: a marker is no path.
+  const connectServer = admitted({ type: 'Scala', mainClass: 'org.apache.spark.sql.connect.service.SparkConnectServer', mainApplicationFile: 'spark-internal' });
+  t.equal(serviceFileRefusal(connectServer, ctx), undefined, 'spark-submit\'s "spark-internal" (a Connect server\'s driver) is no file');
 });
 
 t.test('JVM options that run a command are refused without a sandbox only', async (t) => {

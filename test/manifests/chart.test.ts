@@ -11,7 +11,7 @@ import t from 'tap';
 import { rulesFrom } from '../../cli/rules.js';
 import { readVersionedStatic } from '../../cluster/history/spark-static-dir.js';
 import { LocalSparkStatic } from '../../cluster/local/spark-static.js';
-import { sparkJars } from '../../cluster/local/ui-gate.js';
+import { sparkJars } from '../../cluster/local/spark-builds.js';
 import { realSpark } from '../helpers/service.js';
 import { effectiveConfig, engineVersionRefusal } from '../../domain/index.js';
 import { mutatingWebhookConfiguration } from '../../webhook/server/registration.js';
