@@ -9,10 +9,10 @@ import { type Clock, systemClock } from '../lib/clock.js';
 import { KernelRelay } from './kernel-relay.js';
 import { LauncherLink } from './launcher-link.js';
 import {
-  deathNotice, driverEndedNotice, endedWhileInterrupted, interruptUnconfirmed, launcherUnreachable, restartBeforeReady, restartFailed,
-  restartUnconfirmed, sparkFailedNotice,
+  deathNotice, driverEndedNotice, endedWhileInterrupted, interruptUnconfirmed, launcherUnreachable, newAttemptNotice, restartBeforeReady,
+  restartFailed, restartUnconfirmed, sparkFailedNotice,
 } from './lifecycle-messages.js';
-import { type JupyterMessage, type Routing, splitKernelFrame, statusMessage, stderrMessage } from './messages.js';
+import { type JupyterMessage, type Routing, statusMessage, stderrMessage } from './messages.js';
 import { DEFAULT_LIFECYCLE, type LifecycleLimits } from './lifecycle-limits.js';
 import { SessionClients } from './session-clients.js';
 import { DEFAULT_LIMITS, type SessionLimits } from './session-limits.js';
@@ -169,27 +169,37 @@ export class KernelSession {
     this.launcher.probe(ms);
   }
 
-  setLauncher(ws: WebSocket, secret: string): void {
-    this.launcher.attach(ws, secret, (data) => this.fromLauncher(data));
+  /** `attempt`: the launcher of a new attempt of the kernel's driver (it proved itself with that attempt's token). */
+  setLauncher(ws: WebSocket, secret: string, attempt?: number): void {
+    this.launcher.attach(ws, secret, {
+      kernel: (routing, body) => this.relay.fromKernel(routing, body),
+      hello: (message) => this.hello(message),
+      spark: (message) => this.becomeReady(message, false),
+    });
+    if (attempt !== undefined) this.newAttempt(attempt);
   }
 
-  private fromLauncher(data: Buffer): void {
-    const text = data.toString('utf8');
-    const kernel = splitKernelFrame(text);
-    if (kernel) return this.relay.fromKernel(kernel.routing, kernel.body);
-    let message: Record<string, unknown>;
-    try {
-      message = JSON.parse(text) as Record<string, unknown>;
-    } catch {
-      this.log.warn({ kernel: this.id }, 'undecodable frame from the launcher');
-      return;
+  /**
+   * The application retried the kernel's driver (its restartPolicy): a new process, and what the
+   * kernel held is gone. The clients are told as jupyter_server tells them when its restarter
+   * brings back a kernel that died: `restarting` on iopub (with the reason on stderr); then, as
+   * at a start, requests wait for the new driver's Spark, and `idle` says the kernel is back.
+   */
+  private newAttempt(attempt: number): void {
+    if (this.executionState === 'dead') return;
+    // Nothing ran yet (Spark never came up; a kernel found again after a gateway restart may have run): nothing to tell.
+    const ran = this.ready || this.adopted;
+    this.log.warn({ kernel: this.id, attempt, ran }, 'a new attempt of the kernel\'s driver connected: the kernel restarted');
+    this.ready = false;
+    this.sparkFailed = false;
+    this.kernelState = 'idle';
+    // The new launcher knows nothing of a claim: it is told again, so that it says it after a gateway restart.
+    if (this.pool !== undefined && this.claim === 'claimed') this.launcher.send(JSON.stringify({ op: 'claim', owner: this.owner }));
+    if (ran) {
+      this.executionState = 'restarting';
+      for (const message of newAttemptNotice(attempt)) this.broadcast(message);
     }
-    switch (message.op) {
-      case 'hello': return this.hello(message);
-      case 'spark': return this.becomeReady(message as unknown as { ok: boolean; error?: string }, false);
-      case 'claimed': case 'restarted': case 'interrupted': return this.launcher.answered(message.op, message);
-      default: this.log.warn({ kernel: this.id, op: message.op }, 'unknown launcher message');
-    }
+    this.onChange();
   }
 
   /** A launcher's first words on each connection: its claim, the kernel's state, Spark's when known. */

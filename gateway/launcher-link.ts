@@ -1,10 +1,22 @@
 // A kernel's launcher as the gateway holds it: the websocket its driver dialled out on (one at a
-// time), the answers awaited from it, and a ping for a peer gone without a close.
+// time), what it says (kernel messages, its hello and Spark's state, answers to what it was
+// asked), and a ping for a peer gone without a close.
 import type { FastifyBaseLogger } from 'fastify';
 import type { WebSocket } from 'ws';
 import type { Clock } from '../lib/clock.js';
+import { type Routing, splitKernelFrame } from './messages.js';
 
 type Answer = Record<string, unknown> | undefined;
+
+/** Where what the launcher says goes (answers to `ask` are resolved here). */
+export interface LauncherListener {
+  /** A kernel message, with what the launcher says of it (the message itself left unparsed). */
+  kernel(routing: Routing, body: string): void;
+  /** Its first words on each connection. */
+  hello(message: Record<string, unknown>): void;
+  /** Spark started, failed, or is off. */
+  spark(message: { ok: boolean; error?: string; disabled?: boolean }): void;
+}
 
 export class LauncherLink {
   private ws: WebSocket | undefined;
@@ -36,12 +48,16 @@ export class LauncherLink {
   }
 
   /** Takes `ws` as the launcher's socket (a previous one is closed) and hands it its reconnect secret. */
-  attach(ws: WebSocket, secret: string, onFrame: (data: Buffer) => void): void {
+  attach(ws: WebSocket, secret: string, listener: LauncherListener): void {
     const previous = this.ws;
     this.ws = ws;
-    previous?.close(1000, 'replaced by a new launcher connection');
+    if (previous) {
+      previous.close(1000, 'replaced by a new launcher connection');
+      // What the previous one was asked will not be answered on this socket.
+      this.answerAll(undefined);
+    }
     ws.send(JSON.stringify({ op: 'secret', value: secret }));
-    ws.on('message', onFrame);
+    ws.on('message', (data: Buffer) => this.fromLauncher(data, listener));
     ws.on('close', () => {
       if (this.ws !== ws) return;
       this.ws = undefined;
@@ -50,6 +66,25 @@ export class LauncherLink {
       this.answerAll(undefined);
     });
     ws.on('error', (error) => this.log.info({ kernel: this.kernelId, err: error }, 'launcher websocket error'));
+  }
+
+  private fromLauncher(data: Buffer, listener: LauncherListener): void {
+    const text = data.toString('utf8');
+    const kernel = splitKernelFrame(text);
+    if (kernel) return listener.kernel(kernel.routing, kernel.body);
+    let message: Record<string, unknown>;
+    try {
+      message = JSON.parse(text) as Record<string, unknown>;
+    } catch {
+      this.log.warn({ kernel: this.kernelId }, 'undecodable frame from the launcher');
+      return;
+    }
+    switch (message.op) {
+      case 'hello': return listener.hello(message);
+      case 'spark': return listener.spark(message as unknown as { ok: boolean; error?: string });
+      case 'claimed': case 'restarted': case 'interrupted': return this.answered(message.op, message);
+      default: this.log.warn({ kernel: this.kernelId, op: message.op }, 'unknown launcher message');
+    }
   }
 
   /** Sends when a launcher is connected; false when none is. */
@@ -80,7 +115,7 @@ export class LauncherLink {
   }
 
   /** The launcher answered with `message` (its `op` says what it answers). */
-  answered(op: string, message: Record<string, unknown>): void {
+  private answered(op: string, message: Record<string, unknown>): void {
     const waiters = this.awaited.get(op) ?? [];
     this.awaited.delete(op);
     for (const done of waiters) done(message);

@@ -12,6 +12,15 @@ export const sparkFailedNotice = (error: string | undefined): JupyterMessage =>
 /** Said when the kernel is gone: why, on stderr, then `dead`. */
 export const deathNotice = (why: string): JupyterMessage[] => [stderrMessage(`${why}\n`), statusMessage('dead')];
 
+/**
+ * Said when the application retried the kernel's driver (its restartPolicy): why, on stderr, then
+ * `restarting`, the status jupyter_server sends when its restarter restarts a kernel that died.
+ */
+export const newAttemptNotice = (attempt: number): JupyterMessage[] => [
+  stderrMessage(`The kernel's driver ended and its application started it again (attempt ${attempt}, the template's restartPolicy): the kernel restarted, and what it held (variables, imports) is gone.\n`),
+  statusMessage('restarting'),
+];
+
 export const driverEndedNotice = (reason: string): JupyterMessage[] => deathNotice(`The kernel's driver ended: ${reason}`);
 
 /**
