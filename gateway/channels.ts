@@ -63,18 +63,21 @@ export function attachChannels(server: Server, options: ChannelOptions): () => v
     } else if (launcher) {
       const id = launcher[1];
       const credential = /^token\s+(\S+)$/i.exec(request.headers.authorization ?? '')?.[1];
-      if (!options.launcherAuth.verify(id, credential)) return refuse(socket, 401, 'Unauthorized', 'Not a valid launcher credential for this kernel.');
+      const proof = options.launcherAuth.check(id, credential);
+      if (!proof) return refuse(socket, 401, 'Unauthorized', 'Not a valid launcher credential for this kernel.');
       const session = options.registry.kernels.get(id);
       if (!session) return refuse(socket, 404, 'Not Found', `Kernel does not exist: ${id}`);
-      // A second launcher never silently takes the kernel over: the first keeps it while it is connected.
-      if (session.launcherConnected) {
+      // A second launcher never silently takes the kernel over: the first keeps it while it is
+      // connected. But a later attempt's token (taken once) says the earlier driver has ended: its
+      // socket is one whose close has not come yet (a lost node), and the new driver replaces it.
+      if (session.launcherConnected && proof.kind !== 'attempt') {
         options.log.warn({ kernel: id, remote: request.socket.remoteAddress }, 'refused a second launcher connection while the first is connected');
         session.probeLauncher();
         return refuse(socket, 409, 'Conflict', 'This kernel\'s launcher is connected already.');
       }
       wss.handleUpgrade(request, socket, head, (ws) => {
         heartbeat.watch(ws, 'launcher');
-        session.setLauncher(ws, options.launcherAuth.reconnectSecret(id, credential));
+        session.setLauncher(ws, options.launcherAuth.reconnectSecret(id, credential), proof.kind === 'attempt' ? proof.attempt : undefined);
       });
     } else {
       refuse(socket, 404, 'Not Found', `No websocket at ${url.pathname}`);

@@ -1,29 +1,25 @@
-// The gateway's kernels: started as applications through the API, followed through its change
-// feed (a driver that ends makes its kernel dead), found again by label after a restart,
-// culled when idle if asked.
-import { createHash, randomUUID } from 'node:crypto';
+// The gateway's kernels: the list of them and who may use which (lookup and ownership), their
+// applications followed through the API's change feed (a driver that ends makes its kernel dead),
+// found again by label after a restart, ended on request or culled when idle if asked. Starting
+// one is kernel-starter.ts's; what its application is made of, kernel-application.ts's.
+import { createHash } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import type { FastifyBaseLogger } from 'fastify';
-import { ApiClient, type ApiApplication, ApiError, TERMINAL_STATES } from './api-client.js';
+import { ApiClient, type ApiApplication, TERMINAL_STATES } from './api-client.js';
 import type { GatewayCaller } from './auth.js';
 import { type Clock, systemClock, type TimerHandle } from '../lib/clock.js';
 import { GatewayError } from './gateway-error.js';
-import { kernelLimitRefusal, mayUseKernel } from './kernel-owners.js';
+import { KERNEL_ID_LABEL, KERNEL_POOL_CONFIG_LABEL, KERNEL_POOL_LABEL, KERNEL_SELECTOR as SELECTOR, KERNEL_SPEC_LABEL } from './kernel-application.js';
+import { mayUseKernel } from './kernel-owners.js';
 import { reconcileKernels } from './kernel-reconcile.js';
 import { KernelSession } from './kernel-session.js';
+import { KernelStarter } from './kernel-starter.js';
 import type { LauncherAuth } from './launcher-auth.js';
 import { DEFAULT_LIFECYCLE, type LifecycleLimits } from './lifecycle-limits.js';
 import { idleKernelsTotal } from './metrics.js';
 import { WarmPool } from './warm-pool.js';
 
-export const KERNEL_LABEL = 'kernel.submission-service.io/kernel';
-export const KERNEL_ID_LABEL = 'kernel.submission-service.io/id';
-export const KERNEL_SPEC_LABEL = 'kernel.submission-service.io/spec';
-/** On a warm pool's kernels: the template whose pool started it. */
-export const KERNEL_POOL_LABEL = 'kernel.submission-service.io/pool';
-/** On a warm pool's kernels: a fingerprint of the template config they were started from. */
-export const KERNEL_POOL_CONFIG_LABEL = 'kernel.submission-service.io/pool-config';
-const SELECTOR = `${KERNEL_LABEL}=true`;
+export { KERNEL_ID_LABEL, KERNEL_LABEL, KERNEL_POOL_CONFIG_LABEL, KERNEL_POOL_LABEL, KERNEL_SPEC_LABEL } from './kernel-application.js';
 
 export interface RegistryOptions {
   api: ApiClient;
@@ -59,8 +55,6 @@ const CLAIM_SETTLE_MS = 8000;
 
 export { GatewayError };
 
-const jobNameFor = (spec: string) => `kernel-${spec}`.slice(0, 41).replace(/-+$/, '');
-
 export class KernelRegistry {
   readonly kernels = new Map<string, KernelSession>();
   private readonly keys = new Map<string, string | undefined>();
@@ -76,10 +70,7 @@ export class KernelRegistry {
   /** The first listing of running kernels, done or failed (requests may arrive before it ends). */
   private readonly found: Promise<void>;
   private foundDone: () => void = () => {};
-  /** Starts under way per key id, counted against its limit until their kernel has its owner. */
-  private readonly starting = new Map<string, number>();
-  /** Kernels submitted here and not launched yet: ended when their launch timeout passes. */
-  private readonly launchTimers = new Map<string, TimerHandle>();
+  private readonly starter: KernelStarter;
   private readonly lifecycle: LifecycleLimits;
   private readonly clock: Clock;
 
@@ -88,9 +79,20 @@ export class KernelRegistry {
     this.clock = options.clock ?? systemClock;
     this.settleUntil = this.clock.now() + CLAIM_SETTLE_MS;
     this.found = new Promise((resolve) => { this.foundDone = resolve; });
+    this.starter = new KernelStarter({
+      sessions: () => this.kernels.values(),
+      register: (id, specName, key, pool) => {
+        this.keys.set(id, key);
+        return this.track(this.newSession(id, specName, false, pool));
+      },
+      current: (session) => this.kernels.get(session.id) === session && !this.ending.has(session.id),
+      drop: (id) => this.drop(id),
+      end: (id, callerKey, why) => this.end(id, callerKey, why),
+      takePooled: (template, owner) => this.pool.take(template, owner),
+    }, { ...options, launchTimeoutMs: this.lifecycle.launchTimeoutMs, clock: this.clock });
     this.pool = new WarmPool(new Map(Object.entries(options.warmPool ?? {})), {
       sessions: () => this.kernels.values(),
-      startPooled: (template, version) => this.submitKernel(template, undefined, { template, version }),
+      startPooled: (template, version) => this.starter.submit(template, undefined, { template, version }),
       removePooled: (id) => this.end(id),
       templateVersion: async (template) => {
         const found = await this.options.api.template(template);
@@ -118,8 +120,7 @@ export class KernelRegistry {
     this.foundDone();
     this.stop.abort();
     if (this.cullTimer !== undefined) this.clock.clearInterval(this.cullTimer);
-    for (const timer of this.launchTimers.values()) this.clock.clearTimeout(timer);
-    this.launchTimers.clear();
+    this.starter.close();
     await this.pool.close();
     await this.following;
   }
@@ -219,7 +220,7 @@ export class KernelRegistry {
   private track(session: KernelSession): KernelSession {
     this.kernels.set(session.id, session);
     session.onChange = () => {
-      if (session.launched) this.stopLaunchTimer(session.id);
+      if (session.launched) this.starter.stopLaunchTimer(session.id);
       this.changes.emit('claim');
       if (session.pool !== undefined) this.pool.poke();
     };
@@ -227,119 +228,11 @@ export class KernelRegistry {
   }
 
   /**
-   * A kernel submitted here has `launchTimeoutMs` to report ready (its driver scheduled, its
-   * launcher connected, Spark started or failed). One that does not is ended with a reason in the
-   * notebook, instead of a notebook that shows `busy` and holds its requests for good (a driver
-   * that never gets a node, an image that cannot be pulled, a SparkContext that hangs).
-   */
-  private startLaunchTimer(session: KernelSession): void {
-    const ms = this.lifecycle.launchTimeoutMs;
-    if (ms <= 0) return;
-    this.launchTimers.set(session.id, this.clock.setTimeout(() => {
-      this.launchTimers.delete(session.id);
-      if (this.kernels.get(session.id) !== session || session.launched || this.ending.has(session.id)) return;
-      const why = `The kernel did not start within ${ms / 1000} s (its driver was not scheduled, or its launcher or Spark did not come up): it was shut down. Start a new one; the application's log says more.`;
-      this.options.log.warn({ kernel: session.id, appName: session.appName, launchTimeoutMs: ms }, 'a kernel did not start in time: ending it');
-      this.end(session.id, undefined, why).catch((error: Error) => this.options.log.error({ err: error, kernel: session.id }, 'could not remove a kernel that did not start'));
-    }, ms));
-  }
-
-  private stopLaunchTimer(id: string): void {
-    const timer = this.launchTimers.get(id);
-    if (timer !== undefined) this.clock.clearTimeout(timer);
-    this.launchTimers.delete(id);
-  }
-
-  /**
    * Starts a kernel: a ready one of the template's warm pool when there is one (claimed for the
-   * caller), else its own application; answers as soon as the API accepted it.
+   * caller), else its own application; answers as soon as the API accepted it (kernel-starter.ts).
    */
-  async start(specName: string, key: string | undefined, env: Record<string, unknown>, caller: GatewayCaller = null): Promise<KernelSession> {
-    // Counted before anything is awaited, so that starts sent at once cannot pass the limit together.
-    const held = caller ? [...this.kernels.values()].filter((s) => s.owner === caller.id && s.executionState !== 'dead').length + (this.starting.get(caller.id) ?? 0) : 0;
-    const refusal = kernelLimitRefusal(caller, held, this.options.kernelsPerKey ?? 0);
-    if (refusal) throw new GatewayError(429, 'Too Many Kernels', refusal);
-    const owner = caller?.id;
-    if (owner !== undefined) this.starting.set(owner, (this.starting.get(owner) ?? 0) + 1);
-    let counted = owner !== undefined;
-    // Once the kernel has its owner it counts itself: the start stops counting then (or when it fails).
-    const release = () => {
-      if (!counted) return;
-      counted = false;
-      const left = (this.starting.get(owner!) ?? 1) - 1;
-      if (left > 0) this.starting.set(owner!, left); else this.starting.delete(owner!);
-    };
-    try {
-      return await this.startCounted(specName, key, env, caller, release);
-    } finally {
-      release();
-    }
-  }
-
-  private async startCounted(specName: string, key: string | undefined, env: Record<string, unknown>, caller: GatewayCaller, owned: () => void): Promise<KernelSession> {
-    if (specName !== 'default') {
-      const template = await this.options.api.template(specName, key);
-      if (!template || !template.config.pythonVersion) throw new GatewayError(404, 'Not Found', `No such kernel spec: ${specName}`);
-      if (template.config.pythonVersion !== '3') {
-        throw new GatewayError(400, 'Bad Request', `Kernel spec ${specName} asks for Python ${template.config.pythonVersion}: Spark 3 runs Python 3 only. Set "pythonVersion": "3" in the template.`);
-      }
-    }
-    void env; // KERNEL_WORKING_DIR is a path on the Jupyter host: meaningless in the driver.
-    // The template was checked with the caller's key above: the caller may use it.
-    const pooled = await this.pool.take(specName, caller?.id);
-    if (pooled) {
-      this.options.log.info({ kernel: pooled.id, appName: pooled.appName, spec: specName }, 'started a kernel from the warm pool');
-      // The application is the gateway's; recorded as the claimer's too, so that the API's owner
-      // checks and the Spark UI let the claimer in (KERNEL_CLAIMER_LABEL). With auth off: no owners.
-      if (key && caller && pooled.appName) {
-        await this.options.api.claim(pooled.appName, key).catch((error: Error) =>
-          this.options.log.warn({ err: error, kernel: pooled.id, appName: pooled.appName }, 'could not record the claim in the API: only an admin opens its Spark UI'));
-      }
-      return pooled;
-    }
-    return this.submitKernel(specName, key, undefined, caller?.id, owned);
-  }
-
-  /** Submits a kernel's application; a pool's (`pool` set) with the gateway's own key. */
-  private async submitKernel(specName: string, key: string | undefined, pool?: { template: string; version: string }, owner?: string, owned?: () => void): Promise<KernelSession> {
-    const id = randomUUID();
-    const token = this.options.auth.issue(id);
-    const session = this.track(this.newSession(id, specName, false, pool?.template));
-    this.startLaunchTimer(session);
-    session.poolVersion = pool?.version;
-    session.owner = owner;
-    owned?.();
-    this.keys.set(id, key);
-    const poolLabels = pool ? { [KERNEL_POOL_LABEL]: pool.template, [KERNEL_POOL_CONFIG_LABEL]: pool.version } : {};
-    try {
-      const app = await this.options.api.submit({
-        jobName: jobNameFor(specName),
-        ...(specName === 'default' ? {} : { configTemplateName: specName }),
-        labels: { [KERNEL_LABEL]: 'true', [KERNEL_ID_LABEL]: id, [KERNEL_SPEC_LABEL]: specName, ...poolLabels },
-        configOverrides: {
-          type: 'Python',
-          ...(this.options.kernelImage ? { image: this.options.kernelImage } : {}),
-          mainApplicationFile: this.options.launcherFile,
-          driver: {
-            env: {
-              SUBMISSION_SERVICE_GATEWAY_URL: this.options.launcherUrl(),
-              SUBMISSION_SERVICE_KERNEL_ID: id,
-              // Local mode: a file of the gateway's; else the API keeps the token beside the driver (header below).
-              ...(this.options.launcherEnv ? this.options.launcherEnv(id, token) : {}),
-              SUBMISSION_SERVICE_KERNEL_SPEC: specName,
-              ...(pool === undefined ? {} : { SUBMISSION_SERVICE_KERNEL_POOL: pool.template }),
-            },
-          },
-        },
-      }, key, this.options.launcherEnv ? undefined : token);
-      session.appName = app.appName;
-      if (TERMINAL_STATES.has(app.state)) throw new GatewayError(500, 'Internal Server Error', `the kernel's application ended at once: ${app.state}`);
-      return session;
-    } catch (error) {
-      this.drop(id);
-      if (error instanceof ApiError) throw new GatewayError(error.statusCode, 'Kernel not started', error.message);
-      throw error;
-    }
+  start(specName: string, key: string | undefined, env: Record<string, unknown>, caller: GatewayCaller = null): Promise<KernelSession> {
+    return this.starter.start(specName, key, env, caller);
   }
 
   /**
@@ -376,7 +269,7 @@ export class KernelRegistry {
   }
 
   private drop(id: string): void {
-    this.stopLaunchTimer(id);
+    this.starter.stopLaunchTimer(id);
     this.kernels.delete(id);
     this.keys.delete(id);
     this.options.auth.forget(id);

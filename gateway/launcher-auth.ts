@@ -31,6 +31,13 @@ export function loadGatewaySecret(file: string): string {
   return secret;
 }
 
+/**
+ * What a launcher proved itself with: its kernel's one-time token (the first driver), a later
+ * attempt's token (a new driver: the application retried it), or its reconnect secret (the same
+ * driver again, after a lost connection or a gateway restart).
+ */
+export type LauncherProof = { kind: 'first' } | { kind: 'attempt'; attempt: number } | { kind: 'reconnect' };
+
 export class LauncherAuth {
   private readonly oneTime = new Map<string, Buffer>();
   /** The latest attempt whose token each kernel's launcher presented. */
@@ -56,21 +63,29 @@ export class LauncherAuth {
     return createHmac('sha256', this.secret).update(`kernel:${kernelId}`).digest('base64url');
   }
 
-  /** True for the kernel's unused one-time token (now consumed) or its reconnect secret. */
+  /** True for the kernel's unused one-time token or a new attempt's (now consumed), or its reconnect secret. */
   verify(kernelId: string, credential: string | undefined): boolean {
-    if (!credential) return false;
+    return this.check(kernelId, credential) !== undefined;
+  }
+
+  /** What `credential` proves (a token is consumed by it), or undefined when it is none of the kernel's. */
+  check(kernelId: string, credential: string | undefined): LauncherProof | undefined {
+    if (!credential) return undefined;
     const hash = this.oneTime.get(kernelId);
     if (hash && sameBytes(hash, sha256(credential))) {
       this.oneTime.delete(kernelId);
-      return true;
+      return { kind: 'first' };
     }
     if (this.isNewAttemptToken(kernelId, credential)) {
-      this.attemptTaken.set(kernelId, launcherTokenAttempt(credential)!);
+      const attempt = launcherTokenAttempt(credential)!;
+      this.attemptTaken.set(kernelId, attempt);
       this.oneTime.delete(kernelId);
-      return true;
+      return { kind: 'attempt', attempt };
     }
-    if (this.files) return this.files.isReconnectSecret(kernelId, credential);
-    return sameBytes(Buffer.from(this.reconnectSecret(kernelId)), Buffer.from(credential));
+    const reconnect = this.files
+      ? this.files.isReconnectSecret(kernelId, credential)
+      : sameBytes(Buffer.from(this.reconnectSecret(kernelId)), Buffer.from(credential));
+    return reconnect ? { kind: 'reconnect' } : undefined;
   }
 
   forget(kernelId: string): void {

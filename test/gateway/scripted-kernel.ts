@@ -62,7 +62,9 @@ export async function scriptedSession(tt: { teardown(fn: () => unknown): void },
   await new Promise((ok) => wss.once('listening', ok));
   wss.on('connection', (ws, request) => {
     const url = new URL(request.url ?? '/', 'http://x');
-    if (url.pathname === '/launcher') session.setLauncher(ws, 'secret');
+    // `?attempt=N`: the launcher of a new attempt of the driver, as channels.ts says it.
+    const attempt = url.searchParams.get('attempt');
+    if (url.pathname === '/launcher') session.setLauncher(ws, 'secret', attempt === null ? undefined : Number(attempt));
     else session.addClient(ws, url.searchParams.get('session_id') ?? '');
   });
   tt.teardown(() => { for (const ws of wss.clients) ws.terminate(); wss.close(); });
@@ -74,9 +76,9 @@ export async function scriptedSession(tt: { teardown(fn: () => unknown): void },
     tt.teardown(() => ws.terminate());
     return peer;
   };
-  /** A launcher connected; `hello` null: it says nothing after the session's reconnect secret. */
-  const launcher = async (hello: Record<string, unknown> | null = { op: 'hello', busy: false, claimed: false, confirms: true }) => {
-    const peer = await open('/launcher');
+  /** A launcher connected; `hello` null: it says nothing after the session's reconnect secret; `attempt`: a new attempt's. */
+  const launcher = async (hello: Record<string, unknown> | null = { op: 'hello', busy: false, claimed: false, confirms: true }, attempt?: number) => {
+    const peer = await open(attempt === undefined ? '/launcher' : `/launcher?attempt=${attempt}`);
     await peer.until(() => peer.frames.length > 0); // the reconnect secret: the session has it
     if (hello) peer.ws.send(JSON.stringify(hello));
     return peer;
