@@ -65,6 +65,8 @@ export interface SparkNodeBed extends RealNodeBed {
   historyBed?: HistoryBed;
   rules: AdmissionRules;
   clients: KubeClients;
+  /** The webhook, in this process (its admission cache: the JobProfiles it sizes executor pods from). */
+  webhook: Awaited<ReturnType<typeof startWebhookService>>;
   api: ApiInstance;
   call(method: string, path: string, body?: unknown, timeoutMs?: number): Promise<Reply>;
 }
@@ -129,7 +131,7 @@ export async function startSparkNodeBed(t: TestLike, options: SparkNodeOptions =
   const baseUrl = await app.listen({ port: 0, host: '127.0.0.1' });
   // The teardown above closes each (the API first): no pod is admitted once the node stops.
   const api: ApiInstance = { app, cluster, kubeClients: apiClients, baseUrl, close: async () => { await app.close(); await history?.close(); await cluster.close(); } };
-  return { ...bed, namespace: NAMESPACE, historyBed, rules, clients, api, call: (method, path, body, timeoutMs) => httpCall(api.baseUrl, method, path, body, timeoutMs) };
+  return { ...bed, namespace: NAMESPACE, historyBed, rules, clients, webhook, api, call: (method, path, body, timeoutMs) => httpCall(api.baseUrl, method, path, body, timeoutMs) };
 }
 
 /** The S3 server on the machine's own address (the node's pods write to it) and the newest Spark's History Server. */

@@ -11,76 +11,13 @@
 //     Forbid schedule whose runs outlast a minute skips the ticks that fall while one runs.
 // Everything waits for states (polling), never for a time.
 import t, { type Test } from 'tap';
-import { createServer } from 'node:http';
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
-import type { AddressInfo } from 'node:net';
+import { PI_PY, sparkNodeUnavailable, startSparkNodeBed } from '../helpers/spark-node.js';
+import { type App, loadAverage, MINUTE, type Node, nodeCalls, RUN_MS, seconds, servePrograms, TERMINAL, tickTime } from '../helpers/recurring-node.js';
 import { eventually } from '../helpers/kubernetes.js';
-import { PI_PY, sparkNodeUnavailable, startSparkNodeBed, type SparkNodeBed } from '../helpers/spark-node.js';
-import { repoRoot } from '../helpers/api.js';
-import { nodeIp } from '../../testbed/real-node.js';
 import { LABEL_ATTEMPT, SCHEDULE_TICK_LABEL, scheduledRunName } from '../../domain/index.js';
 
 const unavailable = sparkNodeUnavailable();
 t.setTimeout(60 * 60_000);
-
-const TERMINAL = ['COMPLETED', 'FAILED', 'KILLED', 'UNKNOWN'];
-const MINUTE = 60_000;
-/** Generous limits on a loaded machine: each is a safety net, never the check. */
-const RUN_MS = 15 * MINUTE;
-
-interface Attempt { attempt: number; driverPod: string; exitCode: number | null; reason: string | null; counted?: boolean; startedAt: string | null; endedAt: string | null; memory?: { driver?: string; executor?: string } }
-interface App {
-  appName: string; state: string; stateDetail?: string; attempt?: number; attempts?: Attempt[]; startedAt?: string | null; endedAt?: string | null;
-  labels: Record<string, string>; submittedBy?: string | null; config: { executor?: { memory?: string } }; transitions: { state: string; at: string; detail?: string }[];
-}
-/** GET /api/schedules/{name}: the spec with the status beside it. */
-interface ScheduleView { name: string; suspend?: boolean; lastScheduleTime: string | null; lastRunName: string | null; lastOutcome: string | null; nextRunAt: string | null }
-
-/** The test programs, served to the node's pods from this process (the node reaches the machine's address). */
-async function servePrograms(t: { teardown(fn: () => unknown): void }): Promise<(name: string) => string> {
-  const dir = join(repoRoot, 'test', 'fixtures', 'recurring');
-  const server = createServer((req, res) => {
-    const name = /^\/([a-z-]+\.py)$/.exec(req.url ?? '')?.[1];
-    let body: Buffer | undefined;
-    try { body = name ? readFileSync(join(dir, name)) : undefined; } catch { body = undefined; }
-    res.writeHead(body ? 200 : 404, { 'content-type': 'text/x-python' }).end(body ?? 'no such program');
-  });
-  await new Promise<void>((ok) => server.listen(0, nodeIp(), ok));
-  t.teardown(() => new Promise((ok) => server.close(ok)));
-  const { port } = server.address() as AddressInfo;
-  return (name) => `http://${nodeIp()}:${port}/${name}`;
-}
-
-/** A run's tick from its label (tickLabelValue: 20261128T070000Z). */
-const tickTime = (label: string | undefined) => Date.parse((label ?? '').replace(/^(\d{4})(\d\d)(\d\d)T(\d\d)(\d\d)(\d\d)Z$/, '$1-$2-$3T$4:$5:$6Z'));
-const seconds = (from?: string | null, to?: string | null) => from && to ? ((Date.parse(to) - Date.parse(from)) / 1000).toFixed(0) : '?';
-const loadAverage = () => readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
-
-/** What the tests share: the node with the service, the programs' URLs and the API's reads. */
-interface Node {
-  bed: SparkNodeBed;
-  program: (name: string) => string;
-  app: (name: string) => Promise<App>;
-  /** Submits (asserting 201 on `t`); the application's name. */
-  submit: (t: Test, jobName: string, configOverrides: object) => Promise<string>;
-  ended: (name: string) => Promise<App>;
-  log: (name: string) => Promise<string>;
-}
-
-function nodeCalls(bed: SparkNodeBed, program: (name: string) => string): Node {
-  const app = async (name: string) => (await bed.call('GET', `/api/apps/${name}`)).json as App;
-  return {
-    bed, program, app,
-    submit: async (t, jobName, configOverrides) => {
-      const res = await bed.call('POST', '/api/apps/', { jobName, configOverrides });
-      t.equal(res.status, 201, `${jobName} submitted: ${res.body.slice(0, 300)}`);
-      return res.json.appName as string;
-    },
-    ended: (name) => eventually(() => app(name), (a) => TERMINAL.includes(a.state), { what: `${name} to end`, timeoutMs: RUN_MS, intervalMs: 1_000 }),
-    log: async (name) => (await bed.call('GET', `/api/apps/${name}/log`)).body,
-  };
-}
 
 /** An application's attempts in a line, for the test's output (the README's figures). */
 const describe = (a: App) => (a.attempts ?? []).map((x) => `attempt ${x.attempt} (${x.driverPod}): ${seconds(x.startedAt, x.endedAt)} s, ${x.reason}, exit ${x.exitCode}${x.memory?.executor ? `, executor ${x.memory.executor}` : ''}`).join('; ');
@@ -138,7 +75,7 @@ async function evictionNotCounted(t: Test, { bed, program, submit, ended, log }:
   t.match(await log(appName), /slept 30/, 'attempt 2 ran to its end');
 }
 
-async function schedulesOnTheNode(t: Test, { bed, program, app, ended, log }: Node): Promise<void> {
+async function schedulesOnTheNode(t: Test, { bed, program, app, ended, log, runs, schedule }: Node): Promise<void> {
   const history = { successfulRunsHistoryLimit: 10, failedRunsHistoryLimit: 10 };
   const every = { name: 'counts-every-minute', schedule: '* * * * *', jobName: 'counts', concurrencyPolicy: 'Allow', ...history, configOverrides: { type: 'Python', mainApplicationFile: program('counts.py'), driver: { memory: '512m' } } };
   // Each run sleeps 100 s: longer than a minute, so at least one tick falls while it runs.
@@ -147,9 +84,6 @@ async function schedulesOnTheNode(t: Test, { bed, program, app, ended, log }: No
     const res = await bed.call('POST', '/api/schedules/', body);
     t.equal(res.status, 201, `${body.name} created: ${res.body.slice(0, 300)}`);
   }
-  const runs = async (schedule: string) => ((await bed.call('GET', `/api/apps/?limit=100&labelSelector=${encodeURIComponent(`schedule.submission-service.io/name=${schedule}`)}`)).json.items as App[])
-    .sort((a, b) => a.labels[SCHEDULE_TICK_LABEL]!.localeCompare(b.labels[SCHEDULE_TICK_LABEL]!));
-  const schedule = async (name: string) => (await bed.call('GET', `/api/schedules/${name}`)).json as ScheduleView;
   // The Forbid schedule's outcomes as they come (each tick overwrites the last one).
   const outcomes = new Set<string>();
   const watchForbid = async () => { const outcome = (await schedule(forbid.name)).lastOutcome; if (outcome) outcomes.add(outcome); };

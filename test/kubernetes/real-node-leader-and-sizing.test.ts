@@ -1,0 +1,129 @@
+// Runs alone (scripts/test.sh): a real node is one per machine, and its Spark pods share two cores.
+//
+// Jobs that recur (issue 26) on the real node, the acceptance parts beside real-node-recurring.test.ts:
+//   - sizing from past runs: an over-sized job under sizing.fromHistory=apply, its event logs in
+//     the test bed's S3 server read into its JobProfile by the controller's leader: from the
+//     third run on it is admitted with at most half the cores, and still COMPLETES. The node's
+//     pool takes at most 2 cores and 2048 MiB per pod, so the job asks 2 executors of 2 cores and
+//     2g (4 cores and 8g do not fit; checked), for a program that runs one task at a time;
+//   - a schedule every minute across a forced leader change: a second replica (`submission-service
+//     api`, a child process) takes the Lease, makes the first ticks' runs and is killed (SIGKILL)
+//     just before a tick; this process's replica takes the Lease over once it expires and makes
+//     that tick's run late, under the tick's name, and the next ones: one run per tick, none missed.
+// Everything waits for states (polling); the one wait for a moment is the kill, placed before a tick.
+import { type ChildProcess, spawn } from 'node:child_process';
+import { hostname } from 'node:os';
+import t, { type Test } from 'tap';
+import { CoordinationV1Api } from '@kubernetes/client-node';
+import { eventually } from '../helpers/kubernetes.js';
+import { until } from '../helpers/poll.js';
+import { binPath } from '../helpers/service.js';
+import { tempDir } from '../helpers/temp.js';
+import { PI_PY, sparkHistoryNodeUnavailable, startSparkNodeBed, type SparkNodeBed } from '../helpers/spark-node.js';
+import { type App, loadAverage, MINUTE, type Node, nodeCalls, seconds, servePrograms, tickTime } from '../helpers/recurring-node.js';
+import { nextTick, SCHEDULE_TICK_LABEL, scheduledRunName } from '../../domain/index.js';
+
+const unavailable = sparkHistoryNodeUnavailable();
+t.setTimeout(60 * 60_000);
+
+const LEASE = 'submission-service-controller';
+const RUNS = 4;
+/** The largest executor the node's pool takes (2 cores, 2048 MiB), twice; its CPU request small enough that both fit beside the driver. */
+const OVERSIZED = { cores: 2, instances: 2, memory: '2g', coreRequest: '500m' };
+const coresHeld = (run: App) => (run.config.driver?.cores ?? 1) + (run.config.executor?.cores ?? 1) * (run.config.executor?.instances ?? 1);
+
+async function oversizedJobShrinks(t: Test, { bed, submit, ended, app, log }: Node): Promise<void> {
+  const pi = { type: 'Python', mainApplicationFile: PI_PY, arguments: ['1'], sizing: { fromHistory: 'apply' } };
+  const tooBig = await bed.call('POST', '/api/apps/', { jobName: 'oversized', configOverrides: { ...pi, executor: { cores: 4, memory: '8g', instances: 1 } } });
+  t.equal(tooBig.status, 422, 'the issue\'s 4 cores and 8g per executor fit no pool of this node: refused, so the job asks the most that fits');
+  const runs: App[] = [];
+  for (let i = 1; i <= RUNS; i++) {
+    const appName = await submit(t, 'oversized', { ...pi, executor: OVERSIZED });
+    const done = await ended(appName);
+    t.equal(done.state, 'COMPLETED', done.state === 'COMPLETED' ? `run ${i} COMPLETED` : `run ${i}: ${done.stateDetail}\n${(await log(appName)).slice(-2_000)}`);
+    // The next run is admitted from this one's profile: wait until the leader recorded it (its cost shows).
+    runs.push(await eventually(() => app(appName), (a) => a.cost !== undefined, { what: `run ${i}'s profile`, timeoutMs: 5 * MINUTE, intervalMs: 1_000 }));
+    await eventually(async () => bed.webhook.cache.jobs.runs('oversized', runs[i - 1]!.submittedBy ?? null)?.length ?? 0, (n) => n >= i, { what: `the webhook to hear of run ${i}` });
+  }
+  for (const [i, run] of runs.entries()) {
+    t.comment(`run ${i + 1}: executor ${run.config.executor?.instances} × ${run.config.executor?.cores} cores ${run.config.executor?.memory} (${run.config.executor?.coreRequest}); ${seconds(run.startedAt, run.endedAt)} s; requested ${run.cost!.requestedCoreHours} core-hours, ${run.cost!.requestedGibHours} GiB-hours; used ${run.cost!.usedCoreHours} core-hours`);
+  }
+  t.comment(`load ${loadAverage()}`);
+  const [first, second, third, fourth] = runs as [App, App, App, App];
+  for (const run of [first, second]) t.match(run.config.executor, { cores: 2, instances: 2, memory: '2g' }, `${run.appName}: no history to apply yet, as asked`);
+  for (const [name, run] of [['third', third], ['fourth', fourth]] as const) {
+    t.ok(coresHeld(run) <= coresHeld(first) / 2, `the ${name} run holds at most half the cores of the first (${coresHeld(run)} vs ${coresHeld(first)}: driver and executors)`);
+    const driver = await bed.core.readNamespacedPod({ name: run.appName, namespace: bed.namespace });
+    t.match(JSON.stringify(driver.spec?.containers[0]?.args), new RegExp(`spark\\.executor\\.cores=${run.config.executor?.cores}\\b`), `its driver pod gave Spark ${run.config.executor?.cores} core(s) per executor`);
+  }
+  const submission = await bed.call('GET', `/api/apps/${fourth.appName}/submission`);
+  t.match(submission.json.sizing?.history, { mode: 'apply', applied: true, asked: { cores: 2, memory: '2g', instances: 2 } }, 'the sizing annotation: applied, and what the job asked');
+  t.ok((submission.json.sizing?.history?.basedOn?.length ?? 0) >= 2, `based on ${submission.json.sizing?.history?.basedOn?.length} runs`);
+  const recommendation = await bed.call('GET', '/api/jobs/oversized/recommendation');
+  t.equal(recommendation.status, 200, recommendation.body.slice(0, 300));
+  t.comment(`recommendation: ${JSON.stringify(recommendation.json.recommendation?.suggested)}, saving ${recommendation.json.recommendation?.saving?.coreHoursPercent}% of core-hours`);
+}
+
+/** `submission-service api` as a second replica (a child process, as the chart runs it); the admin's kubeconfig, so its pods go through the webhook. */
+async function apiReplica(t: Test, bed: SparkNodeBed): Promise<{ child: ChildProcess; exited: Promise<void>; identityPrefix: string }> {
+  const child = spawn(process.execPath, [binPath, 'api', '--kubeconfig', bed.testbed.kubeconfig, '--namespace', bed.namespace, '--auth', 'off',
+    '--port', '0', '--host', '127.0.0.1', '--retention', 'off', '--data-dir', tempDir(t, 'subsvc-replica-')], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, LOG_LEVEL: 'warn' } });
+  let output = '';
+  for (const stream of [child.stdout!, child.stderr!]) stream.on('data', (chunk: Buffer) => { output += chunk.toString(); });
+  const exited = new Promise<void>((ok) => child.once('exit', () => ok()));
+  t.teardown(async () => { if (child.exitCode === null && child.signalCode === null) { child.kill('SIGKILL'); await exited; } });
+  await eventually(async () => output, (o) => /Submission Service API .* at http/.test(o) || child.exitCode !== null, { what: 'the second replica to listen', timeoutMs: 3 * MINUTE, intervalMs: 200 });
+  if (child.exitCode !== null) throw new Error(`the second replica exited: ${output.slice(-2_000)}`);
+  return { child, exited, identityPrefix: `${hostname()}-${child.pid}-` };
+}
+
+async function oneRunPerTickAcrossLeaderChange(t: Test, { bed, program, runs, schedule, ended }: Node): Promise<void> {
+  const leases = bed.clients.kc.makeApiClient(CoordinationV1Api);
+  const holder = () => leases.readNamespacedLease({ name: LEASE, namespace: bed.namespace }).then((l) => l.spec?.holderIdentity ?? '', () => '');
+  const here = bed.api.cluster.leader!;
+  await eventually(async () => here.isLeader, Boolean, { what: 'this process\'s replica to lead' });
+  const other = await apiReplica(t, bed);
+  // The other replica takes the Lease (this one releases it), then this one runs for it again.
+  await here.stop();
+  await eventually(holder, (h) => h.startsWith(other.identityPrefix), { what: 'the second replica to hold the Lease', timeoutMs: MINUTE });
+  here.start();
+
+  const spec = {
+    name: 'counts-leader-change', schedule: '* * * * *', jobName: 'counts-lc', concurrencyPolicy: 'Allow', startingDeadlineSeconds: 50,
+    successfulRunsHistoryLimit: 10, failedRunsHistoryLimit: 10, configOverrides: { type: 'Python', mainApplicationFile: program('counts.py'), driver: { memory: '512m' } },
+  };
+  const created = await bed.call('POST', '/api/schedules/', spec);
+  t.equal(created.status, 201, `${spec.name} created: ${created.body.slice(0, 300)}`);
+  const byOther = await eventually(() => runs(spec.name), (items) => items.length >= 2, { what: 'the second replica to make 2 runs', timeoutMs: 5 * MINUTE, intervalMs: 1_000 });
+  // Killed 3 s before a tick at least 10 s away: that tick falls while no replica leads.
+  const killTick = nextTick({ schedule: spec.schedule }, new Date(Date.now() + 10_000))!.getTime();
+  await until(() => Date.now() >= killTick - 3_000, { what: 'the moment before the tick', timeoutMs: 2 * MINUTE, intervalMs: 50 });
+  t.ok((await holder()).startsWith(other.identityPrefix), 'the second replica leads up to the kill');
+  other.child.kill('SIGKILL');
+  await other.exited;
+  const killedAt = Date.now();
+  await eventually(async () => here.isLeader, Boolean, { what: 'this replica to take the Lease over', timeoutMs: 2 * MINUTE, intervalMs: 200 });
+  t.comment(`the second replica made ${byOther.map((r) => r.labels[SCHEDULE_TICK_LABEL]).join(', ')}; killed ${((killTick - killedAt) / 1000).toFixed(1)} s before ${new Date(killTick).toISOString()}; this replica leads ${((Date.now() - killedAt) / 1000).toFixed(1)} s after the kill`);
+
+  const made = await eventually(() => runs(spec.name), (items) => items.some((r) => tickTime(r.labels[SCHEDULE_TICK_LABEL]) >= killTick + MINUTE),
+    { what: 'runs of the tick after the kill and of the next', timeoutMs: 5 * MINUTE, intervalMs: 1_000 });
+  t.equal((await bed.call('POST', `/api/schedules/${spec.name}/pause`)).status, 200, 'paused');
+  const ticks = made.map((r) => tickTime(r.labels[SCHEDULE_TICK_LABEL]));
+  t.same(new Set(ticks).size, ticks.length, `no tick made two runs (${made.map((r) => r.appName).join(', ')})`);
+  t.same(ticks.slice(1).map((tick, i) => tick - ticks[i]!), ticks.slice(1).map(() => MINUTE), 'consecutive minutes: no tick missed');
+  t.ok(ticks[0]! < killTick && ticks.at(-1)! > killTick, 'ticks before the kill and after it');
+  t.same(made.map((r) => r.appName), ticks.map((tick, i) => scheduledRunName(spec.jobName, spec.name, new Date(tick), made[i]!.submittedBy ?? null)), 'each run named after its tick');
+  const late = made.find((r) => tickTime(r.labels[SCHEDULE_TICK_LABEL]) === killTick);
+  t.ok(late && Date.parse(late.createdAt!) >= Math.floor(killedAt / 1000) * 1000, `the tick that fell while no replica led was made after the kill, by this replica (${late?.appName})`);
+  t.comment(`that run was made ${seconds(new Date(killTick).toISOString(), late?.createdAt)} s after its tick (startingDeadlineSeconds ${spec.startingDeadlineSeconds}); status: ${(await schedule(spec.name)).lastOutcome}`);
+  const ends = await Promise.all(made.map((r) => ended(r.appName)));
+  t.same(ends.map((r) => r.state), ends.map(() => 'COMPLETED'), 'every run COMPLETED, those of the killed replica too');
+  t.comment(`runs took ${ends.map((r) => `${seconds(r.startedAt, r.endedAt)} s`).join(', ')} (load ${loadAverage()})`);
+}
+
+t.test('recurring jobs on the real node: sizing from past runs, a leader change under a schedule', { skip: unavailable }, async (t) => {
+  const bed = await startSparkNodeBed(t, { schedules: true, history: true, jobProfiles: true });
+  const node = nodeCalls(bed, await servePrograms(t));
+  await t.test('an over-sized job under sizing.fromHistory=apply: from the third run at most half the cores, still COMPLETED', (t) => oversizedJobShrinks(t, node));
+  await t.test('a schedule every minute across a forced leader change: exactly one run per tick, none missed', (t) => oneRunPerTickAcrossLeaderChange(t, node));
+});
