@@ -8,9 +8,11 @@
 // user key, runs test/fixtures/isolation/probes.py: from inside A's driver pod, with the key
 // admission gave it and plain sockets, it tries to list, read, write and delete B's folder, the
 // History Server's directory and the archived logs, and to open B's driver ports and the History
-// Server (by Service name, ClusterIP and pod address). Every attempt is refused (403 AccessDenied;
-// connection refused or timed out), while the same tools reach A's own folder and the store, and
-// the api's proxy still serves B's live UI to B's key (and not to A's).
+// Server (by Service name, ClusterIP and pod address); and with its service-account token, to
+// read B's Secret, create a pod given it and delete B's driver (dry runs). Every attempt is
+// refused (403 AccessDenied or Forbidden; connection refused or timed out), while the same tools
+// reach A's own folder, the store and A's own executor, Spark's driver still creates and deletes
+// its executor, and the api's proxy still serves B's live UI to B's key (and not to A's).
 import { createServer } from 'node:http';
 import { readFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
@@ -20,6 +22,7 @@ import { nodeIp } from '../../testbed/real-node.js';
 import { S3_REGION, startS3Server } from '../../testbed/s3-server.js';
 import { policyEnforcedFor } from '../../testbed/node-policy.js';
 import type { CreatedKey } from '../../submit-api/auth/key-store.js';
+import { eventLogSecretName, LABEL_APP, SPARK_ROLE } from '../../domain/index.js';
 import { repoRoot } from '../helpers/api.js';
 import { APPS, chartNodeUnavailable, installChart, NS, readyPod, send } from '../helpers/chart.js';
 import { eventually } from '../helpers/kubernetes.js';
@@ -89,9 +92,10 @@ async function installWithKeyPerApplication(t: Test) {
   await accepted(alice.key);
   await accepted(bob.key);
   const call = (who: CreatedKey, method: string, path: string, body?: unknown) => send(agent, base, method, path, who.key, body);
-  const submit = async (who: CreatedKey, jobName: string, program: string, args: string[]) => {
+  const submit = async (who: CreatedKey, jobName: string, program: string, args: string[], executors = 0) => {
+    const small = { coreRequest: '100m', memory: '512m' };
     const res = await call(who, 'POST', '/api/apps/', {
-      jobName, configOverrides: { type: 'Python', mainApplicationFile: programs.url(program), arguments: args, driver: { coreRequest: '100m', memory: '512m' }, executor: { instances: 0 } },
+      jobName, configOverrides: { type: 'Python', mainApplicationFile: programs.url(program), arguments: args, driver: small, executor: { ...small, cores: 1, instances: executors } },
     });
     if (res.status !== 201) throw new Error(`${jobName}: ${res.status} ${res.text}`);
     return (res.json as { appName: string }).appName;
@@ -103,10 +107,13 @@ t.test("on the real node, A's driver reaches none of B's objects, B's driver or 
   const started = Date.now();
   const { s3, core, programs, alice, bob, call, submit } = await installWithKeyPerApplication(t);
 
-  // B: its driver Running, its UI answering through the api's proxy, its event log in its own folder.
-  const b = await submit(bob, 'victim', 'holds-ui.py', [programs.url('release')]);
+  // B: its driver Running, with an executor its Spark made (a pod of the applications namespace
+  // creates its own executors), its UI answering through the api's proxy, its event log in its own folder.
+  const b = await submit(bob, 'victim', 'holds-ui.py', [programs.url('release')], 1);
   const bDriver = await eventually(() => core.readNamespacedPod({ name: b, namespace: APPS }), (p) => p.status?.phase === 'Running' && Boolean(p.status.podIP),
     { what: "B's driver Running", timeoutMs: 600_000, intervalMs: 1_000 });
+  const executorsOf = (app: string) => core.listNamespacedPod({ namespace: APPS, labelSelector: `${SPARK_ROLE}=executor,${LABEL_APP}=${app}` }).then((list) => list.items);
+  await eventually(() => executorsOf(b), (pods) => pods.some((p) => p.status?.phase === 'Running'), { what: "B's executor Running", timeoutMs: 600_000, intervalMs: 1_000 });
   const uiPath = `/dashboard/apps/${b}/spark-ui/jobs/`;
   await eventually(() => call(bob, 'GET', uiPath), (r) => r.status === 200, { what: "B's live Spark UI through the api's proxy", timeoutMs: 600_000, intervalMs: 1_000 });
   const folder = async (prefix: string) => {
@@ -131,7 +138,7 @@ t.test("on the real node, A's driver reaches none of B's objects, B's driver or 
 
   // A: the attacker's program, in a driver of the service's own, under A's user key.
   const targets = {
-    victim: b, victimIp: bDriver.status!.podIP!, objects: [bLog, ...planted], historyPort: HISTORY_PORT,
+    victim: b, victimIp: bDriver.status!.podIP!, victimSecret: eventLogSecretName(b), objects: [bLog, ...planted], historyPort: HISTORY_PORT,
     history: { service: `submission-service-history.${NS}.svc`, clusterIp: historyService.spec!.clusterIP!, pod: history!.status!.podIP! },
   };
   const a = await submit(alice, 'attacker', 'probes.py', [JSON.stringify(targets)]);
@@ -162,6 +169,14 @@ t.test("on the real node, A's driver reaches none of B's objects, B's driver or 
   t.equal(network.length, 6, 'every connection was attempted');
   for (const [name, result] of network) t.match(result, REFUSED, `A's driver: ${name} (${result})`);
 
+  // The apiserver, with the driver's service-account token: not B's Secret, nor through a pod given it, nor B's driver.
+  t.equal(outcome['kube read own driver'], '200', 'the token reads pods (Spark needs it): the tool works');
+  t.match(outcome[`kube read secret ${eventLogSecretName(b)}`], /^403\b/, "A's driver cannot read B's key from its Secret");
+  t.match(outcome['kube create pod given the secret'], /^403\b/, `nor create a pod given B's Secret (${outcome['kube create pod given the secret']})`);
+  t.match(outcome['kube create executor given the secret'], /^403\b/, `nor an executor of its own given it (${outcome['kube create executor given the secret']})`);
+  t.match(outcome['kube delete victim driver'], /^403\b/, `nor delete B's driver (${outcome['kube delete victim driver']})`);
+  t.equal(outcome['kube create own executor'], '201', 'while it may create its own executors, as Spark does');
+
   // The service still reaches B's live UI, for B's key only.
   const ui = await call(bob, 'GET', uiPath);
   t.equal(ui.status, 200, "the api's proxy serves B's live Spark UI to B's key");
@@ -174,5 +189,8 @@ t.test("on the real node, A's driver reaches none of B's objects, B's driver or 
   const bEnded = await eventually(async () => (await call(bob, 'GET', `/api/apps/${b}`)).json as { state?: string },
     (app) => TERMINAL.includes(app.state ?? ''), { what: "B's run to end", timeoutMs: 600_000, intervalMs: 1_000 });
   t.equal(bEnded.state, 'COMPLETED', 'B ends COMPLETED');
+  // Spark's driver deleted its executor as it stopped (the log archive's finalizer may hold the pod a while).
+  await eventually(() => executorsOf(b), (pods) => pods.every((p) => p.metadata?.deletionTimestamp), { what: "B's executor deleted by its driver", timeoutMs: 120_000, intervalMs: 1_000 });
+  t.pass("B's driver deleted its own executor");
   process.stderr.write(`real-node-isolation: ${((Date.now() - started) / 1000).toFixed(0)} s\n`);
 });
