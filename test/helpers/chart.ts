@@ -106,6 +106,8 @@ export interface ChartOptions {
   adminKey?: boolean;
   /** Sockets of the keep-alive agent to the API's Service (default 4). */
   agentSockets?: number;
+  /** The node enforces NetworkPolicy (kube-router's policy controller, testbed/node-policy.ts), so the chart's policies hold. */
+  enforceNetworkPolicy?: boolean;
 }
 
 export interface InstalledChart {
@@ -141,7 +143,7 @@ export async function installChart(t: TestLike, options: ChartOptions & { adminK
 export async function installChart(t: TestLike, options?: ChartOptions & { adminKey?: true }): Promise<InstalledChart & { admin: CreatedKey }>;
 export async function installChart(t: TestLike, options: ChartOptions = {}): Promise<InstalledChart> {
   const archives = buildImages(); // before the node: a cold build takes long
-  const bed = await startRealNodeBed(t);
+  const bed = await startRealNodeBed(t, { enforceNetworkPolicy: options.enforceNetworkPolicy });
   for (const archive of archives.values()) await bed.node.importImage(archive);
   const version = serviceVersion();
   const helm = helmOn(bed);
