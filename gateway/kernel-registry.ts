@@ -13,7 +13,7 @@ import { KERNEL_ID_LABEL, KERNEL_POOL_CONFIG_LABEL, KERNEL_POOL_LABEL, KERNEL_SE
 import { mayUseKernel } from './kernel-owners.js';
 import { reconcileKernels } from './kernel-reconcile.js';
 import { KernelSession } from './kernel-session.js';
-import { KernelStarter } from './kernel-starter.js';
+import { KernelStarter, type LaunchOptions } from './kernel-starter.js';
 import type { LauncherAuth } from './launcher-auth.js';
 import { DEFAULT_LIFECYCLE, type LifecycleLimits } from './lifecycle-limits.js';
 import { idleKernelsTotal } from './metrics.js';
@@ -21,27 +21,11 @@ import { WarmPool } from './warm-pool.js';
 
 export { KERNEL_ID_LABEL, KERNEL_LABEL, KERNEL_POOL_CONFIG_LABEL, KERNEL_POOL_LABEL, KERNEL_SPEC_LABEL } from './kernel-application.js';
 
-export interface RegistryOptions {
-  api: ApiClient;
-  auth: LauncherAuth;
-  log: FastifyBaseLogger;
-  /** `local://` path of launcher.py as the driver sees it. */
-  launcherFile: string;
-  /** The gateway's address as the launcher dials it (ws://…/notebooks), known once the server listens. */
-  launcherUrl: () => string;
-  kernelImage?: string;
+export interface RegistryOptions extends LaunchOptions {
   /** Seconds without activity and connections before a kernel is shut down; 0 = never. */
   cullIdleSeconds: number;
   /** Warm pool sizes per template (`--warm-pool TEMPLATE=N`); empty: no pool. */
   warmPool?: Record<string, number>;
-  /** Kernels one key may hold at once (kernel-owners.ts); 0: no limit. */
-  kernelsPerKey?: number;
-  /**
-   * The launcher's credential as the driver gets it (launcher-files.ts): env entries; absent: the
-   * token goes to the API in a header, and the cluster keeps it beside the driver (a Secret on
-   * Kubernetes), never in its config (domain/launcher-credential.ts).
-   */
-  launcherEnv?: (kernelId: string, token: string) => Record<string, string>;
   /** Throws away what launcherEnv wrote for a kernel that is gone. */
   forgetLauncher?: (kernelId: string) => void;
   /** Launch, restart and interrupt timeouts (lifecycle-limits.ts); absent: the defaults. */

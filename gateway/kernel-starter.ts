@@ -28,15 +28,27 @@ export interface StarterHost {
   takePooled(template: string, owner: string | undefined): Promise<KernelSession | undefined>;
 }
 
-export interface StarterOptions {
+/** What starting a kernel needs, which the registry is given (kernel-registry.ts RegistryOptions) and hands on. */
+export interface LaunchOptions {
   api: ApiClient;
   auth: LauncherAuth;
   log: FastifyBaseLogger;
+  /** `local://` path of launcher.py as the driver sees it. */
   launcherFile: string;
+  /** The gateway's address as the launcher dials it (ws://…/notebooks), known once the server listens. */
   launcherUrl: () => string;
   kernelImage?: string;
+  /** Kernels one key may hold at once (kernel-owners.ts); 0: no limit. */
   kernelsPerKey?: number;
+  /**
+   * The launcher's credential as the driver gets it (launcher-files.ts): env entries; absent: the
+   * token goes to the API in a header, and the cluster keeps it beside the driver (a Secret on
+   * Kubernetes), never in its config (domain/launcher-credential.ts).
+   */
   launcherEnv?: (kernelId: string, token: string) => Record<string, string>;
+}
+
+export interface StarterOptions extends LaunchOptions {
   /** 0: no launch timeout. */
   launchTimeoutMs: number;
   clock: Clock;
