@@ -4,8 +4,7 @@
 // one is kernel-starter.ts's; what its application is made of, kernel-application.ts's.
 import { createHash } from 'node:crypto';
 import { EventEmitter } from 'node:events';
-import type { FastifyBaseLogger } from 'fastify';
-import { ApiClient, type ApiApplication, TERMINAL_STATES } from './api-client.js';
+import { type ApiApplication, TERMINAL_STATES } from './api-client.js';
 import type { GatewayCaller } from './auth.js';
 import { type Clock, systemClock, type TimerHandle } from '../lib/clock.js';
 import { GatewayError } from './gateway-error.js';
@@ -14,7 +13,6 @@ import { mayUseKernel } from './kernel-owners.js';
 import { reconcileKernels } from './kernel-reconcile.js';
 import { KernelSession } from './kernel-session.js';
 import { KernelStarter, type LaunchOptions } from './kernel-starter.js';
-import type { LauncherAuth } from './launcher-auth.js';
 import { DEFAULT_LIFECYCLE, type LifecycleLimits } from './lifecycle-limits.js';
 import { idleKernelsTotal } from './metrics.js';
 import { WarmPool } from './warm-pool.js';

@@ -140,7 +140,7 @@ if (skip) {
     t.pass('other namespaces are not affected');
   });
 
-  t.test('a driver\'s account creates, changes and deletes only the executors of the pod its token is bound to (ValidatingAdmissionPolicy)', async (t) => {
+  t.test('a driver\'s account creates, changes and deletes only the executors (and changes only the ConfigMaps) of the pod its token is bound to (ValidatingAdmissionPolicy)', async (t) => {
     const admin: KubeClients = { kc: bed.kc, core: bed.kc.makeApiClient(CoreV1Api), custom: bed.kc.makeApiClient(CustomObjectsApi), server: bed.kc.getCurrentCluster()!.server };
     const spec = { serviceAccountName: 'spark-driver', automountServiceAccountToken: false, containers: [{ name: 'c', image: 'busybox' }] };
     const driver = async (name: string) => (await admin.core.createNamespacedPod({ namespace: APPS, body: { metadata: { name }, spec } })).metadata!;
@@ -159,10 +159,15 @@ if (skip) {
       return answer;
     }, (answer) => answer !== 'done', { what: 'the policy in force' });
     t.match(plain, /^403 .*may create executor pods only/, 'a pod that is not an executor: refused');
-    t.match(await outcome(() => asA.core.createNamespacedPod({ namespace: APPS, body: executor('a-for-b', b) })), /^403 .*only the executor pods its own driver pod owns/, 'an executor owned by another driver: refused');
+    t.match(await outcome(() => asA.core.createNamespacedPod({ namespace: APPS, body: executor('a-for-b', b) })), /^403 .*only the executor pods/, 'an executor owned by another driver: refused');
     t.equal(await outcome(() => asA.core.createNamespacedPod({ namespace: APPS, body: executor('drv-a-exec-1', a) })), 'done', 'its own executor: created');
     t.match(await outcome(() => asA.core.deleteNamespacedPod({ namespace: APPS, name: 'drv-b' })), /^403 /, 'another run\'s driver: not deleted');
     t.equal(await outcome(() => asA.core.deleteNamespacedPod({ namespace: APPS, name: 'drv-a-exec-1' })), 'done', 'its own executor: deleted');
+    const configMap = (name: string, owner: typeof a) => ({ metadata: { name, ownerReferences: [{ apiVersion: 'v1', kind: 'Pod', name: owner.name!, uid: owner.uid! }] }, data: { k: 'v' } });
+    await admin.core.createNamespacedConfigMap({ namespace: APPS, body: configMap('conf-of-b', b) });
+    t.match(await outcome(() => asA.core.deleteNamespacedConfigMap({ namespace: APPS, name: 'conf-of-b' })), /^403 /, 'another run\'s ConfigMap: not deleted');
+    t.equal(await outcome(() => asA.core.createNamespacedConfigMap({ namespace: APPS, body: configMap('conf-of-a', a) })), 'done', 'its own ConfigMap (an executor\'s conf): created');
+    t.equal(await outcome(() => asA.core.deleteNamespacedConfigMap({ namespace: APPS, name: 'conf-of-a' })), 'done', 'and deleted');
     const unbound = await clientsAs(admin, APPS, 'spark-driver');
     t.match(await outcome(() => unbound.core.createNamespacedPod({ namespace: APPS, body: executor('drv-a-exec-2', a) })), /^403 /, 'a token bound to no pod creates none');
   });
