@@ -1,6 +1,5 @@
-# The real Spark Connect client (pyspark[connect] 3.5, pyspark-client 4.x: the script runs under
-# either) driven by test/connect/*.test.ts and bench/connect.ts: `python client.py MODE URL [ARG]`
-# prints one JSON line with what it saw.
+# The real Spark Connect client (pyspark[connect]) driven by test/connect/*.test.ts and
+# bench/connect.ts: `python client.py MODE URL [ARG]` prints one JSON line with what it saw.
 # Run from a file, not `python -c` (the client's import can exit in a SPARK_HOME search).
 import json
 import sys
@@ -57,45 +56,6 @@ def interrupt_long_query(spark):
         thread.join(0.2)
     thread.join()
     return {"operations": len(interrupted), "error": failure.get("error")}
-
-
-def owner(url, module_path):
-    """Leaves traces in this session: a SQL conf, a cached temp view, an uploaded .py module a UDF imports."""
-    from pyspark.sql.functions import udf
-    spark = session(url)
-    spark.conf.set("spark.sql.shuffle.partitions", "7")
-    spark.range(7).createOrReplaceTempView("kept")
-    spark.catalog.cacheTable("kept")
-    spark.addArtifacts(module_path, pyfile=True)
-    out = {"conf": spark.conf.get("spark.sql.shuffle.partitions"), "cached": spark.catalog.isCached("kept"),
-           "udf": imported_udf(spark, udf, module_path), "session": spark.client._session_id}
-    print(json.dumps(out), flush=True)
-
-
-def other(url, module_path):
-    """What another session sees of owner()'s traces: its conf, whether the same view is cached, whether the module imports."""
-    from pyspark.sql.functions import udf
-    spark = session(url)
-    spark.range(7).createOrReplaceTempView("kept")  # the same plan: a shared cache would hold it
-    out = {"conf": spark.conf.get("spark.sql.shuffle.partitions"), "cached": spark.catalog.isCached("kept"),
-           "session": spark.client._session_id}
-    try:
-        out["udf"] = imported_udf(spark, udf, module_path)
-    except Exception as error:
-        out["importError"] = "ModuleNotFoundError" in str(error) or "No module named" in str(error)
-        out["error"] = str(error)[:400]
-    print(json.dumps(out), flush=True)
-
-
-def imported_udf(spark, udf, module_path):
-    """A UDF whose body imports the module at `module_path` (uploaded or not) and returns its MARK."""
-    import os
-    name = os.path.basename(module_path)[:-3]
-
-    def marked(value):
-        import importlib
-        return importlib.import_module(name).MARK + value
-    return [r[0] for r in spark.range(2).select(udf(marked, "long")("id")).collect()]
 
 
 def views(url, name):
@@ -209,5 +169,4 @@ def refused(url):
 if __name__ == "__main__":
     mode, url = sys.argv[1], sys.argv[2]
     {"work": lambda: work(url), "views": lambda: views(url, sys.argv[3]), "status": lambda: status(url), "hold": lambda: hold(url), "refused": lambda: refused(url), "count": lambda: count(url),
-     "owner": lambda: owner(url, sys.argv[3]), "other": lambda: other(url, sys.argv[3]),
      "traces": lambda: traces(url), "bench": lambda: bench(url, sys.argv[3]), "arrow": lambda: arrow(url, sys.argv[3], sys.argv[4])}[mode]()
