@@ -2,8 +2,9 @@
 // SparkConnectServer). Spark 4's server asks every call for a pre-shared token (`Authorization:
 // Bearer TOKEN`, PreSharedKeyAuthenticationInterceptor) that it reads from its environment; only
 // the service knows it, so only the Connect endpoint's relay (connect/relay.ts) is let in, even by
-// a process or pod that reaches the server's port. Spark 3.5's server checks nothing: it ignores
-// the variable, so giving it the token changes nothing.
+// a process or pod that reaches the server's port. Spark 3.5's server checks nothing by itself: local
+// mode adds an interceptor that reads the same variable (cluster/local/connect-gate.ts); in a pod
+// it is ignored.
 //
 // The token is an HMAC of the application's name under a key of the service's, so whoever starts
 // the driver and whoever relays to it compute it without storing or passing it around. Local
@@ -18,7 +19,8 @@
 // Pure: the derivation, the names, the Secret's shape and the pod's env.
 import { createHmac } from 'node:crypto';
 import type { V1EnvVar, V1OwnerReference, V1Pod, V1Secret } from '@kubernetes/client-node';
-import { ANNOTATION_OVERRIDES, DRIVER_CONTAINER, LABEL_APP } from './labels.js';
+import { applicationTokenSecret } from './app-secret.js';
+import { ANNOTATION_OVERRIDES, DRIVER_CONTAINER } from './labels.js';
 
 /** Spark's Connect server main class: the drivers that get the token. */
 export const CONNECT_SERVER_CLASS = 'org.apache.spark.sql.connect.service.SparkConnectServer';
@@ -71,10 +73,5 @@ export function withConnectServerToken(pod: V1Pod, secretName: string): V1Pod {
 
 /** The Secret of application `appName`'s token: immutable, owned by the Application (the garbage collector removes it with it). */
 export function connectTokenSecret(appName: string, token: string, owner: Omit<V1OwnerReference, 'controller'>): V1Secret {
-  return {
-    metadata: { name: connectTokenSecretName(appName), labels: { [LABEL_APP]: appName }, ownerReferences: [{ ...owner, controller: false }] },
-    type: 'Opaque',
-    immutable: true,
-    stringData: { [CONNECT_TOKEN_SECRET_KEY]: token },
-  };
+  return applicationTokenSecret(connectTokenSecretName(appName), appName, { key: CONNECT_TOKEN_SECRET_KEY, token }, owner);
 }

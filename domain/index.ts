@@ -32,3 +32,4 @@ export * from './sizing-recommendation.js';
 export * from './history-sizing.js';
 export * from './schedule.js';
 export * from './connect-server-token.js';
+export * from './app-secret.js';

@@ -1,7 +1,7 @@
 // A notebook kernel's launcher credential on Kubernetes (domain/launcher-credential.ts): the
 // Secret that holds its one-time token, created by the API before the driver pod that mounts
 // it: the first attempt's by the submission, a retry's by the controller (attempt-pods.ts).
-import { LABEL_APP, LAUNCHER_SECRET_KEY } from '../../domain/index.js';
+import { applicationTokenSecret, LAUNCHER_SECRET_KEY } from '../../domain/index.js';
 import { FIELD_MANAGER, type KubeClients } from './client.js';
 import { kubeCall } from './errors.js';
 
@@ -14,11 +14,6 @@ export async function createLauncherSecret(clients: KubeClients, namespace: stri
   await kubeCall(clients.server, `create the launcher Secret of ${appName}`, () => clients.core.createNamespacedSecret({
     namespace,
     fieldManager: FIELD_MANAGER,
-    body: {
-      metadata: { name: secretName, labels: { [LABEL_APP]: appName }, ownerReferences: [{ ...owner, controller: false }] },
-      type: 'Opaque',
-      immutable: true,
-      stringData: { [LAUNCHER_SECRET_KEY]: token },
-    },
+    body: applicationTokenSecret(secretName, appName, { key: LAUNCHER_SECRET_KEY, token }, owner),
   }));
 }
