@@ -184,7 +184,7 @@ export async function startWebhookService(options: WebhookServiceOptions) {
       admit: (pod, review) => admitPod(pod, {
         rules: rulesNow(rules), dryRun: review.dryRun,
         templates: (name) => cache.templates.get(name),
-        applications: (name, uid) => cache.driverConfig(name, uid), jobRuns: (jobName, submittedBy) => cache.jobs.runs(jobName, submittedBy),
+        applications: (name, uid) => cache.driverConfig(name, uid), driverApplication: (name, uid) => cache.driverApplication(name, uid), jobRuns: (jobName, submittedBy) => cache.jobs.runs(jobName, submittedBy),
         newAppName,
       }),
     });

@@ -24,6 +24,12 @@ export interface AdmissionContext {
    * and re-created under the same name is another application.
    */
   applications: (appName: string, driverUid?: string) => ApplicationConfig | undefined;
+  /**
+   * The application a known driver pod runs (its app label, which the service wrote when it made
+   * the pod), by the same keys: a retry's driver pod is named `<app>-attempt-N`, so its name is
+   * not its application's. Absent or unknown: the driver pod's name is taken as the application's.
+   */
+  driverApplication?: (driverPod: string, driverUid?: string) => string | undefined;
   /** Names a team's pod that came with generateName only. */
   newAppName: (jobName: string) => string;
   /** A job's past runs (job-history.ts), for sizing from them; absent: no history kept. */
@@ -127,11 +133,13 @@ export function executorDriver(pod: V1Pod, namespace: string): { name: string; u
  * labels, so the two agree unless code with the driver's account wrote the pod itself, to be
  * taken for that other run's (its NetworkPolicy admits that run's pods by this label).
  */
-function foreignLabelRefusal(pod: V1Pod, driver: { name: string } | undefined): string | undefined {
+function foreignLabelRefusal(pod: V1Pod, driver: { name: string; uid?: string } | undefined, ctx: AdmissionContext): string | undefined {
   const labelled = pod.metadata?.labels?.[LABEL_APP];
-  if (labelled === undefined || driver === undefined || labelled === driver.name) return undefined;
+  if (labelled === undefined || driver === undefined) return undefined;
+  const driversApp = ctx.driverApplication?.(driver.name, driver.uid) ?? driver.name;
+  if (labelled === driversApp) return undefined;
   const name = pod.metadata?.name ?? pod.metadata?.generateName ?? 'executor';
-  return `executor pod ${name}: labelled as application ${labelled}'s but owned by pod ${driver.name}; an executor belongs to its driver's application`;
+  return `executor pod ${name}: labelled as application ${labelled}'s but owned by pod ${driver.name} (application ${driversApp}); an executor belongs to its driver's application`;
 }
 
 function admitExecutor(pod: V1Pod, ctx: AdmissionContext): Admission {
@@ -139,7 +147,7 @@ function admitExecutor(pod: V1Pod, ctx: AdmissionContext): Admission {
   const appName = pod.metadata?.labels?.[LABEL_APP] ?? driver?.name;
   const config = driver ? ctx.applications(driver.name, driver.uid) : undefined;
   // Service account, Secrets and volumes are checked on every executor, ours or not (executor-guard.ts).
-  const refusal = foreignLabelRefusal(pod, driver) ?? executorPodRefusal(pod, config, ctx.rules);
+  const refusal = foreignLabelRefusal(pod, driver, ctx) ?? executorPodRefusal(pod, config, ctx.rules);
   if (refusal) return { outcome: 'refused', status: 403, body: { message: refusal } };
   if (!appName || !config) return { outcome: 'ignored', reason: 'executor of a driver the service does not know' };
   return { outcome: 'admitted', pod: renderExecutorPod(pod, config, ctx.rules), appName, config };

@@ -32,10 +32,11 @@ if ! npx eslint --max-warnings 0 . >&2; then echo "test: lint errors (above)" >&
 phase "typecheck and lint:"
 files=("$@")
 [ ${#files[@]} -gt 0 ] || mapfile -t files < <(find test -name '*.test.ts' -not -path '*/node_modules/*' | sort)
-# A file whose first lines say "// Runs alone" loads the machine by itself (20 JVMs): it runs
-# after the others. Those on the real node (their first line says "real node": one per machine) run one
-# after another; the other heavy files run one at a time beside them, in a second lane: each lane
-# leaves the machine half idle while its pods start and its images load.
+# A file whose first lines say "// Runs alone" loads the machine by itself (20 JVMs). Those on the
+# real node (their first line says "real node": one per machine) run one after another in a lane
+# of their own from the start, beside everything else: their pods spend most of their time starting
+# and loading images, which leaves the machine half idle. The other heavy files run one at a time
+# after the files that run together.
 together=() on_node=() heavy=()
 for f in "${files[@]}"; do
   head=$(head -n 5 "$f" 2>/dev/null)
@@ -43,25 +44,35 @@ for f in "${files[@]}"; do
   elif head -n 1 <<<"$head" | grep -q 'real node'; then on_node+=("$f")
   else heavy+=("$f"); fi
 done
-out=$(mktemp)
-status=0
-if [ ${#together[@]} -gt 0 ]; then npx tap --jobs=2 "${together[@]}" 2>&1 | tee "$out"; status=${PIPESTATUS[0]}; fi
-phase "${#together[@]} files together:"
 # One lane's output, printed whole once it ends (two lanes' lines interleaved would not read).
 lane() {
   local lane_out=$1; shift
   [ $# -gt 0 ] || return 0
   npx tap --jobs=1 "$@" > "$lane_out" 2>&1
 }
-node_out=$(mktemp) heavy_out=$(mktemp)
-lane "$node_out" "${on_node[@]}" & node_lane=$!
-lane "$heavy_out" "${heavy[@]}" & heavy_lane=$!
-wait "$heavy_lane" || status=1
+# SUBMISSION_SERVICE_NODE_LOCK (a file): a machine whose other checkouts also start the real node
+# takes this flock around each of the node's files (CI, alone on its machine, sets none).
+node_files() {
+  local lane_out=$1; shift
+  [ -n "${SUBMISSION_SERVICE_NODE_LOCK:-}" ] || { lane "$lane_out" "$@"; return; }
+  local f rc=0
+  for f in "$@"; do flock "$SUBMISSION_SERVICE_NODE_LOCK" npx tap --jobs=1 "$f" >> "$lane_out" 2>&1 || rc=1; done
+  return "$rc"
+}
+out=$(mktemp) node_out=$(mktemp) heavy_out=$(mktemp)
+lane_start=$SECONDS
+node_files "$node_out" "${on_node[@]}" & node_lane=$!
+status=0
+if [ ${#together[@]} -gt 0 ]; then npx tap --jobs=2 "${together[@]}" 2>&1 | tee "$out"; status=${PIPESTATUS[0]}; fi
+phase "${#together[@]} files together:"
+lane "$heavy_out" "${heavy[@]}" || status=1
 cat "$heavy_out" | tee -a "$out"
+phase "${#heavy[@]} heavy files after them:"
 wait "$node_lane" || status=1
 cat "$node_out" | tee -a "$out"
 rm -f "$node_out" "$heavy_out"
-phase "$((${#on_node[@]} + ${#heavy[@]})) files alone (two lanes):"
+echo "test: the real node's lane: ${#on_node[@]} files in $((SECONDS - lane_start)) s from its start beside the others" >&2
+phase "waiting for the real node's lane:"
 # Tests, not assertions: each top-level t.test of a file is one test (tap prints it indented
 # once under its file); a file that fails outside its tests (a crash before or between them)
 # counts as one more failure.
@@ -71,9 +82,9 @@ read -r pass fail skip < <(awk '
   /^not ok [0-9]+ - / { if (file_fail == 0) fail++; file_fail = 0; next }
   /^ok [0-9]+ - / { file_fail = 0; next }
   END { print pass + 0, fail + 0, skip + 0 }' "$out")
-# The ten slowest files, then the phases.
+# The fifteen slowest files, then the phases.
 awk '/^(not )?ok [0-9]+ - .* # time=/ { t = $0; sub(/.*# time=/, "", t); sub(/ms.*/, "", t); n = $0; sub(/^(not )?ok [0-9]+ - /, "", n); sub(/ # time=.*/, "", n); printf "%d %s\n", t / 1000, n }' "$out" |
-  sort -rn | head -n 10 | awk '{ printf "test: %ss %s\n", $1, $2 }' >&2
+  sort -rn | head -n 15 | awk '{ printf "test: %ss %s\n", $1, $2 }' >&2
 echo "test: times: ${phases[*]}" >&2
 # The failures by name, just above the count: a CI log that keeps only its tail still says which.
 # Under each, its first failed assertions (tap prints them before the test's own line).

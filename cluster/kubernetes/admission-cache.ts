@@ -15,7 +15,7 @@
 import type { KubernetesObject, V1Pod } from '@kubernetes/client-node';
 import { LRUCache } from 'lru-cache';
 import type { ApplicationConfig } from '../../schemas/index.js';
-import { executorDriver, LABEL_JOB, LABEL_TEMPLATE, readConfigAnnotation, SPARK_ROLE } from '../../domain/index.js';
+import { executorDriver, LABEL_APP, LABEL_JOB, LABEL_TEMPLATE, readConfigAnnotation, SPARK_ROLE } from '../../domain/index.js';
 import { GROUP, type KubeClients, TEMPLATES, VERSION } from './client.js';
 import { withTimeout } from './call-timeout.js';
 import { statusCode } from './errors.js';
@@ -26,7 +26,8 @@ import { followJobProfiles, jobProfileObjects, KubernetesJobProfiles } from './j
 type TemplateObject = KubernetesObject & { spec?: { config?: ApplicationConfig } };
 
 /** A driver pod of ours, as one GET read it. */
-interface KnownDriver { name: string; config: ApplicationConfig }
+/** app: the driver pod's app label (a retry's pod `<app>-attempt-N` runs `<app>`). */
+interface KnownDriver { name: string; app: string; config: ApplicationConfig }
 
 const MAX_DRIVERS = 50_000;
 /**
@@ -98,6 +99,13 @@ export class AdmissionCache {
     return known?.name === name ? known.config : undefined;
   }
 
+  /** The application a driver of ours runs (its app label), by the same keys as driverConfig. */
+  driverApplication(name: string, uid?: string): string | undefined {
+    const key = uid ?? this.driverNames.get(name);
+    const known = key ? this.drivers.get(key) : undefined;
+    return known?.name === name ? known.app : undefined;
+  }
+
   /**
    * Fills what a review needs and the watch has not delivered yet (a template created a
    * moment ago) or is not watched (an executor's driver): one GET on a miss, then cached.
@@ -150,7 +158,7 @@ export class AdmissionCache {
       this.driverNames.set(name, ''); // not ours: its executors get the policy's allowances
       return;
     }
-    this.drivers.set(uid, { name, config });
+    this.drivers.set(uid, { name, app: pod.metadata?.labels?.[LABEL_APP] ?? name, config });
     this.driverNames.set(name, uid);
   }
 

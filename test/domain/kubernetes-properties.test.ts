@@ -116,3 +116,19 @@ t.test('an executor labelled as another application\'s than its owner driver\'s 
   t.equal(admitPod(labelled('etl-a', 'etl-a'), context).outcome, 'admitted', 'its own application\'s label passes');
   t.equal(admitPod(labelled('etl-b', 'etl-a-exec-1'), context).outcome, 'refused', 'nor may a pod owned by an executor pass for another run');
 });
+
+t.test('a retry\'s executors (their driver pod is <app>-attempt-2) are their application\'s, by the driver pod\'s app label, not its name', async (t) => {
+  const drivers: Record<string, { app: string; config: ApplicationConfig }> = { 'etl-a-attempt-2': { app: 'etl-a', config: {} }, 'etl-b': { app: 'etl-b', config: {} } };
+  const context = {
+    rules, templates: () => undefined, newAppName: (job: string) => job,
+    applications: (name: string) => drivers[name]?.config, driverApplication: (name: string) => drivers[name]?.app,
+  };
+  const labelled = (app: string, owner: string): V1Pod => ({
+    ...executor({}),
+    metadata: { name: `${owner}-exec-1`, labels: { 'spark-role': 'executor', 'submission-service/app-name': app }, ownerReferences: [{ apiVersion: 'v1', kind: 'Pod', name: owner, uid: 'u' }] },
+  });
+  t.equal(admitPod(labelled('etl-a', 'etl-a-attempt-2'), context).outcome, 'admitted', 'attempt 2\'s executor, labelled as its application\'s');
+  const forged = admitPod(labelled('etl-b', 'etl-a-attempt-2'), context);
+  t.match(forged.outcome === 'refused' ? forged.body.message : '', /labelled as application etl-b's but owned by pod etl-a-attempt-2 \(application etl-a\)/, 'another run\'s label is still refused');
+  t.equal(admitPod(labelled('etl-a-attempt-2', 'etl-a-attempt-2'), context).outcome, 'refused', 'and the pod\'s own name is not its application when its label says otherwise');
+});

@@ -10,7 +10,7 @@ import { eventually } from './kubernetes.js';
 import type { SparkNodeBed } from './spark-node.js';
 import { repoRoot } from './api.js';
 import { nodeIp } from '../../testbed/real-node.js';
-import { SCHEDULE_LABEL, SCHEDULE_TICK_LABEL } from '../../domain/index.js';
+import { LABEL_APP, SCHEDULE_LABEL, SCHEDULE_TICK_LABEL } from '../../domain/index.js';
 
 export const TERMINAL = ['COMPLETED', 'FAILED', 'KILLED', 'UNKNOWN'];
 export const MINUTE = 60_000;
@@ -48,6 +48,19 @@ export const tickTime = (label: string | undefined) => Date.parse((label ?? '').
 export const seconds = (from?: string | null, to?: string | null) => from && to ? ((Date.parse(to) - Date.parse(from)) / 1000).toFixed(0) : '?';
 export const loadAverage = () => readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
 
+/** On a timeout: the application's state, attempts and transitions and its pods' phases and containers, not a truncated JSON. */
+async function whereItStands(bed: SparkNodeBed, app: App | null, name: string): Promise<string> {
+  const pods = await bed.clients.core.listNamespacedPod({ namespace: bed.namespace, labelSelector: `${LABEL_APP}=${name}` }).then((list) => list.items, () => []);
+  const podLines = pods.map((p) => `${p.metadata?.name}: ${p.status?.phase}${p.metadata?.deletionTimestamp ? ' (deleting)' : ''} ${JSON.stringify(p.status?.containerStatuses?.map((c) => c.state))}`);
+  return [
+    `state ${app?.state} (${app?.stateDetail ?? ''})`,
+    `attempts ${JSON.stringify(app?.attempts ?? [])}`,
+    `transitions ${JSON.stringify(app?.transitions ?? [])}`,
+    `pods: ${podLines.join('; ') || 'none'}`,
+    `load ${loadAverage()}`,
+  ].join('\n');
+}
+
 /** What the tests share: the node with the service, the programs' URLs and the API's reads. */
 export interface Node {
   bed: SparkNodeBed;
@@ -71,7 +84,8 @@ export function nodeCalls(bed: SparkNodeBed, program: (name: string) => string):
       t.equal(res.status, 201, `${jobName} submitted: ${res.body.slice(0, 300)}`);
       return res.json.appName as string;
     },
-    ended: (name) => eventually(() => app(name), (a) => TERMINAL.includes(a.state), { what: `${name} to end`, timeoutMs: RUN_MS, intervalMs: 1_000 }),
+    ended: (name) => eventually(() => app(name), (a) => TERMINAL.includes(a.state), { what: `${name} to end`, timeoutMs: RUN_MS, intervalMs: 1_000 })
+      .catch(async (error: Error) => { throw new Error(`${error.message.split('; last:')[0]}; ${await whereItStands(bed, await app(name).catch(() => null), name)}`); }),
     log: async (name) => (await bed.call('GET', `/api/apps/${name}/log`)).body,
     runs: async (schedule) => ((await bed.call('GET', `/api/apps/?limit=100&labelSelector=${encodeURIComponent(`${SCHEDULE_LABEL}=${schedule}`)}`)).json.items as App[])
       .sort((a, b) => a.labels[SCHEDULE_TICK_LABEL]!.localeCompare(b.labels[SCHEDULE_TICK_LABEL]!)),

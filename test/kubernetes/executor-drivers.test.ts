@@ -87,7 +87,7 @@ t.test("executors' drivers, read on a miss", async (t) => {
     await Promise.all(Array.from({ length: N }, (_, i) => webhook.cache.prepare(reviewOf(sparkExecutorPod(driver, i + 1, namespace), `many-${i}`))));
     t.equal(await driverLookups('miss') - miss, 1, 'one GET');
     t.equal(await driverLookups('shared') - shared, N - 1, `the other ${N - 1} waited for it`);
-    t.same(webhook.cache.driverConfig(driver.metadata!.name!, driver.metadata!.uid), readConfig(driver), 'the driver\'s effective config, by its uid');
+    t.same([webhook.cache.driverConfig(driver.metadata!.name!, driver.metadata!.uid), webhook.cache.driverApplication(driver.metadata!.name!, driver.metadata!.uid)], [readConfig(driver), submitted.json.appName], 'the driver\'s effective config and its application (its app label), by its uid');
     const executor = await core.createNamespacedPod({ namespace, body: sparkExecutorPod(driver, N + 1, namespace) });
     t.equal(cpu(executor), '3400m', 'an executor through the apiserver: sized for 4 cores');
     t.equal(await driverLookups('hit') - hit, 1, 'from the cache');

@@ -8,7 +8,7 @@ import t from 'tap';
 import { repoRoot, startTestApi } from '../helpers/api.js';
 import { waitForState } from '../helpers/poll.js';
 import { SchedulerTestClock } from '../helpers/scheduler-clock.js';
-import { nextTick as nextTickAfter } from '../../domain/index.js';
+import { nextTick as nextTickAfter, RUN_DIGEST_CHARS } from '../../domain/index.js';
 import { realSpark } from '../helpers/service.js';
 
 const spark = realSpark();
@@ -32,7 +32,7 @@ t.test('every minute with Forbid: one run per tick, a skipped tick while one run
   await nextTick();
   const [first] = await runs();
   t.ok(first, 'the first tick made a run');
-  t.match(first.appName, /^pi-sched-\d{8}-\d{6}-[a-z0-9]{5}$/);
+  t.match(first.appName, new RegExp(`^pi-sched-\\d{8}-\\d{6}-[a-z0-9]{${RUN_DIGEST_CHARS}}$`), 'named after its tick, with the digest of its owner and schedule');
   t.equal(first.labels['schedule.submission-service.io/tick'], (await status()).lastScheduleTime.replace(/\.000Z$/, 'Z').replaceAll('-', '').replaceAll(':', ''));
   await waitForState(() => api.getApp(first.appName), 'RUNNING', { timeoutMs: 120_000 });
   await nextTick();
