@@ -1,23 +1,24 @@
-// Runs alone: it starts most benches in turn (the Kubernetes ones on a test bed of their own).
-// Every benchmark runs as bench/README.md says, with tiny counts: it exits 0 and prints its
-// figures (a Markdown table row with a number). A bench that needs what this machine lacks is
-// skipped, saying what; real-node-start.ts always is (the test bed's real node: minutes, root).
+// What the benches' smoke tests share (test/bench/smoke-*.test.ts): every benchmark runs as
+// bench/README.md says, with tiny counts; it exits 0 and prints its figures (a Markdown table row
+// with a number). A bench that needs what this machine lacks is skipped, saying what. The benches
+// are split over four files so that they run among the files that run together, two at a time,
+// instead of 380 s one after another at the end of the suite.
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import t from 'tap';
-import { repoRoot } from '../helpers/api.js';
-import { realSpark, sparkEnv } from '../helpers/service.js';
-import { tempDir } from '../helpers/temp.js';
+import { repoRoot } from './api.js';
+import { realSpark, sparkEnv } from './service.js';
+import { tempDir } from './temp.js';
 import { toolsEnv } from '../gateway/jupyter.js';
 import { connectClientPython } from '../connect/connect-client.js';
 
-type Need = 'spark' | 'tools' | 'testbed' | 's3' | 'chromium' | 'airflow' | 'connect';
+export type Need = 'spark' | 'tools' | 'testbed' | 's3' | 'chromium' | 'airflow' | 'connect';
 
 /** figures: what its output shows when it measured something (default: a Markdown table row with a number). */
-interface Bench { file: string; env: Record<string, string>; needs?: Need[]; args?: string[]; figures?: RegExp }
+export interface Bench { file: string; env: Record<string, string>; needs?: Need[]; args?: string[]; figures?: RegExp }
 
-const BENCHES: Bench[] = [
+const ALL_BENCHES: Bench[] = [
   { file: 'admission.ts', env: { ADMISSION_ROUNDS: '1', ADMISSION_ROUND_MS: '100', ADMISSION_WARMUP_MS: '100' } },
   { file: 'dry-run.ts', env: { DRY_RUN_ROUNDS: '1', DRY_RUN_SECONDS: '1', DRY_RUN_WARMUP_SECONDS: '1', DRY_RUN_CONNECTIONS: '2' } },
   { file: 'sizing.ts', env: { SIZING_CALLS: '200', SIZING_LOG_MB: '1' }, figures: /Added p99: \*\*-?[\d,.]+ µs/ },
@@ -68,12 +69,16 @@ function run(bench: Bench, resultsDir: string): Promise<{ code: number | null; s
   });
 }
 
-for (const bench of BENCHES) {
-  t.test(`bench/${bench.file} with tiny counts exits 0 and prints its figures`, { skip: missing(bench) }, async (t) => {
-    const { code, stdout, stderr } = await run(bench, tempDir(t, 'subsvc-bench-'));
-    t.equal(code, 0, 'exit code 0', { stderr: stderr.slice(-3000) });
-    t.match(stdout, bench.figures ?? /^\|.*\d.*\|\s*$/m, 'its figures', { stderr: stderr.slice(-3000) });
-  });
+/** The benches whose file is one of `files` (their paths under bench/), each a test of its own. */
+export function smokeTests(files: string[]): void {
+  const benches = ALL_BENCHES.filter((bench) => files.includes(bench.file));
+  const unknown = files.filter((file) => !benches.some((bench) => bench.file === file));
+  if (unknown.length > 0) throw new Error(`no smoke settings for ${unknown.join(', ')}`);
+  for (const bench of benches) {
+    t.test(`bench/${bench.file} with tiny counts exits 0 and prints its figures`, { skip: missing(bench) }, async (t) => {
+      const { code, stdout, stderr } = await run(bench, tempDir(t, 'subsvc-bench-'));
+      t.equal(code, 0, 'exit code 0', { stderr: stderr.slice(-3000) });
+      t.match(stdout, bench.figures ?? /^\|.*\d.*\|\s*$/m, 'its figures', { stderr: stderr.slice(-3000) });
+    });
+  }
 }
-
-t.test('bench/kubernetes/real-node-start.ts', { skip: 'needs the test bed\'s real node (root, minutes): run it by hand as its head says' }, () => {});
