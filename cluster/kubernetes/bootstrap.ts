@@ -80,17 +80,28 @@ export async function createFakeNodes(clients: KubeClients, rules: AdmissionRule
 }
 
 /**
- * The service account Spark drivers run as, and what a driver does with it (the chart's
- * spark-driver Role, manifests/chart/templates/rbac.yaml): its executor pods, their config
- * maps and on-demand PVCs, a driver service, and Spark's cleanup by label selector. For a
- * cluster with real kubelets where the chart is not installed (`testbed up --real-node`).
+ * The chart's spark-driver Role (manifests/chart/templates/rbac.yaml, which says why each verb):
+ * what Spark's driver does with its token and no more. Kept equal to the chart's by
+ * test/manifests/chart.test.ts.
+ */
+export const DRIVER_ROLE_RULES = [
+  { apiGroups: [''], resources: ['pods'], verbs: ['create', 'get', 'list', 'watch', 'delete', 'deletecollection'] },
+  { apiGroups: [''], resources: ['configmaps'], verbs: ['create', 'deletecollection'] },
+  { apiGroups: [''], resources: ['persistentvolumeclaims'], verbs: ['create', 'list', 'deletecollection'] },
+  { apiGroups: [''], resources: ['services'], verbs: ['deletecollection'] },
+];
+
+/**
+ * The service account Spark drivers run as, with the chart's Role. For a cluster with real
+ * kubelets where the chart is not installed (`testbed up --real-node`); the chart's
+ * driver-pods ValidatingAdmissionPolicy is not installed there (a Helm template).
  */
 export async function ensureDriverAccount(clients: KubeClients, namespace: string, name: string): Promise<void> {
   const rbac = clients.kc.makeApiClient(RbacAuthorizationV1Api);
   await clients.core.createNamespacedServiceAccount({ namespace, body: { metadata: { name } } }).catch(unlessExists);
   await rbac.createNamespacedRole({ namespace, body: {
     metadata: { name },
-    rules: [{ apiGroups: [''], resources: ['pods', 'services', 'configmaps', 'persistentvolumeclaims'], verbs: ['create', 'get', 'list', 'watch', 'delete', 'deletecollection'] }],
+    rules: DRIVER_ROLE_RULES,
   } }).catch(unlessExists);
   await rbac.createNamespacedRoleBinding({ namespace, body: {
     metadata: { name },

@@ -140,7 +140,7 @@ if (skip) {
     t.pass('other namespaces are not affected');
   });
 
-  t.test('a driver\'s account creates, changes and deletes only the executors (and changes only the ConfigMaps) of the pod its token is bound to (ValidatingAdmissionPolicy)', async (t) => {
+  t.test('a driver\'s account creates, changes and deletes only the executors, ConfigMaps and PVCs of the pod its token is bound to (ValidatingAdmissionPolicy), with only the verbs Spark uses', async (t) => {
     const admin: KubeClients = { kc: bed.kc, core: bed.kc.makeApiClient(CoreV1Api), custom: bed.kc.makeApiClient(CustomObjectsApi), server: bed.kc.getCurrentCluster()!.server };
     const spec = { serviceAccountName: 'spark-driver', automountServiceAccountToken: false, containers: [{ name: 'c', image: 'busybox' }] };
     const driver = async (name: string) => (await admin.core.createNamespacedPod({ namespace: APPS, body: { metadata: { name }, spec } })).metadata!;
@@ -165,9 +165,40 @@ if (skip) {
     t.equal(await outcome(() => asA.core.deleteNamespacedPod({ namespace: APPS, name: 'drv-a-exec-1' })), 'done', 'its own executor: deleted');
     const configMap = (name: string, owner: typeof a) => ({ metadata: { name, ownerReferences: [{ apiVersion: 'v1', kind: 'Pod', name: owner.name!, uid: owner.uid! }] }, data: { k: 'v' } });
     await admin.core.createNamespacedConfigMap({ namespace: APPS, body: configMap('conf-of-b', b) });
-    t.match(await outcome(() => asA.core.deleteNamespacedConfigMap({ namespace: APPS, name: 'conf-of-b' })), /^403 /, 'another run\'s ConfigMap: not deleted');
+    // Spark deletes its ConfigMaps by selector (deletecollection; the apiserver admits each one it would delete).
+    const deleteConfigMaps = (name: string) => () => asA.core.deleteCollectionNamespacedConfigMap({ namespace: APPS, fieldSelector: `metadata.name=${name}` });
+    t.match(await outcome(deleteConfigMaps('conf-of-b')), /^403 .*its own driver pod owns/, 'another run\'s ConfigMap: not deleted');
     t.equal(await outcome(() => asA.core.createNamespacedConfigMap({ namespace: APPS, body: configMap('conf-of-a', a) })), 'done', 'its own ConfigMap (an executor\'s conf): created');
-    t.equal(await outcome(() => asA.core.deleteNamespacedConfigMap({ namespace: APPS, name: 'conf-of-a' })), 'done', 'and deleted');
+    t.equal(await outcome(deleteConfigMaps('conf-of-a')), 'done', 'and deleted');
+    // Creating: only owned by its own pod (name and uid), so no name squatted for another run, nothing outliving the driver.
+    const unowned = { metadata: { name: 'squat' }, data: { k: 'v' } };
+    t.match(await outcome(() => asA.core.createNamespacedConfigMap({ namespace: APPS, body: unowned })), /^403 .*its own driver pod owns/, 'a ConfigMap owned by nobody: refused');
+    t.match(await outcome(() => asA.core.createNamespacedConfigMap({ namespace: APPS, body: configMap('conf-for-b', b) })), /^403 /, 'a ConfigMap owned by another driver: refused');
+    const wrongUid = { metadata: { name: 'conf-uid', ownerReferences: [{ apiVersion: 'v1', kind: 'Pod', name: a.name!, uid: b.uid! }] } };
+    t.match(await outcome(() => asA.core.createNamespacedConfigMap({ namespace: APPS, body: wrongUid })), /^403 /, 'its pod\'s name with another uid: refused');
+    const pvc = (name: string, owner?: typeof a) => ({
+      metadata: { name, ownerReferences: owner ? [{ apiVersion: 'v1', kind: 'Pod', name: owner.name!, uid: owner.uid! }] : undefined },
+      spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '1Gi' } } },
+    });
+    t.match(await outcome(() => asA.core.createNamespacedPersistentVolumeClaim({ namespace: APPS, body: pvc('pvc-squat') })), /^403 .*its own driver pod owns/, 'a PVC owned by nobody: refused');
+    t.match(await outcome(() => asA.core.createNamespacedPersistentVolumeClaim({ namespace: APPS, body: pvc('pvc-for-b', b) })), /^403 /, 'a PVC owned by another driver: refused');
+    t.equal(await outcome(() => asA.core.createNamespacedPersistentVolumeClaim({ namespace: APPS, body: pvc('drv-a-exec-1-pvc-0', a) })), 'done', 'its own on-demand PVC: created');
+    t.equal(await outcome(() => asA.core.deleteCollectionNamespacedPersistentVolumeClaim({ namespace: APPS, fieldSelector: 'metadata.name=drv-a-exec-1-pvc-0' })), 'done', 'and deleted by selector (Spark\'s cleanup)');
+    // RBAC: the verbs Spark's driver does not use are gone (403 whatever the object).
+    const service = { metadata: { name: 'svc-a', ownerReferences: configMap('x', a).metadata.ownerReferences }, spec: { ports: [{ port: 80 }] } };
+    t.match(await outcome(() => asA.core.createNamespacedService({ namespace: APPS, body: service })), /^403 .*forbidden/, 'a Service, even its own: no create');
+    t.equal(await outcome(() => asA.core.deleteCollectionNamespacedService({ namespace: APPS, labelSelector: 'spark-app-selector=spark-a' })), 'done', 'Services deleted by label (Spark\'s cleanup): allowed');
+    for (const [what, call] of [
+      ['list ConfigMaps', () => asA.core.listNamespacedConfigMap({ namespace: APPS })],
+      ['get a ConfigMap', () => asA.core.readNamespacedConfigMap({ namespace: APPS, name: 'conf-of-b' })],
+      ['delete a ConfigMap by name', () => asA.core.deleteNamespacedConfigMap({ namespace: APPS, name: 'conf-of-b' })],
+      ['list Services', () => asA.core.listNamespacedService({ namespace: APPS })],
+      ['get a Service', () => asA.core.readNamespacedService({ namespace: APPS, name: 'kubernetes' })],
+      ['get a PVC', () => asA.core.readNamespacedPersistentVolumeClaim({ namespace: APPS, name: 'pvc-x' })],
+    ] as const) {
+      t.match(await outcome(call), /^403 .*forbidden/, `${what}: no RBAC verb`);
+    }
+    t.equal(await outcome(() => asA.core.listNamespacedPersistentVolumeClaim({ namespace: APPS, labelSelector: 'spark-app-selector=spark-a' })), 'done', 'PVCs listed by label (Spark\'s reuse): allowed');
     const unbound = await clientsAs(admin, APPS, 'spark-driver');
     t.match(await outcome(() => unbound.core.createNamespacedPod({ namespace: APPS, body: executor('drv-a-exec-2', a) })), /^403 /, 'a token bound to no pod creates none');
   });
@@ -239,7 +270,8 @@ if (skip) {
 
       [driver, { namespace: APPS, verb: 'create', resource: 'pods' }, true],
       [driver, { namespace: APPS, verb: 'deletecollection', resource: 'pods' }, true],
-      [driver, { namespace: APPS, verb: 'create', resource: 'services' }, true],
+      [driver, { namespace: APPS, verb: 'create', resource: 'services' }, false], // Spark's driver makes none; reads: the bound-token test above
+      [driver, { namespace: APPS, verb: 'deletecollection', resource: 'services' }, true],
       [driver, { namespace: APPS, verb: 'create', resource: 'configmaps' }, true],
       [driver, { namespace: APPS, verb: 'create', resource: 'persistentvolumeclaims' }, true],
       [driver, { namespace: 'default', verb: 'create', resource: 'pods' }, false],
