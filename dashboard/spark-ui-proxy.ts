@@ -5,13 +5,12 @@
 // do: spark-ui-access.ts. Once the driver has
 // ended, the same paths open the run's history (history-ui.ts), from the proxy's cache once the
 // run's log is final (history-cache.ts), after the same checks.
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { IncomingMessage } from 'node:http';
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import httpProxy from 'http-proxy';
 import { type Cluster, isTerminal } from '../cluster/cluster.js';
 import type { SparkHistory } from '../cluster/history/spark-history.js';
-import type { ApiKeyIdentity } from '../submit-api/auth/key-store.js';
-import { keyFromHeaders, type KeyVerifier } from '../submit-api/auth/plugin.js';
+import type { KeyVerifier } from '../submit-api/auth/plugin.js';
 import { acceptsGzip, cacheKey, collectAnswer, HistoryPageCache, sendCached, STATIC_CACHE_CONTROL } from './history-cache.js';
 import { historyPath } from './history-paths.js';
 import { prefillHistory } from './history-prefill.js';
@@ -19,11 +18,13 @@ import { historyRequest, ownRunList } from './history-ui.js';
 import { connectionOwner, ConnectionSlots } from '../lib/connection-slots.js';
 import { hostName } from '../submit-api/host-allowlist.js';
 import { mayActOnApplication, type SubmissionPolicy } from '../domain/index.js';
-import { cookieValue, type Sessions } from './session.js';
+import type { Sessions } from './session.js';
 import {
-  GRANT_PARAM, HANDOVER_AUDIENCE, HANDOVER_TTL_MS, UI_AUDIENCE, UI_COOKIE, UI_TTL_MS,
-  VIEWER_HEADERS_DROPPED, appOfUiHost, appUiHost, forViewer, fromAnotherOrigin, fromThisUi, isKillPath, isStaticAsset, uiCookie, uiPrefix,
+  GRANT_PARAM, HANDOVER_AUDIENCE, UI_AUDIENCE, UI_TTL_MS,
+  VIEWER_HEADERS_DROPPED, appOfUiHost, forViewer, fromThisUi, isKillPath, isStaticAsset, uiCookie, uiPrefix,
 } from './spark-ui-access.js';
+import { callerOf, toUiHost, uiOriginRefusal, withoutGrant } from './spark-ui-caller.js';
+import { fail, failRaw } from './spark-ui-errors.js';
 import { defaultSparkUiLimits, ProxiedAnswer, type SparkUiLimits } from './spark-ui-limits.js';
 import {
   isRewritablePage, linkRewrites, passOnRewritten, rewriteAnswerBody, staticAsset, versionedStaticPath,
@@ -71,57 +72,6 @@ function rawRest(path: string): string {
   return match?.[1] ?? '';
 }
 
-const ERRORS: Record<number, string> = { 400: 'Bad Request', 401: 'Unauthorized', 403: 'Forbidden', 404: 'Not Found', 429: 'Too Many Requests', 502: 'Bad Gateway', 504: 'Gateway Timeout' };
-
-/** A JSON error on a raw response (past fastify: the proxy's own answers). */
-function failRaw(res: ServerResponse, statusCode: number, message: string): void {
-  res.writeHead(statusCode, { 'content-type': 'application/json' });
-  res.end(JSON.stringify({ message, statusCode, error: ERRORS[statusCode] ?? 'Error' }));
-}
-
-function fail(reply: FastifyReply, statusCode: number, message: string) {
-  const error = ERRORS[statusCode] ?? 'Error';
-  return reply.code(statusCode).type('application/json').send({ message, statusCode, error });
-}
-
-/** The query string without the hand-over grant ('' or `?…`). */
-function withoutGrant(query: string): string {
-  const params = new URLSearchParams(query);
-  params.delete(GRANT_PARAM);
-  const rest = params.toString();
-  return rest ? `?${rest}` : '';
-}
-
-/** The caller and how they proved it; `null` identity: authentication is off. */
-function callerOf(opts: Pick<SparkUiProxyOptions, 'auth' | 'sessions'>, request: FastifyRequest, appName: string, onUiHost: boolean): { identity: ApiKeyIdentity | null; via: 'key' | 'session' | 'cookie' | 'none' } | undefined {
-  if (!opts.auth.enabled) return { identity: null, via: 'none' };
-  const key = keyFromHeaders(request.headers);
-  if (key) {
-    const identity = opts.auth.store.verify(key);
-    return identity && { identity, via: 'key' };
-  }
-  const fromCookie = opts.sessions.identityOfGrant(cookieValue(request.headers.cookie, UI_COOKIE), UI_AUDIENCE, appName);
-  if (fromCookie) return { identity: fromCookie, via: 'cookie' };
-  // The dashboard's session (SameSite=Strict) arrives with navigations from the dashboard itself.
-  const session = onUiHost ? undefined : opts.sessions.verify(request);
-  return session && { identity: session, via: 'session' };
-}
-
-/**
- * On the Spark UI host each application has an origin of its own, `<app>.<ui host>`: what a
- * request there may not do (open another application's UI, or come from another origin's page).
- */
-function uiOriginRefusal(request: FastifyRequest, appName: string, uiHostName: string): { status: number; message: string } | undefined {
-  const uiApp = appOfUiHost(hostName(request.headers.host ?? ''), uiHostName);
-  if (uiApp !== appName) {
-    return { status: 404, message: uiApp ? `This host serves the Spark UI of ${uiApp} only.` : `Each application's Spark UI has a host of its own: ${appName}.${uiHostName}.` };
-  }
-  if (fromAnotherOrigin(request.headers)) {
-    return { status: 403, message: 'A page of another origin (another application\'s Spark UI, another site) cannot read this Spark UI.' };
-  }
-  return undefined;
-}
-
 /**
  * Spark writes its links with proxyBase but not its redirects (`/` → http://driver:port/jobs/):
  * a redirect to the driver itself is turned into one under the request's prefix.
@@ -134,21 +84,6 @@ function redirectUnderPrefix(answer: IncomingMessage, req: IncomingMessage, at: 
   if (url.host !== at.target.host && url.host !== req.headers.host) return;
   const path = url.pathname.startsWith(`${at.prefix}/`) ? url.pathname : `${at.prefix}${url.pathname}`;
   answer.headers.location = `${path}${url.search}`;
-}
-
-/** To the Spark UI host, with a grant that host turns into its cookie. */
-function toUiHost(
-  request: FastifyRequest, reply: FastifyReply,
-  to: { uiHost: string; sessions: Sessions; appName: string; path: string; query: string; identity: ApiKeyIdentity | null },
-) {
-  const explicitPort = /:\d+$/.test(to.uiHost) || to.uiHost.endsWith(']');
-  const port = /:(\d+)$/.exec(request.headers.host ?? '')?.[1];
-  const host = appUiHost(to.appName, explicitPort || !port ? to.uiHost : `${to.uiHost}:${port}`);
-  if (!host) return fail(reply, 404, `${to.appName} is not a host name, so its Spark UI cannot have an origin of its own.`);
-  const params = new URLSearchParams(to.query);
-  if (to.identity) params.set(GRANT_PARAM, to.sessions.grant(to.identity.id, HANDOVER_AUDIENCE, to.appName, HANDOVER_TTL_MS));
-  const search = params.toString();
-  return reply.redirect(`${request.protocol}://${host}${to.path}${search ? `?${search}` : ''}`);
 }
 
 export const sparkUiProxy: FastifyPluginAsync<SparkUiProxyOptions> = async (app, opts) => {

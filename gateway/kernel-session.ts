@@ -6,6 +6,7 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { WebSocket } from 'ws';
 import { type Clock, systemClock } from '../lib/clock.js';
+import type { ClaimState, ExecutionState, KernelModel } from './kernel-model.js';
 import { KernelRelay } from './kernel-relay.js';
 import { LauncherLink } from './launcher-link.js';
 import {
@@ -19,24 +20,9 @@ import { DEFAULT_LIMITS, type SessionLimits } from './session-limits.js';
 
 export { REPLACED_CLOSE } from './session-clients.js';
 
-export type ExecutionState = 'starting' | 'idle' | 'busy' | 'restarting' | 'dead';
-/**
- * Whether a warm pool's kernel was handed out. `unknown`: found again after a gateway restart,
- * until its launcher (which keeps the claim) says so in its hello.
- */
-export type ClaimState = 'unclaimed' | 'claimed' | 'unknown';
-
 const CLAIM_TIMEOUT_MS = 3000;
 /** The launcher's own requests to the kernel (its restart's reset): their statuses are not the user's work. */
 const LAUNCHER_REQUEST_PREFIX = 'ss-restart-';
-
-export interface KernelModel {
-  id: string;
-  name: string;
-  last_activity: string;
-  execution_state: ExecutionState;
-  connections: number;
-}
 
 export class KernelSession {
   appName = '';

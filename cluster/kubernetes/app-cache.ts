@@ -12,16 +12,12 @@ import { decodeCursor, encodeCursor, matchesQuery } from '../paging.js';
 import { APPLICATIONS, GROUP, type KubeClients, VERSION } from './client.js';
 import { type Log, type ResilientInformer, resilientInformer } from './informers.js';
 import { applicationsByState, malformedAnnotations } from './metrics.js';
+import { newestFirst, type OrderKey, orderKeyOf, positionIn } from './newest-first-order.js';
 import { type ApplicationResource, desiredStatus, type DriverView, toRecord, unreadableConfig } from './records.js';
 import { statusAfterAttempt } from './attempt-status.js';
 
 export const DRIVER_SELECTOR = `${LABEL_JOB},${SPARK_ROLE}=driver`;
 export const EXECUTOR_SELECTOR = `${SPARK_ROLE}=executor,${LABEL_APP}`;
-
-interface Key { createdAt: string; name: string }
-
-/** Newest first, then by name (descending), as pages are ordered. */
-const before = (a: Key, b: Key) => (a.createdAt === b.createdAt ? (a.name === b.name ? 0 : a.name > b.name ? -1 : 1) : a.createdAt > b.createdAt ? -1 : 1);
 
 export interface AppCacheOptions {
   clients: KubeClients;
@@ -52,7 +48,7 @@ export class AppCache {
   private readonly endedExecutors = new Map<string, Map<string, V1Pod>>();
   /** Running executor pod names by application. */
   private readonly running = new Map<string, Set<string>>();
-  private readonly index: Key[] = [];
+  private readonly index: OrderKey[] = [];
   private readonly byState = new Map<ApplicationState, number>();
   private started?: Promise<void>;
   private readonly waiters = new Map<string, Set<() => void>>();
@@ -104,8 +100,8 @@ export class AppCache {
     let start = 0;
     if (query.cursor) {
       const [createdAt, name] = decodeCursor(query.cursor);
-      start = this.position({ createdAt, name });
-      if (this.index[start] && before(this.index[start], { createdAt, name }) === 0) start += 1;
+      start = positionIn(this.index, { createdAt, name });
+      if (this.index[start] && newestFirst(this.index[start], { createdAt, name }) === 0) start += 1;
     }
     const items: AppRecord[] = [];
     let more = false;
@@ -187,35 +183,19 @@ export class AppCache {
 
   // ---- maintenance -------------------------------------------------------------------------
 
-  /** Where a key is or would go in the index (binary search). */
-  private position(key: Key): number {
-    let low = 0;
-    let high = this.index.length;
-    while (low < high) {
-      const mid = (low + high) >>> 1;
-      if (before(this.index[mid], key) < 0) low = mid + 1;
-      else high = mid;
-    }
-    return low;
-  }
-
-  private keyOf(resource: Resource): Key {
-    return { createdAt: new Date(resource.metadata.creationTimestamp ?? 0).toISOString(), name: resource.metadata.name };
-  }
-
   private putApplication(resource: Resource): void {
     const name = resource.metadata.name;
     if (!this.records.has(name)) {
-      const key = this.keyOf(resource);
-      this.index.splice(this.position(key), 0, key);
+      const key = orderKeyOf(resource);
+      this.index.splice(positionIn(this.index, key), 0, key);
     }
     this.refresh(name);
   }
 
   private dropApplication(resource: Resource): void {
     const name = resource.metadata.name;
-    const key = this.keyOf(resource);
-    const at = this.position(key);
+    const key = orderKeyOf(resource);
+    const at = positionIn(this.index, key);
     if (this.index[at]?.name === name) this.index.splice(at, 1);
     const record = this.records.get(name);
     const json = this.serialized.get(name);

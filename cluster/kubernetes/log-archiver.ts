@@ -17,17 +17,20 @@
 // they were followed and follows that cannot vouch for the whole log are read whole at the end.
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { pipeline, Transform } from 'node:stream';
+import { pipeline } from 'node:stream';
 import type { V1Pod } from '@kubernetes/client-node';
-import { DRIVER_CONTAINER, LABEL_APP, LOG_ARCHIVE_FINALIZER, SPARK_ROLE } from '../../domain/index.js';
+import { DRIVER_CONTAINER, LABEL_APP, SPARK_ROLE } from '../../domain/index.js';
 import type { AppCache } from './app-cache.js';
 import type { KubeClients } from './client.js';
 import { Controller, type ReconcileContext } from './controller.js';
 import { removeFollowState } from './follow-state.js';
 import type { Log as LogFn } from './informers.js';
 import type { LogArchive, LogContainer } from './log-archive.js';
-import { capMarker, LogFollower, PartBuffers } from './log-follower.js';
+import { ended, everRan, executorId, hasFinalizer, runs } from './log-archive-pods.js';
+import { LogFollower } from './log-follower.js';
 import { openPodLog } from './log-request.js';
+import { capAt } from './log-size-cap.js';
+import { PartBuffers } from './part-buffers.js';
 import { finalizerRemoval } from './release-finalizers.js';
 import { realTimers, type WorkQueueOptions } from './work-queue.js';
 
@@ -64,27 +67,6 @@ export interface LogArchiverOptions {
 export const DEFAULT_FOLLOW_LIMIT = 32;
 export const DEFAULT_MAX_LOG_BYTES = 1024 ** 3;
 const ARCHIVE_TIMEOUT_MS = 15 * 60_000;
-
-const hasFinalizer = (pod: V1Pod) => pod.metadata?.finalizers?.includes(LOG_ARCHIVE_FINALIZER) ?? false;
-
-/** The pod has ended (its phase says so, or it is being deleted and no container runs). */
-function ended(pod: V1Pod): boolean {
-  const phase = pod.status?.phase;
-  if (phase === 'Succeeded' || phase === 'Failed') return true;
-  if (!pod.metadata?.deletionTimestamp) return false;
-  return !(pod.status?.containerStatuses ?? []).some((c) => c.state?.running);
-}
-
-/** Whether a container of the pod runs now (its log can be followed). */
-const runs = (pod: V1Pod) => (pod.status?.containerStatuses ?? []).some((c) => c.state?.running);
-
-/** Whether a container of the pod ever started (else there is no log to keep). */
-const everRan = (pod: V1Pod) => (pod.status?.containerStatuses ?? []).some((c) => c.state?.running || c.state?.terminated || c.lastState?.terminated);
-
-const executorId = (pod: V1Pod): number | undefined => {
-  const id = pod.metadata?.labels?.['spark-exec-id'];
-  return id && /^[1-9][0-9]{0,5}$/.test(id) ? Number(id) : undefined;
-};
 
 export const driverKey = (appName: string) => `driver/${appName}`;
 export const executorKey = (podName: string) => `executor/${podName}`;
@@ -302,19 +284,4 @@ export class LogArchiver {
       if (code !== 404 && code !== 422) throw error; // gone, or changed meanwhile (the next event retries)
     });
   }
-}
-
-/** Passes the first `maxBytes` bytes, then capMarker, and ignores the rest. */
-function capAt(maxBytes: number): Transform {
-  let passed = 0;
-  return new Transform({
-    transform(chunk: Buffer, _encoding, done) {
-      if (passed >= maxBytes) { done(); return; }
-      const room = maxBytes - passed;
-      passed += chunk.length;
-      if (chunk.length < room) { done(null, chunk); return; }
-      this.push(chunk.subarray(0, room));
-      done(null, Buffer.from(capMarker(maxBytes)));
-    },
-  });
 }

@@ -26,41 +26,16 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import type { ObjectStore } from '../history/object-store.js';
 import { readFollowState, removeFollowState, writeFollowState } from './follow-state.js';
 import type { Log as LogFn } from './informers.js';
+import { appendToTail, logEndMatchesTail, replayMatchesTail } from './log-copy-tail.js';
 import { openPodLog } from './log-request.js';
+import { capMarker } from './log-size-cap.js';
+import { FOLLOW_PART_BYTES, type PartBuffers } from './part-buffers.js';
 import { compareLineTimes, type LineStart, type LineTime, type LogMark, LogMismatch, Rejoin, sinceTimeOf, TimestampSplitter } from './log-timestamps.js';
 
-/** S3's smallest part (only the last may be smaller): the most a followed pod spools. */
-export const FOLLOW_PART_BYTES = 5 * 1024 * 1024;
-/** The copy's last bytes kept in memory: to check a replay joins up, and the end check. */
-const TAIL_BYTES = 64 * 1024;
-/** The end check asks the kubelet for this many last lines (at most TAIL_BYTES of them). */
-const TAIL_LINES = 100;
 /** A cut stream is followed again up to this many times in a row without a new byte. */
 const MAX_FAILURES = 5;
 /** After a clean end, how long to wait for the pod's end before asking whether the container still runs. */
 const QUIET_MS = 5_000;
-
-/** The line that ends an archive cut at the size cap. */
-export const capMarker = (maxBytes: number) => `\n[log archive: cut at ${maxBytes} bytes; the rest of this log was not kept]\n`;
-
-/** A few part-sized buffers shared by every follower: the memory of sending parts, whatever the number of pods. */
-export class PartBuffers {
-  private readonly free: Buffer[] = [];
-  private readonly waiting: ((buffer: Buffer) => void)[] = [];
-  constructor(count: number) {
-    for (let i = 0; i < count; i++) this.free.push(Buffer.allocUnsafe(FOLLOW_PART_BYTES));
-  }
-
-  async use<T>(work: (buffer: Buffer) => Promise<T>): Promise<T> {
-    const buffer = this.free.pop() ?? await new Promise<Buffer>((ok) => this.waiting.push(ok));
-    try {
-      return await work(buffer);
-    } finally {
-      const next = this.waiting.shift();
-      if (next) next(buffer); else this.free.push(buffer);
-    }
-  }
-}
 
 export interface LogFollowerOptions {
   kc: KubeConfig;
@@ -249,13 +224,7 @@ export class LogFollower {
 
   /** Replayed bytes [at, at + bytes.length) must equal the copy where the copy's tail covers them. */
   private checkReplay(bytes: Buffer, at: number): void {
-    const tailStart = this.confirmed - this.tail.length;
-    const from = Math.max(at, tailStart);
-    const to = at + bytes.length;
-    if (from >= to) return;
-    if (!bytes.subarray(from - at, to - at).equals(this.tail.subarray(from - tailStart, to - tailStart))) {
-      throw new LogMismatch('the log changed under the follower (rotated?)');
-    }
+    if (!replayMatchesTail(bytes, at, this.confirmed, this.tail)) throw new LogMismatch('the log changed under the follower (rotated?)');
   }
 
   /**
@@ -274,8 +243,7 @@ export class LogFollower {
       const bytes = content.subarray(from, to);
       await this.write(bytes);
       this.confirmed += bytes.length;
-      this.tail = bytes.length >= TAIL_BYTES ? Buffer.from(bytes.subarray(bytes.length - TAIL_BYTES))
-        : Buffer.concat([this.tail.subarray(Math.max(0, this.tail.length + bytes.length - TAIL_BYTES)), bytes]);
+      this.tail = appendToTail(this.tail, bytes);
       if (this.spoolBytes === FOLLOW_PART_BYTES) await this.sendPart();
       from = to;
     }
@@ -321,16 +289,8 @@ export class LogFollower {
   }
 
   /** The kubelet's last lines of the ended container are the last bytes of the copy. */
-  private async endMatches(): Promise<boolean> {
-    const res = await this.openLog(this.options.kc, { namespace: this.options.namespace, pod: this.options.pod, container: this.options.container, tailLines: TAIL_LINES });
-    const chunks: Buffer[] = [];
-    let bytes = 0;
-    for await (const chunk of res as AsyncIterable<Buffer>) {
-      bytes += chunk.length;
-      if (bytes > TAIL_BYTES) { res.destroy(); return false; }
-      chunks.push(chunk);
-    }
-    const last = Buffer.concat(chunks);
-    return last.length > 0 && last.length <= this.tail.length && this.tail.subarray(this.tail.length - last.length).equals(last);
+  private endMatches(): Promise<boolean> {
+    const { kc, namespace, pod, container } = this.options;
+    return logEndMatchesTail(this.openLog, kc, { namespace, pod, container }, this.tail);
   }
 }
