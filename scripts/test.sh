@@ -59,9 +59,9 @@ node_files() {
   for f in "$@"; do flock "$SUBMISSION_SERVICE_NODE_LOCK" npx tap --jobs=1 "$f" >> "$lane_out" 2>&1 || rc=1; done
   return "$rc"
 }
-out=$(mktemp) node_out=$(mktemp) heavy_out=$(mktemp)
-lane_start=$SECONDS
-node_files "$node_out" "${on_node[@]}" & node_lane=$!
+out=$(mktemp) node_out=$(mktemp) heavy_out=$(mktemp) node_seconds=$(mktemp)
+# The lane writes its own seconds when it ends (the wait for it below comes later).
+(lane_start=$SECONDS; node_files "$node_out" "${on_node[@]}"; rc=$?; echo $((SECONDS - lane_start)) > "$node_seconds"; exit "$rc") & node_lane=$!
 status=0
 if [ ${#together[@]} -gt 0 ]; then npx tap --jobs=2 "${together[@]}" 2>&1 | tee "$out"; status=${PIPESTATUS[0]}; fi
 phase "${#together[@]} files together:"
@@ -70,8 +70,8 @@ cat "$heavy_out" | tee -a "$out"
 phase "${#heavy[@]} heavy files after them:"
 wait "$node_lane" || status=1
 cat "$node_out" | tee -a "$out"
-rm -f "$node_out" "$heavy_out"
-echo "test: the real node's lane: ${#on_node[@]} files in $((SECONDS - lane_start)) s from its start beside the others" >&2
+echo "test: the real node's lane: ${#on_node[@]} files in $(cat "$node_seconds") s, beside the others from their start" >&2
+rm -f "$node_out" "$heavy_out" "$node_seconds"
 phase "waiting for the real node's lane:"
 # Tests, not assertions: each top-level t.test of a file is one test (tap prints it indented
 # once under its file); a file that fails outside its tests (a crash before or between them)
