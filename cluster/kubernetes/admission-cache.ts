@@ -25,8 +25,7 @@ import { followJobProfiles, jobProfileObjects, KubernetesJobProfiles } from './j
 
 type TemplateObject = KubernetesObject & { spec?: { config?: ApplicationConfig } };
 
-/** A driver pod of ours, as one GET read it. */
-/** app: the driver pod's app label (a retry's pod `<app>-attempt-N` runs `<app>`). */
+/** A driver pod of ours, as one GET read it; app: its app label (a retry's pod `<app>-attempt-N` runs `<app>`). */
 interface KnownDriver { name: string; app: string; config: ApplicationConfig }
 
 const MAX_DRIVERS = 50_000;
@@ -93,17 +92,19 @@ export class AdmissionCache {
    * read under it). Undefined: not a driver of ours.
    */
   driverConfig(name: string, uid?: string): ApplicationConfig | undefined {
-    const key = uid ?? this.driverNames.get(name);
-    if (!key) return undefined;
-    const known = this.drivers.get(key);
-    return known?.name === name ? known.config : undefined;
+    return this.knownDriver(name, uid)?.config;
   }
 
   /** The application a driver of ours runs (its app label), by the same keys as driverConfig. */
   driverApplication(name: string, uid?: string): string | undefined {
+    return this.knownDriver(name, uid)?.app;
+  }
+
+  /** A driver read under `name`: by its uid where given, else the last one of ours read under that name. */
+  private knownDriver(name: string, uid: string | undefined): KnownDriver | undefined {
     const key = uid ?? this.driverNames.get(name);
     const known = key ? this.drivers.get(key) : undefined;
-    return known?.name === name ? known.app : undefined;
+    return known?.name === name ? known : undefined;
   }
 
   /**

@@ -13,10 +13,10 @@ import { tempDir } from './temp.js';
 import { toolsEnv } from '../gateway/jupyter.js';
 import { connectClientPython } from '../connect/connect-client.js';
 
-export type Need = 'spark' | 'tools' | 'testbed' | 's3' | 'chromium' | 'airflow' | 'connect';
+type Need = 'spark' | 'tools' | 'testbed' | 's3' | 'chromium' | 'airflow' | 'connect';
 
 /** figures: what its output shows when it measured something (default: a Markdown table row with a number). */
-export interface Bench { file: string; env: Record<string, string>; needs?: Need[]; args?: string[]; figures?: RegExp }
+interface Bench { file: string; env: Record<string, string>; needs?: Need[]; args?: string[]; figures?: RegExp }
 
 const ALL_BENCHES: Bench[] = [
   { file: 'admission.ts', env: { ADMISSION_ROUNDS: '1', ADMISSION_ROUND_MS: '100', ADMISSION_WARMUP_MS: '100' } },
