@@ -203,6 +203,7 @@ export class KernelRegistry {
     this.kernels.set(session.id, session);
     session.onChange = () => {
       if (session.launched) this.starter.stopLaunchTimer(session.id);
+      else this.starter.timeAttempt(session);
       this.changes.emit('claim');
       if (session.pool !== undefined) this.pool.poke();
     };
@@ -251,7 +252,7 @@ export class KernelRegistry {
   }
 
   private drop(id: string): void {
-    this.starter.stopLaunchTimer(id);
+    this.starter.forget(id);
     this.kernels.delete(id);
     this.keys.delete(id);
     this.options.auth.forget(id);

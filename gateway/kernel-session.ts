@@ -35,6 +35,7 @@ export class KernelSession {
   private readonly launcher: LauncherLink;
   private readonly relay: KernelRelay;
   private ready = false;
+  private attemptNumber = 1;
   /** What the kernel itself last said on iopub (the gateway's own `restarting` aside). */
   private kernelState: 'busy' | 'idle' = 'idle';
   /** The launcher confirms interrupts and says the kernel's state after a restart (launchers before this did not). */
@@ -91,6 +92,8 @@ export class KernelSession {
 
   /** The launcher has reported Spark started (or failed, or off): the kernel takes requests. */
   get launched(): boolean { return this.ready; }
+  /** Which run of the kernel's driver its launcher belongs to: 1, then each retry's attempt. */
+  get attempt(): number { return this.attemptNumber; }
   get sparkReady(): boolean { return this.ready && !this.sparkFailed; }
   get sparkBroken(): boolean { return this.ready && this.sparkFailed; }
 
@@ -176,6 +179,7 @@ export class KernelSession {
     // Nothing ran yet (Spark never came up; a kernel found again after a gateway restart may have run): nothing to tell.
     const ran = this.ready || this.adopted;
     this.log.warn({ kernel: this.id, attempt, ran }, 'a new attempt of the kernel\'s driver connected: the kernel restarted');
+    this.attemptNumber = attempt;
     this.ready = false;
     this.sparkFailed = false;
     this.kernelState = 'idle';

@@ -59,6 +59,8 @@ export class KernelStarter {
   private readonly starting = new Map<string, number>();
   /** Kernels submitted here and not launched yet: ended when their launch timeout passes. */
   private readonly launchTimers = new Map<string, TimerHandle>();
+  /** The latest attempt of each kernel's driver that got its own launch window (the first start's is 1). */
+  private readonly timedAttempts = new Map<string, number>();
 
   constructor(private readonly host: StarterHost, private readonly options: StarterOptions) {}
 
@@ -149,10 +151,24 @@ export class KernelStarter {
     this.launchTimers.set(session.id, this.options.clock.setTimeout(() => {
       this.launchTimers.delete(session.id);
       if (!this.host.current(session) || session.launched) return;
-      const why = `The kernel did not start within ${ms / 1000} s (its driver was not scheduled, or its launcher or Spark did not come up): it was shut down. Start a new one; the application's log says more.`;
-      this.options.log.warn({ kernel: session.id, appName: session.appName, launchTimeoutMs: ms }, 'a kernel did not start in time: ending it');
+      const which = session.attempt > 1 ? `Attempt ${session.attempt} of the kernel's driver (its application retried it)` : 'The kernel';
+      const why = `${which} did not start within ${ms / 1000} s (its driver was not scheduled, or its launcher or Spark did not come up): it was shut down. Start a new one; the application's log says more.`;
+      this.options.log.warn({ kernel: session.id, appName: session.appName, attempt: session.attempt, launchTimeoutMs: ms }, 'a kernel did not start in time: ending it');
       this.host.end(session.id, undefined, why).catch((error: Error) => this.options.log.error({ err: error, kernel: session.id }, 'could not remove a kernel that did not start'));
     }, ms));
+  }
+
+  /**
+   * A new attempt of a kernel's driver (its application retried it) gets as long to report ready
+   * as a first start: without it, one whose Spark never comes up again would show `restarting`
+   * for good. Each attempt once; an attempt that connects before the last one's Spark came up
+   * starts a fresh window (the last one's ended with its driver).
+   */
+  timeAttempt(session: KernelSession): void {
+    if (session.launched || session.attempt <= (this.timedAttempts.get(session.id) ?? 1)) return;
+    this.timedAttempts.set(session.id, session.attempt);
+    this.stopLaunchTimer(session.id);
+    this.startLaunchTimer(session);
   }
 
   /** The kernel launched, or is gone: its launch timeout no longer runs. */
@@ -162,8 +178,15 @@ export class KernelStarter {
     this.launchTimers.delete(id);
   }
 
+  /** The kernel is unlisted: nothing of it stays here. */
+  forget(id: string): void {
+    this.stopLaunchTimer(id);
+    this.timedAttempts.delete(id);
+  }
+
   close(): void {
     for (const timer of this.launchTimers.values()) this.options.clock.clearTimeout(timer);
     this.launchTimers.clear();
+    this.timedAttempts.clear();
   }
 }

@@ -49,8 +49,16 @@ export class Peer {
 }
 
 /** Waits for a state of the session that no socket event announces (checked after each turn of the loop). */
+/**
+ * Waits, turn by turn of the event loop, until `match` holds. Bounded (a minute of real time, far
+ * above any turn count these need): a regression fails its test instead of spinning a core for good.
+ */
 export async function settled(match: () => boolean): Promise<void> {
-  while (!match()) await new Promise((ok) => setImmediate(ok));
+  const giveUp = Date.now() + 60_000;
+  while (!match()) {
+    if (Date.now() > giveUp) throw new Error(`settled: never reached ${match.toString()}`);
+    await new Promise((ok) => setImmediate(ok));
+  }
 }
 
 /** Frames up to this size pass both ends (the session's own caps are what the tests exercise). */
