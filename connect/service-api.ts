@@ -2,12 +2,17 @@
 // route, owner, policy, quotas and fair queue as any POST /api/apps/), like the notebook gateway.
 import { GATEWAY_PROOF_HEADER } from '../lib/gateway-proof.js';
 import { GrpcRefusal, GrpcStatus, type GrpcStatusCode } from './grpc-status.js';
+import { CONNECT_SESSION_LABEL } from './server-app.js';
 
 export interface ConnectApp {
   appName: string;
   state: string;
   stateDetail?: string;
   labels?: Record<string, string>;
+  /** The key that submitted (or claimed) it; null with authentication off. */
+  submittedBy?: string | null;
+  createdAt?: string;
+  config?: { engineConf?: Record<string, string> };
 }
 
 export interface ConnectTemplate {
@@ -68,6 +73,16 @@ export class ServiceApi {
       if (error instanceof GrpcRefusal && error.code === GrpcStatus.NOT_FOUND) return undefined;
       throw error;
     }
+  }
+
+  /**
+   * The applications labelled with Connect session `sessionId` (at most a few: one per start of
+   * that id), newest first, whoever submitted them: the caller decides whose they are.
+   */
+  async sessionApps(sessionId: string, key: string | undefined): Promise<ConnectApp[]> {
+    const selector = encodeURIComponent(`${CONNECT_SESSION_LABEL}=${sessionId}`);
+    const page = await this.call<{ items: ConnectApp[] }>('GET', `/api/apps/?labelSelector=${selector}&limit=20`, key);
+    return [...page.items].sort((a, b) => (b.createdAt ?? '').localeCompare(a.createdAt ?? ''));
   }
 
   /** Stops the application (its record stays, KILLED, with its Spark UI in the history); one already ended is not an error. */

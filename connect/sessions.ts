@@ -7,7 +7,7 @@ import { type ConnectCaller, sessionRefusal } from './session-owners.js';
 import { listening, loopbackPlacement, type ServerAddress, type ServerPlacement } from './placement.js';
 import type { EndedSession } from './last-run.js';
 import { isEnded, waitForServer } from './server-wait.js';
-import { sessionSubmission } from './server-app.js';
+import { CONNECT_TEMPLATE_LABEL, NO_TEMPLATE, sessionSubmission } from './server-app.js';
 import type { ConnectApp, ServiceApi } from './service-api.js';
 import { Upstreams } from './relay.js';
 import { type WarmOptions, warmPoolHost } from './warm-host.js';
@@ -71,6 +71,12 @@ const endedMessage = (sessionId: string, why: string) =>
 export const SESSION_CHANGED = 'INVALID_HANDLE.SESSION_CHANGED';
 
 interface Ended { owner: string | null; why: string; errorClass?: string }
+
+/** The template a session's application was started with (its label), undefined for none. */
+function templateOf(app: ConnectApp): string | undefined {
+  const label = app.labels?.[CONNECT_TEMPLATE_LABEL];
+  return label === undefined || label === NO_TEMPLATE ? undefined : label;
+}
 
 export class ConnectSessions {
   readonly sessions = new Map<string, ConnectSession>();
@@ -150,7 +156,7 @@ export class ConnectSessions {
     const { api, log } = this.options;
     try {
       const version = session.template ? (await api.template(session.template, session.key)).config.engineVersion ?? this.options.defaultVersion : this.options.defaultVersion;
-      if (await this.fromPool(session, version)) return;
+      if (await this.adopt(session) || await this.fromPool(session, version)) return;
       session.port = await this.placement.port();
       const app = await api.submit(sessionSubmission({ sessionId: session.sessionId, template: session.template, version, port: session.port, jar: this.options.serverJar(version), bindAddress: this.placement.bindAddress }), session.key);
       session.appName = app.appName;
@@ -164,6 +170,41 @@ export class ConnectSessions {
       if (session.appName) this.forget(session, 'its application did not start');
       throw error instanceof GrpcRefusal ? error : new GrpcRefusal(GrpcStatus.UNAVAILABLE, `could not start the Spark Connect session: ${(error as Error).message}`);
     }
+  }
+
+  /**
+   * A session this endpoint does not hold may run already, started through another replica of
+   * the API (Kubernetes mode: a client whose connection now lands on this replica, or whose
+   * replica died). Its application carries the session id as a label: the caller gets it back
+   * only as its owner, with the same template, as on the replica that started it (refused before
+   * any side effect otherwise); an ended one is refused as ended, never started again.
+   */
+  private async adopt(session: ConnectSession): Promise<boolean> {
+    const apps = await this.options.api.sessionApps(session.sessionId, session.key);
+    const caller = { id: session.owner, key: session.key };
+    const owned = (app: ConnectApp) => ({ owner: app.submittedBy ?? null, template: templateOf(app) });
+    // The caller's own first (live before ended); another key's application only refuses.
+    const mine = apps.filter((app) => !sessionRefusal(caller, session.sessionId, owned(app), undefined));
+    const found = mine.find((app) => !isEnded(app)) ?? mine[0];
+    if (!found) {
+      if (apps[0]) throw sessionRefusal(caller, session.sessionId, owned(apps[0]), undefined)!;
+      return false;
+    }
+    const refusal = sessionRefusal(caller, session.sessionId, owned(found), session.template);
+    if (refusal) throw refusal;
+    if (isEnded(found)) {
+      const why = `its application ${found.appName} is ${found.state}`;
+      this.remember(session.sessionId, { owner: session.owner, why });
+      throw new GrpcRefusal(GrpcStatus.FAILED_PRECONDITION, endedMessage(session.sessionId, why));
+    }
+    const port = Number(found.config?.engineConf?.['spark.connect.grpc.binding.port']) || await this.placement.port();
+    Object.assign(session, { appName: found.appName, port, template: templateOf(found) });
+    this.options.log.info({ appName: found.appName, sessionId: session.sessionId }, 'Spark Connect session: started through another replica, taken over here');
+    session.server = await waitForServer({
+      appName: found.appName, port, placement: this.placement, get: (name) => this.options.api.get(name, session.key),
+      stopping: () => this.closed, probeMs: this.options.probeMs, what: 'this Spark Connect session',
+    });
+    return true;
   }
 
   /**

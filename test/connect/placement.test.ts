@@ -17,6 +17,7 @@ function fakeApi(state: () => string) {
   const submitted: Array<Record<string, any>> = [];
   const api = {
     template: () => Promise.reject(new Error('no templates here')),
+    sessionApps: () => Promise.resolve([]),
     submit: (body: Record<string, any>) => { submitted.push(body); return Promise.resolve({ appName: 'connect-app', state: 'SUBMITTED' }); },
     get: (): Promise<ConnectApp> => Promise.resolve({ appName: 'connect-app', state: state() }),
     stop: () => Promise.resolve(),

@@ -39,6 +39,7 @@ t.test('a pooled server\'s first session is relayed over the connection its warm
   const server = await fakeConnectServer(t);
   const api = {
     template: async () => ({ name: 'small', config: {} }),
+    sessionApps: async () => [],
     submit: async () => ({ appName: 'dry', state: 'PENDING' }),
     claim: async () => undefined,
     get: async (appName: string) => ({ appName, state: 'RUNNING' }),

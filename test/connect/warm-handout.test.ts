@@ -22,6 +22,7 @@ async function setUp(t: Test, claim: (appName: string) => Promise<void>) {
   let next = 0;
   const api = {
     template: async () => ({ name: 'small', config: {} }),
+    sessionApps: async () => [],
     submit: async (_body: unknown, key?: string, options: { dryRun?: boolean } = {}) => {
       calls.push({ what: 'submit', key, dryRun: options.dryRun === true });
       return { appName: options.dryRun ? 'dry' : `cold-${++next}`, state: 'PENDING' };

@@ -1,0 +1,87 @@
+// A Spark Connect session reached through another replica of the API (Kubernetes mode: the
+// chart's Service keeps a client on one replica by its address, which a NAT, a proxy or a replica
+// that died can change). Two endpoints' sessions ("replicas") share one real API, as replicas
+// share the apiserver: the second finds the session's application by its label and takes it over
+// for its owner; another key is refused with no side effect; an ended session stays ended.
+// Drivers are the fake-spark-submit TEST DOUBLE; a TCP listener stands in for the Connect server.
+import { createServer, type AddressInfo } from 'node:net';
+import type { FastifyBaseLogger } from 'fastify';
+import { pino } from 'pino';
+import t from 'tap';
+import { GrpcStatus } from '../../connect/grpc-status.js';
+import { podPlacement } from '../../connect/placement.js';
+import { CONNECT_SESSION_LABEL } from '../../connect/server-app.js';
+import { ServiceApi } from '../../connect/service-api.js';
+import { ConnectSessions } from '../../connect/sessions.js';
+import { FileKeyStore } from '../../submit-api/auth/key-store.js';
+import { startTestApi } from '../helpers/api.js';
+import { tempDir } from '../helpers/temp.js';
+
+const log = pino({ enabled: false }) as unknown as FastifyBaseLogger;
+
+/** The real API client, whose drivers (the test double) stay up as a Connect server would. */
+class LastingDrivers extends ServiceApi {
+  override submit(submission: Record<string, unknown>, key: string | undefined, options: { dryRun?: boolean } = {}) {
+    const overrides = submission.configOverrides as Record<string, unknown>;
+    return super.submit({ ...submission, configOverrides: { ...overrides, arguments: ['sleep=600'] } }, key, options);
+  }
+}
+
+async function setUp(t: Parameters<typeof tempDir>[0]) {
+  const store = new FileKeyStore(tempDir(t));
+  const [a, b] = [store.create('user', 'A'), store.create('user', 'B')];
+  const api = await startTestApi(t, { cores: 4, auth: { enabled: true, store } });
+  await api.app.listen({ port: 0, host: '127.0.0.1' });
+  const base = `http://127.0.0.1:${(api.app.server.address() as AddressInfo).port}`;
+  const server = createServer((socket) => socket.destroy());
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  t.teardown(() => new Promise((resolve) => server.close(resolve)));
+  const placement = podPlacement((server.address() as AddressInfo).port, () => Promise.resolve('127.0.0.1'));
+  const replica = () => {
+    const sessions = new ConnectSessions({ api: new LastingDrivers(() => base), log, defaultVersion: '3.5.7', serverJar: () => undefined, idleMs: 0, probeMs: 5, placement });
+    t.teardown(() => sessions.close());
+    return sessions;
+  };
+  const appsOf = async (sessionId: string) => {
+    const listed = await api.call('GET', `/api/apps/?labelSelector=${encodeURIComponent(`${CONNECT_SESSION_LABEL}=${sessionId}`)}`, undefined, { 'x-api-key': a.key });
+    return (listed.json.items as Array<{ appName: string; state: string }>);
+  };
+  return { a, b, first: replica(), second: replica(), replica, appsOf };
+}
+
+const refusal = (promise: Promise<unknown>) => promise.then(() => undefined, (error: { code?: number; message: string }) => error);
+
+t.test('a session started through one replica is taken over by another for its owner, refused to another key, and stays ended once ended', async (t) => {
+  const { a, b, first, second, replica, appsOf } = await setUp(t);
+  const sessionId = 'b2c0ffee-0000-4000-8000-00000000000a';
+  const started = await first.acquire({ id: a.id, key: a.key }, sessionId, undefined);
+  first.release(started);
+  t.equal((await appsOf(sessionId)).length, 1, 'one application for the session');
+
+  const other = await refusal(second.acquire({ id: b.id, key: b.key }, sessionId, undefined));
+  t.equal(other?.code, GrpcStatus.PERMISSION_DENIED, "another key on the second replica: the owner's rule holds there too");
+  t.notOk(second.sessions.has(sessionId), 'nothing kept for it');
+  t.equal((await appsOf(sessionId)).length, 1, 'and nothing submitted');
+
+  const taken = await second.acquire({ id: a.id, key: a.key }, sessionId, undefined);
+  second.release(taken);
+  t.equal(taken.appName, started.appName, 'the owner on the second replica reaches the same application');
+  t.same(taken.server, started.server, 'and its server');
+  t.equal((await appsOf(sessionId)).length, 1, 'no second application was started');
+
+  await first.end(started, 'the test ended it');
+  // A replica that never held it (the second holds it until a call finds its server gone).
+  const ended = await refusal(replica().acquire({ id: a.id, key: a.key }, sessionId, undefined));
+  t.equal(ended?.code, GrpcStatus.FAILED_PRECONDITION, 'an ended session is not started again through another replica');
+  t.match(ended?.message, /has ended \(its application .* is KILLED\)/);
+  t.equal((await appsOf(sessionId)).length, 1, 'still the one application');
+});
+
+t.test('a session id no replica started is a new session, as before', async (t) => {
+  const { a, second, appsOf } = await setUp(t);
+  const sessionId = 'b2c0ffee-0000-4000-8000-00000000000b';
+  const session = await second.acquire({ id: a.id, key: a.key }, sessionId, undefined);
+  second.release(session);
+  const apps = await appsOf(sessionId);
+  t.same(apps.map((app) => app.appName), [session.appName], 'submitted here, once');
+});
