@@ -9,6 +9,7 @@ import type { KubeClients } from '../cluster/kubernetes/client.js';
 import type { KubernetesCluster } from '../cluster/kubernetes/kubernetes-cluster.js';
 import type { ConnectAuth } from '../connect/endpoint.js';
 import { podPlacement } from '../connect/placement.js';
+import { CONNECT_SESSION_LABEL } from '../connect/server-app.js';
 import { connectTokenKey, DRIVER_PORTS } from '../domain/index.js';
 import { parseSecretRef } from './config.js';
 import { connectFlags, type ConnectEndpoint, type ConnectSettings, type EndpointCertificate, parseConnectFlags, startConnectEndpoint, warmVia } from './connect-wiring.js';
@@ -98,8 +99,9 @@ export async function startKubernetesConnect(host: string, wiring: KubernetesCon
     // A jar on this machine is not in the driver's image: 3.5 drivers resolve the artifact.
     serverJar: () => undefined,
     certificate, announceHost: settings.announceHost,
-    // The warm pool (per replica): servers submitted as the service, claimed through the API.
-    warm: { via: warmVia(cluster), proof: wiring.proof },
+    // The warm pool (per replica): servers submitted as the service, claimed through the API, then
+    // labelled with their session, which another replica finds them by (connect/sessions.ts).
+    warm: { via: { ...warmVia(cluster), handedOut: (appName, sessionId) => cluster.setLabels(appName, { [CONNECT_SESSION_LABEL]: sessionId }) }, proof: wiring.proof },
   });
   if (!endpoint || !ref) return endpoint;
   let served = certificate!.cert;

@@ -186,6 +186,19 @@ export class KubernetesCluster implements Cluster {
   }
 
   /**
+   * Adds or replaces labels of an Application (the Connect endpoint names the session a warm
+   * pool's server now runs, so that another replica finds it); answers once the cache has them.
+   */
+  async setLabels(appName: string, labels: Record<string, string>): Promise<void> {
+    await this.start();
+    // Its labels are never empty (the job's label is there): `add` under them needs no parent made.
+    const body = Object.entries(labels).map(([key, value]) => ({ op: 'add', path: `/metadata/labels/${key.replace(/~/g, '~0').replace(/\//g, '~1')}`, value }));
+    const found = await this.orUndefined(`label application ${appName}`, () => patchJson(this.options.clients.kc,
+      `/apis/${GROUP}/${VERSION}/namespaces/${this.ns}/${APPLICATIONS}/${appName}?fieldManager=${FIELD_MANAGER}`, body));
+    if (found !== undefined) await this.cache.until(appName, (r) => r === undefined || Object.entries(labels).every(([key, value]) => r.labels?.[key] === value));
+  }
+
+  /**
    * A user's stop is a request in the Application's spec (`spec.stopRequested`), written by
    * whichever replica got it; the controller (reconciler.ts) writes KILLED, the one writer of
    * status, and then deletes the driver pod. Answers once the cache shows the end (or after the
