@@ -99,38 +99,28 @@ export interface CertificateCheck {
   caBundle: string;
 }
 
-export async function startWebhookService(options: WebhookServiceOptions) {
-  const { rules } = options;
-  const logger = options.logger ?? pino({ enabled: false });
-  // Without a logger (tests embedding the service), admissions are not logged line by line;
-  // problems of the background work still reach stderr.
-  const log = options.log ?? (options.logger ? (message: string) => logger.warn(message) : (message: string) => void process.stderr.write(`webhook: ${message}\n`));
-  const cache = new AdmissionCache(options.clients, rulesNow(rules).namespace);
-  await cache.start();
+/**
+ * One replica's certificate checks, one at a time (the timer and an explicit call never
+ * interleave their writes). File mode: the files are the store, and a renewed CA is published
+ * before its certificate is written. Secret mode: the Secret is the store shared by replicas; its
+ * CA is published, then it is copied to the files the server reads.
+ */
+function certificateChecks(options: WebhookServiceOptions, publish: (caBundle: string) => Promise<void>, server: () => WebhookServer | undefined) {
   const files = fileCertificateStore(options.certDir);
   const shared = options.certSecret ? secretCertificateStore({ core: options.clients.core, ...options.certSecret }) : undefined;
-  const publish = async (caBundle: string) => {
-    if (!options.registration) return;
-    const { name, url, service, apiUser } = options.registration;
-    await register(options.clients, mutatingWebhookConfiguration({ name, url, service, caBundle, namespaces: [rulesNow(rules).namespace], apiUser }) as V1MutatingWebhookConfiguration);
-  };
   const policy: RotationPolicy = {
     dnsNames: options.dnsNames, ipAddresses: options.ipAddresses, validityDays: options.validityDays, caValidityDays: options.caValidityDays,
   };
-  let server: WebhookServer | undefined;
   let currentBundle = '';
 
-  /** File mode: the files are the store; a renewed CA is published before its certificate is written. */
   const checkFiles = async (overrides: Pick<RotationPolicy, 'now'>): Promise<CertificateCheck> => {
     const result = await ensureCertificates(files, { ...policy, ...overrides, publishCaBundle: publish });
-    if (result.reason !== 'none') await server?.reloadCertificates();
+    if (result.reason !== 'none') await server()?.reloadCertificates();
     currentBundle = caBundleOf(result.certs);
     return { reason: result.reason, installed: result.reason !== 'none', caBundle: currentBundle };
   };
 
-  /** Secret mode: ensure the Secret, publish its CA, then copy it to the files the server reads. */
-  const checkSecret = async (overrides: Pick<RotationPolicy, 'now'>): Promise<CertificateCheck> => {
-    const store = shared!;
+  const checkSecret = async (store: NonNullable<typeof shared>, overrides: Pick<RotationPolicy, 'now'>): Promise<CertificateCheck> => {
     const first = await ensureSharedCertificates(store, { ...policy, ...overrides });
     let certs = first.certs;
     // Publish what the Secret holds, then look again: a replica that wrote in between has
@@ -147,19 +137,55 @@ export async function startWebhookService(options: WebhookServiceOptions) {
     const local = await files.read();
     if (sameCerts(local, certs)) return { reason: first.reason, installed: false, caBundle: currentBundle };
     // A new CA: let the apiservers see the caBundle with it before serving what it signed.
-    if (local && server && local.caCert !== certs.caCert) await sleep(options.caBundleSettleMs ?? 5_000);
+    if (local && server() && local.caCert !== certs.caCert) await sleep(options.caBundleSettleMs ?? 5_000);
     await files.write(certs);
-    await server?.reloadCertificates();
+    await server()?.reloadCertificates();
     return { reason: first.reason, installed: true, caBundle: currentBundle };
   };
 
-  // One check at a time: the timer and an explicit call never interleave their writes.
   let queue: Promise<unknown> = Promise.resolve();
-  const check = (overrides: Pick<RotationPolicy, 'now'> = {}): Promise<CertificateCheck> => {
-    const run = queue.then(() => (shared ? checkSecret(overrides) : checkFiles(overrides)));
-    queue = run.catch(() => undefined);
-    return run;
+  return {
+    files,
+    /** Secret mode: the CA was published by the check itself. */
+    secretMode: shared !== undefined,
+    get caBundle() { return currentBundle; },
+    /** Resolves when the check under way (if any) has ended. */
+    idle: () => queue,
+    check(overrides: Pick<RotationPolicy, 'now'> = {}): Promise<CertificateCheck> {
+      const run = queue.then(() => (shared ? checkSecret(shared, overrides) : checkFiles(overrides)));
+      queue = run.catch(() => undefined);
+      return run;
+    },
   };
+}
+
+/** The admission of one pod, as the API makes it, from what the webhook's cache holds. */
+function admitFrom(cache: AdmissionCache, rules: WebhookServiceOptions['rules']) {
+  return (pod: Parameters<typeof admitPod>[0], review: { dryRun?: boolean }) => admitPod(pod, {
+    rules: rulesNow(rules), dryRun: review.dryRun,
+    templates: (name) => cache.templates.get(name),
+    applications: (name, uid) => cache.driverConfig(name, uid), driverApplication: (name, uid) => cache.driverApplication(name, uid), jobRuns: (jobName, submittedBy) => cache.jobs.runs(jobName, submittedBy),
+    newAppName,
+  });
+}
+
+export async function startWebhookService(options: WebhookServiceOptions) {
+  const { rules } = options;
+  const logger = options.logger ?? pino({ enabled: false });
+  // Without a logger (tests embedding the service), admissions are not logged line by line;
+  // problems of the background work still reach stderr.
+  const log = options.log ?? (options.logger ? (message: string) => logger.warn(message) : (message: string) => void process.stderr.write(`webhook: ${message}\n`));
+  const cache = new AdmissionCache(options.clients, rulesNow(rules).namespace);
+  await cache.start();
+  const publish = async (caBundle: string) => {
+    if (!options.registration) return;
+    const { name, url, service, apiUser } = options.registration;
+    await register(options.clients, mutatingWebhookConfiguration({ name, url, service, caBundle, namespaces: [rulesNow(rules).namespace], apiUser }) as V1MutatingWebhookConfiguration);
+  };
+  let server: WebhookServer | undefined;
+  const certificates = certificateChecks(options, publish, () => server);
+  const { files } = certificates;
+  const check = (overrides: Pick<RotationPolicy, 'now'> = {}) => certificates.check(overrides);
 
   let metrics: MetricsServer | undefined;
   try {
@@ -181,16 +207,11 @@ export async function startWebhookService(options: WebhookServiceOptions) {
       ready: () => cache.ready,
       drain: options.drain,
       prepare: (review) => cache.prepare(review),
-      admit: (pod, review) => admitPod(pod, {
-        rules: rulesNow(rules), dryRun: review.dryRun,
-        templates: (name) => cache.templates.get(name),
-        applications: (name, uid) => cache.driverConfig(name, uid), driverApplication: (name, uid) => cache.driverApplication(name, uid), jobRuns: (jobName, submittedBy) => cache.jobs.runs(jobName, submittedBy),
-        newAppName,
-      }),
+      admit: admitFrom(cache, rules),
     });
     // File mode publishes once serving (a missing configuration, created whole, sends pods at
     // once); Secret mode has published in its check, before installing the files.
-    if (!shared) await publish(currentBundle);
+    if (!certificates.secretMode) await publish(certificates.caBundle);
   } catch (error) {
     // A start that fails half-way (no certificate, no port, no registration) leaves nothing
     // behind: the caller may try again in the same process (tests, an embedding service).
@@ -208,7 +229,7 @@ export async function startWebhookService(options: WebhookServiceOptions) {
     /** The plain-HTTP /metrics URL, with metricsPort. */
     metricsUrl: metrics?.url,
     /** base64 PEM of the CAs this replica last published. */
-    get caBundle() { return currentBundle; },
+    get caBundle() { return certificates.caBundle; },
     cache,
     /**
      * Runs a certificate check now (what the timer does); `now` pretends a later time for
@@ -219,7 +240,7 @@ export async function startWebhookService(options: WebhookServiceOptions) {
       clearInterval(timer);
       // Let a check in progress finish its writes, but not hang on an unreachable apiserver.
       let waited: NodeJS.Timeout | undefined;
-      await Promise.race([queue, new Promise<void>((ok) => { waited = setTimeout(ok, 10_000); })]);
+      await Promise.race([certificates.idle(), new Promise<void>((ok) => { waited = setTimeout(ok, 10_000); })]);
       clearTimeout(waited);
       await server!.close();
       await metrics?.close();

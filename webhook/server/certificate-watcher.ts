@@ -38,7 +38,7 @@ const samePair = (a: CertificatePair, b: CertificatePair) => a.cert.equals(b.cer
 /** Loads the pair (rejecting when it is unusable) and keeps it current. */
 export async function watchCertificates(options: CertificateWatcherOptions): Promise<CertificateWatcher> {
   let pair = await readPair(options.certFile, options.keyFile);
-  let running: Promise<boolean> | undefined;
+  let queue: Promise<boolean> = Promise.resolve(false);
   let lastError = '';
 
   const reload = async (): Promise<boolean> => {
@@ -57,9 +57,12 @@ export async function watchCertificates(options: CertificateWatcherOptions): Pro
       return false;
     }
   };
+  // One read at a time, each after the one before: a read under way may have begun before the
+  // caller's latest write (a file event of its first rename), so joining it could miss the pair.
   const check = (): Promise<boolean> => {
-    running ??= reload().finally(() => { running = undefined; });
-    return running;
+    const run = queue.then(reload);
+    queue = run.catch(() => false);
+    return run;
   };
 
   const timer = setInterval(() => void check(), options.intervalMs ?? 10_000);
