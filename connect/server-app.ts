@@ -64,3 +64,9 @@ export function sessionSubmission(input: SessionAppInput): Record<string, unknow
     labels: { [CONNECT_SESSION_LABEL]: input.sessionId, [CONNECT_TEMPLATE_LABEL]: input.template ?? NO_TEMPLATE },
   };
 }
+
+/** The template a session's application was started with (its label), undefined for none. */
+export function templateOf(app: { labels?: Record<string, string> }): string | undefined {
+  const label = app.labels?.[CONNECT_TEMPLATE_LABEL];
+  return label === undefined || label === NO_TEMPLATE ? undefined : label;
+}

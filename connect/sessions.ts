@@ -7,7 +7,7 @@ import { type ConnectCaller, sessionRefusal } from './session-owners.js';
 import { listening, loopbackPlacement, type ServerAddress, type ServerPlacement } from './placement.js';
 import type { EndedSession } from './last-run.js';
 import { isEnded, waitForServer } from './server-wait.js';
-import { CONNECT_TEMPLATE_LABEL, NO_TEMPLATE, sessionSubmission } from './server-app.js';
+import { sessionSubmission, templateOf } from './server-app.js';
 import type { ConnectApp, ServiceApi } from './service-api.js';
 import { Upstreams } from './relay.js';
 import { type WarmOptions, warmPoolHost } from './warm-host.js';
@@ -72,11 +72,6 @@ export const SESSION_CHANGED = 'INVALID_HANDLE.SESSION_CHANGED';
 
 interface Ended { owner: string | null; why: string; errorClass?: string }
 
-/** The template a session's application was started with (its label), undefined for none. */
-function templateOf(app: ConnectApp): string | undefined {
-  const label = app.labels?.[CONNECT_TEMPLATE_LABEL];
-  return label === undefined || label === NO_TEMPLATE ? undefined : label;
-}
 
 export class ConnectSessions {
   readonly sessions = new Map<string, ConnectSession>();
