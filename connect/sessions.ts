@@ -72,7 +72,6 @@ export const SESSION_CHANGED = 'INVALID_HANDLE.SESSION_CHANGED';
 
 interface Ended { owner: string | null; why: string; errorClass?: string }
 
-
 export class ConnectSessions {
   readonly sessions = new Map<string, ConnectSession>();
   private readonly ended = new Map<string, Ended>();
