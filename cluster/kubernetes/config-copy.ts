@@ -6,11 +6,10 @@ import type { V1Pod } from '@kubernetes/client-node';
 import { readConfig } from '../../domain/index.js';
 import { submissionAnnotations } from '../submission-info.js';
 import type { ApplicationResource } from './records.js';
+import { pointerKey } from './json-call.js';
 
 export type PatchOperation = { op: 'test' | 'add'; path: string; value: unknown };
 
-/** RFC 6901: `~` and `/` in a key are escaped in a JSON pointer. */
-const pointer = (key: string) => key.replace(/~/g, '~0').replace(/\//g, '~1');
 
 /**
  * The patch, or undefined when the pod carries no config (it missed admission). Every
@@ -29,7 +28,7 @@ export function configCopyPatch(resource: ApplicationResource, pod: V1Pod): Patc
   ];
   if (Object.keys(copied).length === 0) return operations;
   if (resource.metadata.annotations) {
-    for (const [key, value] of Object.entries(copied)) operations.push({ op: 'add', path: `/metadata/annotations/${pointer(key)}`, value });
+    for (const [key, value] of Object.entries(copied)) operations.push({ op: 'add', path: `/metadata/annotations/${pointerKey(key)}`, value });
   } else {
     operations.push(
       { op: 'test', path: '/metadata/resourceVersion', value: resource.metadata.resourceVersion },

@@ -58,3 +58,6 @@ async function sendJson<T>(kc: KubeConfig, method: string, path: string, body: u
     });
   });
 }
+
+/** RFC 6901: `~` and `/` in a key are escaped in a JSON pointer (a label's or annotation's key in a patch path). */
+export const pointerKey = (key: string): string => key.replace(/~/g, '~0').replace(/\//g, '~1');

@@ -19,7 +19,7 @@ import { APPLICATIONS, FIELD_MANAGER, GROUP, VERSION } from './client.js';
 import { createDriver } from './driver-creation.js';
 import { kubeCall, kubeCallOrAbsent } from './errors.js';
 import { admissionWithTemplate } from './expected-admission.js';
-import { patchJson } from './json-call.js';
+import { patchJson, pointerKey } from './json-call.js';
 import { type LogOptions, PodLogs } from './pod-logs.js';
 import type { Log as LogFn } from './informers.js';
 import type { EventLogAccess } from './event-log-access.js';
@@ -176,7 +176,7 @@ export class KubernetesCluster implements Cluster {
       // Only on the Application as read (its labels are never empty: the job's label is there).
       const body = [
         { op: 'test', path: '/metadata/resourceVersion', value: resource.metadata.resourceVersion },
-        { op: 'add', path: `/metadata/labels/${KERNEL_CLAIMER_LABEL.replace(/~/g, '~0').replace(/\//g, '~1')}`, value: claimer },
+        { op: 'add', path: `/metadata/labels/${pointerKey(KERNEL_CLAIMER_LABEL)}`, value: claimer },
         // No submitter (a warm Connect server the service started): the claimer becomes it.
         ...(resource.spec.submittedBy ? [] : [{ op: 'add', path: '/spec/submittedBy', value: claimer }]),
       ];
@@ -192,7 +192,7 @@ export class KubernetesCluster implements Cluster {
   async setLabels(appName: string, labels: Record<string, string>): Promise<void> {
     await this.start();
     // Its labels are never empty (the job's label is there): `add` under them needs no parent made.
-    const body = Object.entries(labels).map(([key, value]) => ({ op: 'add', path: `/metadata/labels/${key.replace(/~/g, '~0').replace(/\//g, '~1')}`, value }));
+    const body = Object.entries(labels).map(([key, value]) => ({ op: 'add', path: `/metadata/labels/${pointerKey(key)}`, value }));
     const found = await this.orUndefined(`label application ${appName}`, () => patchJson(this.options.clients.kc,
       `/apis/${GROUP}/${VERSION}/namespaces/${this.ns}/${APPLICATIONS}/${appName}?fieldManager=${FIELD_MANAGER}`, body));
     if (found !== undefined) await this.cache.until(appName, (r) => r === undefined || Object.entries(labels).every(([key, value]) => r.labels?.[key] === value));
