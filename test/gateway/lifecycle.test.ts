@@ -233,6 +233,16 @@ function launchingRegistry(clock: FakeClock, api: ApiClient): KernelRegistry {
   });
 }
 
+/** A notebook's socket on the kernel: what it hears, as text. */
+function listen(kernel: KernelSession): string[] {
+  const heard: string[] = [];
+  const client = Object.assign(new EventEmitter(), {
+    readyState: 1, OPEN: 1, send: (text: string) => { heard.push(text); }, close: () => {}, ping: () => {}, terminate: () => {},
+  });
+  kernel.addClient(client as unknown as WebSocket, 'notebook');
+  return heard;
+}
+
 /** A kernel whose first driver got ready, then whose application retried it: attempt 2's launcher connected. */
 function retried(kernel: KernelSession): FakeLauncher {
   const first = new FakeLauncher();
@@ -254,6 +264,7 @@ t.test("a retried kernel whose new attempt's Spark never comes up is ended after
   retried(stuck);
   const secondOfRecovers = retried(recovers);
   t.equal(stuck.executionState, 'restarting', 'the new attempt connected: restarting');
+  const heard = listen(stuck);
   clock.advance(599_999);
   secondOfRecovers.say({ op: 'spark', ok: true });
   t.same(removed, [], 'within the timeout of the new attempt: nothing ended');
@@ -262,6 +273,8 @@ t.test("a retried kernel whose new attempt's Spark never comes up is ended after
   await settled(() => !registry.kernels.has(stuck.id));
   t.same(removed, [stuck.appName], "the stuck attempt's application is removed");
   t.equal(stuck.executionState, 'dead', 'dead, as jupyter_server ends a kernel that did not start');
+  t.ok(heard.some((text) => text.includes('"execution_state":"dead"')), 'the notebook hears `dead`');
+  t.ok(heard.some((text) => text.includes('Attempt 2 of the kernel')), 'and why, naming the attempt');
   t.ok(registry.kernels.has(recovers.id), 'the kernel whose new attempt got ready stays');
   t.equal(clock.pending, 0, 'no timer left behind');
   await registry.close();
@@ -275,11 +288,7 @@ t.test('a kernel `restarting` whose application ends is dead, and its clients he
   const kernel = await registry.start('default', undefined, {});
   retried(kernel);
   t.equal(kernel.executionState, 'restarting');
-  const heard: string[] = [];
-  const client = Object.assign(new EventEmitter(), {
-    readyState: 1, OPEN: 1, send: (text: string) => { heard.push(text); }, close: () => {}, ping: () => {}, terminate: () => {},
-  });
-  kernel.addClient(client as unknown as WebSocket, 'notebook');
+  const heard = listen(kernel);
   feed.send!('changed', { appName: kernel.appName!, jobName: 'kernel-default', state: 'FAILED', stateDetail: 'attempt 2 failed', labels: { [KERNEL_ID_LABEL]: kernel.id } });
   t.equal(kernel.executionState, 'dead');
   t.notOk(registry.kernels.has(kernel.id), 'unlisted');
