@@ -10,6 +10,7 @@ import type { KubernetesCluster } from '../cluster/kubernetes/kubernetes-cluster
 import type { ConnectAuth } from '../connect/endpoint.js';
 import { podPlacement } from '../connect/placement.js';
 import { CONNECT_SESSION_LABEL } from '../connect/server-app.js';
+import { activityOf, CONNECT_ACTIVITY_LABEL } from '../connect/shared-activity.js';
 import { connectTokenKey, DRIVER_PORTS } from '../domain/index.js';
 import { parseSecretRef } from './config.js';
 import { connectFlags, type ConnectEndpoint, type ConnectSettings, type EndpointCertificate, parseConnectFlags, startConnectEndpoint, warmVia } from './connect-wiring.js';
@@ -102,6 +103,11 @@ export async function startKubernetesConnect(host: string, wiring: KubernetesCon
     // The warm pool (per replica): servers submitted as the service, claimed through the API, then
     // labelled with their session, which another replica finds them by (connect/sessions.ts).
     warm: { via: { ...warmVia(cluster), handedOut: (appName, sessionId) => cluster.setLabels(appName, { [CONNECT_SESSION_LABEL]: sessionId }) }, proof: wiring.proof },
+    // A session may be used through several replicas: each culls by the activity they all write on its application (read from the cache).
+    activity: {
+      mark: (appName, at) => cluster.setLabels(appName, { [CONNECT_ACTIVITY_LABEL]: String(at) }),
+      read: async (appName) => activityOf((await cluster.get(appName))?.labels),
+    },
   });
   if (!endpoint || !ref) return endpoint;
   let served = certificate!.cert;

@@ -11,6 +11,7 @@ import type { EndedSession } from '../connect/last-run.js';
 import type { ServerPlacement } from '../connect/placement.js';
 import { ServiceApi } from '../connect/service-api.js';
 import { ConnectSessions } from '../connect/sessions.js';
+import type { SharedActivity } from '../connect/shared-activity.js';
 import type { WarmOptions } from '../connect/warm-host.js';
 import { newAppName } from '../cluster/app-name.js';
 import { connectServerJar } from '../cluster/local/connect-gate.js';
@@ -117,6 +118,8 @@ export interface ConnectWiring {
   announceHost?: string;
   /** The warm pool's way to the cluster (submits with no key) and the proof its claims need. */
   warm?: { via: Omit<WarmOptions, 'sizes'>; proof: string | undefined };
+  /** Kubernetes mode: sessions' last activity shared by the replicas (connect/shared-activity.ts). */
+  activity?: SharedActivity;
 }
 
 /** The warm pool's servers as the service's own: submitted to the cluster itself (no key), read and looked up there. */
@@ -167,7 +170,7 @@ export async function startConnectEndpoint(host: string, wiring: ConnectWiring):
   const sessions = new ConnectSessions({
     api: new ServiceApi(wiring.apiUrl, wiring.warm?.proof), log: wiring.log, defaultVersion: wiring.defaultVersion,
     serverJar: wiring.serverJar ?? connectServerJar, idleMs: wiring.settings.idleMs, stopApp: wiring.stopApp, placement: wiring.placement,
-    warm: warmOptions(wiring), ended: wiring.ended,
+    warm: warmOptions(wiring), ended: wiring.ended, activity: wiring.activity,
   });
   const tls = wiring.certificate ?? (wiring.settings.tls && await endpointCertificate(wiring.settings.tls, wiring.dataDir));
   const server = createConnectEndpoint({ auth: wiring.auth, sessions, log: wiring.log, tls });

@@ -10,6 +10,7 @@ import { isEnded, waitForServer } from './server-wait.js';
 import { sessionSubmission, templateOf } from './server-app.js';
 import type { ConnectApp, ServiceApi } from './service-api.js';
 import { Upstreams } from './relay.js';
+import { markEvery, type SharedActivity } from './shared-activity.js';
 import { type WarmOptions, warmPoolHost } from './warm-host.js';
 import { ConnectWarmPool, type WarmServer } from './warm-pool.js';
 
@@ -33,6 +34,8 @@ export interface ConnectSession {
   ready: Promise<void>;
   openCalls: number;
   lastActivity: number;
+  /** When this replica last wrote its activity onto the application (shared activity only). */
+  markedAt?: number;
 }
 
 export interface SessionsOptions {
@@ -58,6 +61,8 @@ export interface SessionsOptions {
   ended?: EndedSession[];
   /** The warm pool (off when absent or all sizes are 0): servers the service starts ahead, with no key. */
   warm?: WarmOptions;
+  /** Kubernetes mode: the last activity shared by the replicas through the application (connect/shared-activity.ts). */
+  activity?: SharedActivity;
 }
 
 
@@ -88,7 +93,7 @@ export class ConnectSessions {
   constructor(private readonly options: SessionsOptions) {
     for (const { sessionId, owner, why } of options.ended ?? []) this.remember(sessionId, { owner, why, errorClass: SESSION_CHANGED });
     if (options.idleMs > 0) {
-      this.cullTimer = setInterval(() => this.cull(), Math.max(250, Math.min(60_000, options.idleMs / 4)));
+      this.cullTimer = setInterval(() => void this.cull(), Math.max(250, Math.min(60_000, options.idleMs / 4)));
       this.cullTimer.unref();
     }
     const { warm } = options;
@@ -143,6 +148,16 @@ export class ConnectSessions {
   release(session: ConnectSession): void {
     session.openCalls = Math.max(0, session.openCalls - 1);
     session.lastActivity = Date.now();
+    this.share(session);
+  }
+
+  /** Writes the session's activity onto its application for the other replicas (at most every markEvery). */
+  private share(session: ConnectSession, force = false): void {
+    const { activity, idleMs } = this.options;
+    if (!activity || !session.appName || (!force && session.markedAt !== undefined && session.lastActivity - session.markedAt < markEvery(idleMs))) return;
+    session.markedAt = session.lastActivity;
+    activity.mark(session.appName, session.lastActivity)
+      .catch((error: Error) => this.options.log.warn({ err: error, appName: session.appName }, 'could not record a Spark Connect session\'s activity'));
   }
 
   /** Submits the session's application and waits for its Connect server; a failed start forgets the session (no trace but the application, if one was made). */
@@ -194,6 +209,7 @@ export class ConnectSessions {
     const port = Number(found.config?.engineConf?.['spark.connect.grpc.binding.port']) || await this.placement.port();
     Object.assign(session, { appName: found.appName, port, template: templateOf(found) });
     this.options.log.info({ appName: found.appName, sessionId: session.sessionId }, 'Spark Connect session: started through another replica, taken over here');
+    this.share(session, true); // the replica that started it sees the session in use before it would cull it
     session.server = await waitForServer({
       appName: found.appName, port, placement: this.placement, get: (name) => this.options.api.get(name, session.key),
       stopping: () => this.closed, probeMs: this.options.probeMs, what: 'this Spark Connect session',
@@ -281,14 +297,31 @@ export class ConnectSessions {
     await Promise.allSettled(owned.map((session) => this.end(session, why)));
   }
 
-  /** Stops every session idle (no open call) for longer than the idle time. */
-  cull(now = Date.now()): void {
+  /**
+   * Stops every session idle (no open call) for longer than the idle time. With shared activity
+   * (Kubernetes mode), a session in a call here has its activity written, and an idle one's
+   * application is read first: a later activity another replica wrote keeps it.
+   */
+  cull(now = Date.now()): Promise<void> {
+    const culls: Promise<void>[] = [];
     for (const session of [...this.sessions.values()]) {
+      if (session.openCalls > 0) {
+        session.lastActivity = now;
+        this.share(session);
+      }
       if (session.openCalls > 0 || !session.appName || now - session.lastActivity < this.options.idleMs) continue;
-      this.options.log.info({ appName: session.appName, sessionId: session.sessionId }, 'Spark Connect session idle: stopping it');
-      this.end(session, `idle for more than ${Math.round(this.options.idleMs / 1000)} s`)
-        .catch((error: Error) => this.options.log.warn({ err: error, appName: session.appName }, 'could not stop an idle Spark Connect session'));
+      culls.push(this.cullIdle(session, now).catch((error: Error) => this.options.log.warn({ err: error, appName: session.appName }, 'could not stop an idle Spark Connect session')));
     }
+    return Promise.all(culls).then(() => undefined);
+  }
+
+  private async cullIdle(session: ConnectSession, now: number): Promise<void> {
+    const { activity, idleMs } = this.options;
+    const elsewhere = activity && await activity.read(session.appName!);
+    if (elsewhere !== undefined) session.lastActivity = Math.max(session.lastActivity, elsewhere + markEvery(idleMs));
+    if (now - session.lastActivity < idleMs || !this.sessions.has(session.sessionId) || session.openCalls > 0) return;
+    this.options.log.info({ appName: session.appName, sessionId: session.sessionId }, 'Spark Connect session idle: stopping it');
+    await this.end(session, `idle for more than ${Math.round(idleMs / 1000)} s`);
   }
 
   /** Stops every session (the endpoint is going away: no server is left behind). */

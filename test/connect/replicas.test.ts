@@ -13,6 +13,7 @@ import { podPlacement } from '../../connect/placement.js';
 import { CONNECT_SESSION_LABEL } from '../../connect/server-app.js';
 import { ServiceApi } from '../../connect/service-api.js';
 import { ConnectSessions } from '../../connect/sessions.js';
+import { activityOf, CONNECT_ACTIVITY_LABEL, type SharedActivity } from '../../connect/shared-activity.js';
 import { FileKeyStore } from '../../submit-api/auth/key-store.js';
 import { startTestApi } from '../helpers/api.js';
 import { tempDir } from '../helpers/temp.js';
@@ -37,8 +38,13 @@ async function setUp(t: Parameters<typeof tempDir>[0]) {
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   t.teardown(() => new Promise((resolve) => server.close(resolve)));
   const placement = podPlacement((server.address() as AddressInfo).port, () => Promise.resolve('127.0.0.1'));
-  const replica = () => {
-    const sessions = new ConnectSessions({ api: new LastingDrivers(() => base), log, defaultVersion: '3.5.7', serverJar: () => undefined, idleMs: 0, probeMs: 5, placement });
+  // Shared activity as Kubernetes mode wires it (cli/connect-kubernetes.ts), over the local cluster's labels.
+  const activity: SharedActivity = {
+    mark: (appName, at) => api.cluster.setLabels(appName, { [CONNECT_ACTIVITY_LABEL]: String(at) }),
+    read: async (appName) => activityOf((await api.cluster.get(appName))?.labels),
+  };
+  const replica = (idleMs = 0) => {
+    const sessions = new ConnectSessions({ api: new LastingDrivers(() => base), log, defaultVersion: '3.5.7', serverJar: () => undefined, idleMs, probeMs: 5, placement, activity });
     t.teardown(() => sessions.close());
     return sessions;
   };
@@ -46,7 +52,7 @@ async function setUp(t: Parameters<typeof tempDir>[0]) {
     const listed = await api.call('GET', `/api/apps/?labelSelector=${encodeURIComponent(`${CONNECT_SESSION_LABEL}=${sessionId}`)}`, undefined, { 'x-api-key': a.key });
     return (listed.json.items as Array<{ appName: string; state: string }>);
   };
-  return { a, b, first: replica(), second: replica(), replica, appsOf };
+  return { a, b, first: replica(), second: replica(), replica, appsOf, api };
 }
 
 const refusal = (promise: Promise<unknown>) => promise.then(() => undefined, (error: { code?: number; message: string }) => error);
@@ -84,4 +90,29 @@ t.test('a session id no replica started is a new session, as before', async (t) 
   second.release(session);
   const apps = await appsOf(sessionId);
   t.same(apps.map((app) => app.appName), [session.appName], 'submitted here, once');
+});
+
+t.test('a session taken over is not culled by the replica that started it while it is in use through another', async (t) => {
+  const { a, replica, api } = await setUp(t);
+  const idleMs = 60_000;
+  const [first, second] = [replica(idleMs), replica(idleMs)];
+  const sessionId = 'b2c0ffee-0000-4000-8000-00000000000c';
+  const started = await first.acquire({ id: a.id, key: a.key }, sessionId, undefined);
+  first.release(started);
+  const taken = await second.acquire({ id: a.id, key: a.key }, sessionId, undefined);
+  second.release(taken);
+  const state = async () => (await api.cluster.get(started.appName!))?.state;
+  // The label is written in the background: wait (bounded) until the cache has it.
+  for (let i = 0; i < 500 && activityOf((await api.cluster.get(started.appName!))?.labels) === undefined; i++) await new Promise((resolve) => setImmediate(resolve));
+  t.ok(activityOf((await api.cluster.get(started.appName!))?.labels), 'the replica that took it over wrote its activity onto the application');
+
+  // The first replica's own last call is longer ago than the idle time, but the second's is not.
+  await first.cull(started.lastActivity + idleMs + 1);
+  t.equal(await state(), 'RUNNING', 'the first replica kept the session: it is in use through the second');
+  t.ok(first.sessions.has(sessionId), 'and still holds it');
+
+  // Idle everywhere: either replica stops it (one stop request; a second is harmless).
+  await Promise.all([first.cull(Date.now() + 3 * idleMs), second.cull(Date.now() + 3 * idleMs)]);
+  t.notOk(first.sessions.has(sessionId) || second.sessions.has(sessionId), 'idle on both: both let it go');
+  t.not(await state(), 'RUNNING', 'and its application was stopped');
 });
