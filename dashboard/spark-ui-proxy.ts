@@ -5,6 +5,8 @@
 // do: spark-ui-access.ts. Once the driver has
 // ended, the same paths open the run's history (history-ui.ts), from the proxy's cache once the
 // run's log is final (history-cache.ts), after the same checks.
+// This file is the route, in the order of its checks; the http-proxy server and what it does
+// with each answer: spark-ui-forward.ts.
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { type AppRecord, type Cluster, isTerminal } from '../cluster/cluster.js';
 import type { SparkHistory } from '../cluster/history/spark-history.js';
