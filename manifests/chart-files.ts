@@ -1,7 +1,8 @@
 // The chart files that come from our schemas rather than from hand: the CRDs (Helm installs
 // crds/ before the templates, untemplated) and values.schema.json. Pure: paths and texts out;
 // manifests/generate.ts writes them and test/manifests/crds.test.ts checks they are current.
-import { allCrds, type Schema } from '../schemas/crd.js';
+import { allCrds } from '../schemas/crd.js';
+import type { Schema } from '../schemas/structural.js';
 import nodePool from '../schemas/node-pool.json' with { type: 'json' };
 import nodePoolsFile from '../schemas/node-pools-file.json' with { type: 'json' };
 import sizingRules from '../schemas/sizing-rules.json' with { type: 'json' };

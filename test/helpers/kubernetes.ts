@@ -192,8 +192,21 @@ export async function clientsAs(admin: KubeClients, namespace: string, name: str
   return { kc, core: kc.makeApiClient(CoreV1Api), custom: kc.makeApiClient(CustomObjectsApi), server: cluster.server };
 }
 
-/** Waits until `read` gives a value `ok` accepts; fails with the last value seen. */
-export async function eventually<T>(read: () => Promise<T>, ok: (value: T) => boolean, { timeoutMs = 60_000, intervalMs = 100, what = 'condition' } = {}): Promise<T> {
+/** How long and how often `eventually` reads, what it waits for, and what its timeout says. */
+export interface EventuallyOptions<T> {
+  timeoutMs?: number;
+  intervalMs?: number;
+  what?: string;
+  /**
+   * Where things stand when the wait times out, said in place of the last value: a caller that
+   * knows more than the value it polled (a pod's events, the service's log) says it here.
+   */
+  describe?: (last: T | undefined) => string | Promise<string>;
+}
+
+/** Waits until `read` gives a value `ok` accepts; fails with the last value seen (or `describe`'s account). */
+export async function eventually<T>(read: () => Promise<T>, ok: (value: T) => boolean, options: EventuallyOptions<T> = {}): Promise<T> {
+  const { timeoutMs = 60_000, intervalMs = 100, what = 'condition', describe } = options;
   const deadline = Date.now() + timeoutMs;
   let last: T | undefined;
   let lastError: unknown;
@@ -204,7 +217,8 @@ export async function eventually<T>(read: () => Promise<T>, ok: (value: T) => bo
     } catch (error) { lastError = error; }
     await sleep(intervalMs);
   }
-  throw new Error(`timed out waiting for ${what}; last: ${JSON.stringify(last)?.slice(0, 500) ?? String(lastError)}`);
+  const state = describe ? await describe(last) : `last: ${JSON.stringify(last)?.slice(0, 500) ?? String(lastError)}`;
+  throw new Error(`timed out waiting for ${what}; ${state}`);
 }
 
 /**

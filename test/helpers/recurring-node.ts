@@ -84,8 +84,11 @@ export function nodeCalls(bed: SparkNodeBed, program: (name: string) => string):
       t.equal(res.status, 201, `${jobName} submitted: ${res.body.slice(0, 300)}`);
       return res.json.appName as string;
     },
-    ended: (name) => eventually(() => app(name), (a) => TERMINAL.includes(a.state), { what: `${name} to end`, timeoutMs: RUN_MS, intervalMs: 1_000 })
-      .catch(async (error: Error) => { throw new Error(`${error.message.split('; last:')[0]}; ${await whereItStands(bed, await app(name).catch(() => null), name)}`); }),
+    ended: (name) => eventually(() => app(name), (a) => TERMINAL.includes(a.state), {
+      what: `${name} to end`, timeoutMs: RUN_MS, intervalMs: 1_000,
+      // A fresh read: the last poll may be a minute old, or have failed.
+      describe: async () => whereItStands(bed, await app(name).catch(() => null), name),
+    }),
     log: async (name) => (await bed.call('GET', `/api/apps/${name}/log`)).body,
     runs: async (schedule) => ((await bed.call('GET', `/api/apps/?limit=100&labelSelector=${encodeURIComponent(`${SCHEDULE_LABEL}=${schedule}`)}`)).json.items as App[])
       .sort((a, b) => a.labels[SCHEDULE_TICK_LABEL]!.localeCompare(b.labels[SCHEDULE_TICK_LABEL]!)),

@@ -4,7 +4,8 @@ import { fileURLToPath } from 'node:url';
 import t from 'tap';
 import { generatedFiles } from '../../manifests/chart-files.js';
 import { allSchemas } from '../../schemas/index.js';
-import { applicationCrd, configTemplateCrd, type Schema, structuralProblems, toStructural } from '../../schemas/crd.js';
+import { applicationCrd, configTemplateCrd } from '../../schemas/crd.js';
+import { type Schema, structuralProblems, toStructural } from '../../schemas/structural.js';
 
 const chart = fileURLToPath(new URL('../../manifests/chart/', import.meta.url));
 const versionOf = (crd: Schema) => (crd.spec as { versions: Schema[] }).versions[0];
