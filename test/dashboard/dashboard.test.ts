@@ -197,7 +197,7 @@ t.test('in Chromium: empty, grouped by jobName, counts, filters, search, kernels
   t.same(jobs.find((j) => j.job === 'daily-report')?.apps, [...daily].reverse(), 'a job\'s runs together, newest first');
   t.same(jobs.find((j) => j.job === 'daily-report')?.strip, [`${daily[2]}: COMPLETEDC`, `${daily[1]}: FAILEDF`, `${daily[0]}: COMPLETEDC`], 'the run-history strip says each state in text');
   await checkMarks(t, page, { kernel, connect, batch: hourly });
-  await page.locator('#counts [data-state="COMPLETED"] .n').filter({ hasText: '4' }).waitFor();
+  await page.locator('#counts [data-state="COMPLETED"] .n').filter({ hasText: /^4$/ }).waitFor();
   const counts = Object.fromEntries(await page.locator('#counts button').evaluateAll((bs) => bs.map((b) => [b.getAttribute('data-state'), b.querySelector('.n')?.textContent])));
   t.same(counts, { ALL: '6', PENDING: '0', RUNNING: '1', COMPLETED: '4', FAILED: '1', KILLED: '0', UNKNOWN: '0' }, 'counts per state');
   t.ok(requests.some((u) => u.includes('/api/apps/?') && u.includes('view=summary')), 'the list reads light items');
@@ -259,7 +259,7 @@ t.test('in Chromium: the search is the server\'s: it finds applications in pages
   page.on('request', (r) => { if (/\/api\/apps\/\?.*\bq=/.test(r.url())) searches.push(new URL(r.url()).searchParams.get('q') ?? ''); });
 
   await page.goto(`${address}/dashboard/`);
-  await page.locator('#counts [data-state="ALL"] .n').filter({ hasText: '450' }).waitFor();
+  await page.locator('#counts [data-state="ALL"] .n').filter({ hasText: /^450$/ }).waitFor();
   await page.locator('section.job').first().waitFor();
   t.match(await page.locator('#summary').innerText(), /older ones not loaded yet/, 'older pages are not loaded');
   t.equal(await page.locator(`tr[data-app="${names[3]}"]`).count(), 0, 'an old application is not on the page');
@@ -276,7 +276,8 @@ t.test('in Chromium: the search is the server\'s: it finds applications in pages
   await page.locator('#search').fill('');
   await page.locator('#search').type('DATA-TEAM');
   await page.locator('#search').press('Enter');
-  await page.locator('#counts [data-state="ALL"] .n').filter({ hasText: '45' }).waitFor();
+  // Exactly 45: the counts of the cleared search (450) hold "45" too, and would pass before the search's come.
+  await page.locator('#counts [data-state="ALL"] .n').filter({ hasText: /^45$/ }).waitFor();
   const counts = Object.fromEntries(await page.locator('#counts button').evaluateAll((bs) => bs.map((b) => [b.getAttribute('data-state'), b.querySelector('.n')?.textContent])));
   t.same(counts, { ALL: '45', PENDING: '0', RUNNING: '0', COMPLETED: '15', FAILED: '15', KILLED: '15', UNKNOWN: '0' }, 'label values, ignoring case: counts per state within the search');
   t.match(await page.locator('#summary').innerText(), /45 shown matching “DATA-TEAM” in 1 job/, 'every match loaded, none left behind');
@@ -289,7 +290,7 @@ t.test('in Chromium: the search is the server\'s: it finds applications in pages
   await page.locator('#counts [data-state="FAILED"]').click();
 
   await page.locator('#search').press('Escape');
-  await page.locator('#counts [data-state="ALL"] .n').filter({ hasText: '450' }).waitFor();
+  await page.locator('#counts [data-state="ALL"] .n').filter({ hasText: /^450$/ }).waitFor();
   t.equal(await page.locator('#search').inputValue(), '', 'Escape clears the search');
   t.equal(new URL(page.url()).search, '', 'and the address');
   t.same(errors, [], 'no script errors');
