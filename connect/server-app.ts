@@ -44,6 +44,9 @@ export function warmSubmission(input: Omit<SessionAppInput, 'sessionId'>): Recor
   return { ...submission, jobName: 'connect-warm', labels };
 }
 
+/** The Spark property that tells a session's Connect server its port. */
+const SERVER_PORT_CONF = 'spark.connect.grpc.binding.port';
+
 /** The POST /api/apps/ body of a session's application. */
 export function sessionSubmission(input: SessionAppInput): Record<string, unknown> {
   return {
@@ -57,7 +60,7 @@ export function sessionSubmission(input: SessionAppInput): Record<string, unknow
       arguments: [],
       engineConf: {
         ...connectServerConf(input.version, input.jar),
-        'spark.connect.grpc.binding.port': String(input.port),
+        [SERVER_PORT_CONF]: String(input.port),
         ...(input.bindAddress && Number(input.version.split('.')[0]) >= 4 ? { 'spark.connect.grpc.binding.address': input.bindAddress } : {}),
       },
     },
@@ -69,4 +72,10 @@ export function sessionSubmission(input: SessionAppInput): Record<string, unknow
 export function templateOf(app: { labels?: Record<string, string> }): string | undefined {
   const label = app.labels?.[CONNECT_TEMPLATE_LABEL];
   return label === undefined || label === NO_TEMPLATE ? undefined : label;
+}
+
+/** The port a session's application told its Connect server (undefined when its config does not say). */
+export function serverPortOf(app: { config?: { engineConf?: Record<string, string> } }): number | undefined {
+  const port = Number(app.config?.engineConf?.[SERVER_PORT_CONF]);
+  return Number.isInteger(port) && port > 0 ? port : undefined;
 }

@@ -7,7 +7,7 @@ import { type ConnectCaller, sessionRefusal } from './session-owners.js';
 import { listening, loopbackPlacement, type ServerAddress, type ServerPlacement } from './placement.js';
 import type { EndedSession } from './last-run.js';
 import { isEnded, waitForServer } from './server-wait.js';
-import { sessionSubmission, templateOf } from './server-app.js';
+import { serverPortOf, sessionSubmission, templateOf } from './server-app.js';
 import type { ConnectApp, ServiceApi } from './service-api.js';
 import { Upstreams } from './relay.js';
 import { markEvery, type SharedActivity } from './shared-activity.js';
@@ -206,7 +206,7 @@ export class ConnectSessions {
       this.remember(session.sessionId, { owner: session.owner, why });
       throw new GrpcRefusal(GrpcStatus.FAILED_PRECONDITION, endedMessage(session.sessionId, why));
     }
-    const port = Number(found.config?.engineConf?.['spark.connect.grpc.binding.port']) || await this.placement.port();
+    const port = serverPortOf(found) ?? await this.placement.port();
     Object.assign(session, { appName: found.appName, port, template: templateOf(found) });
     this.options.log.info({ appName: found.appName, sessionId: session.sessionId }, 'Spark Connect session: started through another replica, taken over here');
     this.share(session, true); // the replica that started it sees the session in use before it would cull it
