@@ -13,7 +13,7 @@ import { CONNECT_SESSION_LABEL } from '../connect/server-app.js';
 import { activityOf, CONNECT_ACTIVITY_LABEL } from '../connect/shared-activity.js';
 import { connectTokenKey, DRIVER_PORTS } from '../domain/index.js';
 import { parseSecretRef } from './config.js';
-import { connectFlags, type ConnectEndpoint, type ConnectSettings, type EndpointCertificate, parseConnectFlags, startConnectEndpoint, warmVia } from './connect-wiring.js';
+import { connectFlags, type ConnectEndpoint, type ConnectSettings, type EndpointCertificate, parseConnectFlags, sessionClaims, startConnectEndpoint, warmVia } from './connect-wiring.js';
 
 export const kubernetesConnectFlags = {
   ...connectFlags,
@@ -79,8 +79,8 @@ export interface KubernetesConnectWiring {
   dataDir: string;
   /** The port sessions' servers listen on in their pods (default Spark Connect's 15002; tests use another). */
   serverPort?: number;
-  /** The API's gateway proof (a warm pool's claims need it). */
-  proof?: string;
+  /** The API's proof (a session's labels and a warm pool's claims need it). */
+  proof: string;
 }
 
 /** Starts the endpoint on `host`, once the API listens (sessions are submitted through it as the caller's key). */
@@ -102,7 +102,8 @@ export async function startKubernetesConnect(host: string, wiring: KubernetesCon
     certificate, announceHost: settings.announceHost,
     // The warm pool (per replica): servers submitted as the service, claimed through the API, then
     // labelled with their session, which another replica finds them by (connect/sessions.ts).
-    warm: { via: { ...warmVia(cluster), handedOut: (appName, sessionId) => cluster.setLabels(appName, { [CONNECT_SESSION_LABEL]: sessionId }) }, proof: wiring.proof },
+    warm: { via: { ...warmVia(cluster), handedOut: (appName, sessionId) => cluster.setLabels(appName, { [CONNECT_SESSION_LABEL]: sessionId }) } },
+    proof: wiring.proof, sessionClaims: sessionClaims(cluster),
     // A session may be used through several replicas: each culls by the activity they all write on its application (read from the cache).
     activity: {
       mark: (appName, at) => cluster.setLabels(appName, { [CONNECT_ACTIVITY_LABEL]: String(at) }),

@@ -9,7 +9,8 @@ import type { FastifyBaseLogger } from 'fastify';
 import { type ConnectAuth, createConnectEndpoint } from '../connect/endpoint.js';
 import type { EndedSession } from '../connect/last-run.js';
 import type { ServerPlacement } from '../connect/placement.js';
-import { ServiceApi } from '../connect/service-api.js';
+import { CONNECT_SESSION_LABEL } from '../connect/server-app.js';
+import { type ConnectApp, ServiceApi } from '../connect/service-api.js';
 import { ConnectSessions } from '../connect/sessions.js';
 import type { SharedActivity } from '../connect/shared-activity.js';
 import type { WarmOptions } from '../connect/warm-host.js';
@@ -18,6 +19,7 @@ import { connectServerJar } from '../cluster/local/connect-gate.js';
 import type { Cluster } from '../cluster/cluster.js';
 import { submitApplication } from '../cluster/submit-application.js';
 import type { ApplicationConfig } from '../schemas/index.js';
+import type { AppRecord } from '../cluster/app-record.js';
 import { generateCa, issueServingCert } from '../certs/generate.js';
 import { makePrivateDir } from '../lib/atomic-file.js';
 import { parseDuration } from '../lib/duration.js';
@@ -116,10 +118,22 @@ export interface ConnectWiring {
   certificate?: EndpointCertificate;
   /** The host name the printed address names (default: localhost on loopback, else `host`). */
   announceHost?: string;
-  /** The warm pool's way to the cluster (submits with no key) and the proof its claims need. */
-  warm?: { via: Omit<WarmOptions, 'sizes'>; proof: string | undefined };
+  /** The API's proof (lib/gateway-proof.ts): a session's labels and the warm pool's claims need it. */
+  proof: string | undefined;
+  /** The warm pool's way to the cluster (submits with no key). */
+  warm?: { via: Omit<WarmOptions, 'sizes'> };
   /** Kubernetes mode: sessions' last activity shared by the replicas (connect/shared-activity.ts). */
   activity?: SharedActivity;
+  /** Every application of a session id, whoever's (connect/sessions.ts SessionsOptions.sessionClaims). */
+  sessionClaims?: (sessionId: string) => Promise<ConnectApp[]>;
+}
+
+/**
+ * Every application labelled with a session id, read from the cluster with the service's rights
+ * (connect/sessions.ts: whose session it is, decided the same on every replica).
+ */
+export function sessionClaims(cluster: Pick<Cluster, 'list'>): (sessionId: string) => Promise<AppRecord[]> {
+  return async (sessionId) => (await cluster.list({ labels: { [CONNECT_SESSION_LABEL]: sessionId }, limit: 20 })).items;
 }
 
 /** The warm pool's servers as the service's own: submitted to the cluster itself (no key), read and looked up there. */
@@ -143,7 +157,7 @@ export function warmVia(cluster: Pick<Cluster, 'createDriver' | 'get' | 'templat
 function warmOptions(wiring: ConnectWiring): WarmOptions | undefined {
   const sizes = wiring.settings.warmPool;
   if (!wiring.warm || ![...sizes.values()].some((n) => n > 0)) return undefined;
-  if (wiring.auth.enabled && !wiring.warm.proof) {
+  if (wiring.auth.enabled && !wiring.proof) {
     wiring.log.warn('no Spark Connect warm pool: handing a server to a key needs the gateway secret (gateway.secret / SUBMISSION_SERVICE_GATEWAY_SECRET)');
     return undefined;
   }
@@ -168,7 +182,7 @@ export interface ConnectEndpoint {
  */
 export async function startConnectEndpoint(host: string, wiring: ConnectWiring): Promise<ConnectEndpoint | undefined> {
   const sessions = new ConnectSessions({
-    api: new ServiceApi(wiring.apiUrl, wiring.warm?.proof), log: wiring.log, defaultVersion: wiring.defaultVersion,
+    api: new ServiceApi(wiring.apiUrl, wiring.proof), sessionClaims: wiring.sessionClaims, log: wiring.log, defaultVersion: wiring.defaultVersion,
     serverJar: wiring.serverJar ?? connectServerJar, idleMs: wiring.settings.idleMs, stopApp: wiring.stopApp, placement: wiring.placement,
     warm: warmOptions(wiring), ended: wiring.ended, activity: wiring.activity,
   });

@@ -20,15 +20,15 @@ export function gatewaySecret(dataDir: string): string {
 }
 
 /**
- * The proof an API accepts kernel labels with (lib/gateway-proof.ts): derived from
- * SUBMISSION_SERVICE_GATEWAY_SECRET, which a standalone gateway shares with it (the chart's
- * `gateway.secret`); without it, in local mode, a random one for this process alone (never the
- * data dir's `gateway-secret`, which a local driver could read); elsewhere none (kernel labels refused).
+ * The proof an API accepts the service's own labels with (kernels', Connect sessions';
+ * lib/gateway-proof.ts): derived from SUBMISSION_SERVICE_GATEWAY_SECRET, which a standalone
+ * gateway shares with it (the chart's `gateway.secret`); without it a random one for this process
+ * alone, which its in-process gateway and Connect endpoint use (never the data dir's
+ * `gateway-secret`, which a local driver could read).
  */
-export function apiGatewayProof(local: boolean): string | undefined {
+export function apiGatewayProof(): string {
   const shared = process.env.SUBMISSION_SERVICE_GATEWAY_SECRET;
-  if (shared) return gatewayProof(shared);
-  return local ? processGatewayProof() : undefined;
+  return shared ? gatewayProof(shared) : processGatewayProof();
 }
 
 /** `--kernels-per-key N`: kernels one key may hold at once (0: no limit). */

@@ -132,7 +132,7 @@ export async function apiCommand(argv: string[]): Promise<number> {
   const policy = watchedRules?.current().policy;
   // Session cookies must verify on every replica: the chart gives all of them the same secret
   // (SUBMISSION_SERVICE_SESSION_SECRET from the auth Secret); without it, <data-dir>/session-secret.
-  const gatewayProof = apiGatewayProof(false);
+  const gatewayProof = apiGatewayProof();
   const api = await buildService({
     cluster, auth: { enabled: values.auth === 'on', store }, policy, sessionSecret: loadSessionSecret(values['data-dir']),
     trustProxy: values['trust-proxy'], logger: loggerOptions('api'), sparkUiHost: values['spark-ui-host'],

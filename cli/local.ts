@@ -151,7 +151,7 @@ export async function localCommand(argv: string[]): Promise<number> {
   const rules = { ...rulesFrom(values['node-pools'], 'local'), ...(withHistory ? { eventLog: { dir: `file://${eventLogDir(dataDir)}`, rollingMaxFileSize: '128m' } } : {}) };
   const kernelsPerKey = parseKernelsPerKey(values['kernels-per-key']);
   // Kernel labels only from the gateway (lib/gateway-proof.ts): in-process, a proof of this process alone.
-  const proof = apiGatewayProof(true);
+  const proof = apiGatewayProof();
   const fairShare = fairShareFrom(values, values['node-pools']);
   // One logger for requests and for local mode's background work.
   const log = pino({ ...loggerOptions('local'), serializers: logSerializers });

@@ -2,14 +2,12 @@
 // (SparkConnectServer, as Spark's sbin/start-connect-server.sh starts it) on a loopback port the
 // endpoint picked, from the caller's template. Pure: the endpoint submits what this returns.
 import { CONNECT_SERVER_CLASS } from '../domain/connect-server-token.js';
-import { CONNECT_WARM_LABEL_KEY } from '../domain/labels.js';
+import { CONNECT_SESSION_LABEL, CONNECT_TEMPLATE_LABEL, CONNECT_WARM_LABEL_KEY } from '../domain/labels.js';
 
-export { CONNECT_SERVER_CLASS };
-/** Labels of a Connect session's application: how the API, the dashboard and the endpoint tell it. */
-export const CONNECT_SESSION_LABEL = 'connect.submission-service.io/session';
+/** Labels of a Connect session's application: how the API, the dashboard and the endpoint tell it (domain/labels.ts). */
+export { CONNECT_SERVER_CLASS, CONNECT_SESSION_LABEL, CONNECT_TEMPLATE_LABEL };
 /** The session label's value on a warm pool's server (its session id is the endpoint's log's: "from the warm pool"). */
 export const WARM_SESSION = 'warm';
-export const CONNECT_TEMPLATE_LABEL = 'connect.submission-service.io/template';
 /** The template label's value when the call named none (the service's defaults). */
 export const NO_TEMPLATE = 'none';
 

@@ -32,7 +32,7 @@ export function grpcCodeOf(httpStatus: number): GrpcStatusCode {
 export class ServiceApi {
   /**
    * `base`: the API's address, known once the server listens (a function). `proof`: the service's
-   * own (lib/gateway-proof.ts), sent only with a claim of a warm pool's server.
+   * own (lib/gateway-proof.ts), sent with submissions (a session's labels) and claims of a warm pool's server.
    */
   constructor(private readonly base: () => string, private readonly proof?: string) {}
 
@@ -55,14 +55,19 @@ export class ServiceApi {
     return this.call('GET', `/api/config-templates/${encodeURIComponent(name)}`, key);
   }
 
-  /** With `dryRun`: the same checks as the caller's submission (and counted like one per minute), nothing kept. */
+  /**
+   * With `dryRun`: the same checks as the caller's submission (and counted like one per minute),
+   * nothing kept. With the proof: a session's labels are the endpoint's alone (submit-api/service-labels.ts).
+   */
   submit(submission: Record<string, unknown>, key: string | undefined, options: { dryRun?: boolean } = {}): Promise<ConnectApp> {
-    return this.call('POST', options.dryRun ? '/api/apps/?dryRun=true' : '/api/apps/', key, submission);
+    return this.call('POST', options.dryRun ? '/api/apps/?dryRun=true' : '/api/apps/', key, submission, this.proofHeader());
   }
+
+  private proofHeader(): Record<string, string> { return this.proof ? { [GATEWAY_PROOF_HEADER]: this.proof } : {}; }
 
   /** Makes a warm pool's server (no submitter) the application of `key` (POST /api/apps/{app}/claim, with the proof). */
   async claim(appName: string, key: string | undefined): Promise<void> {
-    await this.call('POST', `/api/apps/${encodeURIComponent(appName)}/claim`, key, undefined, this.proof ? { [GATEWAY_PROOF_HEADER]: this.proof } : {});
+    await this.call('POST', `/api/apps/${encodeURIComponent(appName)}/claim`, key, undefined, this.proofHeader());
   }
 
   /** The application, or undefined once it is gone (deleted). */
@@ -77,12 +82,11 @@ export class ServiceApi {
 
   /**
    * The applications labelled with Connect session `sessionId` (at most a few: one per start of
-   * that id), newest first, whoever submitted them: the caller decides whose they are.
+   * that id) that the caller's key may see: the caller decides whose they are.
    */
   async sessionApps(sessionId: string, key: string | undefined): Promise<ConnectApp[]> {
     const selector = encodeURIComponent(`${CONNECT_SESSION_LABEL}=${sessionId}`);
-    const page = await this.call<{ items: ConnectApp[] }>('GET', `/api/apps/?labelSelector=${selector}&limit=20`, key);
-    return [...page.items].sort((a, b) => (b.createdAt ?? '').localeCompare(a.createdAt ?? ''));
+    return (await this.call<{ items: ConnectApp[] }>('GET', `/api/apps/?labelSelector=${selector}&limit=20`, key)).items;
   }
 
   /** Stops the application (its record stays, KILLED, with its Spark UI in the history); one already ended is not an error. */

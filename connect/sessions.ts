@@ -63,6 +63,13 @@ export interface SessionsOptions {
   warm?: WarmOptions;
   /** Kubernetes mode: the last activity shared by the replicas through the application (connect/shared-activity.ts). */
   activity?: SharedActivity;
+  /**
+   * Every application carrying a session id, whoever submitted it, read with the service's own
+   * rights (Kubernetes mode: the cache). A key's own list (the fallback) does not show another
+   * key's session: a replica that does not hold it would start it again under that id for the
+   * caller, and then refuse its owner there.
+   */
+  sessionClaims?: (sessionId: string) => Promise<ConnectApp[]>;
 }
 
 
@@ -76,6 +83,10 @@ const endedMessage = (sessionId: string, why: string) =>
 export const SESSION_CHANGED = 'INVALID_HANDLE.SESSION_CHANGED';
 
 interface Ended { owner: string | null; why: string; errorClass?: string }
+
+/** Newest first; the same order on every replica, also for two made in one second (the apiserver's resolution). */
+const sortedNewestFirst = (apps: ConnectApp[]): ConnectApp[] =>
+  [...apps].sort((a, b) => (b.createdAt ?? '').localeCompare(a.createdAt ?? '') || b.appName.localeCompare(a.appName));
 
 export class ConnectSessions {
   readonly sessions = new Map<string, ConnectSession>();
@@ -189,16 +200,18 @@ export class ConnectSessions {
    * any side effect otherwise); an ended one is refused as ended, never started again.
    */
   private async adopt(session: ConnectSession): Promise<boolean> {
-    const apps = await this.options.api.sessionApps(session.sessionId, session.key);
+    const { api, sessionClaims } = this.options;
+    const apps = sortedNewestFirst(sessionClaims ? await sessionClaims(session.sessionId) : await api.sessionApps(session.sessionId, session.key));
     const caller = { id: session.owner, key: session.key };
     const owned = (app: ConnectApp) => ({ owner: app.submittedBy ?? null, template: templateOf(app) });
-    // The caller's own first (live before ended); another key's application only refuses.
+    // The session is the key's whose application first carried its id; any other key is refused.
+    const first = apps.at(-1);
+    const stranger = first && sessionRefusal(caller, session.sessionId, owned(first), undefined);
+    if (stranger) throw stranger;
+    // The caller's own (live before ended).
     const mine = apps.filter((app) => !sessionRefusal(caller, session.sessionId, owned(app), undefined));
     const found = mine.find((app) => !isEnded(app)) ?? mine[0];
-    if (!found) {
-      if (apps[0]) throw sessionRefusal(caller, session.sessionId, owned(apps[0]), undefined)!;
-      return false;
-    }
+    if (!found) return false;
     const refusal = sessionRefusal(caller, session.sessionId, owned(found), session.template);
     if (refusal) throw refusal;
     if (isEnded(found)) {

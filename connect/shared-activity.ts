@@ -4,7 +4,9 @@
 // writes the session's last activity onto its application (a label, at most every quarter of the
 // idle time) and reads it back through the cluster's read side before culling: all replicas then
 // decide from the same value, and the stop they may both ask for is one spec request (idempotent).
-export const CONNECT_ACTIVITY_LABEL = 'connect.submission-service.io/last-activity';
+import { CONNECT_ACTIVITY_LABEL } from '../domain/labels.js';
+
+export { CONNECT_ACTIVITY_LABEL };
 
 /** The application's shared last activity: how it is written and read (absent: one endpoint, local mode). */
 export interface SharedActivity {

@@ -60,6 +60,18 @@ export const KERNEL_POOL_LABEL_KEY = `${KERNEL_LABEL_PREFIX}pool`;
  */
 export const CONNECT_WARM_LABEL_KEY = 'connect.submission-service.io/warm';
 
+/**
+ * On a Spark Connect session's application: its client session id, the template it was started
+ * with, and its last activity across API replicas (connect/). The endpoint's alone: a replica
+ * finds a session's application, and whose session it is, by them, so a submission may carry
+ * them only with the service's proof (lib/gateway-proof.ts), and a pod never.
+ */
+export const CONNECT_SESSION_LABEL = 'connect.submission-service.io/session';
+export const CONNECT_TEMPLATE_LABEL = 'connect.submission-service.io/template';
+export const CONNECT_ACTIVITY_LABEL = 'connect.submission-service.io/last-activity';
+const CONNECT_SESSION_LABELS = new Set([CONNECT_SESSION_LABEL, CONNECT_TEMPLATE_LABEL, CONNECT_ACTIVITY_LABEL]);
+export const isConnectSessionLabel = (key: string): boolean => CONNECT_SESSION_LABELS.has(key);
+
 /** An application's own labels among a pod's or a resource's labels. */
 export function applicationLabels(labels: Record<string, string> | undefined): Record<string, string> {
   const own: Record<string, string> = {};

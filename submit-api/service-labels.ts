@@ -1,11 +1,12 @@
 // Labels only the service sets. A submission's own `labels` may carry the kernel labels only
-// when it comes from the notebook gateway (its proof header); pod labels in configOverrides
+// when it comes from the notebook gateway, a Connect session's only from the Connect endpoint
+// (the service's proof header, lib/gateway-proof.ts); pod labels in configOverrides
 // (driver/executor.labels) may never carry them, nor the service's or Spark's own keys: they
 // land on the driver pod, where the service reads them. Templates (written by admins) are not
 // checked. Without this a user app labelled as a kernel skipped the core queue in local mode
 // and ended that kernel when it ended.
 import type { Submission } from '../schemas/index.js';
-import { isKernelLabel, isLauncherToken, isReservedLabel, isScheduleLabel } from '../domain/index.js';
+import { isConnectSessionLabel, isKernelLabel, isLauncherToken, isReservedLabel, isScheduleLabel } from '../domain/index.js';
 import { GATEWAY_PROOF_HEADER, isGatewayProof, LAUNCHER_TOKEN_HEADER } from '../lib/gateway-proof.js';
 import { HttpError } from './errors.js';
 
@@ -15,14 +16,18 @@ export function refuseServiceLabels(body: Submission, headers: Record<string, un
   if (kernel !== undefined && !isGatewayProof(expectedProof, headers[GATEWAY_PROOF_HEADER])) {
     throw new HttpError(400, `field "labels": the label "${kernel}" marks a notebook kernel and is set by the notebook gateway only (start kernels through /notebooks/)`);
   }
+  const session = Object.keys(body.labels ?? {}).find(isConnectSessionLabel);
+  if (session !== undefined && !isGatewayProof(expectedProof, headers[GATEWAY_PROOF_HEADER])) {
+    throw new HttpError(400, `field "labels": the label "${session}" marks a Spark Connect session and is set by the Spark Connect endpoint only (open a session with a Spark Connect client)`);
+  }
   const scheduled = Object.keys(body.labels ?? {}).find(isScheduleLabel);
   if (scheduled !== undefined) {
     throw new HttpError(400, `field "labels": the label "${scheduled}" marks a schedule's runs and is set by the scheduler only (create a schedule: POST /api/schedules/)`);
   }
   for (const role of ['driver', 'executor'] as const) {
-    const own = Object.keys(body.configOverrides?.[role]?.labels ?? {}).find((key) => isKernelLabel(key) || isReservedLabel(key) || isScheduleLabel(key));
+    const own = Object.keys(body.configOverrides?.[role]?.labels ?? {}).find((key) => isKernelLabel(key) || isReservedLabel(key) || isScheduleLabel(key) || isConnectSessionLabel(key));
     if (own !== undefined) {
-      throw new HttpError(400, `field "configOverrides.${role}.labels": the label "${own}" is the service's own (keys beginning with submission-service/, spark- or kernel.submission-service.io/ are set by the service only)`);
+      throw new HttpError(400, `field "configOverrides.${role}.labels": the label "${own}" is the service's own (keys beginning with submission-service/, spark- or kernel.submission-service.io/, and a Connect session's, are set by the service only)`);
     }
   }
 }

@@ -9,6 +9,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import { pino } from 'pino';
 import t from 'tap';
 import { GrpcStatus } from '../../connect/grpc-status.js';
+import { GATEWAY_PROOF_HEADER } from '../../lib/gateway-proof.js';
 import { podPlacement } from '../../connect/placement.js';
 import { CONNECT_SESSION_LABEL } from '../../connect/server-app.js';
 import { ServiceApi } from '../../connect/service-api.js';
@@ -19,6 +20,9 @@ import { startTestApi } from '../helpers/api.js';
 import { tempDir } from '../helpers/temp.js';
 
 const log = pino({ enabled: false }) as unknown as FastifyBaseLogger;
+
+/** The API's proof, which the endpoint's submissions carry (a session's labels are the endpoint's alone). */
+const PROOF = 'the-service-proof';
 
 /** The real API client, whose drivers (the test double) stay up as a Connect server would. */
 class LastingDrivers extends ServiceApi {
@@ -31,7 +35,7 @@ class LastingDrivers extends ServiceApi {
 async function setUp(t: Parameters<typeof tempDir>[0]) {
   const store = new FileKeyStore(tempDir(t));
   const [a, b] = [store.create('user', 'A'), store.create('user', 'B')];
-  const api = await startTestApi(t, { cores: 4, auth: { enabled: true, store } });
+  const api = await startTestApi(t, { cores: 4, auth: { enabled: true, store }, gatewayProof: PROOF });
   await api.app.listen({ port: 0, host: '127.0.0.1' });
   const base = `http://127.0.0.1:${(api.app.server.address() as AddressInfo).port}`;
   const server = createServer((socket) => socket.destroy());
@@ -44,7 +48,11 @@ async function setUp(t: Parameters<typeof tempDir>[0]) {
     read: async (appName) => activityOf((await api.cluster.get(appName))?.labels),
   };
   const replica = (idleMs = 0) => {
-    const sessions = new ConnectSessions({ api: new LastingDrivers(() => base), log, defaultVersion: '3.5.7', serverJar: () => undefined, idleMs, probeMs: 5, placement, activity });
+    const sessions = new ConnectSessions({
+      api: new LastingDrivers(() => base, PROOF), log, defaultVersion: '3.5.7', serverJar: () => undefined, idleMs, probeMs: 5, placement, activity,
+      // As both modes wire it (cli/connect-wiring.ts): the cluster's own read, whoever's the applications are.
+      sessionClaims: async (sessionId) => (await api.cluster.list({ labels: { [CONNECT_SESSION_LABEL]: sessionId }, limit: 20 })).items,
+    });
     t.teardown(() => sessions.close());
     return sessions;
   };
@@ -52,7 +60,7 @@ async function setUp(t: Parameters<typeof tempDir>[0]) {
     const listed = await api.call('GET', `/api/apps/?labelSelector=${encodeURIComponent(`${CONNECT_SESSION_LABEL}=${sessionId}`)}`, undefined, { 'x-api-key': a.key });
     return (listed.json.items as Array<{ appName: string; state: string }>);
   };
-  return { a, b, first: replica(), second: replica(), replica, appsOf, api };
+  return { a, b, first: replica(), second: replica(), replica, appsOf, api, base };
 }
 
 const refusal = (promise: Promise<unknown>) => promise.then(() => undefined, (error: { code?: number; message: string }) => error);
@@ -115,4 +123,30 @@ t.test('a session taken over is not culled by the replica that started it while 
   await Promise.all([first.cull(Date.now() + 3 * idleMs), second.cull(Date.now() + 3 * idleMs)]);
   t.notOk(first.sessions.has(sessionId) || second.sessions.has(sessionId), 'idle on both: both let it go');
   t.not(await state(), 'RUNNING', 'and its application was stopped');
+});
+
+t.test('a session\'s labels are the endpoint\'s: a key cannot label its own application with another\'s session id', async (t) => {
+  const { a, b, first, second, appsOf, api } = await setUp(t);
+  const sessionId = 'b2c0ffee-0000-4000-8000-00000000000d';
+  const started = await first.acquire({ id: a.id, key: a.key }, sessionId, undefined);
+  first.release(started);
+  const submission = (labels: Record<string, string>, driverLabels: Record<string, string> = {}) =>
+    ({ jobName: 'squat', configOverrides: { type: 'Python', mainApplicationFile: 'local:///x.py', driver: { labels: driverLabels } }, labels });
+  const post = (body: object, headers: Record<string, string> = {}) => api.call('POST', '/api/apps/', body, { 'x-api-key': b.key, ...headers });
+  const asLabel = await post(submission({ [CONNECT_SESSION_LABEL]: sessionId }));
+  t.equal(asLabel.status, 400, 'the session label in `labels`: 400');
+  t.match(asLabel.json.message, /set by the Spark Connect endpoint only/);
+  t.equal((await post(submission({}, { [CONNECT_SESSION_LABEL]: sessionId }))).status, 400, 'on the driver pod: 400');
+  t.equal((await post(submission({ [CONNECT_ACTIVITY_LABEL]: String(Date.now()) }))).status, 400, 'the activity label too');
+  t.equal((await appsOf(sessionId)).length, 1, 'nothing submitted');
+
+  // Two replicas that started one id for two keys at once (each saw none): the key whose
+  // application came first has it on every replica, whichever came last.
+  const raced = await post(submission({ [CONNECT_SESSION_LABEL]: sessionId }), { [GATEWAY_PROOF_HEADER]: PROOF });
+  t.equal(raced.status, 201, 'with the service\'s proof (the endpoint of another replica): accepted');
+  const stolen = await refusal(second.acquire({ id: b.id, key: b.key }, sessionId, undefined));
+  t.equal(stolen?.code, GrpcStatus.PERMISSION_DENIED, 'the later key is refused its own copy');
+  const owner = await second.acquire({ id: a.id, key: a.key }, sessionId, undefined);
+  second.release(owner);
+  t.equal(owner.appName, started.appName, 'the owner reaches its own application there, not the newer one');
 });

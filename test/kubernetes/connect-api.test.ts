@@ -57,7 +57,9 @@ t.test('the api\'s Connect endpoint on Kubernetes', async (t) => {
   const namespace = bed.namespace;
   const store = new FileKeyStore(tempDir(t, 'connect-keys-'));
   const [alice, bob] = [store.create('user', 'alice'), store.create('user', 'bob')];
-  const api = await buildApi({ cluster: bed.api.cluster, auth: { enabled: true, store } });
+  // The API's proof, which the endpoint's submissions carry (a session's labels are the endpoint's alone).
+  const proof = 'connect-endpoint-proof';
+  const api = await buildApi({ cluster: bed.api.cluster, auth: { enabled: true, store }, gatewayProof: proof });
   const apiUrl = await api.listen({ port: 0, host: '127.0.0.1' });
   t.teardown(() => api.close());
 
@@ -81,7 +83,7 @@ t.test('the api\'s Connect endpoint on Kubernetes', async (t) => {
   const settings = parseKubernetesConnectFlags({ 'connect-port': '0', 'connect-cert-secret': `${namespace}/connect-cert`, 'connect-service': `${namespace}/submission-service-connect` })!;
   const endpoint = await startKubernetesConnect('127.0.0.1', {
     settings, clients: bed.api.kubeClients, cluster: bed.api.cluster, auth: { enabled: true, store }, log, apiUrl: () => apiUrl,
-    defaultVersion: '4.2.0', dataDir: tempDir(t, 'connect-data-'), serverPort: (standIn.address() as AddressInfo).port,
+    defaultVersion: '4.2.0', dataDir: tempDir(t, 'connect-data-'), serverPort: (standIn.address() as AddressInfo).port, proof,
   });
   t.teardown(() => endpoint?.close());
   t.match(endpoint?.url, `sc://submission-service-connect.${namespace}.svc:`, 'announced by the Service\'s name');

@@ -41,14 +41,16 @@ t.test('a Kubernetes session\'s Spark 4 server refuses every caller but the endp
 
   const store = new FileKeyStore(tempDir(t, 'connect-keys-'));
   const alice = store.create('user', 'alice');
-  const api = await buildApi({ cluster: bed.api.cluster, auth: { enabled: true, store } });
+  // The API's proof, which the endpoint's submissions carry (a session's labels are the endpoint's alone).
+  const proof = 'connect-endpoint-proof';
+  const api = await buildApi({ cluster: bed.api.cluster, auth: { enabled: true, store }, gatewayProof: proof });
   const apiUrl = await api.listen({ port: 0, host: '127.0.0.1' });
   t.teardown(() => api.close());
   // Every pod's server listens on one port (here a free one: the fake kubelet's pods share this machine).
   const serverPort = await freePort();
   const endpoint = await startKubernetesConnect('127.0.0.1', {
     settings: parseKubernetesConnectFlags({ 'connect-port': '0' })!, clients: bed.api.kubeClients, cluster: bed.api.cluster,
-    auth: { enabled: true, store }, log, apiUrl: () => apiUrl, defaultVersion: '4.2.0', dataDir: tempDir(t, 'connect-data-'), serverPort,
+    auth: { enabled: true, store }, log, apiUrl: () => apiUrl, defaultVersion: '4.2.0', dataDir: tempDir(t, 'connect-data-'), serverPort, proof,
   });
   t.teardown(() => endpoint?.close());
   const port = Number(/:(\d+)$/.exec(endpoint!.url)![1]);
