@@ -9,6 +9,8 @@ export interface ApiApplication {
   state: string;
   labels?: Record<string, string>;
   stateDetail?: string;
+  /** Which attempt of the application's driver the state is about (restartPolicy); absent: 1. */
+  attempt?: number;
   /** The id of the key that submitted it (null with authentication off). */
   submittedBy?: string | null;
 }

@@ -148,7 +148,16 @@ export class KernelRegistry {
       session.markDead(`application ${app.appName} is ${type === 'deleted' ? 'deleted' : app.state}${app.stateDetail ? ` (${app.stateDetail})` : ''}`);
       this.drop(session.id);
       if (session.unclaimed) this.pool.poke(); // replace it
-    } else if (app.state === 'PENDING' && !session.pendingNoticeSent) {
+    } else {
+      // A new attempt the API started (restartPolicy): its launcher may never connect (a driver
+      // never scheduled), so its launch window runs from now, not from that connection.
+      if ((app.attempt ?? 1) > session.attempt) this.starter.timeAttempt(session, app.attempt);
+      this.pendingNotice(session, app);
+    }
+  }
+
+  private pendingNotice(session: KernelSession, app: ApiApplication): void {
+    if (app.state === 'PENDING' && !session.pendingNoticeSent) {
       session.pendingNoticeSent = true;
       session.notice(`Application ${app.appName} is PENDING: its driver waits for cores or memory; the kernel starts when they are free.\n`);
     }
@@ -202,8 +211,7 @@ export class KernelRegistry {
   private track(session: KernelSession): KernelSession {
     this.kernels.set(session.id, session);
     session.onChange = () => {
-      if (session.launched) this.starter.stopLaunchTimer(session.id);
-      else this.starter.timeAttempt(session);
+      this.starter.settled(session);
       this.changes.emit('claim');
       if (session.pool !== undefined) this.pool.poke();
     };

@@ -145,13 +145,13 @@ export class KernelStarter {
    * notebook, instead of a notebook that shows `busy` and holds its requests for good (a driver
    * that never gets a node, an image that cannot be pulled, a SparkContext that hangs).
    */
-  private startLaunchTimer(session: KernelSession): void {
+  private startLaunchTimer(session: KernelSession, attempt = session.attempt): void {
     const ms = this.options.launchTimeoutMs;
     if (ms <= 0) return;
     this.launchTimers.set(session.id, this.options.clock.setTimeout(() => {
       this.launchTimers.delete(session.id);
-      if (!this.host.current(session) || session.launched) return;
-      const which = session.attempt > 1 ? `Attempt ${session.attempt} of the kernel's driver (its application retried it)` : 'The kernel';
+      if (!this.host.current(session) || this.launchedSince(session, attempt)) return;
+      const which = attempt > 1 ? `Attempt ${attempt} of the kernel's driver (its application retried it)` : 'The kernel';
       const why = `${which} did not start within ${ms / 1000} s (its driver was not scheduled, or its launcher or Spark did not come up): it was shut down. Start a new one; the application's log says more.`;
       this.options.log.warn({ kernel: session.id, appName: session.appName, attempt: session.attempt, launchTimeoutMs: ms }, 'a kernel did not start in time: ending it');
       this.host.end(session.id, undefined, why).catch((error: Error) => this.options.log.error({ err: error, kernel: session.id }, 'could not remove a kernel that did not start'));
@@ -164,11 +164,25 @@ export class KernelStarter {
    * for good. Each attempt once; an attempt that connects before the last one's Spark came up
    * starts a fresh window (the last one's ended with its driver).
    */
-  timeAttempt(session: KernelSession): void {
-    if (session.launched || session.attempt <= (this.timedAttempts.get(session.id) ?? 1)) return;
-    this.timedAttempts.set(session.id, session.attempt);
+  timeAttempt(session: KernelSession, attempt = session.attempt): void {
+    if (this.launchedSince(session, attempt) || attempt <= (this.timedAttempts.get(session.id) ?? 1)) return;
+    this.timedAttempts.set(session.id, attempt);
     this.stopLaunchTimer(session.id);
-    this.startLaunchTimer(session);
+    this.startLaunchTimer(session, attempt);
+  }
+
+  /**
+   * Whether `attempt` (or a later one) reported ready. The API may say a new attempt was started
+   * (attempt-status) before its launcher connects, while the old driver's ready still shows.
+   */
+  private launchedSince(session: KernelSession, attempt: number): boolean {
+    return session.launched && session.attempt >= attempt;
+  }
+
+  /** The kernel changed: a launch window of an attempt that has now reported ready stops. */
+  settled(session: KernelSession): void {
+    if (this.launchedSince(session, this.timedAttempts.get(session.id) ?? 1)) this.stopLaunchTimer(session.id);
+    else this.timeAttempt(session);
   }
 
   /** The kernel launched, or is gone: its launch timeout no longer runs. */

@@ -299,6 +299,28 @@ t.test('a kernel `restarting` whose application ends is dead, and its clients he
   await registry.close();
 });
 
+t.test("a retried kernel whose new attempt's launcher never connects is ended after the launch timeout", async (t) => {
+  const clock = new FakeClock();
+  const { api, removed, feed } = fakeApi();
+  const registry = launchingRegistry(clock, api);
+  await registry.open();
+  const kernel = await registry.start('default', undefined, {});
+  const first = new FakeLauncher();
+  kernel.setLauncher(first as unknown as WebSocket, 'secret');
+  first.say(HELLO_READY);
+  first.close();
+  // The API started attempt 2 (its driver never scheduled): no launcher of it ever connects.
+  feed.send!('changed', { appName: kernel.appName!, jobName: 'kernel-default', state: 'PENDING', attempt: 2, labels: { [KERNEL_ID_LABEL]: kernel.id } });
+  clock.advance(599_999);
+  t.same(removed, [], 'within the window of attempt 2: nothing ended');
+  clock.advance(1);
+  await settled(() => !registry.kernels.has(kernel.id));
+  t.same(removed, [kernel.appName], "its application is removed");
+  t.equal(kernel.executionState, 'dead');
+  t.equal(clock.pending, 0, 'no timer left behind');
+  await registry.close();
+});
+
 t.test('an empty body sent as application/json is no body (as @jupyterlab/services sends it)', async (t) => {
   const app = Fastify();
   installJsonBodyParser(app);
