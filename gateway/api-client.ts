@@ -2,6 +2,7 @@
 // server's own address in local mode, --api-url when the gateway runs alone).
 import { GATEWAY_PROOF_HEADER, LAUNCHER_TOKEN_HEADER } from '../lib/gateway-proof.js';
 import { serverEvents } from '../lib/server-events.js';
+import type { ApplicationAttempt, ApplicationConfig } from '../schemas/index.js';
 
 export interface ApiApplication {
   appName: string;
@@ -11,6 +12,10 @@ export interface ApiApplication {
   stateDetail?: string;
   /** Which attempt of the application's driver the state is about (restartPolicy); absent: 1. */
   attempt?: number;
+  /** Every run of its driver so far, oldest first (how each ended, whether it counted). */
+  attempts?: ApplicationAttempt[];
+  /** Its effective config; the gateway reads restartPolicy (when a retry's driver is due). */
+  config?: Pick<ApplicationConfig, 'restartPolicy'>;
   /** The id of the key that submitted it (null with authentication off). */
   submittedBy?: string | null;
 }

@@ -1,5 +1,7 @@
 // A kernel as an application: the labels that mark it (and find it again after a gateway
-// restart), its job name, and the submission that starts it. Pure.
+// restart), its job name, the submission that starts it, and when a retry's driver is due. Pure.
+import { nextAttemptDue, retryPolicy } from '../domain/index.js';
+import type { ApiApplication } from './api-client.js';
 
 export const KERNEL_LABEL = 'kernel.submission-service.io/kernel';
 export const KERNEL_ID_LABEL = 'kernel.submission-service.io/id';
@@ -50,4 +52,15 @@ export function kernelSubmission(id: string, specName: string, launch: KernelLau
       },
     },
   };
+}
+
+/**
+ * When the driver of attempt `attempt` is created (ms since the epoch; 0 when there is nothing to
+ * wait for). The API reports a new attempt as soon as the one before ends, but its driver comes
+ * only at the due time restartPolicy gives (the domain's rule, as the cluster applies it): the
+ * attempts before it are the ones that decide. The new attempt's own record, when the API lists
+ * it already (Kubernetes mode: not started yet), is left out.
+ */
+export function attemptDue(app: Pick<ApiApplication, 'attempts' | 'config'>, attempt: number): number {
+  return nextAttemptDue((app.attempts ?? []).filter((a) => a.attempt < attempt), retryPolicy(app.config));
 }

@@ -150,8 +150,8 @@ export class KernelRegistry {
       if (session.unclaimed) this.pool.poke(); // replace it
     } else {
       // A new attempt the API started (restartPolicy): its launcher may never connect (a driver
-      // never scheduled), so its launch window runs from now, not from that connection.
-      if ((app.attempt ?? 1) > session.attempt) this.starter.timeAttempt(session, app.attempt);
+      // never scheduled), so its launch window does not wait for that connection.
+      if ((app.attempt ?? 1) > session.attempt) this.starter.attemptReported(session, app);
       this.pendingNotice(session, app);
     }
   }

@@ -4,11 +4,11 @@
 // The registry (kernel-registry.ts) keeps the kernels; this file only adds to them.
 import { randomUUID } from 'node:crypto';
 import type { FastifyBaseLogger } from 'fastify';
-import { type ApiClient, ApiError, TERMINAL_STATES } from './api-client.js';
+import { type ApiApplication, type ApiClient, ApiError, TERMINAL_STATES } from './api-client.js';
 import type { GatewayCaller } from './auth.js';
 import type { Clock, TimerHandle } from '../lib/clock.js';
 import { GatewayError } from './gateway-error.js';
-import { kernelSubmission, type PoolOrigin } from './kernel-application.js';
+import { attemptDue, kernelSubmission, type PoolOrigin } from './kernel-application.js';
 import { kernelLimitRefusal } from './kernel-owners.js';
 import type { KernelSession } from './kernel-session.js';
 import type { LauncherAuth } from './launcher-auth.js';
@@ -144,8 +144,9 @@ export class KernelStarter {
    * launcher connected, Spark started or failed). One that does not is ended with a reason in the
    * notebook, instead of a notebook that shows `busy` and holds its requests for good (a driver
    * that never gets a node, an image that cannot be pulled, a SparkContext that hangs).
+   * `delayMs`: a retry's driver is not created yet; its window starts when it is.
    */
-  private startLaunchTimer(session: KernelSession, attempt = session.attempt): void {
+  private startLaunchTimer(session: KernelSession, attempt = session.attempt, delayMs = 0): void {
     const ms = this.options.launchTimeoutMs;
     if (ms <= 0) return;
     this.launchTimers.set(session.id, this.options.clock.setTimeout(() => {
@@ -153,22 +154,37 @@ export class KernelStarter {
       if (!this.host.current(session) || this.launchedSince(session, attempt)) return;
       const which = attempt > 1 ? `Attempt ${attempt} of the kernel's driver (its application retried it)` : 'The kernel';
       const why = `${which} did not start within ${ms / 1000} s (its driver was not scheduled, or its launcher or Spark did not come up): it was shut down. Start a new one; the application's log says more.`;
-      this.options.log.warn({ kernel: session.id, appName: session.appName, attempt: session.attempt, launchTimeoutMs: ms }, 'a kernel did not start in time: ending it');
+      this.options.log.warn({ kernel: session.id, appName: session.appName, attempt, launchTimeoutMs: ms }, 'a kernel did not start in time: ending it');
       this.host.end(session.id, undefined, why).catch((error: Error) => this.options.log.error({ err: error, kernel: session.id }, 'could not remove a kernel that did not start'));
-    }, ms));
+    }, delayMs + ms));
+  }
+
+  /**
+   * The API reported a new attempt of the kernel's driver (restartPolicy). It does so when the
+   * attempt before ends, and the new driver is only created at its due time (the retry interval
+   * after that end, at once after an eviction): the window starts then, so that a long interval
+   * does not end a kernel whose retry has not begun, and a driver that is never scheduled is
+   * still ended. The due time is the API's wall-clock time, read against this clock's (Date.now
+   * outside tests).
+   */
+  attemptReported(session: KernelSession, app: ApiApplication): void {
+    const attempt = app.attempt ?? 1;
+    this.timeAttempt(session, attempt, Math.max(0, attemptDue(app, attempt) - this.options.clock.now()));
   }
 
   /**
    * A new attempt of a kernel's driver (its application retried it) gets as long to report ready
    * as a first start: without it, one whose Spark never comes up again would show `restarting`
-   * for good. Each attempt once; an attempt that connects before the last one's Spark came up
-   * starts a fresh window (the last one's ended with its driver).
+   * for good. Each attempt once, from the first news of it: the API's report (attemptReported),
+   * else its launcher connecting (the report was missed; the driver runs, so no delay). An
+   * attempt that connects before the last one's Spark came up starts a fresh window (the last
+   * one's ended with its driver).
    */
-  timeAttempt(session: KernelSession, attempt = session.attempt): void {
+  timeAttempt(session: KernelSession, attempt = session.attempt, delayMs = 0): void {
     if (this.launchedSince(session, attempt) || attempt <= (this.timedAttempts.get(session.id) ?? 1)) return;
     this.timedAttempts.set(session.id, attempt);
     this.stopLaunchTimer(session.id);
-    this.startLaunchTimer(session, attempt);
+    this.startLaunchTimer(session, attempt, delayMs);
   }
 
   /**

@@ -1,25 +1,19 @@
 // The kernel lifecycle as jupyter_server has it, in component tests without a kernel (seconds):
 // the websocket heartbeat, a second socket of one session replacing the first, the kernel's own
 // late `starting` not relayed, restart and interrupt answered with what really happened, control
-// requests not taken for the end of a cell, the launch timeout (a retried driver's new attempt
-// gets its own), and empty JSON bodies. Time is a FakeClock moved by hand: nothing here waits
-// for real time.
+// requests not taken for the end of a cell, and empty JSON bodies. The launch timeout has its
+// own file (launch-timeout.test.ts). Time is a FakeClock moved by hand: nothing here waits for
+// real time.
 import { EventEmitter } from 'node:events';
 import Fastify from 'fastify';
 import t from 'tap';
-import type { WebSocket } from 'ws';
-import type { ApiApplication, ApiClient } from '../../gateway/api-client.js';
 import { GatewayError } from '../../gateway/gateway-error.js';
-import { KERNEL_ID_LABEL } from '../../gateway/kernel-application.js';
 import { Heartbeat } from '../../gateway/heartbeat.js';
-import { KernelRegistry } from '../../gateway/kernel-registry.js';
-import type { KernelSession } from '../../gateway/kernel-session.js';
-import { LauncherAuth } from '../../gateway/launcher-auth.js';
-import { DEFAULT_LIFECYCLE } from '../../gateway/lifecycle-limits.js';
+import type { KernelRegistry } from '../../gateway/kernel-registry.js';
 import { kernelRoutes } from '../../gateway/routes/kernels.js';
 import { installJsonBodyParser } from '../../lib/json-body.js';
 import { FakeClock } from './fake-clock.js';
-import { FakeLauncher, kernelFrame, request, scriptedSession, settled, silentLog } from './scripted-kernel.js';
+import { kernelFrame, request, scriptedSession, settled, silentLog } from './scripted-kernel.js';
 
 class FakeSocket extends EventEmitter {
   pings = 0;
@@ -185,140 +179,6 @@ t.test("a control request's idle does not end a running cell", async (t) => {
   t.equal(session.executionState, 'busy', 'the cell still runs');
   kernel.ws.send(kernelFrame('iopub', 'status', cell.msgId, { execution_state: 'idle' }, 'idle'));
   await settled(() => session.executionState === 'idle');
-});
-
-function fakeApi() {
-  const removed: string[] = [];
-  const feed: { send?: (type: string, app: ApiApplication) => void } = {};
-  let n = 0;
-  const api = {
-    submit: async () => ({ appName: `kernel-${++n}`, jobName: 'kernel-default', state: 'SUBMITTED' } as ApiApplication),
-    remove: async (appName: string) => { removed.push(appName); },
-    list: async () => [],
-    follow: async (_selector: string, onApp: (type: string, app: ApiApplication) => void) => { feed.send = onApp; },
-    template: async () => undefined,
-  } as unknown as ApiClient;
-  return { api, removed, feed };
-}
-
-t.test('a kernel that does not get ready within the launch timeout is ended and its application removed', async (t) => {
-  const clock = new FakeClock();
-  const { api, removed } = fakeApi();
-  const registry = new KernelRegistry({
-    api, auth: new LauncherAuth('secret'), log: silentLog, launcherFile: 'local:///launcher.py', launcherUrl: () => 'ws://gateway',
-    cullIdleSeconds: 0, lifecycle: { ...DEFAULT_LIFECYCLE, launchTimeoutMs: 600_000 }, clock,
-  });
-  const stuck = await registry.start('default', undefined, {});
-  const ready = await registry.start('default', undefined, {});
-  const launcher = new FakeLauncher();
-  ready.setLauncher(launcher as unknown as WebSocket, 'secret');
-  launcher.say({ op: 'hello', busy: false, claimed: false, confirms: true, spark: { ok: true } });
-  clock.advance(599_999);
-  t.same(removed, [], 'within the timeout: nothing ended');
-  clock.advance(1);
-  await settled(() => !registry.kernels.has(stuck.id));
-  t.same(removed, [stuck.appName], "the stuck kernel's application is removed");
-  t.equal(stuck.executionState, 'dead');
-  t.ok(registry.kernels.has(ready.id), 'the kernel that got ready stays');
-  t.equal(clock.pending, 0, 'no timer left behind');
-  await registry.close();
-});
-
-const HELLO_READY = { op: 'hello', busy: false, claimed: false, confirms: true, spark: { ok: true } };
-
-function launchingRegistry(clock: FakeClock, api: ApiClient): KernelRegistry {
-  return new KernelRegistry({
-    api, auth: new LauncherAuth('secret'), log: silentLog, launcherFile: 'local:///launcher.py', launcherUrl: () => 'ws://gateway',
-    cullIdleSeconds: 0, lifecycle: { ...DEFAULT_LIFECYCLE, launchTimeoutMs: 600_000 }, clock,
-  });
-}
-
-/** A notebook's socket on the kernel: what it hears, as text. */
-function listen(kernel: KernelSession): string[] {
-  const heard: string[] = [];
-  const client = Object.assign(new EventEmitter(), {
-    readyState: 1, OPEN: 1, send: (text: string) => { heard.push(text); }, close: () => {}, ping: () => {}, terminate: () => {},
-  });
-  kernel.addClient(client as unknown as WebSocket, 'notebook');
-  return heard;
-}
-
-/** A kernel whose first driver got ready, then whose application retried it: attempt 2's launcher connected. */
-function retried(kernel: KernelSession): FakeLauncher {
-  const first = new FakeLauncher();
-  kernel.setLauncher(first as unknown as WebSocket, 'secret');
-  first.say(HELLO_READY);
-  first.close();
-  const second = new FakeLauncher();
-  kernel.setLauncher(second as unknown as WebSocket, 'secret', 2);
-  second.say({ ...HELLO_READY, spark: undefined });
-  return second;
-}
-
-t.test("a retried kernel whose new attempt's Spark never comes up is ended after the launch timeout, not left `restarting`", async (t) => {
-  const clock = new FakeClock();
-  const { api, removed } = fakeApi();
-  const registry = launchingRegistry(clock, api);
-  const stuck = await registry.start('default', undefined, {});
-  const recovers = await registry.start('default', undefined, {});
-  retried(stuck);
-  const secondOfRecovers = retried(recovers);
-  t.equal(stuck.executionState, 'restarting', 'the new attempt connected: restarting');
-  const heard = listen(stuck);
-  clock.advance(599_999);
-  secondOfRecovers.say({ op: 'spark', ok: true });
-  t.same(removed, [], 'within the timeout of the new attempt: nothing ended');
-  t.equal(recovers.executionState, 'idle', 'the attempt whose Spark came up is back');
-  clock.advance(1);
-  await settled(() => !registry.kernels.has(stuck.id));
-  t.same(removed, [stuck.appName], "the stuck attempt's application is removed");
-  t.equal(stuck.executionState, 'dead', 'dead, as jupyter_server ends a kernel that did not start');
-  t.ok(heard.some((text) => text.includes('"execution_state":"dead"')), 'the notebook hears `dead`');
-  t.ok(heard.some((text) => text.includes('Attempt 2 of the kernel')), 'and why, naming the attempt');
-  t.ok(registry.kernels.has(recovers.id), 'the kernel whose new attempt got ready stays');
-  t.equal(clock.pending, 0, 'no timer left behind');
-  await registry.close();
-});
-
-t.test('a kernel `restarting` whose application ends is dead, and its clients hear it', async (t) => {
-  const clock = new FakeClock();
-  const { api, removed, feed } = fakeApi();
-  const registry = launchingRegistry(clock, api);
-  await registry.open();
-  const kernel = await registry.start('default', undefined, {});
-  retried(kernel);
-  t.equal(kernel.executionState, 'restarting');
-  const heard = listen(kernel);
-  feed.send!('changed', { appName: kernel.appName!, jobName: 'kernel-default', state: 'FAILED', stateDetail: 'attempt 2 failed', labels: { [KERNEL_ID_LABEL]: kernel.id } });
-  t.equal(kernel.executionState, 'dead');
-  t.notOk(registry.kernels.has(kernel.id), 'unlisted');
-  t.ok(heard.some((text) => text.includes('"execution_state":"dead"')), 'the notebook hears `dead`');
-  t.same(removed, [], 'the application ended by itself: nothing to remove');
-  clock.advance(600_000);
-  t.same(removed, [], 'and no launch timeout fires later for it');
-  await registry.close();
-});
-
-t.test("a retried kernel whose new attempt's launcher never connects is ended after the launch timeout", async (t) => {
-  const clock = new FakeClock();
-  const { api, removed, feed } = fakeApi();
-  const registry = launchingRegistry(clock, api);
-  await registry.open();
-  const kernel = await registry.start('default', undefined, {});
-  const first = new FakeLauncher();
-  kernel.setLauncher(first as unknown as WebSocket, 'secret');
-  first.say(HELLO_READY);
-  first.close();
-  // The API started attempt 2 (its driver never scheduled): no launcher of it ever connects.
-  feed.send!('changed', { appName: kernel.appName!, jobName: 'kernel-default', state: 'PENDING', attempt: 2, labels: { [KERNEL_ID_LABEL]: kernel.id } });
-  clock.advance(599_999);
-  t.same(removed, [], 'within the window of attempt 2: nothing ended');
-  clock.advance(1);
-  await settled(() => !registry.kernels.has(kernel.id));
-  t.same(removed, [kernel.appName], "its application is removed");
-  t.equal(kernel.executionState, 'dead');
-  t.equal(clock.pending, 0, 'no timer left behind');
-  await registry.close();
 });
 
 t.test('an empty body sent as application/json is no body (as @jupyterlab/services sends it)', async (t) => {

@@ -1,7 +1,7 @@
 // The kernel registry's loops (gateway/kernel-registry.ts) on a fake clock, over a fake API and
 // launchers fed by hand: idle culling (claimed kernels only, by their last activity), and the
 // list's wait after a restart for launchers to say whether their pool kernel was claimed.
-// The launch timeout has its own test (test/gateway/lifecycle.test.ts). Nothing waits for real time.
+// The launch timeout has its own test (test/gateway/launch-timeout.test.ts). Nothing waits for real time.
 import t, { type Test } from 'tap';
 import type { WebSocket } from 'ws';
 import type { ApiApplication, ApiClient } from '../../gateway/api-client.js';
