@@ -104,8 +104,9 @@ export async function serve(dir: string, values: ServeOptions): Promise<void> {
   const rules = realNode ? { ...fileRules, driverService: fileRules.driverService ?? DEFAULT_DRIVER_SERVICE } : fileRules;
   await ensureCrds(clients);
   if (values.nodes) await createFakeNodes(clients, rules);
-  // Spark's own driver creates its executors on a real node: it needs its service account.
-  if (realNode) await ensureDriverAccount(clients, values.namespace, rules.serviceAccount);
+  // Spark's own driver creates its executors on a real node: it needs its service account (with
+  // the chart's Role and drivers' admission policy).
+  if (realNode) await ensureDriverAccount(clients, values.namespace, rules.serviceAccount, rules.policy.serviceAccounts);
   if (rules.driverService) await ensureDriverService(clients, values.namespace, rules.driverService);
   // The webhook in its own process, as the chart runs it: under load the API's event loop
   // and the webhook's do not queue behind each other (bench/kubernetes/controller-ceiling.ts).

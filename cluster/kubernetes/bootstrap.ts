@@ -4,6 +4,7 @@ import { ApiextensionsV1Api, loadYaml, RbacAuthorizationV1Api, type V1CustomReso
 import { allCrds } from '../../schemas/crd.js';
 import { type AdmissionRules, podMemoryMib, type ResolvedPool } from '../../domain/index.js';
 import type { KubeClients } from './client.js';
+import { ensureDriverPodsPolicy } from './driver-pods-policy.js';
 import { unlessExists } from './errors.js';
 
 export async function ensureNamespace(clients: KubeClients, name: string): Promise<void> {
@@ -92,11 +93,14 @@ export const DRIVER_ROLE_RULES = [
 ];
 
 /**
- * The service account Spark drivers run as, with the chart's Role. For a cluster with real
- * kubelets where the chart is not installed (`testbed up --real-node`); the chart's
- * driver-pods ValidatingAdmissionPolicy is not installed there (a Helm template).
+ * The service account Spark drivers run as, with the chart's Role and its drivers' admission
+ * policy (driver-pods-policy.ts), over `name` and the accounts submissions may name
+ * (`otherAccounts`, the rules' policy.serviceAccounts), as the chart's covers. For a cluster with
+ * real kubelets where the chart is not installed (`testbed up --real-node`).
  */
-export async function ensureDriverAccount(clients: KubeClients, namespace: string, name: string): Promise<void> {
+export async function ensureDriverAccount(clients: KubeClients, namespace: string, name: string, otherAccounts: string[] = []): Promise<void> {
+  // The policy first: no token of the account is used before its rules are there.
+  await ensureDriverPodsPolicy(clients, namespace, [name, ...otherAccounts]);
   const rbac = clients.kc.makeApiClient(RbacAuthorizationV1Api);
   await clients.core.createNamespacedServiceAccount({ namespace, body: { metadata: { name } } }).catch(unlessExists);
   await rbac.createNamespacedRole({ namespace, body: {

@@ -1,7 +1,7 @@
 // Spark's real cluster mode for a test or a bench: the test bed with a real node
 // (helpers/real-node.ts), the Spark runtime image built by images/build.sh (cached) and
 // imported into the node's containerd, and on top what the service needs in a cluster: the
-// namespace and CRDs, the drivers' service account and Role (as the chart gives them), the
+// namespace and CRDs, the drivers' service account, Role and admission policy (as the chart gives them), the
 // webhook registered with its CA, and the API with the dashboard in Kubernetes mode (its
 // controller included, the webhook's rules and its own identity, as the chart runs it).
 // The node is one node pool: it is labelled as such, and the pool's schedulable maxima
@@ -97,7 +97,7 @@ export async function startSparkNodeBed(t: TestLike, options: SparkNodeOptions =
   await bootstrap(clients, baseRules, false);
   const historyBed = options.history ? await startNodeHistoryBed(t, bed.dir, clients, baseRules) : undefined;
   const rules = historyBed?.rules ?? baseRules;
-  await ensureDriverAccount(clients, NAMESPACE, rules.serviceAccount);
+  await ensureDriverAccount(clients, NAMESPACE, rules.serviceAccount, rules.policy.serviceAccounts);
   await ensureDriverService(clients, NAMESPACE, DEFAULT_DRIVER_SERVICE);
   // The API writes with its own service account, as in the chart and `testbed up`: its admitted
   // driver pods skip the webhook; Spark's executor pods and anyone else's still go through it.

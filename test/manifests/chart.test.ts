@@ -10,6 +10,7 @@ import { fileURLToPath } from 'node:url';
 import t from 'tap';
 import { rulesFrom } from '../../cli/rules.js';
 import { DRIVER_ROLE_RULES } from '../../cluster/kubernetes/bootstrap.js';
+import { driverPodsPolicy } from '../../cluster/kubernetes/driver-pods-policy.js';
 import { readVersionedStatic } from '../../cluster/history/spark-static-dir.js';
 import { LocalSparkStatic } from '../../cluster/local/spark-static.js';
 import { sparkJars } from '../../cluster/local/spark-builds.js';
@@ -190,6 +191,30 @@ t.test('RBAC: least privilege', async (t) => {
   t.equal(named(defaults, 'ServiceAccount', 'spark-driver')?.metadata?.namespace, 'spark-apps');
   t.equal(named<{ automountServiceAccountToken?: boolean }>(defaults, 'ServiceAccount', 'submission-service-gateway')?.automountServiceAccountToken, false,
     'the gateway has no Kubernetes credentials');
+});
+
+t.test('the drivers\' admission policy is the one the test bed installs (driver-pods-policy.ts), for the drivers\' accounts', async (t) => {
+  // Helm's labels aside, object for object: `testbed up --real-node` runs Spark's drivers under the chart's rules.
+  const unlabelled = (objects: typeof defaults, kind: string, name: string) => {
+    const found = named<{ metadata?: { labels?: unknown } }>(objects, kind, name);
+    if (found) delete found.metadata?.labels;
+    return found;
+  };
+  for (const [sets, accounts] of [
+    [{}, ['spark-driver']],
+    // The drivers' own account first, each once: as the chart's prepend and uniq, and bootstrap.ts's caller.
+    [{ 'policy.serviceAccounts': '{team-a,spark-driver}', driverServiceAccount: 'drivers' }, ['drivers', 'team-a', 'spark-driver']],
+  ] as const) {
+    const rendered = renderChart(sets);
+    const { policy, binding } = driverPodsPolicy('spark-apps', [...accounts], RELEASE_NAMESPACE);
+    const name = `submission-service-driver-pods-${RELEASE_NAMESPACE}`;
+    t.same(unlabelled(rendered, 'ValidatingAdmissionPolicy', name), { apiVersion: 'admissionregistration.k8s.io/v1', kind: 'ValidatingAdmissionPolicy', ...policy },
+      `the policy, ${JSON.stringify(sets)}`);
+    t.same(unlabelled(rendered, 'ValidatingAdmissionPolicyBinding', name), { apiVersion: 'admissionregistration.k8s.io/v1', kind: 'ValidatingAdmissionPolicyBinding', ...binding },
+      `its binding, ${JSON.stringify(sets)}`);
+  }
+  t.match(driverPodsPolicy('spark-apps', ['spark-driver', 'spark-driver'], 'x').policy.spec?.matchConditions?.[0].expression,
+    /^request\.userInfo\.username in \["system:serviceaccount:spark-apps:spark-driver"\]$/, 'an account named twice is matched once');
 });
 
 t.test('the ConfigMap is a node-pool file the webhook turns into the intended rules', async (t) => {
