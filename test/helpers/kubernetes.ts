@@ -181,13 +181,18 @@ export async function startKubeBed(t: TestLike, options: KubeBedOptions = {}): P
 export async function clientsAs(admin: KubeClients, namespace: string, name: string, boundTo?: { name: string; uid: string }): Promise<KubeClients> {
   const boundObjectRef = boundTo ? { apiVersion: 'v1', kind: 'Pod', ...boundTo } : undefined;
   const token = await admin.core.createNamespacedServiceAccountToken({ name, namespace, body: { spec: { audiences: [], boundObjectRef } } });
+  return clientsWithToken(admin, token.status!.token);
+}
+
+/** Clients of admin's cluster that send `token` (one read from a pod, say). */
+export function clientsWithToken(admin: KubeClients, token: string): KubeClients {
   const cluster = admin.kc.getCurrentCluster()!;
   const kc = new KubeConfig();
   kc.loadFromOptions({
     clusters: [{ name: 'bed', server: cluster.server, caData: cluster.caData, skipTLSVerify: false }],
-    users: [{ name, token: token.status!.token }],
-    contexts: [{ name, cluster: 'bed', user: name }],
-    currentContext: name,
+    users: [{ name: 'token', token }],
+    contexts: [{ name: 'token', cluster: 'bed', user: 'token' }],
+    currentContext: 'token',
   });
   return { kc, core: kc.makeApiClient(CoreV1Api), custom: kc.makeApiClient(CustomObjectsApi), server: cluster.server };
 }

@@ -11,12 +11,15 @@
 // through the API. Then, on the same node: a CloudServiceAccount key in driver and executors,
 // dynamic allocation growing to two executors, the Spark UI through the dashboard,
 // `kubectl delete application`, a driver killed
-// mid-run, and a team's own pod sized by admission.
+// mid-run, and a team's own pod sized by admission. The drivers run under the chart's drivers'
+// admission policy, which the test bed installs: the driver's own token makes no pod or
+// ConfigMap its pod does not own, while Spark's creates and its cleanup at the end pass.
 import { execFile } from 'node:child_process';
 import t from 'tap';
 import type { V1Pod } from '@kubernetes/client-node';
 import { eventually } from '../helpers/kubernetes.js';
 import { execInPod } from '../helpers/real-node.js';
+import { driverTokenOwnsOnly, sparkCleanupAllowed } from '../helpers/driver-token.js';
 import { PI_PY, SPARK_RUNTIME_IMAGE, sparkNodeUnavailable, startSparkNodeBed } from '../helpers/spark-node.js';
 import {
   ANNOTATION_ADMITTED, ANNOTATION_OVERRIDES, cpuQuantity, DRIVER_CONTAINER, LABEL_APP, LABEL_JOB, parseMemoryMib, podMemoryMib, readConfig, SPARK_ROLE,
@@ -85,6 +88,7 @@ t.test('Spark cluster mode on a real node', { skip: unavailable }, async (t) => 
     // The CloudServiceAccount key reaches both, where GOOGLE_APPLICATION_CREDENTIALS says.
     t.equal(await credentials(appName, DRIVER_CONTAINER), keyJson, 'the driver reads key.json at $GOOGLE_APPLICATION_CREDENTIALS');
     t.equal(await credentials(executor.metadata!.name!, executor.spec!.containers[0].name), keyJson, 'so does the executor');
+    await driverTokenOwnsOnly(t, bed.clients, driver, `submission-service-driver-pods-${namespace}`, SPARK_RUNTIME_IMAGE);
 
     const done = await eventually(async () => (await bed.call('GET', `/api/apps/${appName}`)).json as { state?: string; stateDetail?: string },
       (app) => terminal(app.state), { what: `${appName} to end`, timeoutMs: 600_000, intervalMs: 1_000 });
@@ -92,8 +96,7 @@ t.test('Spark cluster mode on a real node', { skip: unavailable }, async (t) => 
     t.equal(done.state, 'COMPLETED', done.state === 'COMPLETED' ? 'the controller ended it COMPLETED' : `${done.stateDetail ?? ''}\n${log.slice(-3_000)}`);
     t.match(log, /Pi is roughly 3\.1/, 'the driver\'s output, through the API');
     t.match(log, /Registered executor NettyRpcEndpointRef|Executor added|Registered executor/, 'an executor connected to the driver');
-    const ended: V1Pod = await core.readNamespacedPod({ name: appName, namespace });
-    t.equal(ended.status?.phase, 'Succeeded', 'the driver container exited 0');
+    t.equal((await sparkCleanupAllowed(t, core, driver, log)).status?.phase, 'Succeeded', 'the driver container exited 0');
   });
 
   /** A pi long enough to act on while it runs (2 executors at most, each given back after 5 s idle). */
