@@ -10,7 +10,7 @@ import { repoRoot, startTestApi } from '../helpers/api.js';
 import { until, waitForState } from '../helpers/poll.js';
 import { realSpark } from '../helpers/service.js';
 import { sleep } from '../helpers/temp.js';
-import { launchChromium, openPage, requestTrail, waitExplained } from '../helpers/browser.js';
+import { launchChromium, openAndWait, openPage } from '../helpers/browser.js';
 
 const spark = realSpark();
 const shots = process.env.DASHBOARD_SCREENSHOTS ?? join(tmpdir(), 'submission-service-dashboard');
@@ -83,9 +83,7 @@ t.test('pi.py: config, live log, Spark UI through the proxy', { skip: spark ? fa
   t.equal(executors.status(), 200, 'another page through the proxy');
   // Authentication off: no sandbox (nothing to borrow), so Spark's scripts fill the executors table from its REST API.
   t.equal(executors.headers()['content-security-policy'], undefined, 'no sandbox with authentication off');
-  const trail = requestTrail(uiPage);
-  await uiPage.goto(`${base}/executors/`);
-  await waitExplained(uiPage.locator('#active-executors-table tbody tr').first(), trail);
+  await openAndWait(uiPage, `${base}/executors/`, uiPage.locator('#active-executors-table tbody tr').first());
   t.match(await uiPage.locator('#active-executors-table').innerText(), /driver/, "the executors table, filled by Spark's script");
   t.equal((await uiPage.request.post(`${base}/jobs/job/kill/?id=0`)).status(), 405, 'nothing but GET and HEAD goes through (405, Allow: GET, HEAD)');
   await uiPage.close();

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
 import { SparkEnvs } from '../../cluster/local/spark-envs.js';
-import { launchChromium, openPage, requestTrail, waitExplained } from '../helpers/browser.js';
+import { launchChromium, openAndWait, openPage } from '../helpers/browser.js';
 import { until, waitForState } from '../helpers/poll.js';
 import { http, realSpark, sparkEnv, startService } from '../helpers/service.js';
 
@@ -57,9 +57,7 @@ t.test('a live 4.2.0 Spark UI loads every asset from static/spark-4.2.0/ and its
   const linked = await page.locator('link[href*="/static/"], script[src*="/static/"]').evaluateAll((nodes) => nodes.map((n) => n.getAttribute('href') ?? n.getAttribute('src') ?? ''));
   t.ok(linked.length > 5, `the page links its assets (${linked.length})`);
   t.same(linked.filter((link) => !link.includes(`/dashboard/apps/${appName}/spark-ui/static/spark-4.2.0/`)), [], 'every asset link names the run\'s Spark, under the proxy');
-  const trail = requestTrail(page);
-  await page.goto(`${ui}/executors/`);
-  await waitExplained(page.locator('#active-executors-table tbody tr').first(), trail);
+  await openAndWait(page, `${ui}/executors/`, page.locator('#active-executors-table tbody tr').first());
   t.match(await page.locator('#active-executors-table').innerText(), /driver/, 'the executors table, filled by Spark 4.2.0\'s own script');
   await page.screenshot({ path: join(shots, 'spark4-live-executors.png'), fullPage: true });
   await page.goto(`${ui}/stages/`);

@@ -2,7 +2,7 @@
 // no extras that phone home, and waits sized for a busy machine. Playwright's default of 30 s per
 // wait is a timed assertion in disguise: CI shares its two cores with other work, so every page
 // and context opened here waits up to BUSY_MACHINE_WAIT_MS for what the test says it waits for.
-import { chromium, type Browser, type BrowserContext, type BrowserContextOptions, type Locator, type Page } from 'playwright-core';
+import { chromium, type Browser, type BrowserContext, type BrowserContextOptions, type Locator, type Page, type Request } from 'playwright-core';
 
 export const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const BUSY_MACHINE_WAIT_MS = 240_000;
@@ -54,11 +54,34 @@ export function requestTrail(page: Page): () => string {
   ].join('\n');
 }
 
-/** Waits for `locator` as any wait here does; a failure says what the page's requests did (requestTrail). */
-export async function waitExplained(locator: Locator, trail: () => string): Promise<void> {
-  try {
-    await locator.waitFor();
-  } catch (error) {
-    throw new Error(`${(error as Error).message}\n${trail()}`);
+/** Chromium cuts a page's requests when the machine's addresses change (the real node's pods add and remove interfaces beside the tests). */
+const NETWORK_CHANGED = 'ERR_NETWORK_CHANGED';
+const LOADS = 3;
+
+/**
+ * Opens `url` and waits for `locator` as any wait here does. A load whose requests Chromium cut
+ * because the machine's network changed (a script of Spark's UI among them, and the page stays
+ * empty) is loaded again, at most LOADS times; any other failure says what the page's requests did
+ * (requestTrail).
+ */
+export async function openAndWait(page: Page, url: string, locator: Locator): Promise<void> {
+  const trail = requestTrail(page);
+  for (let load = 1; ; load++) {
+    let cut: () => void = () => undefined;
+    const networkChanged = new Promise<'cut'>((resolve) => { cut = () => resolve('cut'); });
+    const onFailed = (request: Request) => { if (request.failure()?.errorText.includes(NETWORK_CHANGED)) cut(); };
+    page.on('requestfailed', onFailed);
+    try {
+      const shown = page.goto(url).then(() => locator.waitFor()).then(() => 'shown' as const);
+      shown.catch(() => undefined); // a load given up on below may still fail later
+      const outcome = await Promise.race([shown, networkChanged]).catch((error: Error) => {
+        if (error.message.includes(NETWORK_CHANGED)) return 'cut' as const;
+        throw new Error(`${error.message}\n${trail()}`);
+      });
+      if (outcome === 'shown') return;
+      if (load >= LOADS) throw new Error(`${LOADS} loads of ${url} were cut by network changes\n${trail()}`);
+    } finally {
+      page.off('requestfailed', onFailed);
+    }
   }
 }
