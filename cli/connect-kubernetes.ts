@@ -13,7 +13,7 @@ import { CONNECT_SESSION_LABEL } from '../connect/server-app.js';
 import { activityOf, CONNECT_ACTIVITY_LABEL } from '../connect/shared-activity.js';
 import { connectTokenKey, DRIVER_PORTS } from '../domain/index.js';
 import { parseSecretRef } from './config.js';
-import { connectFlags, type ConnectEndpoint, type ConnectSettings, type EndpointCertificate, parseConnectFlags, sessionClaims, startConnectEndpoint, warmVia } from './connect-wiring.js';
+import { connectFlags, connectServers, type ConnectEndpoint, type ConnectSettings, type EndpointCertificate, parseConnectFlags, sessionClaims, startConnectEndpoint, warmVia } from './connect-wiring.js';
 
 export const kubernetesConnectFlags = {
   ...connectFlags,
@@ -104,6 +104,8 @@ export async function startKubernetesConnect(host: string, wiring: KubernetesCon
     // labelled with their session, which another replica finds them by (connect/sessions.ts).
     warm: { via: { ...warmVia(cluster), handedOut: (appName, sessionId) => cluster.setLabels(appName, { [CONNECT_SESSION_LABEL]: sessionId }) } },
     proof: wiring.proof, sessionClaims: sessionClaims(cluster),
+    // A replica killed without a drain leaves its sessions running: every replica stops those idle past the timeout (connect/orphan-sweep.ts).
+    connectServers: connectServers(cluster),
     // A session may be used through several replicas: each culls by the activity they all write on its application (read from the cache).
     activity: {
       mark: (appName, at) => cluster.setLabels(appName, { [CONNECT_ACTIVITY_LABEL]: String(at) }),

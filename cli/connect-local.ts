@@ -7,7 +7,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { LocalCluster } from '../cluster/local/local-cluster.js';
 import { type EndedSession, lastRunConnect, SERVICE_RESTARTED } from '../connect/last-run.js';
 import { CONNECT_SESSION_LABEL } from '../connect/server-app.js';
-import { type ConnectEndpoint, type ConnectSettings, type ConnectWiring, sessionClaims, startConnectEndpoint, warmVia } from './connect-wiring.js';
+import { connectServers, type ConnectEndpoint, type ConnectSettings, type ConnectWiring, sessionClaims, startConnectEndpoint, warmVia } from './connect-wiring.js';
 
 /** Stops the last run's Connect servers (one process per data dir, its lock: every record is that run's or this one's). */
 export async function endLastRunConnect(cluster: Pick<LocalCluster, 'list' | 'stop'>, log: FastifyBaseLogger): Promise<EndedSession[]> {
@@ -21,7 +21,7 @@ export async function endLastRunConnect(cluster: Pick<LocalCluster, 'list' | 'st
   return ended;
 }
 
-type LocalWiring = Omit<ConnectWiring, 'settings' | 'stopApp' | 'ended' | 'warm' | 'sessionClaims'>;
+type LocalWiring = Omit<ConnectWiring, 'settings' | 'stopApp' | 'ended' | 'warm' | 'sessionClaims' | 'connectServers'>;
 
 /** Ends what the last run left, then starts the endpoint (undefined: off, or its default port taken). */
 export async function startLocalConnect(cluster: LocalCluster, host: string, settings: ConnectSettings | undefined, wiring: LocalWiring): Promise<ConnectEndpoint | undefined> {
@@ -31,6 +31,7 @@ export async function startLocalConnect(cluster: LocalCluster, host: string, set
   const handedOut = (appName: string, sessionId: string) => cluster.setLabels(appName, { [CONNECT_SESSION_LABEL]: sessionId });
   return startConnectEndpoint(host, {
     ...wiring, settings, ended, stopApp: (appName, why) => cluster.stop(appName, why), warm: { via: { ...warmVia(cluster), handedOut } },
-    sessionClaims: sessionClaims(cluster),
+    // One process per data dir: a Connect server its endpoint does not hold is one it lost (a stop that failed).
+    sessionClaims: sessionClaims(cluster), connectServers: connectServers(cluster),
   });
 }

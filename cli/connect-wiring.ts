@@ -126,6 +126,8 @@ export interface ConnectWiring {
   activity?: SharedActivity;
   /** Every application of a session id, whoever's (connect/sessions.ts SessionsOptions.sessionClaims). */
   sessionClaims?: (sessionId: string) => Promise<ConnectApp[]>;
+  /** Every Connect session's application not ended, whoever's: the orphan sweep's (connect/orphan-sweep.ts). */
+  connectServers?: () => Promise<ConnectApp[]>;
 }
 
 /**
@@ -134,6 +136,22 @@ export interface ConnectWiring {
  */
 export function sessionClaims(cluster: Pick<Cluster, 'list'>): (sessionId: string) => Promise<AppRecord[]> {
   return async (sessionId) => (await cluster.list({ labels: { [CONNECT_SESSION_LABEL]: sessionId }, limit: 20 })).items;
+}
+
+/** Every Connect session's application still queued or running, read from the cluster with the service's rights, page by page. */
+export function connectServers(cluster: Pick<Cluster, 'list'>): () => Promise<AppRecord[]> {
+  return async () => {
+    const found: AppRecord[] = [];
+    for (const state of ['PENDING', 'RUNNING'] as const) {
+      let cursor: string | undefined;
+      do {
+        const page = await cluster.list({ state, limit: 500, cursor });
+        found.push(...page.items.filter((record) => record.labels?.[CONNECT_SESSION_LABEL] !== undefined));
+        cursor = page.next ?? undefined;
+      } while (cursor);
+    }
+    return found;
+  };
 }
 
 /** The warm pool's servers as the service's own: submitted to the cluster itself (no key), read and looked up there. */
@@ -184,7 +202,7 @@ export async function startConnectEndpoint(host: string, wiring: ConnectWiring):
   const sessions = new ConnectSessions({
     api: new ServiceApi(wiring.apiUrl, wiring.proof), sessionClaims: wiring.sessionClaims, log: wiring.log, defaultVersion: wiring.defaultVersion,
     serverJar: wiring.serverJar ?? connectServerJar, idleMs: wiring.settings.idleMs, stopApp: wiring.stopApp, placement: wiring.placement,
-    warm: warmOptions(wiring), ended: wiring.ended, activity: wiring.activity,
+    warm: warmOptions(wiring), ended: wiring.ended, activity: wiring.activity, connectServers: wiring.connectServers,
   });
   const tls = wiring.certificate ?? (wiring.settings.tls && await endpointCertificate(wiring.settings.tls, wiring.dataDir));
   const server = createConnectEndpoint({ auth: wiring.auth, sessions, log: wiring.log, tls });

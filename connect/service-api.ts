@@ -12,6 +12,7 @@ export interface ConnectApp {
   /** The key that submitted (or claimed) it; null with authentication off. */
   submittedBy?: string | null;
   createdAt?: string;
+  startedAt?: string | null;
   config?: { engineConf?: Record<string, string> };
 }
 

@@ -1,42 +1,29 @@
 // The endpoint's sessions: one application per (key, template, client session id), submitted at
 // the session's first call, waited for until its Connect server answers, followed lazily (a call
-// that cannot reach the server asks the API whether the application ended) and stopped when idle.
+// that cannot reach the server asks the API whether the application ended) and stopped when idle;
+// taken over when started through another replica (session-adoption.ts); the servers no live
+// endpoint holds are swept (orphan-sweep.ts).
 import type { FastifyBaseLogger } from 'fastify';
+import { type Clock, systemClock, type TimerHandle } from '../lib/clock.js';
 import { GrpcRefusal, GrpcStatus } from './grpc-status.js';
 import { type ConnectCaller, sessionRefusal } from './session-owners.js';
-import { listening, loopbackPlacement, type ServerAddress, type ServerPlacement } from './placement.js';
+import { listening, loopbackPlacement, type ServerPlacement } from './placement.js';
 import type { EndedSession } from './last-run.js';
+import { OrphanSweep } from './orphan-sweep.js';
 import { isEnded, waitForServer } from './server-wait.js';
-import { serverPortOf, sessionSubmission, templateOf } from './server-app.js';
+import { sessionSubmission } from './server-app.js';
 import type { ConnectApp, ServiceApi } from './service-api.js';
+import { type ConnectSession, type Ended, endedMessage } from './session.js';
+import { type Adoption, adoptSession } from './session-adoption.js';
 import { Upstreams } from './relay.js';
-import { markEvery, type SharedActivity } from './shared-activity.js';
+import { ActivityBook, type SharedActivity } from './shared-activity.js';
 import { type WarmOptions, warmPoolHost } from './warm-host.js';
 import { ConnectWarmPool, type WarmServer } from './warm-pool.js';
 
 /** Ended sessions remembered (so that their id is not started again by a late call): the newest this many. */
 const ENDED_KEPT = 10_000;
 
-export interface ConnectSession {
-  sessionId: string;
-  owner: string | null;
-  /** The caller's key, for the API calls made on its behalf (submit, state, stop). */
-  key: string | undefined;
-  template: string | undefined;
-  appName?: string;
-  /** The port its server was told to listen on. */
-  port?: number;
-  /** Where the endpoint reaches its server, once it answered. */
-  server?: ServerAddress;
-  /** Its server came ready from the warm pool. */
-  warm?: boolean;
-  /** Resolves once the Connect server answers; rejects when the application could not start. */
-  ready: Promise<void>;
-  openCalls: number;
-  lastActivity: number;
-  /** When this replica last wrote its activity onto the application (shared activity only). */
-  markedAt?: number;
-}
+export type { ConnectSession };
 
 export interface SessionsOptions {
   api: ServiceApi;
@@ -70,29 +57,29 @@ export interface SessionsOptions {
    * caller, and then refuse its owner there.
    */
   sessionClaims?: (sessionId: string) => Promise<ConnectApp[]>;
+  /**
+   * Every Connect session's application not ended, whoever's, read with the service's own rights:
+   * with it (and an idle time), those no live endpoint holds are stopped once idle (orphan-sweep.ts).
+   */
+  connectServers?: () => Promise<ConnectApp[]>;
+  /** The culling's and the orphan sweep's time (default: the process's). */
+  clock?: Clock;
 }
-
 
 /** The claim's refusals that come before anything is recorded (key, proof, the key's cap): the server stays unclaimed. */
 const REFUSED_BEFORE_CLAIM = new Set<number>([GrpcStatus.UNAUTHENTICATED, GrpcStatus.PERMISSION_DENIED, GrpcStatus.RESOURCE_EXHAUSTED]);
 
-const endedMessage = (sessionId: string, why: string) =>
-  `Spark Connect session ${sessionId} has ended (${why}); its temp views and cached data are gone: stop this SparkSession and build a new one`;
-
 /** Spark's error class for a session of the service's last run: its server instance is gone (pyspark 4.x then starts a new session by itself). */
 export const SESSION_CHANGED = 'INVALID_HANDLE.SESSION_CHANGED';
-
-interface Ended { owner: string | null; why: string; errorClass?: string }
-
-/** Newest first; the same order on every replica, also for two made in one second (the apiserver's resolution). */
-const sortedNewestFirst = (apps: ConnectApp[]): ConnectApp[] =>
-  [...apps].sort((a, b) => (b.createdAt ?? '').localeCompare(a.createdAt ?? '') || b.appName.localeCompare(a.appName));
 
 export class ConnectSessions {
   readonly sessions = new Map<string, ConnectSession>();
   private readonly ended = new Map<string, Ended>();
-  private cullTimer: NodeJS.Timeout | undefined;
+  private cullTimer: TimerHandle | undefined;
   private closed = false;
+  private readonly clock: Clock;
+  private readonly activity: ActivityBook;
+  private readonly orphans: OrphanSweep | undefined;
   /** Servers started ahead (absent: no pool). */
   readonly pool: ConnectWarmPool | undefined;
   /**
@@ -102,10 +89,18 @@ export class ConnectSessions {
   readonly upstreams = new Upstreams();
 
   constructor(private readonly options: SessionsOptions) {
+    this.clock = options.clock ?? systemClock;
+    this.activity = new ActivityBook(options.activity, options.idleMs, options.log);
     for (const { sessionId, owner, why } of options.ended ?? []) this.remember(sessionId, { owner, why, errorClass: SESSION_CHANGED });
     if (options.idleMs > 0) {
-      this.cullTimer = setInterval(() => void this.cull(), Math.max(250, Math.min(60_000, options.idleMs / 4)));
-      this.cullTimer.unref();
+      this.cullTimer = this.clock.setInterval(() => void this.cull(), Math.max(250, Math.min(60_000, options.idleMs / 4)));
+    }
+    if (options.idleMs > 0 && options.connectServers) {
+      this.orphans = new OrphanSweep({
+        servers: options.connectServers, holds: (appName) => this.holds(appName), idleMs: options.idleMs, log: options.log, clock: this.clock,
+        stop: (appName, why) => this.stopApp(appName, undefined, why),
+      });
+      this.orphans.open();
     }
     const { warm } = options;
     if (warm && [...warm.sizes.values()].some((n) => n > 0)) {
@@ -119,6 +114,20 @@ export class ConnectSessions {
   }
 
   private get placement(): ServerPlacement { return this.options.placement ?? loopbackPlacement; }
+
+  /** Whether one of this endpoint's sessions runs on application `appName`. */
+  holds(appName: string): boolean {
+    for (const session of this.sessions.values()) if (session.appName === appName) return true;
+    return false;
+  }
+
+  private get adoption(): Adoption {
+    const { api, sessionClaims, log, probeMs } = this.options;
+    return {
+      api, sessionClaims, placement: this.placement, log, probeMs, stopping: () => this.closed,
+      remember: (sessionId, ended) => this.remember(sessionId, ended), touch: (session) => this.activity.share(session, true),
+    };
+  }
 
   /** The own token of application `appName`'s server, which the relay sends it (undefined: it has none). */
   serverToken(appName: string): string | undefined { return this.placement.token(appName); }
@@ -140,12 +149,12 @@ export class ConnectSessions {
       if (refusal) throw refusal;
     } else {
       if (this.closed) throw new GrpcRefusal(GrpcStatus.UNAVAILABLE, 'the Spark Connect endpoint is shutting down');
-      session = { sessionId, owner: caller.id, key: caller.key, template, openCalls: 0, lastActivity: Date.now(), ready: Promise.resolve() };
+      session = { sessionId, owner: caller.id, key: caller.key, template, openCalls: 0, lastActivity: this.clock.now(), ready: Promise.resolve() };
       session.ready = this.start(session);
       this.sessions.set(sessionId, session);
     }
     session.openCalls++;
-    session.lastActivity = Date.now();
+    session.lastActivity = this.clock.now();
     try {
       await session.ready;
     } catch (error) {
@@ -158,17 +167,8 @@ export class ConnectSessions {
   /** A call of the session ended. */
   release(session: ConnectSession): void {
     session.openCalls = Math.max(0, session.openCalls - 1);
-    session.lastActivity = Date.now();
-    this.share(session);
-  }
-
-  /** Writes the session's activity onto its application for the other replicas (at most every markEvery). */
-  private share(session: ConnectSession, force = false): void {
-    const { activity, idleMs } = this.options;
-    if (!activity || !session.appName || (!force && session.markedAt !== undefined && session.lastActivity - session.markedAt < markEvery(idleMs))) return;
-    session.markedAt = session.lastActivity;
-    activity.mark(session.appName, session.lastActivity)
-      .catch((error: Error) => this.options.log.warn({ err: error, appName: session.appName }, 'could not record a Spark Connect session\'s activity'));
+    session.lastActivity = this.clock.now();
+    this.activity.share(session);
   }
 
   /** Submits the session's application and waits for its Connect server; a failed start forgets the session (no trace but the application, if one was made). */
@@ -176,7 +176,7 @@ export class ConnectSessions {
     const { api, log } = this.options;
     try {
       const version = session.template ? (await api.template(session.template, session.key)).config.engineVersion ?? this.options.defaultVersion : this.options.defaultVersion;
-      if (await this.adopt(session) || await this.fromPool(session, version)) return;
+      if (await adoptSession(session, this.adoption) || await this.fromPool(session, version)) return;
       session.port = await this.placement.port();
       const app = await api.submit(sessionSubmission({ sessionId: session.sessionId, template: session.template, version, port: session.port, jar: this.options.serverJar(version), bindAddress: this.placement.bindAddress }), session.key);
       session.appName = app.appName;
@@ -190,44 +190,6 @@ export class ConnectSessions {
       if (session.appName) this.forget(session, 'its application did not start');
       throw error instanceof GrpcRefusal ? error : new GrpcRefusal(GrpcStatus.UNAVAILABLE, `could not start the Spark Connect session: ${(error as Error).message}`);
     }
-  }
-
-  /**
-   * A session this endpoint does not hold may run already, started through another replica of
-   * the API (Kubernetes mode: a client whose connection now lands on this replica, or whose
-   * replica died). Its application carries the session id as a label: the caller gets it back
-   * only as its owner, with the same template, as on the replica that started it (refused before
-   * any side effect otherwise); an ended one is refused as ended, never started again.
-   */
-  private async adopt(session: ConnectSession): Promise<boolean> {
-    const { api, sessionClaims } = this.options;
-    const apps = sortedNewestFirst(sessionClaims ? await sessionClaims(session.sessionId) : await api.sessionApps(session.sessionId, session.key));
-    const caller = { id: session.owner, key: session.key };
-    const owned = (app: ConnectApp) => ({ owner: app.submittedBy ?? null, template: templateOf(app) });
-    // The session is the key's whose application first carried its id; any other key is refused.
-    const first = apps.at(-1);
-    const stranger = first && sessionRefusal(caller, session.sessionId, owned(first), undefined);
-    if (stranger) throw stranger;
-    // The caller's own (live before ended).
-    const mine = apps.filter((app) => !sessionRefusal(caller, session.sessionId, owned(app), undefined));
-    const found = mine.find((app) => !isEnded(app)) ?? mine[0];
-    if (!found) return false;
-    const refusal = sessionRefusal(caller, session.sessionId, owned(found), session.template);
-    if (refusal) throw refusal;
-    if (isEnded(found)) {
-      const why = `its application ${found.appName} is ${found.state}`;
-      this.remember(session.sessionId, { owner: session.owner, why });
-      throw new GrpcRefusal(GrpcStatus.FAILED_PRECONDITION, endedMessage(session.sessionId, why));
-    }
-    const port = serverPortOf(found) ?? await this.placement.port();
-    Object.assign(session, { appName: found.appName, port, template: templateOf(found) });
-    this.options.log.info({ appName: found.appName, sessionId: session.sessionId }, 'Spark Connect session: started through another replica, taken over here');
-    this.share(session, true); // the replica that started it sees the session in use before it would cull it
-    session.server = await waitForServer({
-      appName: found.appName, port, placement: this.placement, get: (name) => this.options.api.get(name, session.key),
-      stopping: () => this.closed, probeMs: this.options.probeMs, what: 'this Spark Connect session',
-    });
-    return true;
   }
 
   /**
@@ -315,12 +277,12 @@ export class ConnectSessions {
    * (Kubernetes mode), a session in a call here has its activity written, and an idle one's
    * application is read first: a later activity another replica wrote keeps it.
    */
-  cull(now = Date.now()): Promise<void> {
+  cull(now = this.clock.now()): Promise<void> {
     const culls: Promise<void>[] = [];
     for (const session of [...this.sessions.values()]) {
       if (session.openCalls > 0) {
         session.lastActivity = now;
-        this.share(session);
+        this.activity.share(session);
       }
       if (session.openCalls > 0 || !session.appName || now - session.lastActivity < this.options.idleMs) continue;
       culls.push(this.cullIdle(session, now).catch((error: Error) => this.options.log.warn({ err: error, appName: session.appName }, 'could not stop an idle Spark Connect session')));
@@ -329,9 +291,8 @@ export class ConnectSessions {
   }
 
   private async cullIdle(session: ConnectSession, now: number): Promise<void> {
-    const { activity, idleMs } = this.options;
-    const elsewhere = activity && await activity.read(session.appName!);
-    if (elsewhere !== undefined) session.lastActivity = Math.max(session.lastActivity, elsewhere + markEvery(idleMs));
+    const { idleMs } = this.options;
+    await this.activity.catchUp(session);
     if (now - session.lastActivity < idleMs || !this.sessions.has(session.sessionId) || session.openCalls > 0) return;
     this.options.log.info({ appName: session.appName, sessionId: session.sessionId }, 'Spark Connect session idle: stopping it');
     await this.end(session, `idle for more than ${Math.round(idleMs / 1000)} s`);
@@ -340,7 +301,8 @@ export class ConnectSessions {
   /** Stops every session (the endpoint is going away: no server is left behind). */
   async close(): Promise<void> {
     this.closed = true;
-    if (this.cullTimer) clearInterval(this.cullTimer);
+    if (this.cullTimer !== undefined) this.clock.clearInterval(this.cullTimer);
+    await this.orphans?.close();
     await Promise.allSettled([...[...this.sessions.values()].map((session) => this.end(session, 'the service stopped')), this.pool?.close()]);
     this.upstreams.close();
   }

@@ -1,10 +1,14 @@
 // Kubernetes mode: a session may be used through several API replicas (one took it over from
-// another, connect/sessions.ts adopt), and each culls the idle sessions it holds. So that a
+// another, connect/session-adoption.ts), and each culls the idle sessions it holds. So that a
 // replica whose client moved away does not stop a session still in use elsewhere, every replica
 // writes the session's last activity onto its application (a label, at most every quarter of the
 // idle time) and reads it back through the cluster's read side before culling: all replicas then
 // decide from the same value, and the stop they may both ask for is one spec request (idempotent).
+// The same label tells every replica's orphan sweep (connect/orphan-sweep.ts) that a session is
+// still in use somewhere.
+import type { FastifyBaseLogger } from 'fastify';
 import { CONNECT_ACTIVITY_LABEL } from '../domain/labels.js';
+import type { ConnectSession } from './session.js';
 
 export { CONNECT_ACTIVITY_LABEL };
 
@@ -23,3 +27,32 @@ export function activityOf(labels: Record<string, string> | undefined): number |
 
 /** How stale a written activity may be: a replica writes it at most this often, so a reader adds it (never culls early). */
 export const markEvery = (idleMs: number) => Math.max(1000, idleMs / 4);
+
+/**
+ * How long after its written activity a session nobody here holds counts as an orphan. A live
+ * holder writes a call's activity at most markEvery late, and while a call stays open its cull
+ * tick (at most every markEvery) writes it again; its own idle culling stops the session an idle
+ * time after the last call. Past idle + 2 × markEvery, then, no live replica has used the session
+ * for an idle time: either its holder died, or the holder's own culling is about to stop it too.
+ */
+export const orphanAfter = (idleMs: number) => idleMs + 2 * markEvery(idleMs);
+
+/** This endpoint's writes and reads of its sessions' shared activity (nothing without shared activity). */
+export class ActivityBook {
+  constructor(private readonly activity: SharedActivity | undefined, private readonly idleMs: number, private readonly log: FastifyBaseLogger) {}
+
+  /** Writes the session's activity onto its application for the other replicas (at most every markEvery unless `force`). */
+  share(session: ConnectSession, force = false): void {
+    const { activity } = this;
+    if (!activity || !session.appName || (!force && session.markedAt !== undefined && session.lastActivity - session.markedAt < markEvery(this.idleMs))) return;
+    session.markedAt = session.lastActivity;
+    activity.mark(session.appName, session.lastActivity)
+      .catch((error: Error) => this.log.warn({ err: error, appName: session.appName }, 'could not record a Spark Connect session\'s activity'));
+  }
+
+  /** Moves the session's last activity up to what another replica wrote (plus its possible lateness). */
+  async catchUp(session: ConnectSession): Promise<void> {
+    const elsewhere = this.activity && session.appName && await this.activity.read(session.appName);
+    if (elsewhere) session.lastActivity = Math.max(session.lastActivity, elsewhere + markEvery(this.idleMs));
+  }
+}

@@ -2,7 +2,8 @@
 // chart's Service keeps a client on one replica by its address, which a NAT, a proxy or a replica
 // that died can change). Two endpoints' sessions ("replicas") share one real API, as replicas
 // share the apiserver: the second finds the session's application by its label and takes it over
-// for its owner; another key is refused with no side effect; an ended session stays ended.
+// for its owner; another key is refused with no side effect; an ended session stays ended. A
+// replica dropped without a drain leaves its session to the others' orphan sweep.
 // Drivers are the fake-spark-submit TEST DOUBLE; a TCP listener stands in for the Connect server.
 import { createServer, type AddressInfo } from 'node:net';
 import type { FastifyBaseLogger } from 'fastify';
@@ -13,10 +14,13 @@ import { GATEWAY_PROOF_HEADER } from '../../lib/gateway-proof.js';
 import { podPlacement } from '../../connect/placement.js';
 import { CONNECT_SESSION_LABEL } from '../../connect/server-app.js';
 import { ServiceApi } from '../../connect/service-api.js';
-import { ConnectSessions } from '../../connect/sessions.js';
-import { activityOf, CONNECT_ACTIVITY_LABEL, type SharedActivity } from '../../connect/shared-activity.js';
+import { connectServers } from '../../cli/connect-wiring.js';
+import { ConnectSessions, type SessionsOptions } from '../../connect/sessions.js';
+import { activityOf, CONNECT_ACTIVITY_LABEL, markEvery, orphanAfter, type SharedActivity } from '../../connect/shared-activity.js';
 import { FileKeyStore } from '../../submit-api/auth/key-store.js';
+import { FakeClock } from '../gateway/fake-clock.js';
 import { startTestApi } from '../helpers/api.js';
+import { until } from '../helpers/poll.js';
 import { tempDir } from '../helpers/temp.js';
 
 const log = pino({ enabled: false }) as unknown as FastifyBaseLogger;
@@ -47,13 +51,15 @@ async function setUp(t: Parameters<typeof tempDir>[0]) {
     mark: (appName, at) => api.cluster.setLabels(appName, { [CONNECT_ACTIVITY_LABEL]: String(at) }),
     read: async (appName) => activityOf((await api.cluster.get(appName))?.labels),
   };
-  const replica = (idleMs = 0) => {
+  /** A replica; `drained: false`: one that will be killed without a drain (nothing closes it). */
+  const replica = (idleMs = 0, more: Partial<SessionsOptions> = {}, { drained = true } = {}) => {
     const sessions = new ConnectSessions({
       api: new LastingDrivers(() => base, PROOF), log, defaultVersion: '3.5.7', serverJar: () => undefined, idleMs, probeMs: 5, placement, activity,
       // As both modes wire it (cli/connect-wiring.ts): the cluster's own read, whoever's the applications are.
       sessionClaims: async (sessionId) => (await api.cluster.list({ labels: { [CONNECT_SESSION_LABEL]: sessionId }, limit: 20 })).items,
+      ...more,
     });
-    t.teardown(() => sessions.close());
+    if (drained) t.teardown(() => sessions.close());
     return sessions;
   };
   const appsOf = async (sessionId: string) => {
@@ -149,4 +155,54 @@ t.test('a session\'s labels are the endpoint\'s: a key cannot label its own appl
   const owner = await second.acquire({ id: a.id, key: a.key }, sessionId, undefined);
   second.release(owner);
   t.equal(owner.appName, started.appName, 'the owner reaches its own application there, not the newer one');
+});
+
+t.test('a replica killed without a drain leaves its session running; another replica\'s sweep stops it once idle past the timeout, and it stays ended', async (t) => {
+  const { a, replica, api } = await setUp(t);
+  const idleMs = 60_000;
+  const sessionId = 'b2c0ffee-0000-4000-8000-00000000000e';
+  const stops: string[] = [];
+  // As both modes wire the sweep (cli/connect-wiring.ts): the cluster's own list, and the idle culling's stop without a key.
+  const sweeping = (clock: FakeClock, swept = { count: 0 }): Partial<SessionsOptions> => ({
+    clock,
+    connectServers: async () => {
+      const apps = await connectServers(api.cluster)();
+      swept.count++;
+      return apps;
+    },
+    stopApp: (appName, why) => { stops.push(appName); return api.cluster.stop(appName, why); },
+  });
+  const first = replica(idleMs, sweeping(new FakeClock(Date.now())), { drained: false });
+  const started = await first.acquire({ id: a.id, key: a.key }, sessionId, undefined);
+  first.release(started);
+  const record = () => api.cluster.get(started.appName!);
+  await until(async () => activityOf((await record())?.labels) !== undefined, { what: 'the session\'s activity label' });
+  // The first replica is gone: its process state is discarded (no close, no stop; its clock never moves again).
+
+  const clock = new FakeClock(Date.now());
+  const swept = { count: 0 };
+  const second = replica(idleMs, sweeping(clock, swept));
+  /** Moves the second replica's clock and waits until a sweep has listed the applications since. */
+  const sweepAfter = async (ms: number) => {
+    const before = swept.count;
+    clock.advance(ms);
+    await until(() => swept.count > before, { what: 'a sweep' });
+  };
+  await until(() => swept.count > 0, { what: 'the second replica\'s sweep at its start' });
+  await sweepAfter(idleMs);
+  t.equal((await record())?.state, 'RUNNING', 'found by the second replica\'s sweeps, idle for the idle time only: kept');
+  t.same(stops, [], 'nothing stopped');
+
+  await sweepAfter(orphanAfter(idleMs) - idleMs + markEvery(idleMs));
+  await until(async () => (await record())?.state === 'KILLED', { what: 'the orphan stopped' });
+  t.same(stops, [started.appName], 'idle past the timeout and held by no live replica: the second replica stopped it, once');
+  t.match((await record())?.stateDetail, /orphaned Spark Connect session: no live endpoint held it and it was idle for more than 60 s/, 'its record says why');
+  t.notOk(second.sessions.has(sessionId), 'the second replica never took it over');
+
+  await sweepAfter(markEvery(idleMs));
+  await sweepAfter(markEvery(idleMs));
+  t.same(stops, [started.appName], 'later sweeps leave the ended application alone');
+  const late = await refusal(second.acquire({ id: a.id, key: a.key }, sessionId, undefined));
+  t.equal(late?.code, GrpcStatus.FAILED_PRECONDITION, 'its client coming back through a replica is refused as ended, not started again');
+  t.match(late?.message, /has ended \(its application .* is KILLED\)/);
 });

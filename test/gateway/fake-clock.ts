@@ -5,9 +5,12 @@ import type { Clock, TimerHandle } from '../../lib/clock.js';
 interface Timer { id: number; at: number; fn: () => void; every?: number }
 
 export class FakeClock implements Clock {
-  private time = 1_000_000;
+  private time: number;
   private nextId = 1;
   private readonly timers = new Map<number, Timer>();
+
+  /** `start`: the time it begins at (ms; a test whose times meet wall-clock records starts at Date.now()). */
+  constructor(start = 1_000_000) { this.time = start; }
 
   now(): number { return this.time; }
   setTimeout(fn: () => void, ms: number): TimerHandle { return this.add(fn, ms); }
