@@ -9,11 +9,13 @@
 //     and the pool's next is waited for), reported as the median and each round;
 //   - CONNECT_QUERIES small queries (`select 1`) through the endpoint and straight to the warm
 //     session's server (its loopback port, from its submission; its token, which the server asks
-//     every call for, from its driver's environment: serverTokenOf), in CONNECT_ROUNDS alternating
-//     rounds (through, direct, through, ...), each a new client process whose first query is left
-//     out: both paths see the same JVM warmth and the same machine load;
+//     every call for, from its driver's environment: serverTokenOf), in CONNECT_ROUNDS rounds, each
+//     both paths, the first one alternating (through then direct, direct then through, ...), each
+//     a new client process whose first query is left out: both paths see the same JVM warmth and
+//     the same machine load. They start once the pool's next server is ready: its JVM's start and
+//     warm-up, begun when the measured server was taken, would load the first round's path alone;
 //   - CONNECT_ARROW_MB of Arrow batches back (rows of an id and 92 bytes), 2 fetches per round in
-//     alternating rounds as above; reported as the median rate of each path.
+//     rounds as above; reported as the median rate of each path.
 //   node --import tsx bench/connect.ts   (CONNECT_QUERIES 1000, CONNECT_ROUNDS 4, CONNECT_ARROW_MB 100,
 //   CONNECT_VERSIONS "3.5.7 4.2.0", CONNECT_COLD 1: 0 leaves the cold start out, CONNECT_FIRST_ROUNDS 1,
 //   CONNECT_WARM_UP 1: 0 for a service that does not warm its servers up, an older build, whose
@@ -87,7 +89,7 @@ async function warmFirstQueries(service: Service, endpoint: string, version: str
     const through = `${endpoint};session_id=${randomUUID()};template=${template}`;
     firsts.push((await runConnectClientOf(version, 'bench', through, '1')).first as number);
     console.log(`${version}: first query from the warm pool, round ${round + 1}: ${fmt(firsts.at(-1)!)} ms (load ${load()})`);
-    if (round + 1 >= FIRST_ROUNDS) return { firsts, warm, through };
+    if (round + 1 >= FIRST_ROUNDS) return { firsts, warm, through, seen };
     await http(service.url, 'POST', `/api/apps/${warm.appName}/stop`); // its cores back for the pool's next server
   }
 }
@@ -106,23 +108,28 @@ async function directUrlOf(service: Service, dataDir: string, appName: string, v
   return `sc://localhost:${await serverPortOf(service, appName)}/${serverTokenParam(version, serverTokenOf(dataDir, appName))}`;
 }
 
-/** Small queries in alternating rounds; each path's times (ms), first queries of each client left out. */
+/** Both paths in round `round`'s order: through first in even rounds, direct first in odd ones. */
+const pathsOf = (round: number, through: string, direct: string) => {
+  const both = [['through', through], ['direct', direct]] as const;
+  return round % 2 === 0 ? both : [both[1], both[0]] as const;
+};
+
+/** Small queries in rounds; each path's times (ms), first queries of each client left out. */
 async function smallQueries(version: string, through: string, direct: string) {
   const times = { through: [] as number[], direct: [] as number[] };
   const perRound = String(Math.max(1, Math.round(QUERIES / ROUNDS)));
   for (let round = 0; round < ROUNDS; round++) {
-    times.through.push(...(await runConnectClientOf(version, 'bench', through, perRound)).times as number[]);
-    times.direct.push(...(await runConnectClientOf(version, 'bench', direct, perRound)).times as number[]);
+    for (const [path, url] of pathsOf(round, through, direct)) times[path].push(...(await runConnectClientOf(version, 'bench', url, perRound)).times as number[]);
   }
   return times;
 }
 
-/** Arrow fetches in alternating rounds: each path's rates (MB/s) and the bytes of one fetch. */
+/** Arrow fetches in rounds as above: each path's rates (MB/s) and the bytes of one fetch. */
 async function arrowRates(version: string, through: string, direct: string) {
   const rates = { through: [] as number[], direct: [] as number[] };
   let bytes = 0;
   for (let round = 0; round < Math.max(1, Math.ceil(ROUNDS / 2)); round++) {
-    for (const [path, url] of [['through', through], ['direct', direct]] as const) {
+    for (const [path, url] of pathsOf(round, through, direct)) {
       const seen = await runConnectClientOf(version, 'arrow', url, String(ARROW_MB), '2');
       bytes = seen.bytes as number;
       rates[path].push(...(seen.times as number[]).map((ms) => bytes / 1e6 / (ms / 1000)));
@@ -143,7 +150,8 @@ async function benchVersion(service: Service, dataDir: string, endpoint: string,
     const coldApp = ((await http(service.url, 'GET', `/api/apps/?labelSelector=connect.submission-service.io/template=${template}-cold`)).json.items as App[])[0];
     if (coldApp) await http(service.url, 'POST', `/api/apps/${coldApp.appName}/stop`); // its cores back
   }
-  const { firsts, warm, through } = await warmFirstQueries(service, endpoint, version);
+  const { firsts, warm, through, seen } = await warmFirstQueries(service, endpoint, version);
+  await readyWarmServer(service, template, seen); // the pool's refill, started when `warm` was taken
   rows.push([version, `first query, new session, from the warm pool: median of ${firsts.length} (each)`, `${fmt(median(firsts))} (${firsts.map((ms) => fmt(ms)).join(', ')})`]);
   judged(`connect ${version}`, 'first query, warm pool', median(firsts), 'ms', '≤ 300 ms', median(firsts) <= 300);
   const direct = await directUrlOf(service, dataDir, warm.appName, version);
