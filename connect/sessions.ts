@@ -52,9 +52,8 @@ export interface SessionsOptions {
   activity?: SharedActivity;
   /**
    * Every application carrying a session id, whoever submitted it, read with the service's own
-   * rights (Kubernetes mode: the cache). A key's own list (the fallback) does not show another
-   * key's session: a replica that does not hold it would start it again under that id for the
-   * caller, and then refuse its owner there.
+   * rights (Kubernetes mode: the cache). The first of them decides whose the session is, so the
+   * read must see them all; the fallback is one page of the API's list as the caller's key.
    */
   sessionClaims?: (sessionId: string) => Promise<ConnectApp[]>;
   /**
