@@ -98,7 +98,14 @@ t.test('a notebook kernel from the kernel image, started by the installed chart'
   const deleted = await jp('DELETE', `/api/kernels/${id}`);
   t.equal(deleted.status, 204, deleted.text);
   const left = await eventually(() => core.listNamespacedPod({ namespace: APPS, labelSelector: `${LABEL_APP}=${appName}` }),
-    (list) => list.items.length === 0, { what: 'the kernel\'s driver and executor pods to be gone', timeoutMs: 300_000, intervalMs: 1_000 });
+    (list) => list.items.length === 0, {
+      what: 'the kernel\'s driver and executor pods to be gone', timeoutMs: 300_000, intervalMs: 1_000,
+      // The hog run once left an executor Terminating (grace 0) for good: say what held it.
+      describe: (list) => JSON.stringify(list?.items.map((pod) => ({
+        name: pod.metadata?.name, deletion: pod.metadata?.deletionTimestamp, finalizers: pod.metadata?.finalizers, phase: pod.status?.phase,
+        containers: pod.status?.containerStatuses?.map((c) => ({ name: c.name, state: c.state })),
+      }))),
+    });
   t.same(left.items, [], 'no pod of the kernel is left');
   t.equal((await api('GET', `/api/apps/?labelSelector=kernel.submission-service.io/id=${id}`, undefined, gatewayKey)).json.items.length, 0, 'its application is gone from the API');
   process.stderr.write(`kernel-node: whole test ${((Date.now() - started) / 1000).toFixed(0)} s\n`);
