@@ -3,12 +3,9 @@
 // The chart's template and this are the same objects, checked equal by
 // test/manifests/chart.test.ts; this one is what `testbed up --real-node` and the test beds
 // that run Spark's own drivers install, so those drivers run under the chart's rules.
-import {
-  AdmissionregistrationV1Api, type V1ValidatingAdmissionPolicy, type V1ValidatingAdmissionPolicyBinding,
-} from '@kubernetes/client-node';
 import { SPARK_ROLE } from '../../domain/index.js';
 import type { KubeClients } from './client.js';
-import { unlessExists } from './errors.js';
+import { ensureNamespacePolicy, namespaceBinding, type NamespacePolicy } from './namespace-policy.js';
 
 /** The bound token's claims that name the pod it was issued for (the kubelet's projected tokens carry them). */
 const claim = (name: string) =>
@@ -19,7 +16,7 @@ const claim = (name: string) =>
  * drivers' own, the rest those submissions may name; each once). `suffix` ends their names:
  * the chart's release namespace, so two releases keep two policies.
  */
-export function driverPodsPolicy(namespace: string, accounts: string[], suffix: string): { policy: V1ValidatingAdmissionPolicy; binding: V1ValidatingAdmissionPolicyBinding } {
+export function driverPodsPolicy(namespace: string, accounts: string[], suffix: string): NamespacePolicy {
   const name = `submission-service-driver-pods-${suffix}`;
   const users = [...new Set(accounts)].map((a) => JSON.stringify(`system:serviceaccount:${namespace}:${a}`));
   const operations = ['CREATE', 'UPDATE', 'DELETE'];
@@ -60,20 +57,11 @@ export function driverPodsPolicy(namespace: string, accounts: string[], suffix: 
         ],
       },
     },
-    binding: {
-      metadata: { name },
-      spec: {
-        policyName: name, validationActions: ['Deny'],
-        matchResources: { namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': namespace } } },
-      },
-    },
+    binding: namespaceBinding(name, namespace),
   };
 }
 
 /** For a cluster without the chart: the policy named after the applications namespace (no release namespace there). */
 export async function ensureDriverPodsPolicy(clients: KubeClients, namespace: string, accounts: string[]): Promise<void> {
-  const admission = clients.kc.makeApiClient(AdmissionregistrationV1Api);
-  const { policy, binding } = driverPodsPolicy(namespace, accounts, namespace);
-  await admission.createValidatingAdmissionPolicy({ body: policy }).catch(unlessExists);
-  await admission.createValidatingAdmissionPolicyBinding({ body: binding }).catch(unlessExists);
+  await ensureNamespacePolicy(clients, driverPodsPolicy(namespace, accounts, namespace));
 }

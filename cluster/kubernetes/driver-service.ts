@@ -2,12 +2,11 @@
 // keeps a name under it to the pod of that name (domain/driver-dns.ts says why; the
 // chart's templates/driver-service.yaml writes the same objects). For a cluster where the
 // chart is not installed (`testbed up --real-node`).
-import {
-  AdmissionregistrationV1Api, type V1Service, type V1ValidatingAdmissionPolicy, type V1ValidatingAdmissionPolicyBinding,
-} from '@kubernetes/client-node';
+import type { V1Service } from '@kubernetes/client-node';
 import { DRIVER_PORTS, SPARK_ROLE } from '../../domain/index.js';
 import type { KubeClients } from './client.js';
 import { unlessExists } from './errors.js';
+import { ensureNamespacePolicy, namespaceBinding, type NamespacePolicy } from './namespace-policy.js';
 
 export function driverService(namespace: string, name: string): V1Service {
   return {
@@ -27,7 +26,7 @@ export function driverService(namespace: string, name: string): V1Service {
 }
 
 /** Any pod may name the Service as its subdomain; only one whose hostname is its own (unique) name passes. */
-export function driverDnsPolicy(namespace: string, service: string): { policy: V1ValidatingAdmissionPolicy; binding: V1ValidatingAdmissionPolicyBinding } {
+export function driverDnsPolicy(namespace: string, service: string): NamespacePolicy {
   const name = `submission-service-driver-dns-${namespace}`;
   return {
     policy: {
@@ -42,20 +41,11 @@ export function driverDnsPolicy(namespace: string, service: string): { policy: V
         }],
       },
     },
-    binding: {
-      metadata: { name },
-      spec: {
-        policyName: name, validationActions: ['Deny'],
-        matchResources: { namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': namespace } } },
-      },
-    },
+    binding: namespaceBinding(name, namespace),
   };
 }
 
 export async function ensureDriverService(clients: KubeClients, namespace: string, name: string): Promise<void> {
-  const admission = clients.kc.makeApiClient(AdmissionregistrationV1Api);
-  const { policy, binding } = driverDnsPolicy(namespace, name);
-  await admission.createValidatingAdmissionPolicy({ body: policy }).catch(unlessExists);
-  await admission.createValidatingAdmissionPolicyBinding({ body: binding }).catch(unlessExists);
+  await ensureNamespacePolicy(clients, driverDnsPolicy(namespace, name));
   await clients.core.createNamespacedService({ namespace, body: driverService(namespace, name) }).catch(unlessExists);
 }
