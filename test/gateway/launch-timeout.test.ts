@@ -5,7 +5,7 @@
 // launcher connecting, and stops when it reports ready. The registry's launchers and the API's
 // change feed are fed by hand, and time is a FakeClock moved by hand: nothing waits for real time.
 import { EventEmitter } from 'node:events';
-import t from 'tap';
+import t, { type Test } from 'tap';
 import type { WebSocket } from 'ws';
 import type { ApiApplication, ApiClient } from '../../gateway/api-client.js';
 import { KERNEL_ID_LABEL } from '../../gateway/kernel-application.js';
@@ -158,22 +158,29 @@ async function endedOnce(t: { teardown(fn: () => unknown): void }) {
   return { clock, removed, feed, registry, kernel, heard: listen(kernel) };
 }
 
+/** Attempt 2's window of `endedOnce`'s kernel ran out: its application removed (`removedWhy`), dead, saying which attempt, no timer left. */
+async function endedAsAttempt2(t: Test, { clock, removed, registry, kernel, heard }: Awaited<ReturnType<typeof endedOnce>>, removedWhy: string) {
+  await settled(() => !registry.kernels.has(kernel.id));
+  t.same(removed, [kernel.appName], removedWhy);
+  t.equal(kernel.executionState, 'dead');
+  t.ok(heard.some((text) => text.includes('Attempt 2 of the kernel')), 'the reason names the attempt');
+  t.equal(clock.pending, 0, 'no timer left behind');
+}
+
 t.test('retry interval 0: the window of an attempt whose launcher never connects runs from the report', async (t) => {
-  const { clock, removed, feed, registry, kernel, heard } = await endedOnce(t);
+  const once = await endedOnce(t);
+  const { clock, removed, feed, kernel } = once;
   // The feed's news comes a little after the end: the attempt was due already, the window starts now.
   reportAttempt2(feed, kernel, [firstAttempt(clock.now() - 5_000)], 0);
   clock.advance(TIMEOUT_MS - 1);
   t.same(removed, [], 'within the window of attempt 2: nothing ended');
   clock.advance(1);
-  await settled(() => !registry.kernels.has(kernel.id));
-  t.same(removed, [kernel.appName], 'its application is removed');
-  t.equal(kernel.executionState, 'dead');
-  t.ok(heard.some((text) => text.includes('Attempt 2 of the kernel')), 'the reason names the attempt');
-  t.equal(clock.pending, 0, 'no timer left behind');
+  await endedAsAttempt2(t, once, 'its application is removed');
 });
 
 t.test('a retry interval longer than the launch timeout: the window starts when the attempt is due', async (t) => {
-  const { clock, removed, feed, registry, kernel, heard } = await endedOnce(t);
+  const once = await endedOnce(t);
+  const { clock, removed, feed, registry, kernel } = once;
   const intervalMs = 900_000;
   // As Kubernetes mode lists it: attempt 2's own record, not started yet, already there.
   reportAttempt2(feed, kernel, [firstAttempt(clock.now()), { attempt: 2, startedAt: null, endedAt: null }], intervalMs / 1000);
@@ -186,11 +193,7 @@ t.test('a retry interval longer than the launch timeout: the window starts when 
   t.same(removed, [], 'due + timeout − 1 ms: nothing ended');
   t.not(kernel.executionState, 'dead');
   clock.advance(1);
-  await settled(() => !registry.kernels.has(kernel.id));
-  t.same(removed, [kernel.appName], 'due + timeout and no launcher came: its application is removed');
-  t.equal(kernel.executionState, 'dead');
-  t.ok(heard.some((text) => text.includes('Attempt 2 of the kernel')), 'the reason names the attempt');
-  t.equal(clock.pending, 0, 'no timer left behind');
+  await endedAsAttempt2(t, once, 'due + timeout and no launcher came: its application is removed');
 });
 
 t.test("a retried attempt's launcher that connects and gets ready within its window stops it", async (t) => {
