@@ -125,7 +125,7 @@ export interface ConnectWiring {
   /** Kubernetes mode: sessions' last activity shared by the replicas (connect/shared-activity.ts). */
   activity?: SharedActivity;
   /** Every application of a session id, whoever's (connect/sessions.ts SessionsOptions.sessionClaims). */
-  sessionClaims?: (sessionId: string) => Promise<ConnectApp[]>;
+  sessionClaims: (sessionId: string) => Promise<ConnectApp[]>;
   /** Every Connect session's application not ended, whoever's: the orphan sweep's (connect/orphan-sweep.ts). */
   connectServers?: () => Promise<ConnectApp[]>;
 }

@@ -2,7 +2,6 @@
 // route, owner, policy, quotas and fair queue as any POST /api/apps/), like the notebook gateway.
 import { GATEWAY_PROOF_HEADER } from '../lib/gateway-proof.js';
 import { GrpcRefusal, GrpcStatus, type GrpcStatusCode } from './grpc-status.js';
-import { CONNECT_SESSION_LABEL } from './server-app.js';
 
 export interface ConnectApp {
   appName: string;
@@ -79,15 +78,6 @@ export class ServiceApi {
       if (error instanceof GrpcRefusal && error.code === GrpcStatus.NOT_FOUND) return undefined;
       throw error;
     }
-  }
-
-  /**
-   * The applications labelled with Connect session `sessionId` (at most a few: one per start of
-   * that id) that the caller's key may see: the caller decides whose they are.
-   */
-  async sessionApps(sessionId: string, key: string | undefined): Promise<ConnectApp[]> {
-    const selector = encodeURIComponent(`${CONNECT_SESSION_LABEL}=${sessionId}`);
-    return (await this.call<{ items: ConnectApp[] }>('GET', `/api/apps/?labelSelector=${selector}&limit=20`, key)).items;
   }
 
   /** Stops the application (its record stays, KILLED, with its Spark UI in the history); one already ended is not an error. */

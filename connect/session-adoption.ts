@@ -14,8 +14,8 @@ import { sessionRefusal } from './session-owners.js';
 
 export interface Adoption {
   api: ServiceApi;
-  /** Every application of the id, whoever's (the service's own read); absent: the caller's key's list. */
-  sessionClaims?: (sessionId: string) => Promise<ConnectApp[]>;
+  /** Every application of the id, whoever's (the service's own read). */
+  sessionClaims: (sessionId: string) => Promise<ConnectApp[]>;
   placement: ServerPlacement;
   log: FastifyBaseLogger;
   probeMs?: number;
@@ -33,7 +33,7 @@ const sortedNewestFirst = (apps: ConnectApp[]): ConnectApp[] =>
 /** Takes the session's running application over (true), or finds none (false); throws a GrpcRefusal when the caller may not have it or it ended. */
 export async function adoptSession(session: ConnectSession, adoption: Adoption): Promise<boolean> {
   const { api, sessionClaims } = adoption;
-  const apps = sortedNewestFirst(sessionClaims ? await sessionClaims(session.sessionId) : await api.sessionApps(session.sessionId, session.key));
+  const apps = sortedNewestFirst(await sessionClaims(session.sessionId));
   const caller = { id: session.owner, key: session.key };
   const owned = (app: ConnectApp) => ({ owner: app.submittedBy ?? null, template: templateOf(app) });
   // The session is the key's whose application first carried its id; any other key is refused.

@@ -52,10 +52,10 @@ export interface SessionsOptions {
   activity?: SharedActivity;
   /**
    * Every application carrying a session id, whoever submitted it, read with the service's own
-   * rights (Kubernetes mode: the cache). The first of them decides whose the session is, so the
-   * read must see them all; the fallback is one page of the API's list as the caller's key.
+   * rights (Kubernetes mode: the cache; local mode: the records). The first of them decides whose
+   * the session is, so the read must see them all, not one page of the API's list as the caller.
    */
-  sessionClaims?: (sessionId: string) => Promise<ConnectApp[]>;
+  sessionClaims: (sessionId: string) => Promise<ConnectApp[]>;
   /**
    * Every Connect session's application not ended, whoever's, read with the service's own rights:
    * with it (and an idle time), those no live endpoint holds are stopped once idle (orphan-sweep.ts).

@@ -65,7 +65,7 @@ t.test('a rotated Secret volume is served to new connections; a broken pair keep
   volume.link();
   const { log, next } = capturedLog();
   const endpoint = await startConnectEndpoint('127.0.0.1', {
-    dataDir: dir, log, apiUrl: () => 'http://127.0.0.1:9', defaultVersion: '3.5.7', stopApp: async () => undefined, proof: undefined,
+    dataDir: dir, log, apiUrl: () => 'http://127.0.0.1:9', defaultVersion: '3.5.7', stopApp: async () => undefined, proof: undefined, sessionClaims: async () => [],
     auth: { enabled: false, store: { verify: () => undefined } },
     settings: { port: 0, explicit: true, idleMs: 0, tls: { certFile: join(dir, 'tls.crt'), keyFile: join(dir, 'tls.key') }, warmPool: new Map() },
   });

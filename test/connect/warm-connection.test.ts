@@ -39,14 +39,13 @@ t.test('a pooled server\'s first session is relayed over the connection its warm
   const server = await fakeConnectServer(t);
   const api = {
     template: async () => ({ name: 'small', config: {} }),
-    sessionApps: async () => [],
     submit: async () => ({ appName: 'dry', state: 'PENDING' }),
     claim: async () => undefined,
     get: async (appName: string) => ({ appName, state: 'RUNNING' }),
     stop: async () => undefined,
   } as unknown as ServiceApi;
   const sessions = new ConnectSessions({
-    api, log: silentLog, defaultVersion: '4.2.0', serverJar: () => undefined, idleMs: 0,
+    api, log: silentLog, defaultVersion: '4.2.0', serverJar: () => undefined, idleMs: 0, sessionClaims: async () => [],
     placement: { port: async () => server.port, address: async () => ({ host: '127.0.0.1', port: server.port }), token: () => undefined },
     stopApp: async () => undefined,
     // No warmUp of the test's own: the real one (connect/warm-up.ts), against the fake server.

@@ -22,7 +22,6 @@ async function setUp(t: Test, claim: (appName: string) => Promise<void>) {
   let next = 0;
   const api = {
     template: async () => ({ name: 'small', config: {} }),
-    sessionApps: async () => [],
     submit: async (_body: unknown, key?: string, options: { dryRun?: boolean } = {}) => {
       calls.push({ what: 'submit', key, dryRun: options.dryRun === true });
       return { appName: options.dryRun ? 'dry' : `cold-${++next}`, state: 'PENDING' };
@@ -34,7 +33,7 @@ async function setUp(t: Test, claim: (appName: string) => Promise<void>) {
   const stopped: string[] = [];
   const labelled: Array<[string, string]> = [];
   const sessions = new ConnectSessions({
-    api, log: silentLog, defaultVersion: '3.5.7', serverJar: () => undefined, idleMs: 0,
+    api, log: silentLog, defaultVersion: '3.5.7', serverJar: () => undefined, idleMs: 0, sessionClaims: async () => [],
     placement: { port: async () => port, address: async () => ({ host: '127.0.0.1', port }), token: () => undefined },
     stopApp: async (appName) => { stopped.push(appName); },
     warm: {
