@@ -176,7 +176,7 @@ async function main() {
     rows.push([side.name, ...latency.get(side.name)!, fmt(total.messages / total.seconds), perMessage(total.jupyter), perMessage(total.gateway), perMessage(total.relay)]);
   }
   const ceiling = ceilingRuns.reduce((a, b) => a + b, 0) / ceilingRuns.length;
-  rows.push(['ceiling: plain kernels over ZMQ, no Jupyter server, no gateway', '', '', '', '', fmt(ceiling), '', '', '']);
+  rows.push(['ceiling: plain kernels over ZMQ (Unix sockets), no Jupyter server, no gateway', '', '', '', '', fmt(ceiling), '', '', '']);
   // The CPU budget, from the peer's own round: its kernels' CPU per message (the tree less the
   // gateway process) and the Jupyter server's, which any gateway's path also pays. Even a gateway
   // that cost nothing could not move more messages per second than the cores / that CPU.

@@ -5,10 +5,18 @@ running `1` N times in sequence, all kernels at once) and the same kernels as th
 `python3` kernelspec of the product's virtualenv). One asyncio jupyter_client in this process
 plays every client. Whatever relays messages between a Jupyter server and a kernel can only add
 to this path, so no gateway's messages/s can exceed this figure. Prints one JSON line.
+
+The kernels' sockets are Unix sockets (ZMQ's ipc transport), not TCP ports: a port the client picks
+free is bound by the kernel only later, and on a busy machine another process took one in between
+once ("Address already in use", the kernel died before replying). Loopback TCP would only be
+slower, so the figure stays a ceiling.
 """
 import asyncio
 import json
+import os
+import shutil
 import sys
+import tempfile
 import time
 
 from jupyter_client.manager import AsyncKernelManager
@@ -30,8 +38,8 @@ async def run_cells(client, count):
     return received
 
 
-async def main(kernels, cells):
-    managers = [AsyncKernelManager(kernel_name="python3") for _ in range(kernels)]
+async def main(kernels, cells, sockets):
+    managers = [AsyncKernelManager(kernel_name="python3", transport="ipc", ip=os.path.join(sockets, "k%d" % i)) for i in range(kernels)]
     await asyncio.gather(*(m.start_kernel() for m in managers))
     clients = [m.client() for m in managers]
     for c in clients:
@@ -48,4 +56,8 @@ async def main(kernels, cells):
 
 
 if __name__ == "__main__":
-    asyncio.run(main(int(sys.argv[1]), int(sys.argv[2])))
+    sockets = tempfile.mkdtemp(prefix="kernel-ceiling-")
+    try:
+        asyncio.run(main(int(sys.argv[1]), int(sys.argv[2]), sockets))
+    finally:
+        shutil.rmtree(sockets, ignore_errors=True)
