@@ -11,7 +11,8 @@ import { mkdirSync, openSync, readFileSync, rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { testbedArgs } from './entry.js';
-import { cleanUpRealNode, importImage } from './real-node.js';
+import { importImage } from './node-images.js';
+import { cleanUpRealNode } from './real-node.js';
 import { serve, serveFlags, type ServeState } from './serve.js';
 
 const USAGE = 'usage: testbed up|down [--node-pools FILE] [--nodes] [--run-pods] [--real-node [--network-policies]] [--cluster-only] [--dir DIR] [--port N] [--gateway-port N] [--namespace NS] [--auth on|off] [--s3]\n'

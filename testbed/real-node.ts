@@ -5,14 +5,16 @@
 // in containers with their own network; `down` (or the next start) undoes every change to
 // the machine (node-cleanup.ts). One node per machine: port 10250 and the paths the kubelet
 // hard-codes are the machine's, so a lock file says who has it.
-import { type ChildProcess, execFile, execFileSync, spawn } from 'node:child_process';
-import { closeSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { type ChildProcess, execFile, execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { networkInterfaces } from 'node:os';
 import { basename, delimiter, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { CoreV1Api, KubeConfig, type V1Node } from '@kubernetes/client-node';
 import { logTail } from './log-tail.js';
+import { exited, spawnDaemon, terminate, waitFor } from './node-daemons.js';
+import { imageStore, importImage, seedRoot } from './node-images.js';
 import { cleanUpNode, hostBefore, readNodeState, writeNodeState, type NodeState } from './node-cleanup.js';
 import { BRIDGE, cniConfig, containerdConfig, corefile, GATEWAY, kubeletConfig, kubeProxyConfig, nodePaths, type NodePaths, POD_SUBNET } from './node-config.js';
 import { kubeRouterArgs, policyEnforcerUnavailable } from './node-policy.js';
@@ -81,12 +83,10 @@ export interface RealNodeOptions {
   readyTimeoutMs?: number;
   /** Run kube-router's network-policy controller (node-policy.ts): NetworkPolicies are enforced. */
   enforceNetworkPolicy?: boolean;
+  /** OCI archives whose images the node has from its start, unpacked once for every node (node-images.ts). */
+  images?: string[];
 }
 
-/** Imports an OCI archive into the containerd of the node at `socket` (the k8s.io namespace pods use). */
-export async function importImage(binDir: string, socket: string, file: string): Promise<void> {
-  await run(join(binDir, 'ctr'), ['--address', socket, '-n', 'k8s.io', 'images', 'import', '--local', file], { maxBuffer: 1 << 20 });
-}
 
 function takeLock(dir: string): void {
   const held = readLock();
@@ -121,6 +121,7 @@ export async function startRealNode(options: RealNodeOptions): Promise<RealNode>
   const ip = nodeIp();
   const children: Daemons = {};
   let stopping = false;
+  let seeded = new Set<string>();
   // A daemon that dies while the node should run says so at once, with its log's last lines:
   // a test that then times out (a Service never routed, a pod never started) names the cause.
   const daemon = (logFile: string, args: string[]) => {
@@ -137,8 +138,10 @@ export async function startRealNode(options: RealNodeOptions): Promise<RealNode>
     if (held?.dir === p.dir) rmSync(NODE_LOCK, { force: true });
   };
   try {
-    for (const d of [p.cniConfDir, p.cniDataDir, p.kubeletRoot, p.podLogs, p.containerdRoot, p.containerdState]) mkdirSync(d, { recursive: true });
-    writeFileSync(p.containerdConfig, containerdConfig(p, binDir, onPath('runc')!));
+    const runc = onPath('runc')!;
+    seeded = await seedImages(p, binDir, runc, options.images ?? []);
+    for (const d of [p.cniConfDir, p.cniDataDir, p.kubeletRoot, p.podLogs, p.containerdState]) mkdirSync(d, { recursive: true });
+    writeFileSync(p.containerdConfig, containerdConfig(p, binDir, runc));
     writeFileSync(join(p.cniConfDir, '10-testbed.conflist'), cniConfig(p));
     writeFileSync(p.kubeletConfig, kubeletConfig(p, { nodeIp: ip, caFile: options.caFile, clusterDns: GATEWAY }));
 
@@ -160,7 +163,6 @@ export async function startRealNode(options: RealNodeOptions): Promise<RealNode>
     state.pids.containerd = containerd.pid!;
     writeNodeState(p, state);
     await waitFor(async () => { await run(join(binDir, 'ctr'), ['--address', p.socket, 'version']); return true; }, containerd, 60_000, `containerd (${p.containerdLog})`);
-    for (const image of ['pause.tar', 'testbox.tar']) await importImage(binDir, p.socket, join(binDir, image));
 
     const kubeletKubeconfig = options.nodeKubeconfig && existsSync(options.nodeKubeconfig) ? options.nodeKubeconfig : options.kubeconfig;
     const kubelet = daemon(p.kubeletLog, ['kubelet', '--config', p.kubeletConfig, '--kubeconfig', kubeletKubeconfig,
@@ -196,7 +198,15 @@ export async function startRealNode(options: RealNodeOptions): Promise<RealNode>
     await stop().catch(() => undefined);
     throw error;
   }
-  return { name: NODE_NAME, ip, dir: p.dir, socket: p.socket, binDir, importImage: (file) => importImage(binDir, p.socket, file), stop };
+  // An archive the node was seeded with is there already (and the same bytes, the store being keyed by its path).
+  return { name: NODE_NAME, ip, dir: p.dir, socket: p.socket, binDir, importImage: async (file) => { if (!seeded.has(file)) await importImage(binDir, p.socket, file); }, stop };
+}
+
+/** The node's containerd root, holding from its start the sandbox's and test pods' images and `images`: the archives it holds. */
+async function seedImages(p: NodePaths, binDir: string, runc: string, images: string[]): Promise<Set<string>> {
+  const store = await imageStore(binDir, runc, [join(binDir, 'pause.tar'), join(binDir, 'testbox.tar'), ...images]);
+  seedRoot(store, p.containerdRoot);
+  return new Set(store.archives);
 }
 
 function readLock(): { dir: string; owner: number } | undefined {
@@ -204,38 +214,6 @@ function readLock(): { dir: string; owner: number } | undefined {
 }
 
 export const ready = (node: V1Node) => node.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false;
-
-/** `testnode ARGS` with its log in `logFile`; it gets SIGTERM if this process dies (PR_SET_PDEATHSIG). */
-function spawnDaemon(binDir: string, logFile: string, args: string[]): ChildProcess {
-  const log = openSync(logFile, 'a');
-  // containerd finds its shim, and the shim runc's sibling tools, on PATH.
-  const child = spawn(join(binDir, 'testnode'), args, { stdio: ['ignore', log, log], env: { ...process.env, PATH: `${binDir}${delimiter}${process.env.PATH ?? ''}` } });
-  closeSync(log);
-  return child;
-}
-
-const exited = (child: ChildProcess) => child.exitCode !== null || child.signalCode !== null;
-
-/** Polls `check` until it is true; fails when `child` exits first or after `timeoutMs`. */
-async function waitFor(check: () => Promise<boolean>, child: ChildProcess, timeoutMs: number, what: string): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  while (Date.now() < deadline) {
-    if (exited(child)) throw new Error(`${what}: exited (${child.exitCode ?? child.signalCode}) before it was ready`);
-    try { if (await check()) return; } catch (error) { last = error; }
-    await new Promise((ok) => setTimeout(ok, 200));
-  }
-  throw new Error(`${what}: not ready within ${timeoutMs} ms (${(last as Error | undefined)?.message ?? 'no answer'})`);
-}
-
-async function terminate(child: ChildProcess | undefined, graceMs: number): Promise<void> {
-  if (!child || exited(child)) return;
-  const gone = new Promise<void>((ok) => child.once('exit', () => ok()));
-  child.kill('SIGTERM');
-  const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
-  await gone;
-  clearTimeout(timer);
-}
 
 /**
  * The kubelet first (a running kubelet starts pods again), then every pod through CRI (so

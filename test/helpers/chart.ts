@@ -143,7 +143,10 @@ export async function installChart(t: TestLike, options: ChartOptions & { adminK
 export async function installChart(t: TestLike, options?: ChartOptions & { adminKey?: true }): Promise<InstalledChart & { admin: CreatedKey }>;
 export async function installChart(t: TestLike, options: ChartOptions = {}): Promise<InstalledChart> {
   const archives = buildImages(); // before the node: a cold build takes long
-  const bed = await startRealNodeBed(t, { enforceNetworkPolicy: options.enforceNetworkPolicy });
+  // Spark's images are the node's from its start; the service's, new with every change of the
+  // service's code, is imported (a store keyed by it would be made again for each change).
+  const sparkImages = [...archives].filter(([name]) => name !== 'service').map(([, archive]) => archive);
+  const bed = await startRealNodeBed(t, { enforceNetworkPolicy: options.enforceNetworkPolicy, images: sparkImages });
   for (const archive of archives.values()) await bed.node.importImage(archive);
   const version = serviceVersion();
   const helm = helmOn(bed);

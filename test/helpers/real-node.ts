@@ -21,7 +21,8 @@ export interface RealNodeBed {
   core: CoreV1Api;
 }
 
-export async function startRealNodeBed(t: TestLike, options: { enforceNetworkPolicy?: boolean } = {}): Promise<RealNodeBed> {
+/** `images`: OCI archives the node has from its start (unpacked once per machine, not per test: testbed/node-images.ts). */
+export async function startRealNodeBed(t: TestLike, options: { enforceNetworkPolicy?: boolean; images?: string[] } = {}): Promise<RealNodeBed> {
   const dir = tempDir(t, 'subsvc-node-');
   const testbed = await startTestbed(join(dir, 'testbed'), { scheduler: true, nodeControllers: true, advertiseAddress: nodeIp() });
   let node: RealNode | undefined;

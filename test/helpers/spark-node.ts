@@ -85,8 +85,7 @@ export interface SparkNodeOptions {
 export async function startSparkNodeBed(t: TestLike, options: SparkNodeOptions = {}): Promise<SparkNodeBed> {
   const versions = options.versions ?? ['3.5.7'];
   const archives = await sparkRuntimeArchives(versions); // before the node: a cold build takes long
-  const bed = await startRealNodeBed(t);
-  for (const archive of archives.values()) await bed.node.importImage(archive);
+  const bed = await startRealNodeBed(t, { images: [...archives.values()] });
   const images = Object.fromEntries(versions.map((v) => [v, sparkRuntimeImage(v)]));
   const baseRules = buildRules({
     nodePools: [NODE_POOL], namespace: NAMESPACE, images, engineVersions: DEFAULT_ENGINE_VERSIONS.filter((v) => versions.includes(v)),
