@@ -13,7 +13,7 @@ const LONG_FUNCTIONS = [
   ...[
     ['test/auth/secret-key-store.test.ts', 127], ['test/certs/secret-store.test.ts', 169], ['test/cli/apps.test.ts', 99],
     ['test/dashboard/dashboard.test.ts', 81], ['test/gateway/kernel-owners.test.ts', 111], ['test/history/kubernetes-history.test.ts', 82],
-    ['test/images/images.test.ts', 91], ['test/kubernetes/api-on-kubernetes.test.ts', 160], ['test/kubernetes/chart-faults.test.ts', 166],
+    ['test/images/images.test.ts', 91], ['test/kubernetes/api-on-kubernetes.test.ts', 161], ['test/kubernetes/chart-faults.test.ts', 166],
     ['test/kubernetes/chart-install.test.ts', 93], ['test/kubernetes/controller.test.ts', 131], ['test/kubernetes/executor-drivers.test.ts', 92],
     ['test/kubernetes/real-node.test.ts', 114], ['test/kubernetes/spark-cluster.test.ts', 115], ['test/kubernetes/webhook-admission.test.ts', 124],
     ['test/packaging/pack.test.ts', 94], ['test/spark-parity/driver-pod.test.ts', 122], ['test/webhook/server.test.ts', 92],

@@ -93,7 +93,7 @@ export async function startKubernetesConnect(host: string, wiring: KubernetesCon
   const certificate = ref ? await secretCertificate(wiring.clients, ref) : undefined;
   const endpoint = await startConnectEndpoint(host, {
     dataDir: wiring.dataDir, settings: settings.endpoint, auth: wiring.auth, log: wiring.log, apiUrl: wiring.apiUrl,
-    defaultVersion: wiring.defaultVersion, stopApp: (appName) => cluster.stop(appName),
+    defaultVersion: wiring.defaultVersion, stopApp: (appName, why) => cluster.stop(appName, why),
     // Each driver pod has its own IP: every session's server listens on Connect's own port, and
     // asks every call for the token its pod was given (the relay sends it).
     placement: podPlacement(wiring.serverPort ?? DRIVER_PORTS.connect, (appName) => cluster.driverPodIp(appName), (appName) => cluster.connectServerToken(appName)),

@@ -62,8 +62,12 @@ export interface Cluster {
    */
   claim(appName: string, claimer: string): Promise<AppRecord | undefined>;
   list(query: ListQuery): Promise<Page<AppRecord>>;
-  /** Ends the application (KILLED) and keeps its record; undefined when unknown. */
-  stop(appName: string): Promise<AppRecord | undefined>;
+  /**
+   * Ends the application (KILLED) and keeps its record; undefined when unknown. `why`: the
+   * service's own reason (idle culling, orphan sweep, warm pool), the record's stateDetail;
+   * none: a user's stop ("stopped by a user"). The first stop's reason is the one kept.
+   */
+  stop(appName: string, why?: string): Promise<AppRecord | undefined>;
   /** Stops it and removes its record; false when unknown. */
   delete(appName: string): Promise<boolean>;
   /** The driver log (or `container` executor-N's; undefined when there is none); with follow, the stream ends when the application ends or the signal aborts. */

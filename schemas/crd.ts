@@ -7,6 +7,8 @@ export const CRD_GROUP = 'submission-service.io';
 export const CRD_VERSION = 'v1';
 /** `kubectl get submission-service` lists every kind of ours. */
 export const CRD_CATEGORY = 'submission-service';
+/** The longest stop reason an Application's spec holds (cluster/kubernetes/stop-request.ts cuts a longer one). */
+export const STOP_REASON_MAX_LENGTH = 1024;
 
 /** Some properties of an object schema, in the given order, with the ones it requires. */
 function pick(schema: Schema, names: readonly string[]): Schema {
@@ -97,12 +99,17 @@ export function configTemplateCrd(index: SchemaIndex = indexSchemas()): Schema {
 }
 
 /**
- * A user's stop, as a request in the Application's spec: the API writes it, the controller
- * carries it out and writes KILLED (the one writer of status). Not part of the API's record.
+ * A stop, as a request in the Application's spec: the API writes it (with the service's own
+ * reason, when it has one), the controller carries it out and writes KILLED (the one writer of
+ * status) with the reason as stateDetail. Not part of the API's record.
  */
 function withStopRequest(spec: Schema): Schema {
-  const stopRequested = { type: 'boolean', description: 'A user asked to stop this application: the controller deletes its driver pod and records KILLED. Set once, never unset.' };
-  return { ...spec, properties: { ...(spec.properties as Record<string, Schema>), stopRequested } };
+  const stopRequested = { type: 'boolean', description: 'A user or the service asked to stop this application: the controller deletes its driver pod and records KILLED. Set once, never unset.' };
+  const stopReason = {
+    type: 'string', maxLength: STOP_REASON_MAX_LENGTH,
+    description: 'Why the service stopped it (e.g. an idle Spark Connect session), written with stopRequested and never replaced: the KILLED record\'s stateDetail. Absent: a user\'s stop.',
+  };
+  return { ...spec, properties: { ...(spec.properties as Record<string, Schema>), stopRequested, stopReason } };
 }
 
 /**

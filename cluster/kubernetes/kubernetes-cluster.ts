@@ -21,6 +21,7 @@ import { kubeCall, kubeCallOrAbsent } from './errors.js';
 import { admissionWithTemplate } from './expected-admission.js';
 import { patchJson, pointerKey } from './json-call.js';
 import { type LogOptions, PodLogs } from './pod-logs.js';
+import { requestStop } from './stop-request.js';
 import type { Log as LogFn } from './informers.js';
 import type { EventLogAccess } from './event-log-access.js';
 import { type ControllerWiringOptions, wireControllers } from './controller-wiring.js';
@@ -199,20 +200,21 @@ export class KubernetesCluster implements Cluster {
   }
 
   /**
-   * A user's stop is a request in the Application's spec (`spec.stopRequested`), written by
-   * whichever replica got it; the controller (reconciler.ts) writes KILLED, the one writer of
-   * status, and then deletes the driver pod. Answers once the cache shows the end (or after the
-   * wait, with the state then: the request stays, and the leader carries it out when it can).
+   * A stop is a request in the Application's spec (`spec.stopRequested`, and `spec.stopReason`
+   * when the service stops it for a reason of its own: `why`), written once by whichever replica
+   * got it first (stop-request.ts); the controller (reconciler.ts) writes KILLED with the reason,
+   * the one writer of status, and then deletes the driver pod. Answers once the cache shows the
+   * end (or after the wait, with the state then: the request stays, and the leader carries it out when it can).
    */
-  async stop(appName: string): Promise<AppRecord | undefined> {
+  async stop(appName: string, why?: string): Promise<AppRecord | undefined> {
     const record = await this.get(appName);
     if (!record || isTerminal(record.state)) return record;
-    const resource = this.cache.application(appName);
-    if (!resource?.spec.stopRequested) {
-      const found = await this.orUndefined(`stop application ${appName}`, () => patchJson(this.options.clients.kc,
-        `/apis/${GROUP}/${VERSION}/namespaces/${this.ns}/${APPLICATIONS}/${appName}?fieldManager=${FIELD_MANAGER}`, [{ op: 'add', path: '/spec/stopRequested', value: true }]));
-      if (found === undefined) return undefined;
-    }
+    const found = await requestStop(this.cache.application(appName), why, {
+      read: () => this.orUndefined(`read application ${appName}`, () => this.custom.getNamespacedCustomObject({ ...this.records, name: appName })) as Promise<ApplicationResource | undefined>,
+      patch: (body) => this.orUndefined(`stop application ${appName}`, () => patchJson(this.options.clients.kc,
+        `/apis/${GROUP}/${VERSION}/namespaces/${this.ns}/${APPLICATIONS}/${appName}?fieldManager=${FIELD_MANAGER}`, body)),
+    });
+    if (!found) return undefined;
     // The cached record shows KILLED as soon as the request is in (it is what the controller
     // will write); the wait is for the stored status and then the pod's deletion, in that order.
     await this.cache.until(appName, () => this.stopCarriedOut(appName), this.options.stopWaitMs ?? 10_000);

@@ -30,8 +30,11 @@ export interface ApplicationResource {
   apiVersion: string;
   kind: 'Application';
   metadata: { name: string; namespace?: string; uid?: string; creationTimestamp?: string | Date; labels?: Record<string, string>; annotations?: Record<string, string>; resourceVersion?: string };
-  /** `stopRequested`: a user asked to stop it (the API writes it; the controller ends the run and writes KILLED). */
-  spec: { jobName: string; configTemplateName: string; config: ApplicationConfig; submittedBy?: string | null; stopRequested?: boolean };
+  /**
+   * `stopRequested`: a user or the service asked to stop it (the API writes it; the controller ends
+   * the run and writes KILLED); `stopReason`: the service's own reason, written with it, once.
+   */
+  spec: { jobName: string; configTemplateName: string; config: ApplicationConfig; submittedBy?: string | null; stopRequested?: boolean; stopReason?: string };
   status?: ApplicationStatus;
 }
 
@@ -99,6 +102,9 @@ export function unreadableConfig(pod: V1Pod): string | undefined {
 
 export const STOPPED_BY_USER = 'stopped by a user';
 
+/** A stopped application's stateDetail: the reason its stop request carries (the service's own), else a user's stop (as local mode words it). */
+export const stopDetail = (resource: ApplicationResource): string => resource.spec.stopReason || STOPPED_BY_USER;
+
 const memoryOf = (config: ApplicationConfig | undefined): ApplicationAttempt['memory'] => ({
   ...(config?.driver?.memory ? { driver: config.driver.memory } : {}), ...(config?.executor?.memory ? { executor: config.executor.memory } : {}),
 });
@@ -123,7 +129,7 @@ function currentAttempts(resource: ApplicationResource, driver: DriverView | und
   if (at >= 0 && isTerminal(state) && !attempts[at].endedAt) {
     if (!attempts[at].startedAt && !driver) attempts.splice(at, 1);
     else {
-      const end = state === 'KILLED' ? { reason: 'Stopped' as const, exitCode: null, detail: STOPPED_BY_USER }
+      const end = state === 'KILLED' ? { reason: 'Stopped' as const, exitCode: null, detail: stopDetail(resource) }
         : (driver && kubernetesAttemptEnd(driver, [])) ?? { reason: 'Unknown' as const, exitCode: null, detail: times.detail ?? 'unknown' };
       attempts[at] = endAttempt(attempts[at], end, times.endedAt ?? new Date().toISOString());
     }
@@ -159,7 +165,7 @@ export function desiredStatus(resource: ApplicationResource, driver: DriverView 
   // Before the pod's deletion is judged: the stop deletes the pod, which is no UNKNOWN then.
   const endedByItself = driver !== undefined && !driver.deleted && (next.state === 'COMPLETED' || next.state === 'FAILED');
   if (resource.spec.stopRequested && !endedByItself) {
-    next = { state: 'KILLED', startedAt: next.startedAt ?? saved.startedAt ?? null, endedAt: now, stateDetail: STOPPED_BY_USER };
+    next = { state: 'KILLED', startedAt: next.startedAt ?? saved.startedAt ?? null, endedAt: now, stateDetail: stopDetail(resource) };
   }
   const state = next.state ?? saved.state ?? 'PENDING';
   const last = transitions[transitions.length - 1];

@@ -156,7 +156,7 @@ export class ScheduleRunner {
   private async run(schedule: StoredSchedule, decision: Extract<TickDecision, { action: 'run' }>): Promise<Outcome | undefined> {
     for (const appName of decision.stop) {
       if (!this.mayWrite) return undefined;
-      await this.options.cluster.stop(appName);
+      await this.options.cluster.stop(appName, `schedule ${schedule.spec.name} replaced it with its next run (concurrencyPolicy Replace)`);
     }
     if (!this.mayWrite) return undefined;
     const missed = decision.missed > 0 ? ` (${decision.missed} earlier tick(s) missed)` : '';

@@ -1,10 +1,10 @@
 // Our API in Kubernetes mode against a real apiserver and our webhook: what each call
 // leaves in the cluster (pods, Application and ConfigTemplate custom resources).
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { AdmissionregistrationV1Api } from '@kubernetes/client-node';
 import { readConfig } from '../../domain/index.js';
 import { exampleCluster } from '../helpers/api.js';
-import { eventually, fakeKubelet, httpCall, register, startApi, startKubeBed, WEBHOOK_NAME } from '../helpers/kubernetes.js';
+import { eventually, fakeKubelet, httpCall, type KubeBed, register, startApi, startKubeBed, WEBHOOK_NAME } from '../helpers/kubernetes.js';
 
 const example = exampleCluster();
 
@@ -95,6 +95,8 @@ t.test('the API on Kubernetes', async (t) => {
     t.equal((await bed.call('DELETE', `/api/apps/${b}`)).status, 404);
     t.equal((await bed.call('POST', `/api/apps/${b}/stop`)).status, 404);
   });
+
+  t.test('a stop for the service\'s own reason: written once with the request, KILLED says why', (t) => stopForAReason(t, bed, podGone));
 
   t.test('the record survives the deletion of its pod by someone else', async (t) => {
     const appName = (await submit({ jobName: 'orphan' })).json.appName;
@@ -187,3 +189,19 @@ t.test('the API on Kubernetes', async (t) => {
     }
   });
 });
+
+/** A stop the service makes for a reason of its own (idle culling, orphan sweep), twice at once: one request, one reason, the record says it. */
+async function stopForAReason(t: Test, bed: KubeBed, podGone: (name: string) => Promise<boolean>) {
+  const appName = (await bed.call('POST', '/api/apps/', { jobName: 'culled' })).json.appName;
+  // Two stops at once (two replicas' sweeps, or a sweep and a culling): one request, one reason.
+  const whys = ['idle for more than 600 s', 'an orphaned Spark Connect session'];
+  const records = await Promise.all(whys.map((why) => bed.api.cluster.stop(appName, why)));
+  t.same(records.map((r) => r?.state), ['KILLED', 'KILLED']);
+  const stored = (await bed.applications()).find((x) => x.metadata.name === appName);
+  t.ok(whys.includes(stored?.spec.stopReason), `one reason in the spec: ${stored?.spec.stopReason}`);
+  t.match(stored, { spec: { stopRequested: true }, status: { state: 'KILLED', stateDetail: stored?.spec.stopReason } }, 'the controller wrote it as stateDetail');
+  t.equal((await bed.call('GET', `/api/apps/${appName}`)).json.stateDetail, stored?.spec.stopReason, 'the API\'s record says why');
+  t.equal((await bed.call('POST', `/api/apps/${appName}/stop`)).status, 200, 'a later stop is no error');
+  t.equal((await bed.applications()).find((x) => x.metadata.name === appName)?.spec.stopReason, stored?.spec.stopReason, 'and replaces nothing');
+  t.ok(await podGone(appName), 'the driver pod is deleted');
+}

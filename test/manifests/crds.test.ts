@@ -4,7 +4,7 @@ import { fileURLToPath } from 'node:url';
 import t from 'tap';
 import { generatedFiles } from '../../manifests/chart-files.js';
 import { allSchemas } from '../../schemas/index.js';
-import { applicationCrd, configTemplateCrd } from '../../schemas/crd.js';
+import { applicationCrd, configTemplateCrd, STOP_REASON_MAX_LENGTH } from '../../schemas/crd.js';
 import { type Schema, structuralProblems, toStructural } from '../../schemas/structural.js';
 
 const chart = fileURLToPath(new URL('../../manifests/chart/', import.meta.url));
@@ -86,8 +86,9 @@ t.test('Application CRD', async (t) => {
   t.match(spec.names, { kind: 'Application', plural: 'applications', shortNames: ['ssapp'] });
   t.same(versionOf(crd).subresources, { status: {} });
   const root = props(rootOf(crd));
-  t.same(Object.keys(props(root.spec)), ['jobName', 'configTemplateName', 'config', 'submittedBy', 'stopRequested']);
-  t.equal(props(root.spec).stopRequested.type, 'boolean', 'a user\'s stop is a request in the spec (the controller writes the status)');
+  t.same(Object.keys(props(root.spec)), ['jobName', 'configTemplateName', 'config', 'submittedBy', 'stopRequested', 'stopReason']);
+  t.equal(props(root.spec).stopRequested.type, 'boolean', 'a stop is a request in the spec (the controller writes the status)');
+  t.match(props(root.spec).stopReason, { type: 'string', maxLength: STOP_REASON_MAX_LENGTH }, 'its reason, bounded, beside it');
   t.same(Object.keys(props(root.status)), ['state', 'stateDetail', 'attempt', 'attempts', 'startedAt', 'endedAt', 'runningExecutors', 'transitions']);
   const columns = (versionOf(crd).additionalPrinterColumns as Schema[]).filter((c) => !c.priority).map((c) => c.jsonPath);
   t.same(columns, ['.spec.jobName', '.status.state', '.metadata.creationTimestamp']);

@@ -191,6 +191,20 @@ t.test('a stop request in the spec: KILLED is written, then the driver pod (that
   t.equal(h.writes.deletes.length, 1, 'no second delete');
 });
 
+t.test('a stop request with the service\'s reason: KILLED with that reason as stateDetail (and as the attempt\'s end)', async (t) => {
+  const h = setUp(t);
+  h.cache.resource.spec.stopRequested = true;
+  h.cache.resource.spec.stopReason = 'idle for more than 600 s';
+  h.reconciler.activate();
+  await h.clock.settle();
+  await h.reconciler.drained();
+  const status = h.writes.puts[0]?.body.status;
+  t.match(status, { state: 'KILLED', stateDetail: 'idle for more than 600 s' });
+  t.equal(status?.transitions?.at(-1)?.detail, 'idle for more than 600 s', 'the transition says why');
+  t.match(status?.attempts?.at(-1), { reason: 'Stopped', detail: 'idle for more than 600 s' }, 'the attempt\'s end says why');
+  t.equal(h.writes.deletes.length, 1, 'the pod goes as after a user\'s stop');
+});
+
 t.test('a stop request that meets a pod which ended by itself records that end, and deletes nothing', async (t) => {
   const h = setUp(t);
   h.cache.resource.spec.stopRequested = true;
