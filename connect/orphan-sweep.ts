@@ -1,15 +1,18 @@
 // Connect servers no live endpoint holds. An endpoint stops its sessions when they go idle and
 // when it is drained; one killed without a drain (SIGKILL, a lost node) stops nothing, and its
-// sessions' servers would hold their cores for good unless a client came back through another
-// replica. So every endpoint, at its start and then every quarter of the idle time, lists the
-// Connect sessions' applications still queued or running, leaves those it holds itself (its own
-// idle culling decides for them), and stops the others whose last activity is older than the
-// idle time plus the lateness of the shared activity (shared-activity.ts orphanAfter): the label
-// every holder writes (Kubernetes mode), else the application's start (local mode, where the one
-// endpoint holds every live session). No claim of liveness is needed: a session idle that long
-// is over wherever it is held, and whoever sees it first stops it through the same stop as the
-// idle culling (one writer per state; a second stop is harmless). A client that comes back to it
-// later is refused as ended, as after any idle stop (session-adoption.ts).
+// sessions' servers, and its warm pool's, would hold their cores for good unless a client came
+// back through another replica. So every endpoint, at its start and then every quarter of the
+// idle time, lists the Connect sessions' applications (a warm pool's servers among them) still
+// queued or running, leaves those it holds itself (its own idle culling and pool decide for them),
+// and stops the others whose last activity is older than the idle time plus the lateness of the
+// shared activity (shared-activity.ts orphanAfter): the label every holder writes, a session's on
+// its calls and a warm pool's on its servers as long as it lives (Kubernetes mode), else the
+// application's start (local mode, where the one endpoint holds every live session and its pool).
+// No claim of liveness is needed: a session idle that long is over wherever it is held, a pool
+// server not written that long has no pool, and whoever sees it first stops it through the same
+// stop as the idle culling (one writer per state: the first stop's request and reason are kept,
+// a second is no write). A client that comes back to a session later is refused as ended, as
+// after any idle stop (session-adoption.ts).
 import type { FastifyBaseLogger } from 'fastify';
 import { type Clock, systemClock } from '../lib/clock.js';
 import { SerialCheck } from '../lib/serial-check.js';
@@ -31,9 +34,15 @@ export interface OrphanSweepOptions {
   clock?: Clock;
 }
 
-/** The stop's reason (the record's stateDetail in local mode). */
+/** The stop's reason (the record's stateDetail). */
 export const orphanWhy = (idleMs: number) =>
   `an orphaned Spark Connect session: no live endpoint held it and it was idle for more than ${Math.round(idleMs / 1000)} s (its endpoint went away without stopping it)`;
+
+/** A warm pool server's: its pool stopped writing its activity (its replica went away without a drain). */
+export const orphanWarmWhy = (idleMs: number) =>
+  `an orphaned Spark Connect warm pool server: no live endpoint kept it and its pool had not written its activity for more than ${Math.round(idleMs / 1000)} s (its endpoint went away without stopping it)`;
+
+const whyOf = (app: ConnectApp, idleMs: number) => (app.labels?.[CONNECT_SESSION_LABEL] === WARM_SESSION ? orphanWarmWhy : orphanWhy)(idleMs);
 
 /** The session's last activity as every endpoint can read it: the shared label, else its application's start. */
 export function lastActivityOf(app: ConnectApp): number | undefined {
@@ -44,9 +53,8 @@ export function lastActivityOf(app: ConnectApp): number | undefined {
 /** Of `apps`, the sessions' applications this endpoint does not hold, not ended, idle too long at `now`. */
 export function orphansOf(apps: ConnectApp[], holds: (appName: string) => boolean, now: number, idleMs: number): ConnectApp[] {
   return apps.filter((app) => {
-    const session = app.labels?.[CONNECT_SESSION_LABEL];
-    // A warm pool's server is held by its replica's pool, which writes no activity: left to it.
-    if (session === undefined || session === WARM_SESSION || isEnded(app) || holds(app.appName)) return false;
+    // A warm pool's server (session `warm`) is one too: its pool writes its activity while it lives.
+    if (app.labels?.[CONNECT_SESSION_LABEL] === undefined || isEnded(app) || holds(app.appName)) return false;
     const last = lastActivityOf(app);
     return last !== undefined && now - last >= orphanAfter(idleMs);
   });
@@ -78,9 +86,9 @@ export class OrphanSweep {
     const found = orphansOf(apps, options.holds, this.clock.now(), options.idleMs).filter((app) => !this.stopped.has(app.appName));
     await Promise.all(found.map(async (app) => {
       if (options.holds(app.appName)) return; // taken over here while the list was read
-      options.log.warn({ appName: app.appName, sessionId: app.labels?.[CONNECT_SESSION_LABEL], lastActivity: lastActivityOf(app) }, 'Spark Connect session held by no live endpoint and idle: stopping it');
+      options.log.warn({ appName: app.appName, sessionId: app.labels?.[CONNECT_SESSION_LABEL], lastActivity: lastActivityOf(app) }, 'Spark Connect server held by no live endpoint and idle: stopping it');
       try {
-        await options.stop(app.appName, orphanWhy(options.idleMs));
+        await options.stop(app.appName, whyOf(app, options.idleMs));
         this.stopped.add(app.appName);
       } catch (error) {
         options.log.warn({ err: error, appName: app.appName }, 'could not stop an orphaned Spark Connect session; the next sweep tries again');

@@ -86,6 +86,8 @@ export class ConnectSessions {
    * the warm pool's warm-up's, so that a pooled server's first session finds one open.
    */
   readonly upstreams = new Upstreams();
+  /** Warm servers taken from the pool and not yet their session's (its dry run and claim): neither holds them meanwhile. */
+  private readonly handingOut = new Set<string>();
 
   constructor(private readonly options: SessionsOptions) {
     this.clock = options.clock ?? systemClock;
@@ -114,10 +116,10 @@ export class ConnectSessions {
 
   private get placement(): ServerPlacement { return this.options.placement ?? loopbackPlacement; }
 
-  /** Whether one of this endpoint's sessions runs on application `appName`. */
+  /** Whether application `appName` is this endpoint's: one of its sessions', its warm pool's, or one being handed out. */
   holds(appName: string): boolean {
     for (const session of this.sessions.values()) if (session.appName === appName) return true;
-    return false;
+    return this.handingOut.has(appName) || (this.pool?.appNames().includes(appName) ?? false);
   }
 
   private get adoption(): Adoption {
@@ -203,6 +205,12 @@ export class ConnectSessions {
     let warm: WarmServer | undefined;
     while ((warm = pool?.take(session.template, version)) && !(await listening(warm.server, 1000))) void this.stopQuietly(warm.appName);
     if (!pool || !warm) return false;
+    const taken = warm;
+    this.handingOut.add(taken.appName);
+    return this.handOut(pool, taken, session, version).finally(() => this.handingOut.delete(taken.appName));
+  }
+
+  private async handOut(pool: ConnectWarmPool, warm: WarmServer, session: ConnectSession, version: string): Promise<boolean> {
     const { api } = this.options;
     try {
       await api.submit(sessionSubmission({ sessionId: session.sessionId, template: session.template, version, port: warm.port, bindAddress: this.placement.bindAddress }), session.key, { dryRun: true });
@@ -277,6 +285,8 @@ export class ConnectSessions {
    * application is read first: a later activity another replica wrote keeps it.
    */
   cull(now = this.clock.now()): Promise<void> {
+    // The pool's servers are this endpoint's too: their activity says so to every replica's orphan sweep.
+    if (this.pool) this.activity.keep(this.pool.appNames(), now);
     const culls: Promise<void>[] = [];
     for (const session of [...this.sessions.values()]) {
       if (session.openCalls > 0) {

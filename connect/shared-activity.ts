@@ -5,7 +5,8 @@
 // idle time) and reads it back through the cluster's read side before culling: all replicas then
 // decide from the same value, and the stop they may both ask for is one spec request (idempotent).
 // The same label tells every replica's orphan sweep (connect/orphan-sweep.ts) that a session is
-// still in use somewhere.
+// still in use somewhere, and that a warm pool's server (no session yet) still has its pool: the
+// pool's replica writes it on each of its servers as long as it lives, at the same pace.
 import type { FastifyBaseLogger } from 'fastify';
 import { CONNECT_ACTIVITY_LABEL } from '../domain/labels.js';
 import type { ConnectSession } from './session.js';
@@ -39,7 +40,33 @@ export const orphanAfter = (idleMs: number) => idleMs + 2 * markEvery(idleMs);
 
 /** This endpoint's writes and reads of its sessions' shared activity (nothing without shared activity). */
 export class ActivityBook {
+  /** The servers kept for no session (the warm pool's): when this endpoint last wrote each one's activity. */
+  private readonly kept = new Map<string, number>();
+
   constructor(private readonly activity: SharedActivity | undefined, private readonly idleMs: number, private readonly log: FastifyBaseLogger) {}
+
+  /**
+   * Writes `now` as the activity of the applications this endpoint keeps for no session yet (its
+   * warm pool's servers), each at most every markEvery: called on every cull tick (at most
+   * markEvery apart), so no write is more than twice that old while this endpoint lives, well
+   * within orphanAfter. One that left (handed out, stopped) is no longer written by this: a
+   * session's holder writes its own. A failed write is tried again at the next tick.
+   */
+  keep(appNames: readonly string[], now: number): void {
+    const { activity } = this;
+    if (!activity) return;
+    const current = new Set(appNames);
+    for (const appName of this.kept.keys()) if (!current.has(appName)) this.kept.delete(appName);
+    for (const appName of current) {
+      const marked = this.kept.get(appName);
+      if (marked !== undefined && now - marked < markEvery(this.idleMs)) continue;
+      this.kept.set(appName, now);
+      activity.mark(appName, now).catch((error: Error) => {
+        if (this.kept.get(appName) === now) this.kept.delete(appName);
+        this.log.warn({ err: error, appName }, 'could not record a Spark Connect warm pool server\'s activity');
+      });
+    }
+  }
 
   /** Writes the session's activity onto its application for the other replicas (at most every markEvery unless `force`). */
   share(session: ConnectSession, force = false): void {

@@ -51,9 +51,10 @@ export function warmPoolHost(input: WarmHostInput): WarmPoolHost {
       const version = await warm.templateVersion(template);
       return version === undefined ? undefined : version ?? input.defaultVersion;
     },
-    async start(template, version): Promise<WarmServer> {
+    async start(template, version, submitted): Promise<WarmServer> {
       const port = await placement.port();
       const app = await warm.submit(warmSubmission({ template, version, port, jar: input.serverJar(version), bindAddress: placement.bindAddress }));
+      submitted?.(app.appName);
       try {
         const server = await waitForServer({ appName: app.appName, port, placement, get: warm.get, stopping: input.stopping, probeMs: input.probeMs, what: 'a warm pool server' });
         return { appName: app.appName, template, version, port, server };

@@ -7,7 +7,10 @@
 // A ready server is handed out once: it leaves the pool before anything
 // else happens (no second session or key ever gets it), and the pool starts another. Servers of
 // an older config of their template (another Spark version) and servers that stopped answering
-// are replaced at the next check; a template that is gone drains its pool.
+// are replaced at the next check; a template that is gone drains its pool. The pool's servers,
+// from their submission on, are this endpoint's (appNames): its sessions write their activity
+// (shared-activity.ts), so that every replica's orphan sweep leaves them while this one lives,
+// and stops them once it is gone (a replica killed without a drain).
 import type { FastifyBaseLogger } from 'fastify';
 import { type Clock, systemClock } from '../lib/clock.js';
 import { SerialCheck } from '../lib/serial-check.js';
@@ -36,8 +39,8 @@ export interface WarmServer {
 export interface WarmPoolHost {
   /** The Spark version sessions of `template` (undefined: none named) run now; undefined when the template is gone. */
   versionOf(template: string | undefined): Promise<string | undefined>;
-  /** Submits one server (no key) and resolves once it answers; rejects when it could not start. */
-  start(template: string | undefined, version: string): Promise<WarmServer>;
+  /** Submits one server (no key) and resolves once it answers; rejects when it could not start. `submitted`: told its application's name as soon as it has one. */
+  start(template: string | undefined, version: string, submitted?: (appName: string) => void): Promise<WarmServer>;
   /** Runs the warm-up on a server that answers; rejects when it failed. `signal` aborts it (its timeout, the pool's close). */
   warmUp(server: WarmServer, signal: AbortSignal): Promise<void>;
   /** Whether a ready server still answers. */
@@ -49,6 +52,8 @@ export interface WarmPoolHost {
 interface Member {
   template: string | undefined;
   version: string;
+  /** Its application, once submitted (before its server answers). */
+  appName?: string;
   /** Set once its server answers and its warm-up succeeded. */
   server?: WarmServer;
   /** Aborts its warm-up while one runs. */
@@ -124,6 +129,11 @@ export class ConnectWarmPool {
     this.members.add({ template: server.template, version: server.version, server });
   }
 
+  /** The applications of the pool's servers, from their submission until they leave the pool (handed out or stopped). */
+  appNames(): string[] {
+    return [...this.members].map((m) => m.server?.appName ?? m.appName).filter((name): name is string => name !== undefined);
+  }
+
   status(): WarmPoolStatus[] {
     return [...this.sizes].map(([template, size]) => {
       const members = [...this.members].filter((m) => m.template === template && !m.drop);
@@ -175,7 +185,7 @@ export class ConnectWarmPool {
   private startOne(template: string | undefined, version: string): void {
     const member: Member = { template, version };
     this.members.add(member);
-    const started = this.host.start(template, version).then((server) => this.warmUp(member, server)).then(async (server) => {
+    const started = this.host.start(template, version, (appName) => { member.appName = appName; }).then((server) => this.warmUp(member, server)).then(async (server) => {
       this.retry.delete(template);
       member.server = server;
       if (member.drop || this.closed) await this.stopAll([member], this.closed ? 'the service stopped' : undefined);

@@ -3,7 +3,8 @@
 // that died can change). Two endpoints' sessions ("replicas") share one real API, as replicas
 // share the apiserver: the second finds the session's application by its label and takes it over
 // for its owner; another key is refused with no side effect; an ended session stays ended. A
-// replica dropped without a drain leaves its session to the others' orphan sweep.
+// replica dropped without a drain leaves its session, and its warm pool's server, to the others'
+// orphan sweep.
 // Drivers are the fake-spark-submit TEST DOUBLE; a TCP listener stands in for the Connect server.
 import { createServer, type AddressInfo } from 'node:net';
 import type { FastifyBaseLogger } from 'fastify';
@@ -12,9 +13,9 @@ import t from 'tap';
 import { GrpcStatus } from '../../connect/grpc-status.js';
 import { GATEWAY_PROOF_HEADER } from '../../lib/gateway-proof.js';
 import { podPlacement } from '../../connect/placement.js';
-import { CONNECT_SESSION_LABEL } from '../../connect/server-app.js';
+import { CONNECT_SESSION_LABEL, WARM_SESSION } from '../../connect/server-app.js';
 import { ServiceApi } from '../../connect/service-api.js';
-import { connectServers } from '../../cli/connect-wiring.js';
+import { connectServers, warmVia } from '../../cli/connect-wiring.js';
 import { ConnectSessions, type SessionsOptions } from '../../connect/sessions.js';
 import { activityOf, CONNECT_ACTIVITY_LABEL, markEvery, orphanAfter, type SharedActivity } from '../../connect/shared-activity.js';
 import { FileKeyStore } from '../../submit-api/auth/key-store.js';
@@ -205,4 +206,61 @@ t.test('a replica killed without a drain leaves its session running; another rep
   const late = await refusal(second.acquire({ id: a.id, key: a.key }, sessionId, undefined));
   t.equal(late?.code, GrpcStatus.FAILED_PRECONDITION, 'its client coming back through a replica is refused as ended, not started again');
   t.match(late?.message, /has ended \(its application .* is KILLED\)/);
+});
+
+t.test('a replica killed without a drain leaves its warm pool\'s server; another replica\'s sweep keeps it while that pool writes its activity, and stops it once it does not', async (t) => {
+  const { replica, api } = await setUp(t);
+  const idleMs = 60_000;
+  const stops: Array<{ appName: string; why: string }> = [];
+  const via = warmVia(api.cluster);
+  // The pool's server, as the service submits it (no key), stays up like a Connect server (the test double's sleep).
+  const warm = {
+    ...via, sizes: new Map([[undefined, 1]]), warmUp: async () => undefined,
+    submit: (submission: Parameters<typeof via.submit>[0]) => via.submit({ ...submission, configOverrides: { ...submission.configOverrides as object, arguments: ['sleep=600'] } }),
+  };
+  const firstClock = new FakeClock(Date.now());
+  const first = replica(idleMs, { clock: firstClock, warm }, { drained: false });
+  await until(() => first.pool?.status()[0]?.ready === 1, { what: 'the first replica\'s warm server ready' });
+  const [appName] = first.pool!.appNames();
+  const record = () => api.cluster.get(appName!);
+  t.equal((await record())?.labels?.[CONNECT_SESSION_LABEL], WARM_SESSION);
+  /** The first replica's cull tick (a quarter of the idle time): its pool's server's activity is written. */
+  const firstTick = async () => {
+    firstClock.advance(markEvery(idleMs));
+    await until(async () => activityOf((await record())?.labels) === firstClock.now(), { what: 'the pool\'s activity written' });
+  };
+  await firstTick();
+
+  // The replicas' clocks agree (the labels are times): the second's starts where the first's is now.
+  const clock = new FakeClock(firstClock.now());
+  const swept = { count: 0 };
+  // The second replica: no pool, its orphan sweep on its own clock.
+  replica(idleMs, {
+    clock,
+    connectServers: async () => { const apps = await connectServers(api.cluster)(); swept.count++; return apps; },
+    stopApp: (name, why) => { stops.push({ appName: name, why }); return api.cluster.stop(name, why); },
+  });
+  const sweepAfter = async (ms: number) => {
+    const before = swept.count;
+    clock.advance(ms);
+    await until(() => swept.count > before, { what: 'a sweep' });
+  };
+  await until(() => swept.count > 0, { what: 'the second replica\'s sweep at its start' });
+  for (let i = 0; i < 8; i++) {
+    await firstTick();
+    await sweepAfter(markEvery(idleMs));
+  }
+  t.same(stops, [], 'two idle times later, its pool alive: kept by the other replica\'s sweeps');
+  t.equal((await record())?.state, 'RUNNING');
+
+  // The first replica is gone: its clock never moves again, so its pool writes nothing more.
+  const lastWrite = activityOf((await record())?.labels)!;
+  await sweepAfter(lastWrite + orphanAfter(idleMs) - markEvery(idleMs) - clock.now());
+  t.same(stops, [], 'not yet idle long enough after its pool\'s last write');
+  await sweepAfter(2 * markEvery(idleMs));
+  await until(async () => (await record())?.state === 'KILLED', { what: 'the orphaned warm server stopped' });
+  t.same(stops.map((s) => s.appName), [appName], 'stopped by the second replica, once');
+  t.match((await record())?.stateDetail, /orphaned Spark Connect warm pool server: no live endpoint kept it/, 'its record says why');
+  await sweepAfter(markEvery(idleMs));
+  t.equal(stops.length, 1, 'later sweeps leave it alone');
 });

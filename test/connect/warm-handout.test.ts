@@ -2,6 +2,8 @@
 // over a fake API and a fake cluster, the "servers" one real loopback listener: a dry run and the
 // claim as the caller's key come first; a refusal before the claim was recorded puts the server
 // back and reaches the client; a claim in doubt stops the server and the session starts cold.
+// Throughout, the server is this endpoint's (holds: the orphan sweep leaves it): the pool's, then
+// the hand-out's, then the session's.
 import { createServer, type Server } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import t, { type Test } from 'tap';
@@ -82,4 +84,17 @@ t.test('a claim in doubt (no answer) stops the server, never handing it out agai
   t.match(session.appName, /^cold-/, 'the session got its own application');
   t.notOk(session.warm);
   t.ok(calls.some((c) => c.what === 'submit' && !c.dryRun && c.key === 'ssk_a'), 'submitted as the caller');
+});
+
+t.test('the server is this endpoint\'s throughout (the orphan sweep leaves it): the pool\'s, while it is handed out, then the session\'s', async (t) => {
+  const held: boolean[] = [];
+  let sessions: ConnectSessions | undefined;
+  const set = await setUp(t, async (appName) => { held.push(sessions!.holds(appName)); });
+  sessions = set.sessions;
+  t.ok(sessions.holds('warm-1'), 'the pool\'s ready server');
+  const session = await sessions.acquire(caller, 'session-1', undefined);
+  t.same(held, [true], 'during its claim, out of the pool and not yet the session\'s');
+  t.equal(session.appName, 'warm-1');
+  t.ok(sessions.holds('warm-1'), 'then the session\'s');
+  t.notOk(sessions.holds('someone-elses'), 'nothing else');
 });

@@ -25,8 +25,9 @@ class FakeHost implements WarmPoolHost {
   private next = 0;
 
   versionOf(template: string | undefined): Promise<string | undefined> { return Promise.resolve(this.versions.get(template)); }
-  start(template: string | undefined, version: string): Promise<WarmServer> {
+  start(template: string | undefined, version: string, submitted?: (appName: string) => void): Promise<WarmServer> {
     const appName = `warm-${++this.next}`;
+    submitted?.(appName); // as the endpoint's host: its application is submitted before its server answers
     return new Promise((resolve, reject) => {
       const server = { appName, template, version, port: 40000 + this.next, server: { host: '127.0.0.1', port: 40000 + this.next } };
       this.starts.push({ template, version, appName, resolve: () => resolve(server), reject });
@@ -270,4 +271,18 @@ t.test('sizes of 0 are off: no timer, no start', async (t) => {
   t.notOk(pool.enabled);
   t.equal(clock.pending, 0);
   t.same(host.started(), []);
+});
+
+t.test('the pool\'s applications (which this endpoint writes the activity of): from their submission until they leave the pool', async (t) => {
+  const { host, pool } = openPool(t);
+  await flush();
+  t.same(pool.appNames(), ['warm-1', 'warm-2'], 'starting ones: named once submitted');
+  host.ready('warm-1');
+  await flush();
+  pool.take(undefined, '3.5.7');
+  await flush();
+  t.same(pool.appNames().sort(), ['warm-2', 'warm-3'], 'a handed-out one is no longer the pool\'s; its refill is');
+  host.starts.find((s) => s.appName === 'warm-2')!.reject(new Error('did not start'));
+  await flush();
+  t.same(pool.appNames(), ['warm-3'], 'nor a failed start');
 });
