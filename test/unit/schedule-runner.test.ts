@@ -17,6 +17,7 @@ import { SchedulerTestClock as FakeClock } from '../helpers/scheduler-clock.js';
 class FakeCluster {
   readonly records = new Map<string, AppRecord>();
   readonly stopped: string[] = [];
+  readonly whys: Array<string | undefined> = [];
   constructor(private readonly clock: SchedulerClock) {}
   async createDriver(pod: V1Pod): Promise<CreateResult> {
     const appName = pod.metadata!.name!;
@@ -31,7 +32,7 @@ class FakeCluster {
   }
   async get(appName: string) { return this.records.get(appName); }
   async list(query: ListQuery) { return pageOf([...this.records.values()].filter((r) => matchesQuery(r, query)), query); }
-  async stop(appName: string) { this.stopped.push(appName); return this.end(appName, 'KILLED'); }
+  async stop(appName: string, why?: string) { this.stopped.push(appName); this.whys.push(why); return this.end(appName, 'KILLED'); }
   async delete(appName: string) { return this.records.delete(appName); }
   end(appName: string, state: AppRecord['state'] = 'COMPLETED') {
     const record = this.records.get(appName)!;
@@ -79,6 +80,7 @@ t.test('Forbid skips ticks while a run is active; Replace stops it', async (t) =
   await replace.clock.until('2026-11-27T10:02:10Z', replace.runner);
   t.equal(replace.cluster.records.size, 2);
   t.match(replace.cluster.stopped, [/-100100-/], 'the 10:01 run was stopped for the 10:02 one');
+  t.same(replace.cluster.whys, ['schedule every-minute replaced it with its next run (concurrencyPolicy Replace)'], 'its record says why');
 });
 
 t.test('a runner does not count runs of other keys that carry the schedule label', async (t) => {
