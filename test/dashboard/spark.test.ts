@@ -1,8 +1,11 @@
-// Real Spark (the project's virtualenv, Java 17) in local mode, in headless Chromium:
-// examples/pi.py's page shows its config and its driver log live (a line the driver writes is
-// on the page within 1 s), and its Spark UI opens through the dashboard's proxy while it runs,
-// with working links.
+// Real Spark (the project's virtualenv, Java 17) in local mode, in headless Chromium: a pi run's
+// page shows its config and its driver log live (a line the driver writes is on the page within
+// 1 s), and its Spark UI opens through the dashboard's proxy while it runs, with working links.
+// The run is examples/pi.py's work with a driver kept until the test releases it: with pi.py
+// itself the checks raced its end (once its UI was gone mid-page: 502, no executors table).
 import { readFileSync, mkdirSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
@@ -24,9 +27,16 @@ t.test('pi.py: config, live log, Spark UI through the proxy', { skip: spark ? fa
   const errors: string[] = [];
   page.on('pageerror', (err) => errors.push(String(err)));
 
+  const program = join(repoRoot, 'test', 'fixtures', 'dashboard', 'pi-until-released.py');
+  // 404 until the checks are done, then 200: the driver ends.
+  let released = false;
+  const releaser = createServer((_req, res) => { res.statusCode = released ? 200 : 404; res.end(); });
+  await new Promise<void>((ok) => releaser.listen(0, '127.0.0.1', ok));
+  t.teardown(() => { releaser.close(); });
+  const release = `http://127.0.0.1:${(releaser.address() as AddressInfo).port}/release`;
   const res = await api.call('POST', '/api/apps/', {
     jobName: 'pi',
-    configOverrides: { type: 'Python', mainApplicationFile: `local://${join(repoRoot, 'examples', 'pi.py')}`, arguments: ['300'], executor: { cores: 1, instances: 2 } },
+    configOverrides: { type: 'Python', mainApplicationFile: `local://${program}`, arguments: ['20', release], executor: { cores: 1, instances: 2 } },
   });
   t.equal(res.status, 201);
   const appName = res.json.appName as string;
@@ -34,8 +44,8 @@ t.test('pi.py: config, live log, Spark UI through the proxy', { skip: spark ? fa
   await page.goto(`${address}/dashboard/apps/${appName}`);
   await page.locator('#config').waitFor();
   const config = JSON.parse((await page.locator('#config').getAttribute('data-json'))!);
-  t.same(config.arguments, ['300'], 'the effective config');
-  t.equal(config.mainApplicationFile, `local://${join(repoRoot, 'examples', 'pi.py')}`);
+  t.same(config.arguments, ['20', release], 'the effective config');
+  t.equal(config.mainApplicationFile, `local://${program}`);
   await waitForState(() => api.getApp(appName), 'RUNNING');
 
   // Lines as the driver writes them to its log file vs. when they are on the page.
@@ -89,6 +99,7 @@ t.test('pi.py: config, live log, Spark UI through the proxy', { skip: spark ? fa
   await uiPage.close();
   await page.screenshot({ path: join(shots, 'dashboard-app-pi.png'), fullPage: true });
 
+  released = true;
   const done = await waitForState(() => api.getApp(appName), 'COMPLETED', { timeoutMs: 600_000 });
   t.equal(done.state, 'COMPLETED');
   await page.waitForFunction(() => /Pi is roughly/.test(document.getElementById('log')?.textContent ?? ''));
