@@ -12,6 +12,7 @@
 // meets a certificate the apiserver does not trust yet.
 import { type Logger, pino } from 'pino';
 import { type MetricsServer, startMetricsServer } from '../lib/metrics-server.js';
+import { oneAfterAnother } from '../lib/one-after-another.js';
 import { retry } from '../lib/retry.js';
 import { AdmissionregistrationV1Api, type V1MutatingWebhookConfiguration } from '@kubernetes/client-node';
 import { AdmissionCache } from '../cluster/kubernetes/admission-cache.js';
@@ -143,19 +144,15 @@ function certificateChecks(options: WebhookServiceOptions, publish: (caBundle: s
     return { reason: first.reason, installed: true, caBundle: currentBundle };
   };
 
-  let queue: Promise<unknown> = Promise.resolve();
+  const check = oneAfterAnother((overrides: Pick<RotationPolicy, 'now'> = {}) => (shared ? checkSecret(shared, overrides) : checkFiles(overrides)));
   return {
     files,
     /** Secret mode: the CA was published by the check itself. */
     secretMode: shared !== undefined,
     get caBundle() { return currentBundle; },
     /** Resolves when the check under way (if any) has ended. */
-    idle: () => queue,
-    check(overrides: Pick<RotationPolicy, 'now'> = {}): Promise<CertificateCheck> {
-      const run = queue.then(() => (shared ? checkSecret(shared, overrides) : checkFiles(overrides)));
-      queue = run.catch(() => undefined);
-      return run;
-    },
+    idle: check.idle,
+    check,
   };
 }
 

@@ -6,6 +6,7 @@ import { watch, type FSWatcher } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { createSecureContext } from 'node:tls';
+import { oneAfterAnother } from '../../lib/one-after-another.js';
 
 export interface CertificatePair { cert: Buffer; key: Buffer }
 
@@ -38,7 +39,6 @@ const samePair = (a: CertificatePair, b: CertificatePair) => a.cert.equals(b.cer
 /** Loads the pair (rejecting when it is unusable) and keeps it current. */
 export async function watchCertificates(options: CertificateWatcherOptions): Promise<CertificateWatcher> {
   let pair = await readPair(options.certFile, options.keyFile);
-  let queue: Promise<boolean> = Promise.resolve(false);
   let lastError = '';
 
   const reload = async (): Promise<boolean> => {
@@ -59,11 +59,7 @@ export async function watchCertificates(options: CertificateWatcherOptions): Pro
   };
   // One read at a time, each after the one before: a read under way may have begun before the
   // caller's latest write (a file event of its first rename), so joining it could miss the pair.
-  const check = (): Promise<boolean> => {
-    const run = queue.then(reload);
-    queue = run.catch(() => false);
-    return run;
-  };
+  const check = oneAfterAnother(reload);
 
   const timer = setInterval(() => void check(), options.intervalMs ?? 10_000);
   timer.unref();
