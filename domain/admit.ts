@@ -166,9 +166,27 @@ export function admitPod(pod: V1Pod, ctx: AdmissionContext): Admission {
  * annotations can be edited after admission (`kubectl annotate`), so a caller that reads them
  * from a watch must never throw on one.
  */
-export function readConfigAnnotation(pod: V1Pod): { config?: ApplicationConfig; problem?: string } {
+export function readConfigAnnotation(pod: V1Pod): ConfigReading {
   const raw = pod.metadata?.annotations?.[ANNOTATION_CONFIG];
   if (!raw) return {};
+  const known = readings.get(pod);
+  if (known?.raw === raw) return known.reading;
+  const reading = parseConfigAnnotation(raw);
+  readings.set(pod, { raw, reading });
+  return reading;
+}
+
+type ConfigReading = { config?: ApplicationConfig; problem?: string };
+
+/**
+ * Each pod object's reading, for as long as its annotation is the same string: every watch event
+ * brings a new pod object, which the API's cache (the record's stateDetail) and the controller
+ * (the config check of every pass) each read; parsed once, not on every read. Readers share
+ * the config object and do not change it.
+ */
+const readings = new WeakMap<V1Pod, { raw: string; reading: ConfigReading }>();
+
+function parseConfigAnnotation(raw: string): ConfigReading {
   let parsed: unknown;
   try {
     parsed = JSON.parse(raw);

@@ -27,6 +27,8 @@ export function installValidation(app: FastifyInstance): void {
 const FORBIDDEN_KEYS = new Set(['__proto__', 'constructor', 'prototype']);
 /** With the u flag, a surrogate range matches only a half of a pair that has no other half. */
 const LONE_SURROGATE = /[\uD800-\uDFFF]/u;
+// Module-level: unsafeField recurses into every value of every body.
+const fieldName = (path: string[]) => path.join('.') || 'body';
 
 /**
  * What JSON Schema cannot say about a body: keys that would reach an object's prototype when
@@ -34,15 +36,14 @@ const LONE_SURROGATE = /[\uD800-\uDFFF]/u;
  * Returns the first offending field and why.
  */
 export function unsafeField(value: unknown, path: string[] = []): { field: string; message: string } | undefined {
-  const field = (p: string[]) => p.join('.') || 'body';
   if (typeof value === 'string') {
-    return LONE_SURROGATE.test(value) ? { field: field(path), message: `field "${field(path)}" holds a lone UTF-16 surrogate (not valid text)` } : undefined;
+    return LONE_SURROGATE.test(value) ? { field: fieldName(path), message: `field "${fieldName(path)}" holds a lone UTF-16 surrogate (not valid text)` } : undefined;
   }
   if (typeof value !== 'object' || value === null) return undefined;
   for (const [key, child] of Object.entries(value)) {
     const here = [...path, key];
-    if (FORBIDDEN_KEYS.has(key)) return { field: field(here), message: `field "${field(here)}": the key "${key}" is not allowed` };
-    if (LONE_SURROGATE.test(key)) return { field: field(here), message: `field "${field(path)}" has a key with a lone UTF-16 surrogate (not valid text)` };
+    if (FORBIDDEN_KEYS.has(key)) return { field: fieldName(here), message: `field "${fieldName(here)}": the key "${key}" is not allowed` };
+    if (LONE_SURROGATE.test(key)) return { field: fieldName(here), message: `field "${fieldName(path)}" has a key with a lone UTF-16 surrogate (not valid text)` };
     const found = unsafeField(child, here);
     if (found) return found;
   }

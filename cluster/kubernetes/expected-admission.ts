@@ -58,12 +58,14 @@ export function expectedAdmission(bare: V1Pod, namespace: string, rules: Admissi
 
 /** Whether `body` is `bare` with ownerReferences (and a namespace) added: every other field the same object. */
 export function ownerAddedOnly(body: V1Pod, bare: V1Pod): boolean {
-  const same = (a: object, b: object, skip: string[]) => {
-    const keys = new Set([...Object.keys(a), ...Object.keys(b)]);
-    for (const key of skip) keys.delete(key);
-    return [...keys].every((key) => (a as Record<string, unknown>)[key] === (b as Record<string, unknown>)[key]);
-  };
-  return same(body, bare, ['metadata']) && same(body.metadata ?? {}, bare.metadata ?? {}, ['ownerReferences', 'namespace']);
+  return sameFields(body, bare, ['metadata']) && sameFields(body.metadata ?? {}, bare.metadata ?? {}, ['ownerReferences', 'namespace']);
+}
+
+/** Whether `a` and `b` hold the same values (by identity) in every field but `skip`. */
+function sameFields(a: object, b: object, skip: string[]): boolean {
+  const keys = new Set([...Object.keys(a), ...Object.keys(b)]);
+  for (const key of skip) keys.delete(key);
+  return [...keys].every((key) => (a as Record<string, unknown>)[key] === (b as Record<string, unknown>)[key]);
 }
 
 /**
@@ -103,14 +105,16 @@ export function canonicalJson(value: unknown): string {
  */
 export function sameJson(a: unknown, b: unknown): boolean {
   if (a === b) return true;
-  const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null;
   if (!isObject(a) || !isObject(b)) return !isObject(a) && !isObject(b) && JSON.stringify(a ?? null) === JSON.stringify(b ?? null);
   if (Array.isArray(a) || Array.isArray(b)) {
     if (!Array.isArray(a) || !Array.isArray(b) || a.length !== b.length) return false;
     for (let i = 0; i < a.length; i++) if (!sameJson(a[i], b[i])) return false;
     return true;
   }
-  const defined = (o: Record<string, unknown>) => Object.keys(o).filter((k) => o[k] !== undefined);
-  const keys = defined(a);
-  return keys.length === defined(b).length && keys.every((k) => Object.hasOwn(b, k) && sameJson(a[k], b[k]));
+  const keys = definedKeys(a);
+  return keys.length === definedKeys(b).length && keys.every((k) => Object.hasOwn(b, k) && sameJson(a[k], b[k]));
 }
+
+// Module-level, not in sameJson: it recurses into every value of both configs on every pass.
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null;
+const definedKeys = (o: Record<string, unknown>) => Object.keys(o).filter((k) => o[k] !== undefined);

@@ -6,7 +6,7 @@
 // disagrees with the write that is about to happen.
 import type { V1ContainerStatus, V1Pod } from '@kubernetes/client-node';
 import type { ApplicationAttempt, ApplicationConfig, ApplicationState } from '../../schemas/index.js';
-import { ANNOTATION_CONFIG, applicationLabels, attemptPodName, endAttempt, readConfig, readConfigAnnotation } from '../../domain/index.js';
+import { applicationLabels, attemptPodName, endAttempt, readConfig, readConfigAnnotation } from '../../domain/index.js';
 import { type AppRecord, isTerminal, type Transition } from '../cluster.js';
 import { idempotencyOf } from '../app-record.js';
 import { type DriverView, kubernetesAttemptEnd } from './attempt-end.js';
@@ -82,22 +82,11 @@ export function podState(view: DriverView): { state?: ApplicationState; startedA
   }
 }
 
-/**
- * Each pod object's answer, for as long as its annotation is the same string: every watch event
- * brings a new pod object, which the cache (checkConfig, then the record's desiredStatus) and the
- * controller (desiredStatus) each ask about; the config is parsed once, not on every ask.
- */
-const configProblems = new WeakMap<V1Pod, { raw: string | undefined; problem: string | undefined }>();
-
 /** Why the driver pod's config annotation cannot be read (edited after admission), for stateDetail; undefined when it can. */
 export function unreadableConfig(pod: V1Pod): string | undefined {
-  const raw = pod.metadata?.annotations?.[ANNOTATION_CONFIG];
-  const known = configProblems.get(pod);
-  if (known && known.raw === raw) return known.problem;
+  // readConfigAnnotation keeps each pod object's reading: the cache and the controller ask on every event and pass.
   const { problem } = readConfigAnnotation(pod);
-  const said = problem && `the driver pod's config cannot be read: ${problem}`;
-  configProblems.set(pod, { raw, problem: said });
-  return said;
+  return problem && `the driver pod's config cannot be read: ${problem}`;
 }
 
 export const STOPPED_BY_USER = 'stopped by a user';
