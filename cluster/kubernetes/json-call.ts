@@ -13,9 +13,14 @@ export { KubeApiError };
 /** Above any object the apiserver returns for one create (etcd caps objects near 1.5 MiB). */
 const MAX_RESPONSE_BYTES = 8 * 1024 * 1024;
 
-/** POSTs `body` as JSON to `path` (with its query) on the current cluster; resolves to the parsed answer. */
-export function postJson<T>(kc: KubeConfig, path: string, body: unknown): Promise<T> {
-  return sendJson<T>(kc, 'POST', path, body);
+/** GETs the object at `path`; aborted with `signal`. */
+export function getJson<T>(kc: KubeConfig, path: string, signal?: AbortSignal): Promise<T> {
+  return sendJson<T>(kc, 'GET', path, undefined, { signal });
+}
+
+/** POSTs `body` as JSON to `path` (with its query) on the current cluster; resolves to the parsed answer; aborted with `signal`. */
+export function postJson<T>(kc: KubeConfig, path: string, body: unknown, signal?: AbortSignal): Promise<T> {
+  return sendJson<T>(kc, 'POST', path, body, { signal });
 }
 
 /** A JSON Patch (RFC 6902) of the object at `path`; aborted with `signal`. */
@@ -34,10 +39,12 @@ export function deleteJson<T>(kc: KubeConfig, path: string, options: unknown, si
 }
 
 async function sendJson<T>(kc: KubeConfig, method: string, path: string, body: unknown, { contentType = 'application/json', signal }: { contentType?: string; signal?: AbortSignal } = {}): Promise<T> {
-  const payload = JSON.stringify(body);
+  // A GET has no body, so no content headers.
+  const payload = body === undefined ? undefined : JSON.stringify(body);
   const res = await connectionOf(kc).request({
     method, path, body: payload, signal,
-    headers: { 'content-type': contentType, accept: 'application/json', 'content-length': Buffer.byteLength(payload) },
+    headers: payload === undefined ? { accept: 'application/json' }
+      : { 'content-type': contentType, accept: 'application/json', 'content-length': Buffer.byteLength(payload) },
   });
   return new Promise<T>((ok, fail) => {
     const chunks: Buffer[] = [];

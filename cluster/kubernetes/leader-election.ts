@@ -13,7 +13,7 @@
 //   before any follower may take over (lease-decision.ts says why).
 // - Writes are conditional on the resourceVersion read, so two candidates never both win.
 // - A leader that stops cleanly releases the Lease, so a successor need not wait.
-import { CoordinationV1Api, type V1Lease } from '@kubernetes/client-node';
+import type { V1Lease } from '@kubernetes/client-node';
 import { CallTimeoutError, withTimeout } from './call-timeout.js';
 import type { KubeClients } from './client.js';
 import { statusCode } from './errors.js';
@@ -21,6 +21,7 @@ import type { Log } from './informers.js';
 import {
   callBudget, checkTiming, CLIENT_GO_TIMING, decide, type LeaseTiming, mayLead, type Observation, retryDelay,
 } from './lease-decision.js';
+import { jsonLeaseApi, type LeaseApi } from './lease-calls.js';
 import { leaderGauge, leaseOutcomes } from './metrics.js';
 
 const RENEWED = 'submission-service/renewed-at';
@@ -37,10 +38,12 @@ export interface LeaderElectionOptions {
   log?: Log;
   onStartedLeading: () => void;
   onStoppedLeading: () => void;
+  /** The Lease calls; default: plain JSON calls with `clients` (lease-calls.ts). */
+  leases?: LeaseApi;
 }
 
 export class LeaderElection {
-  private readonly api: CoordinationV1Api;
+  private readonly api: LeaseApi;
   readonly timing: LeaseTiming;
   private readonly now: () => number;
   private running = false;
@@ -56,7 +59,7 @@ export class LeaderElection {
   private stopping = new AbortController();
 
   constructor(private readonly options: LeaderElectionOptions) {
-    this.api = options.clients.kc.makeApiClient(CoordinationV1Api);
+    this.api = options.leases ?? jsonLeaseApi(options.clients.kc);
     const given = Object.fromEntries(Object.entries(options.timing ?? {}).filter(([, v]) => v !== undefined));
     this.timing = { ...CLIENT_GO_TIMING, ...given };
     checkTiming(this.timing);
@@ -115,7 +118,7 @@ export class LeaderElection {
     try {
       let lease: V1Lease | undefined;
       try {
-        lease = await withTimeout(`reading lease ${name}`, left(), (o) => this.api.readNamespacedLease({ name, namespace }, o), this.stopping.signal);
+        lease = await withTimeout(`reading lease ${name}`, left(), (_, signal) => this.api.readNamespacedLease({ name, namespace }, signal), this.stopping.signal);
       } catch (error) {
         if (statusCode(error) !== 404) throw error;
       }
@@ -129,8 +132,8 @@ export class LeaderElection {
       }
       const annotations = { ...lease?.metadata?.annotations, [RENEWED]: new Date().toISOString() }; // for people; never read
       const written = decision.action === 'create'
-        ? await withTimeout(`creating lease ${name}`, left(), (o) => this.api.createNamespacedLease({ namespace, body: { metadata: { name, namespace, annotations }, spec: this.spec() } }, o), this.stopping.signal)
-        : await withTimeout(`writing lease ${name}`, left(), (o) => this.api.replaceNamespacedLease({ name, namespace, body: { ...lease, metadata: { ...lease!.metadata, annotations }, spec: this.spec(lease) } }, o), this.stopping.signal);
+        ? await withTimeout(`creating lease ${name}`, left(), (_, signal) => this.api.createNamespacedLease({ namespace, body: { metadata: { name, namespace, annotations }, spec: this.spec() } }, signal), this.stopping.signal)
+        : await withTimeout(`writing lease ${name}`, left(), (_, signal) => this.api.replaceNamespacedLease({ name, namespace, body: { ...lease, metadata: { ...lease!.metadata, annotations }, spec: this.spec(lease) } }, signal), this.stopping.signal);
       this.observed = { version: written.metadata?.resourceVersion ?? '', holder: identity, at: this.now() };
       this.renewed(started, decision.action === 'renew' && this.leader ? 'renewed' : 'acquired');
     } catch (error) {
@@ -192,9 +195,9 @@ export class LeaderElection {
   private async release(): Promise<void> {
     const { namespace, name, identity } = this.options;
     const ms = this.timing.retryMs;
-    const lease = await withTimeout(`reading lease ${name}`, ms, (o) => this.api.readNamespacedLease({ name, namespace }, o));
+    const lease = await withTimeout(`reading lease ${name}`, ms, (_, signal) => this.api.readNamespacedLease({ name, namespace }, signal));
     if (lease.spec?.holderIdentity !== identity) return;
-    await withTimeout(`releasing lease ${name}`, ms, (o) => this.api.replaceNamespacedLease({ name, namespace, body: { ...lease, spec: { ...lease.spec, holderIdentity: '', leaseDurationSeconds: 1 } } }, o));
+    await withTimeout(`releasing lease ${name}`, ms, (_, signal) => this.api.replaceNamespacedLease({ name, namespace, body: { ...lease, spec: { ...lease.spec, holderIdentity: '', leaseDurationSeconds: 1 } } }, signal));
   }
 }
 

@@ -11,7 +11,7 @@ import { installFakeClock, type FakeClock } from './fixtures/fake-clock.js';
 const NAMESPACE = 'spark';
 const NAME = 'submission-service-controller';
 
-/** The three Lease calls LeaderElection makes, over one stored Lease with optimistic concurrency. */
+/** The three Lease calls LeaderElection makes (lease-calls.ts' LeaseApi), over one stored Lease with optimistic concurrency. */
 class FakeLeaseApi {
   lease?: V1Lease;
   private version = 0;
@@ -60,10 +60,10 @@ interface TestLike { teardown(run: () => unknown): void }
 
 function setUp(t: TestLike, api = new FakeLeaseApi()): Harness {
   const clock = installFakeClock();
-  const clients = { kc: { makeApiClient: () => api } } as unknown as KubeClients;
+  const clients = { kc: {} } as unknown as KubeClients;
   const harness = { api, clock, started: 0, stopped: 0 } as Harness;
   harness.election = new LeaderElection({
-    clients, namespace: NAMESPACE, name: NAME, identity: 'me', now: clock.now,
+    clients, namespace: NAMESPACE, name: NAME, identity: 'me', now: clock.now, leases: api,
     onStartedLeading: () => { harness.started++; },
     onStoppedLeading: () => { harness.stopped++; harness.stoppedAt = clock.now(); },
   });
