@@ -30,6 +30,7 @@ import { startTestbed, type Testbed } from './control-plane.js';
 import { DEFAULT_DRIVER_SERVICE } from '../domain/index.js';
 import { productArgs } from './entry.js';
 import { FakeKubelet } from './fake-kubelet.js';
+import { profileOnSignal } from './cpu-profile.js';
 import { type HistorySpark, startHistoryBed } from './history-bed.js';
 import { nodeIp, type RealNode, realNodeUnavailable, startRealNode } from './real-node.js';
 import { readyNodeForSpark, writeRealNodePools } from './real-node-spark.js';
@@ -79,6 +80,7 @@ export function nodeChoices(values: Pick<ServeOptions, 'real-node' | 'run-pods' 
 
 export async function serve(dir: string, values: ServeOptions): Promise<void> {
   rmSync(join(dir, 'state.json'), { force: true });
+  profileOnSignal(process.env.TESTBED_CPU_PROFILE_DIR);
   const { realNode, enforceNetworkPolicy, appNetworkPolicies } = nodeChoices(values);
   const testbed = await startTestbed(join(dir, 'testbed'), { scheduler: values.nodes || realNode, nodeControllers: realNode, advertiseAddress: realNode ? nodeIp() : undefined });
   const { kubeconfig } = testbed;

@@ -11,8 +11,10 @@
 //
 //   node --import tsx bench/kubernetes/controller-ceiling.ts
 //   env: CEILING_COUNT (400 per phase), CEILING_CONCURRENCY (16), CEILING_ROUNDS (2), SUBMISSION_SERVICE_TESTBED,
-//        CEILING_PIN=1 (the control plane on a core of its own, as on a real cluster: pin.ts)
+//        CEILING_PIN=1 (the control plane on a core of its own, as on a real cluster: pin.ts),
+//        CEILING_PROFILE=DIR (a V8 CPU profile of the service over each POST /api/apps/ phase, written to DIR)
 import { Agent as HttpAgent, request as httpRequest } from 'node:http';
+import { resolve } from 'node:path';
 import { CustomObjectsApi, type V1Pod } from '@kubernetes/client-node';
 import { newAppName } from '../../cluster/app-name.js';
 import { applicationResource } from '../../cluster/kubernetes/records.js';
@@ -29,6 +31,9 @@ const COUNT = envNumber('CEILING_COUNT', 400);
 const CONCURRENCY = envNumber('CEILING_CONCURRENCY', 16);
 const ROUNDS = envNumber('CEILING_ROUNDS', 2);
 const PIN = process.env.CEILING_PIN === '1';
+// A directory: the service's CPU profile of each POST /api/apps/ phase is written there (testbed/cpu-profile.ts).
+const PROFILE = process.env.CEILING_PROFILE ? resolve(process.env.CEILING_PROFILE) : undefined;
+if (PROFILE) process.env.TESTBED_CPU_PROFILE_DIR = PROFILE; // `testbed up` passes its environment to the service
 const GOAL = 0.7;
 const CEILING_NS = 'ceiling';
 const JOB = 'bench';
@@ -145,9 +150,11 @@ await withClusterUp('controller-ceiling', async (tb) => {
   // A refused submission (a loaded machine: the apiserver answers 503) is counted and said, not fatal.
   const failures: string[] = [];
   const counted = (one: () => Promise<void>) => () => one().catch((error: Error) => { failures.push(error.message.slice(0, 300)); });
-  const measured = async (one: () => Promise<void>) => {
+  const measured = async (one: () => Promise<void>, profiled = false) => {
     const before = await snapshot(metricsClient, pid);
+    if (profiled && PROFILE) process.kill(pid, 'SIGUSR2'); // starts the profile
     const rate = await phase(COUNT, CONCURRENCY, one);
+    if (profiled && PROFILE) process.kill(pid, 'SIGUSR2'); // writes it
     const after = await snapshot(metricsClient, pid);
     // Marks the phase's end (a profile of the service can be cut to the phase by these lines).
     process.stderr.write(`phase done in ${fmt(rate.ms)} ms\n`);
@@ -171,7 +178,7 @@ await withClusterUp('controller-ceiling', async (tb) => {
     costs.ceiling.push(c.costs);
     await clean(custom, tb.core);
     process.stderr.write(`round ${round}: POST /api/apps/ x ${COUNT}, controller running (load ${load()})\n`);
-    const a = await measured(counted(submit));
+    const a = await measured(counted(submit), true);
     results.api.push(a.perMinute);
     costs.api.push(a.costs);
     await clean(custom, tb.core);
