@@ -17,9 +17,10 @@ t.test(`${COUNT} kernels started at once all become idle; missed output is repla
   const dataDir = join(tempDir(t), 'data');
   const service = await startService(t, { dataDir, env: sparkEnv(), args: ['--cores', '2'] });
   const ws = service.url.replace('http', 'ws');
-  // A batch application that holds every core first: kernels must not wait behind it.
+  // A batch application that holds every core first: kernels must not wait behind it. It holds
+  // them in the service's count and sleeps (a pi.py of 200 partitions used to burn both cores).
   const batch = await http(service.url, 'POST', '/api/apps/', {
-    jobName: 'hog', configOverrides: { type: 'Python', mainApplicationFile: `local://${join(import.meta.dirname, '..', '..', 'examples', 'pi.py')}`, arguments: ['200'], executor: { cores: 2 } },
+    jobName: 'hog', configOverrides: { type: 'Python', mainApplicationFile: `local://${join(import.meta.dirname, '..', 'fixtures', 'recurring', 'sleeps.py')}`, arguments: ['900'], executor: { cores: 2 } },
   });
   t.equal(batch.status, 201, batch.text);
 
