@@ -15,7 +15,7 @@ import { tempDir } from '../helpers/temp.js';
 /** What the helpers need of a test. */
 interface TestLike { teardown(fn: () => unknown): void }
 
-// The routes stamp a schedule's creation with the real time: the fake clock starts there.
+// The routes stamp a schedule's creation with the real time: the fake clock starts there, and moves from its first move's real time (setup).
 const MINUTE = 60_000;
 const longJob = () => fakeJob({ sleep: 600 });
 
@@ -25,10 +25,15 @@ async function setup(t: TestLike, fairShare: { applicationsPerKey?: number; subm
   const clock = new SchedulerTestClock(start);
   const api = await startTestApi(t, { schedules: { clock, start: true }, auth: { enabled: true, store: keys }, fairShare });
   const as = (who: { key: string }) => ({ 'x-api-key': who.key });
-  const at = (ms: number) => clock.until(start + ms, api.schedules!.runner);
-  // Five seconds past the k-th whole minute after the start: one tick of '* * * * *' each, wherever
-  // in its minute the test began (start + 65 s crossed two minutes when it began past second 55).
-  const tick = (k: number) => clock.until(Math.floor(start / MINUTE) * MINUTE + k * MINUTE + 5_000, api.schedules!.runner);
+  // Times count from the clock's first move, which each test makes after creating its schedules:
+  // their creation is stamped with the real time, which a loaded machine moved past the start's
+  // next minute once (the first tick fell before the schedules' first, and nothing ran).
+  let origin: number | undefined;
+  const from = () => (origin ??= Math.max(start, Date.now()));
+  const at = (ms: number) => clock.until(from() + ms, api.schedules!.runner);
+  // Five seconds past the k-th whole minute after the origin: one tick of '* * * * *' each, wherever
+  // in its minute the test began (origin + 65 s crossed two minutes when it began past second 55).
+  const tick = (k: number) => clock.until(Math.floor(from() / MINUTE) * MINUTE + k * MINUTE + 5_000, api.schedules!.runner);
   return { keys, at, tick, api, as };
 }
 
