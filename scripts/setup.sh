@@ -33,6 +33,18 @@ npm_install() {
   fi
 }
 
+# tap's test class is built for the plugins .taprc names (tsx in place of tap's ts-node plugin):
+# here, once, rather than by the first of the two tap runs that scripts/test.sh starts together.
+tap_build() {
+  local stamp="$root/node_modules/.taprc-hash" want
+  want=$(cat "$root/.taprc" "$root/package-lock.json" | sha256sum | cut -c1-16)
+  if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+    say "building tap's test class for .taprc's plugins"
+    (cd "$root" && npx tap build >&2)
+    echo "$want" >"$stamp"
+  fi
+}
+
 build() {
   say "building TypeScript"
   (cd "$root" && npx tsc -p tsconfig.json >&2)
@@ -147,6 +159,7 @@ need_node; need_java; npm_install
 [ "${SETUP_IMAGE_TOOLS:-}" = 1 ] && image_tools
 [ "${SETUP_BROWSER:-}" = 1 ] && browser
 [ "${SETUP_TEST_TOOLS:-}" = 1 ] && node_packages
+[ "${SETUP_TEST_TOOLS:-}" = 1 ] && tap_build
 [ "${SKIP_BUILD:-}" = 1 ] || build
 venv=$(python_env "$root/requirements.txt" venv)
 # SETUP_SPARK_VERSIONS=1 (the test command): the other Spark versions' venvs too
