@@ -13,7 +13,6 @@ scheduler with its executor's workers and their task processes.
 """
 import json
 import os
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -24,7 +23,7 @@ from submission_service import Client
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent.parent / "clients" / "airflow" / "tests"))
-from airflow_processes import AIRFLOW, Components, prepare_home, query, wait_for  # noqa: E402
+from airflow_processes import Components, prepare_home, query, wait_for  # noqa: E402
 
 TASKS = int(os.environ.get("BENCH_TASKS", "10"))
 HOLD_S = float(os.environ.get("BENCH_HOLD_S", "30"))
@@ -114,9 +113,7 @@ def main(url: str, mode: str) -> None:
         processes = {name: psutil.Process(p.pid) for name, p in airflow.processes.items()}
         cpu0 = {name: cpu_seconds(p) for name, p in processes.items()}
         start = time.monotonic()
-        triggered = subprocess.run([AIRFLOW, "dags", "trigger", "bench_wait", "-c", json.dumps({"job": job})], env=env,
-                                   capture_output=True, text=True, timeout=600)
-        assert triggered.returncode == 0, triggered.stdout + triggered.stderr
+        airflow.trigger("bench_wait", None, {"job": job})
         figures = sample_until_ended(home, airflow, client, job, start)
         wall = time.monotonic() - start
         cpu = {name: round(cpu_seconds(p) - cpu0[name], 2) for name, p in processes.items()}

@@ -65,9 +65,13 @@ def airflow(tmp_path_factory: pytest.TempPathFactory, url: str) -> Airflow:
     return Airflow(home, prepare_home(home, dag_files, url))
 
 
-@pytest.fixture()
+@pytest.fixture(scope="session")
 def components(airflow: Airflow) -> Iterator[Components]:
     # test_scheduler.py kills a whole worker: two minutes of missing heartbeats find it (short of
     # Airflow's 300 s, long enough that a busy machine's late heartbeats fail no live task).
+    # One set for the session, as a deployment runs them: each start imports Airflow in four
+    # processes and boots the api-server, CPU the tests' kills need not pay twice. The kills leave
+    # it whole: the LocalExecutor reaps a killed worker and forks a new one, and each test has a DAG
+    # run (run_id) and a job of its own.
     with Components(airflow.home, airflow.env, heartbeat_timeout_s=120) as running:
         yield running

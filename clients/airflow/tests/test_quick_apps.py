@@ -4,7 +4,6 @@ whose drivers are the fake-spark-submit TEST DOUBLE (test/clients/airflow-quick-
 it and sets SUBMISSION_SERVICE_FAKE_SPARK). Without the trigger's min_deferral_s, some of them are
 failed by the scheduler although their applications COMPLETED (bench/airflow/quick-apps.ts measures
 how many); with it, every one succeeds on its first try."""
-import json
 import os
 
 import pytest
@@ -27,8 +26,7 @@ def scheduler(airflow):
 def test_tasks_whose_applications_end_at_once_all_succeed_under_the_scheduler(airflow, scheduler, url, job):
     run_id = "quick-" + job
     wait_for("the DAG to be parsed", lambda: airflow.query("select 1 from serialized_dag where dag_id = ?", DAG), scheduler)
-    triggered = airflow.run("dags", "trigger", DAG, "-r", run_id, "-c", json.dumps({"job": job}))
-    assert triggered.returncode == 0, triggered.stdout + triggered.stderr
+    scheduler.trigger(DAG, run_id, {"job": job})
     wait_for("the DAG run to end", lambda: airflow.query(
         "select 1 from dag_run where run_id = ? and state in ('success', 'failed')", run_id), scheduler)
 

@@ -5,7 +5,6 @@ Airflow retries the task and the retry re-attaches to the same application.
 Two deaths: the task process alone (its supervisor, the LocalExecutor's worker, reports it at
 once), and the whole worker, supervisor and task process together (as when a worker host dies: the
 scheduler finds it by the task's missing heartbeats)."""
-import json
 import os
 import signal
 
@@ -22,8 +21,7 @@ def test_a_worker_killed_while_spark_runs_is_retried_and_reattaches_to_the_same_
     release = tmp_path / "release"
     run_id = "crash-" + job
     wait_for("the DAG to be parsed", lambda: airflow.query("select 1 from serialized_dag where dag_id = ?", DAG), components)
-    triggered = airflow.run("dags", "trigger", DAG, "-r", run_id, "-c", json.dumps({"job": job, "release": str(release)}))
-    assert triggered.returncode == 0, triggered.stdout + triggered.stderr
+    components.trigger(DAG, run_id, {"job": job, "release": str(release)})
 
     def task() -> tuple:
         rows = airflow.query("select try_number, state, pid from task_instance where dag_id = ? and run_id = ?", DAG, run_id)
