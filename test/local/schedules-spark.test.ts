@@ -26,8 +26,10 @@ t.test('every minute with Forbid: one run per tick, a skipped tick while one run
   t.equal(created.status, 201, created.body);
   const runs = async () => (await api.call('GET', '/api/apps/?labelSelector=schedule.submission-service.io/name=pi-every-minute')).json.items as { appName: string; state: string; labels: Record<string, string> }[];
   const status = async () => (await api.call('GET', '/api/schedules/pi-every-minute')).json;
-  // The loop's next tick on the test's clock (the API's nextRunAt is on the real one).
-  const nextTick = () => clock.until(nextTickAfter({ schedule: '* * * * *' }, clock.now())!.getTime() + 1000, runner);
+  // The loop's next tick on the test's clock (the API's nextRunAt is on the real one), and never
+  // one before the schedule's creation: a slow start can put that in the clock's next minute.
+  const createdAt = Date.parse(created.json.createdAt as string);
+  const nextTick = () => clock.until(nextTickAfter({ schedule: '* * * * *' }, new Date(Math.max(clock.now().getTime(), createdAt)))!.getTime() + 1000, runner);
 
   await nextTick();
   const [first] = await runs();
