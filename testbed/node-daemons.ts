@@ -1,8 +1,11 @@
 // The real node's daemons as child processes: started through `testnode run` (so they die with
 // this process), waited for by polling what they serve, stopped with a grace period.
-import { type ChildProcess, spawn } from 'node:child_process';
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { closeSync, openSync } from 'node:fs';
 import { delimiter, join } from 'node:path';
+import { promisify } from 'node:util';
+
+const run = promisify(execFile);
 
 /** `testnode ARGS` with its log in `logFile`; it gets SIGTERM if this process dies (PR_SET_PDEATHSIG). */
 export function spawnDaemon(binDir: string, logFile: string, args: string[]): ChildProcess {
@@ -34,4 +37,9 @@ export async function terminate(child: ChildProcess | undefined, graceMs: number
   const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
   await gone;
   clearTimeout(timer);
+}
+
+/** Resolves once the containerd `child` serves `socket` (its `ctr version` answers); `log`: its log file, named when it does not. */
+export function containerdAnswers(binDir: string, socket: string, child: ChildProcess, log: string): Promise<void> {
+  return waitFor(async () => { await run(join(binDir, 'ctr'), ['--address', socket, 'version']); return true; }, child, 60_000, `containerd (${log})`);
 }

@@ -14,7 +14,7 @@ import { dirname, join, relative } from 'node:path';
 import { createHash } from 'node:crypto';
 import { promisify } from 'node:util';
 import { containerdConfig, nodePaths } from './node-config.js';
-import { spawnDaemon, terminate, waitFor } from './node-daemons.js';
+import { containerdAnswers, spawnDaemon, terminate } from './node-daemons.js';
 
 const run = promisify(execFile);
 
@@ -66,7 +66,7 @@ async function makeStore(binDir: string, runc: string, archives: string[]): Prom
   writeFileSync(p.containerdConfig, containerdConfig(p, binDir, runc));
   const containerd = spawnDaemon(binDir, p.containerdLog, ['run', join(binDir, 'containerd'), '--config', p.containerdConfig]);
   try {
-    await waitFor(async () => { await run(join(binDir, 'ctr'), ['--address', p.socket, 'version']); return true; }, containerd, 60_000, `containerd (${p.containerdLog})`);
+    await containerdAnswers(binDir, p.socket, containerd, p.containerdLog);
     for (const archive of archives) await importImage(binDir, p.socket, archive);
   } finally {
     await terminate(containerd, 10_000);

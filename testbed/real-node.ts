@@ -13,7 +13,7 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { CoreV1Api, KubeConfig, type V1Node } from '@kubernetes/client-node';
 import { logTail } from './log-tail.js';
-import { exited, spawnDaemon, terminate, waitFor } from './node-daemons.js';
+import { containerdAnswers, exited, spawnDaemon, terminate, waitFor } from './node-daemons.js';
 import { imageStore, importImage, seedRoot } from './node-images.js';
 import { cleanUpNode, hostBefore, readNodeState, writeNodeState, type NodeState } from './node-cleanup.js';
 import { BRIDGE, cniConfig, containerdConfig, corefile, GATEWAY, kubeletConfig, kubeProxyConfig, nodePaths, type NodePaths, POD_SUBNET } from './node-config.js';
@@ -162,7 +162,7 @@ export async function startRealNode(options: RealNodeOptions): Promise<RealNode>
     children.containerd = containerd;
     state.pids.containerd = containerd.pid!;
     writeNodeState(p, state);
-    await waitFor(async () => { await run(join(binDir, 'ctr'), ['--address', p.socket, 'version']); return true; }, containerd, 60_000, `containerd (${p.containerdLog})`);
+    await containerdAnswers(binDir, p.socket, containerd, p.containerdLog);
 
     const kubeletKubeconfig = options.nodeKubeconfig && existsSync(options.nodeKubeconfig) ? options.nodeKubeconfig : options.kubeconfig;
     const kubelet = daemon(p.kubeletLog, ['kubelet', '--config', p.kubeletConfig, '--kubeconfig', kubeletKubeconfig,

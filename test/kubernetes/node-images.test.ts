@@ -11,7 +11,7 @@ import { promisify } from 'node:util';
 import { realNodeUnavailable } from '../helpers/real-node.js';
 import { tempDir } from '../helpers/temp.js';
 import { containerdConfig, nodePaths, SANDBOX_IMAGE, TEST_IMAGE } from '../../testbed/node-config.js';
-import { spawnDaemon, terminate, waitFor } from '../../testbed/node-daemons.js';
+import { containerdAnswers, spawnDaemon, terminate } from '../../testbed/node-daemons.js';
 import { imageStore, seedRoot } from '../../testbed/node-images.js';
 import { nodeBinDir } from '../../testbed/real-node.js';
 
@@ -63,7 +63,7 @@ async function containerdOn(t: { teardown(fn: () => unknown): void }, dir: strin
   const child: ChildProcess = spawnDaemon(binDir, p.containerdLog, ['run', join(binDir, 'containerd'), '--config', p.containerdConfig]);
   const stop = () => terminate(child, 10_000);
   t.teardown(stop);
-  await waitFor(async () => { await run(join(binDir, 'ctr'), ['--address', p.socket, 'version']); return true; }, child, 60_000, `containerd (${p.containerdLog})`);
+  await containerdAnswers(binDir, p.socket, child, p.containerdLog);
   return { binDir, socket: p.socket, stop };
 }
 
