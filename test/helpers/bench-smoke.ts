@@ -28,6 +28,7 @@ const ALL_BENCHES: Bench[] = [
   { file: 'gateway/compare.ts', env: { GW_STARTS: '1', GW_EXECS: '5', GW_KERNELS: '6', GW_KERNEL_EXECS: '2', GW_SC: '1', GW_CLAIMS: '1' }, needs: ['spark', 'tools'] },
   // One version, its warm pool's server only (no cold session): one Spark driver.
   { file: 'connect.ts', env: { CONNECT_VERSIONS: '3.5.7', CONNECT_COLD: '0', CONNECT_QUERIES: '4', CONNECT_ROUNDS: '2', CONNECT_ARROW_MB: '1' }, needs: ['spark', 'connect'] },
+  { file: 'connect-relay.ts', env: { CONNECT_RELAY_CALLS: '20', CONNECT_RELAY_ROUNDS: '1', CONNECT_RELAY_CONCURRENCY: '2' } },
   { file: 'gateway/memory-probes.ts', env: { GW_MEM_FRAMES: '5', GW_MEM_OUTPUTS: '5' }, needs: ['spark'] },
   { file: 'airflow/deferrable.ts', env: { BENCH_TASKS: '2', BENCH_HOLD_S: '2', BENCH_POLL_S: '1' }, needs: ['airflow'] },
   { file: 'airflow/scheduled.ts', env: { BENCH_TASKS: '2', BENCH_HOLD_S: '2' }, needs: ['airflow'] },
