@@ -75,7 +75,14 @@ class Components:
                     # The DAG files do not change while these run: parsed once at start (a file whose
                     # mtime changes is parsed again at once anyway), not again every 30 s, each parse
                     # a forked process importing the DAG and the provider for nothing.
-                    "AIRFLOW__DAG_PROCESSOR__MIN_FILE_PROCESS_INTERVAL": "3600"}
+                    "AIRFLOW__DAG_PROCESSOR__MIN_FILE_PROCESS_INTERVAL": "3600",
+                    # A worker's calls to the api-server (its task's start first) time out after 5 s
+                    # and are tried 5 times by default; in a hog run the one api-server worker, on
+                    # SQLite beside 8 starting tasks and the scheduler, answered none in time, and
+                    # the tasks failed while still queued. Airflow's own advice under load: a longer
+                    # timeout. A real deployment's values are its own; these only bear the load.
+                    "AIRFLOW__WORKERS__EXECUTION_API_TIMEOUT": "60",
+                    "AIRFLOW__WORKERS__EXECUTION_API_RETRIES": "10"}
         if heartbeat_timeout_s is not None:
             # A worker that died with its supervisor is found by its task's missing heartbeats (the
             # supervisor sends one every few seconds); Airflow's default waits 300 s for them.

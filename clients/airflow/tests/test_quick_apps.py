@@ -32,7 +32,7 @@ def test_tasks_whose_applications_end_at_once_all_succeed_under_the_scheduler(ai
 
     tasks = airflow.query("select task_id, try_number, state from task_instance where dag_id = ? and run_id = ?", DAG, run_id)
     mismatches = airflow.query("select extra from log where event = 'state mismatch' and run_id = ?", run_id)
-    assert sorted(tasks) == [("t%d" % i, 1, "success") for i in range(TASKS)], "%s\n%s" % (tasks, mismatches)
+    assert sorted(tasks) == [("t%d" % i, 1, "success") for i in range(TASKS)], "%s\n%s%s" % (tasks, mismatches, scheduler.tails())
     assert mismatches == [], "the scheduler took no stale exit for a kill"
     with Client(url) as client:
         assert sorted(app["state"] for app in client.list(job_name=job)) == ["COMPLETED"] * TASKS

@@ -31,8 +31,12 @@ def test_a_worker_killed_while_spark_runs_is_retried_and_reattaches_to_the_same_
         app_name = wait_for("the application to run", lambda: [a["appName"] for a in client.list(job_name=job, state="RUNNING")], components)[0]
         try_number, state, pid = task()
         # Said with try 1's own log: once, on a loaded machine, try 1 had been retried already.
-        assert (try_number, state) == (1, "running") and pid, "try 1 is in its worker, waiting: %s\n%s" % (
-            task(), airflow.task_log(DAG, run_id, "pi", 1)[-4000:])
+        assert (try_number, state) == (1, "running") and pid, "try 1 is in its worker, waiting: %s\n%s%s" % (
+            task(), airflow.task_log(DAG, run_id, "pi", 1)[-4000:], components.tails())
+        # Try 1's log lines reach its file through its supervisor: killed with it ("whole worker"),
+        # the lines it had not written yet are lost. Killed once the submission is in the file.
+        submitted = "Submitted %s (try 1)" % app_name
+        wait_for("try 1's log to say it submitted", lambda: submitted in airflow.task_log(DAG, run_id, "pi", 1), components)
         task_process = psutil.Process(pid)
         doomed = [task_process] if kill == "task process" else [task_process.parent(), task_process]
         for process in doomed:
