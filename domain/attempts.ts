@@ -73,10 +73,19 @@ const POD_NAME_LIMIT = 63;
  * (an eviction or a lost node is retried at once). Milliseconds since the epoch.
  */
 export function nextAttemptDue(attempts: readonly ApplicationAttempt[], policy: RetryPolicy): number {
+  const ended = Date.parse(attempts[attempts.length - 1]?.endedAt ?? '');
+  return Number.isFinite(ended) ? ended + nextAttemptDelayMs(attempts, policy) : 0;
+}
+
+/**
+ * How long after the last attempt's end the next one starts (0 when none ended, or it did not
+ * count). A duration, not a time: a reader on another host (the gateway) times it from its own
+ * news of that end, so no comparison of two hosts' clocks is needed.
+ */
+export function nextAttemptDelayMs(attempts: readonly ApplicationAttempt[], policy: RetryPolicy): number {
   const last = attempts[attempts.length - 1];
-  const ended = Date.parse(last?.endedAt ?? '');
-  if (!Number.isFinite(ended)) return 0;
-  return ended + (last.counted === false ? 0 : policy.retryIntervalSeconds * 1000);
+  if (!last || !Number.isFinite(Date.parse(last.endedAt ?? ''))) return 0;
+  return last.counted === false ? 0 : policy.retryIntervalSeconds * 1000;
 }
 
 export function retryPolicy(config: Pick<ApplicationConfig, 'restartPolicy'> | undefined): RetryPolicy {

@@ -1,6 +1,6 @@
 // A kernel as an application: the labels that mark it (and find it again after a gateway
 // restart), its job name, the submission that starts it, and when a retry's driver is due. Pure.
-import { nextAttemptDue, retryPolicy } from '../domain/index.js';
+import { nextAttemptDelayMs, retryPolicy } from '../domain/index.js';
 import type { ApiApplication } from './api-client.js';
 
 export const KERNEL_LABEL = 'kernel.submission-service.io/kernel';
@@ -55,12 +55,13 @@ export function kernelSubmission(id: string, specName: string, launch: KernelLau
 }
 
 /**
- * When the driver of attempt `attempt` is created (ms since the epoch; 0 when there is nothing to
- * wait for). The API reports a new attempt as soon as the one before ends, but its driver comes
- * only at the due time restartPolicy gives (the domain's rule, as the cluster applies it): the
- * attempts before it are the ones that decide. The new attempt's own record, when the API lists
- * it already (Kubernetes mode: not started yet), is left out.
+ * How long after the API's report of attempt `attempt` its driver is created (ms; 0: at once).
+ * The API reports a new attempt when the one before ends, and creates its driver the retry
+ * interval later (at once after an eviction): the domain's rule, as the cluster applies it, read
+ * from the attempts before it (the new attempt's own record, which Kubernetes mode lists before
+ * it starts, is left out). A duration on purpose: the due time is stamped with the API's clock,
+ * and the gateway, on another host, compared with its own would be off by their skew.
  */
-export function attemptDue(app: Pick<ApiApplication, 'attempts' | 'config'>, attempt: number): number {
-  return nextAttemptDue((app.attempts ?? []).filter((a) => a.attempt < attempt), retryPolicy(app.config));
+export function attemptDelayMs(app: Pick<ApiApplication, 'attempts' | 'config'>, attempt: number): number {
+  return nextAttemptDelayMs((app.attempts ?? []).filter((a) => a.attempt < attempt), retryPolicy(app.config));
 }

@@ -8,7 +8,7 @@ import { type ApiApplication, type ApiClient, ApiError, TERMINAL_STATES } from '
 import type { GatewayCaller } from './auth.js';
 import type { Clock, TimerHandle } from '../lib/clock.js';
 import { GatewayError } from './gateway-error.js';
-import { attemptDue, kernelSubmission, type PoolOrigin } from './kernel-application.js';
+import { attemptDelayMs, kernelSubmission, type PoolOrigin } from './kernel-application.js';
 import { kernelLimitRefusal } from './kernel-owners.js';
 import type { KernelSession } from './kernel-session.js';
 import type { LauncherAuth } from './launcher-auth.js';
@@ -164,12 +164,14 @@ export class KernelStarter {
    * attempt before ends, and the new driver is only created at its due time (the retry interval
    * after that end, at once after an eviction): the window starts then, so that a long interval
    * does not end a kernel whose retry has not begun, and a driver that is never scheduled is
-   * still ended. The due time is the API's wall-clock time, read against this clock's (Date.now
-   * outside tests).
+   * still ended. Timed on this clock from the report's arrival, by the retry's delay (a duration
+   * of the API's, not its due time: that is stamped with the API's clock, which on another host
+   * may be minutes off this one's). The report comes a little after the end, so the window starts
+   * that much late, never before the driver is created.
    */
   attemptReported(session: KernelSession, app: ApiApplication): void {
     const attempt = app.attempt ?? 1;
-    this.timeAttempt(session, attempt, Math.max(0, attemptDue(app, attempt) - this.options.clock.now()));
+    this.timeAttempt(session, attempt, attemptDelayMs(app, attempt));
   }
 
   /**

@@ -2,7 +2,7 @@
 import t from 'tap';
 import type { ApplicationAttempt, ApplicationConfig } from '../../schemas/index.js';
 import {
-  admitPod, type AttemptEnd, attemptPodName, bareDriverPod, buildRules, decideAfterAttempt, endAttempt, LABEL_APP, LABEL_ATTEMPT, memoryBoundMib, nextAttemptDue, retryPolicy, withRetryOverrides,
+  admitPod, type AttemptEnd, attemptPodName, bareDriverPod, buildRules, decideAfterAttempt, endAttempt, LABEL_APP, LABEL_ATTEMPT, memoryBoundMib, nextAttemptDelayMs, nextAttemptDue, retryPolicy, withRetryOverrides,
 } from '../../domain/index.js';
 
 // 7680 MiB nodes: 4114 MiB of schedulable Spark memory (SPEC's rule 5); a bigger preemptible pool only executors may use.
@@ -145,4 +145,7 @@ t.test('a later attempt (Kubernetes mode): its own pod name, hostname and Spark 
   const ended = (counted: boolean): ApplicationAttempt[] => [{ attempt: 1, startedAt: at, endedAt: at, counted }];
   t.equal(nextAttemptDue(ended(true), retryPolicy(onFailure(2, 30))), Date.parse(at) + 30_000);
   t.equal(nextAttemptDue(ended(false), retryPolicy(onFailure(2, 30))), Date.parse(at), 'an attempt that did not count is retried at once');
+  t.equal(nextAttemptDelayMs(ended(true), retryPolicy(onFailure(2, 30))), 30_000, 'the delay after the end, a duration (the gateway times it on its own clock)');
+  t.equal(nextAttemptDelayMs(ended(false), retryPolicy(onFailure(2, 30))), 0);
+  t.equal(nextAttemptDelayMs([{ attempt: 1, startedAt: at, endedAt: null }], retryPolicy(onFailure(2, 30))), 0, 'nothing ended: nothing to wait for');
 });

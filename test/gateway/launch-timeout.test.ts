@@ -226,3 +226,21 @@ t.test('an eviction (not counted) is retried at once: the window starts at the r
   t.same(removed, [kernel.appName], 'no launcher by report + timeout: its application is removed');
   t.equal(clock.pending, 0, 'no timer left behind');
 });
+
+// The gateway on another host (`--api-url`): the API stamps the attempt's end with its own clock,
+// minutes off the gateway's. The window is timed from the report's arrival by the retry's delay,
+// so it is the same whichever way the clocks differ, and never starts before the driver is due.
+for (const [skewMs, which] of [[-5 * 60_000, 'behind'], [5 * 60_000, 'ahead of']] as const) {
+  t.test(`the API's clock 5 minutes ${which} the gateway's: the window still starts one retry interval after the report`, async (t) => {
+    const once = await endedOnce(t);
+    const { clock, removed, feed, registry, kernel } = once;
+    const intervalMs = 240_000; // shorter than the skew: read against this clock, the due time would be past (or 5 minutes off)
+    // The report comes 2 s after the end, as the API's clock tells it.
+    reportAttempt2(feed, kernel, [firstAttempt(clock.now() + skewMs - 2_000)], intervalMs / 1000);
+    clock.advance(intervalMs + TIMEOUT_MS - 1);
+    t.same(removed, [], 'report + interval + timeout − 1 ms: nothing ended');
+    t.ok(registry.kernels.has(kernel.id), 'the kernel is still listed');
+    clock.advance(1);
+    await endedAsAttempt2(t, once, 'report + interval + timeout and no launcher came: its application is removed');
+  });
+}
