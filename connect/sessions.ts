@@ -1,13 +1,13 @@
 // The endpoint's sessions: one application per (key, template, client session id), submitted at
 // the session's first call, waited for until its Connect server answers, followed lazily (a call
 // that cannot reach the server asks the API whether the application ended) and stopped when idle;
-// taken over when started through another replica (session-adoption.ts); the servers no live
-// endpoint holds are swept (orphan-sweep.ts).
+// taken over when started through another replica (session-adoption.ts) or given a server of the
+// warm pool (warm-handout.ts); the servers no live endpoint holds are swept (orphan-sweep.ts).
 import type { FastifyBaseLogger } from 'fastify';
 import { type Clock, systemClock, type TimerHandle } from '../lib/clock.js';
 import { GrpcRefusal, GrpcStatus } from './grpc-status.js';
 import { type ConnectCaller, sessionRefusal } from './session-owners.js';
-import { listening, loopbackPlacement, type ServerPlacement } from './placement.js';
+import { loopbackPlacement, type ServerPlacement } from './placement.js';
 import type { EndedSession } from './last-run.js';
 import { OrphanSweep } from './orphan-sweep.js';
 import { isEnded, waitForServer } from './server-wait.js';
@@ -18,7 +18,8 @@ import { type Adoption, adoptSession } from './session-adoption.js';
 import { Upstreams } from './relay.js';
 import { ActivityBook, type SharedActivity } from './shared-activity.js';
 import { type WarmOptions, warmPoolHost } from './warm-host.js';
-import { ConnectWarmPool, type WarmServer } from './warm-pool.js';
+import { WarmHandout } from './warm-handout.js';
+import { ConnectWarmPool } from './warm-pool.js';
 
 /** Ended sessions remembered (so that their id is not started again by a late call): the newest this many. */
 const ENDED_KEPT = 10_000;
@@ -65,9 +66,6 @@ export interface SessionsOptions {
   clock?: Clock;
 }
 
-/** The claim's refusals that come before anything is recorded (key, proof, the key's cap): the server stays unclaimed. */
-const REFUSED_BEFORE_CLAIM = new Set<number>([GrpcStatus.UNAUTHENTICATED, GrpcStatus.PERMISSION_DENIED, GrpcStatus.RESOURCE_EXHAUSTED]);
-
 /** Spark's error class for a session of the service's last run: its server instance is gone (pyspark 4.x then starts a new session by itself). */
 export const SESSION_CHANGED = 'INVALID_HANDLE.SESSION_CHANGED';
 
@@ -86,8 +84,8 @@ export class ConnectSessions {
    * the warm pool's warm-up's, so that a pooled server's first session finds one open.
    */
   readonly upstreams = new Upstreams();
-  /** Warm servers taken from the pool and not yet their session's (its dry run and claim): neither holds them meanwhile. */
-  private readonly handingOut = new Set<string>();
+  /** How a new session takes a server of the pool (absent: no pool). */
+  private readonly handout: WarmHandout | undefined;
 
   constructor(private readonly options: SessionsOptions) {
     this.clock = options.clock ?? systemClock;
@@ -111,6 +109,10 @@ export class ConnectSessions {
       });
       this.pool = new ConnectWarmPool(warm.sizes, host, options.log, warm.checkMs);
       this.pool.open();
+      this.handout = new WarmHandout({
+        pool: this.pool, api: options.api, log: options.log, placement: this.placement, handedOut: warm.handedOut,
+        stop: (appName, why) => this.stopApp(appName, undefined, why),
+      });
     }
   }
 
@@ -119,7 +121,7 @@ export class ConnectSessions {
   /** Whether application `appName` is this endpoint's: one of its sessions', its warm pool's, or one being handed out. */
   holds(appName: string): boolean {
     for (const session of this.sessions.values()) if (session.appName === appName) return true;
-    return this.handingOut.has(appName) || (this.pool?.appNames().includes(appName) ?? false);
+    return (this.handout?.has(appName) ?? false) || (this.pool?.appNames().includes(appName) ?? false);
   }
 
   private get adoption(): Adoption {
@@ -177,7 +179,7 @@ export class ConnectSessions {
     const { api, log } = this.options;
     try {
       const version = session.template ? (await api.template(session.template, session.key)).config.engineVersion ?? this.options.defaultVersion : this.options.defaultVersion;
-      if (await adoptSession(session, this.adoption) || await this.fromPool(session, version)) return;
+      if (await adoptSession(session, this.adoption) || (this.handout && await this.handout.take(session, version))) return;
       session.port = await this.placement.port();
       const app = await api.submit(sessionSubmission({ sessionId: session.sessionId, template: session.template, version, port: session.port, jar: this.options.serverJar(version), bindAddress: this.placement.bindAddress }), session.key);
       session.appName = app.appName;
@@ -191,53 +193,6 @@ export class ConnectSessions {
       if (session.appName) this.forget(session, 'its application did not start');
       throw error instanceof GrpcRefusal ? error : new GrpcRefusal(GrpcStatus.UNAVAILABLE, `could not start the Spark Connect session: ${(error as Error).message}`);
     }
-  }
-
-  /**
-   * Gives the session a ready server of the warm pool, if there is one for its template and
-   * version, after the gates a submission of the caller's meets (a dry run as its key: key,
-   * template, policy, submissions per minute); the claim then makes it the caller's application
-   * (its submitter; counted toward its unfinished applications, 429 at its cap). A server whose
-   * claim was refused before it was recorded goes back to the pool; one in doubt is stopped.
-   */
-  private async fromPool(session: ConnectSession, version: string): Promise<boolean> {
-    const { pool } = this;
-    let warm: WarmServer | undefined;
-    while ((warm = pool?.take(session.template, version)) && !(await listening(warm.server, 1000))) void this.stopQuietly(warm.appName);
-    if (!pool || !warm) return false;
-    const taken = warm;
-    this.handingOut.add(taken.appName);
-    return this.handOut(pool, taken, session, version).finally(() => this.handingOut.delete(taken.appName));
-  }
-
-  private async handOut(pool: ConnectWarmPool, warm: WarmServer, session: ConnectSession, version: string): Promise<boolean> {
-    const { api } = this.options;
-    try {
-      await api.submit(sessionSubmission({ sessionId: session.sessionId, template: session.template, version, port: warm.port, bindAddress: this.placement.bindAddress }), session.key, { dryRun: true });
-    } catch (error) {
-      pool.giveBack(warm); // a dry run keeps nothing: the server is nobody's yet
-      throw error;
-    }
-    try {
-      if (session.owner !== null) await api.claim(warm.appName, session.key);
-    } catch (error) {
-      if (error instanceof GrpcRefusal && REFUSED_BEFORE_CLAIM.has(error.code)) {
-        pool.giveBack(warm);
-        throw error;
-      }
-      void this.stopQuietly(warm.appName); // in doubt whether the claim was recorded: nobody else gets it
-      this.options.log.warn({ err: error, appName: warm.appName }, 'Spark Connect warm pool: could not hand a server out; starting the session cold');
-      return false;
-    }
-    Object.assign(session, { appName: warm.appName, port: warm.port, server: warm.server, warm: true });
-    await this.options.warm?.handedOut?.(warm.appName, session.sessionId)
-      .catch((error: Error) => this.options.log.warn({ err: error, appName: warm.appName }, 'Spark Connect warm pool: could not label a server with its session'));
-    this.options.log.info({ appName: warm.appName, sessionId: session.sessionId, version, owner: session.owner }, 'Spark Connect session: a server from the warm pool');
-    return true;
-  }
-
-  private stopQuietly(appName: string): Promise<void> {
-    return this.stopApp(appName, undefined, 'the Spark Connect endpoint could not hand this warm pool server out').then(() => undefined, (error: Error) => this.options.log.warn({ err: error, appName }, 'could not stop a Spark Connect server'));
   }
 
   /**

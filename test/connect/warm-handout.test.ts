@@ -1,4 +1,4 @@
-// How the endpoint's sessions take a server from the warm pool (connect/sessions.ts fromPool),
+// How the endpoint's sessions take a server from the warm pool (connect/warm-handout.ts),
 // over a fake API and a fake cluster, the "servers" one real loopback listener: a dry run and the
 // claim as the caller's key come first; a refusal before the claim was recorded puts the server
 // back and reaches the client; a claim in doubt stops the server and the session starts cold.
