@@ -107,20 +107,35 @@ export function relay(call: RelayCall, upstream: ClientHttp2Session, serverAuth:
   stream.on('wantTrailers', () => {
     stream.sendTrailers(trailers ? responseHeaders(trailers) : { 'grpc-status': String(GrpcStatus.INTERNAL), 'grpc-message': 'the Spark Connect server ended the call without a status' });
   });
+  let erred = false;
+  const unreachable = (why: string) => {
+    void onUnreachable().then((ended) => {
+      if (ended) answerStatus(stream, GrpcStatus.FAILED_PRECONDITION, ended);
+      else answerStatus(stream, GrpcStatus.UNAVAILABLE, `could not reach the session's Spark Connect server: ${why}`);
+    });
+  };
   request.on('error', (error: Error) => {
+    erred = true;
     if (stream.headersSent || stream.closed) {
       if (!stream.closed) stream.close(constants.NGHTTP2_INTERNAL_ERROR);
       return;
     }
-    void onUnreachable().then((ended) => {
-      if (ended) answerStatus(stream, GrpcStatus.FAILED_PRECONDITION, ended);
-      else answerStatus(stream, GrpcStatus.UNAVAILABLE, `could not reach the session's Spark Connect server: ${error.message}`);
-    });
+    unreachable(error.message);
   });
   request.on('close', () => {
-    // The server reset the call (e.g. cancelled it): the client's call is reset the same way.
     const code = request.rstCode;
-    if (code !== undefined && code !== constants.NGHTTP2_NO_ERROR && !stream.closed && stream.headersSent) stream.close(code);
+    if (erred || stream.closed) return;
+    // The server reset the call (e.g. cancelled it): the client's call is reset the same way.
+    if (stream.headersSent) {
+      if (code !== undefined && code !== constants.NGHTTP2_NO_ERROR) stream.close(code);
+      return;
+    }
+    // Ended before any answer, and Node gave no 'error' (it gives none for a reset with CANCEL or
+    // NO_ERROR, nor when the connection closed under the call: it closes its calls with CANCEL).
+    // Left so, the client's call would stay open for good. A closed connection is a server gone;
+    // a reset from a live one is passed on as it came.
+    if (upstream.closed || upstream.destroyed) unreachable('the connection to it closed');
+    else stream.close(code ?? constants.NGHTTP2_INTERNAL_ERROR);
   });
   for (const chunk of call.head) request.write(chunk);
   if (call.bodyEnded) request.end();

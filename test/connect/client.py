@@ -39,8 +39,15 @@ def work(url):
     print(json.dumps(out), flush=True)
 
 
+# How long the interrupt may take, start to end, before the client gives up with every thread's
+# stack on stderr (the test shows it): it was once seen to hang, and a bare join waited for ever.
+INTERRUPT_BOUND_S = 300
+
+
 def interrupt_long_query(spark):
     """Starts a query that runs for hours and interrupts it once the server has it (interruptAll names it)."""
+    import faulthandler
+    faulthandler.dump_traceback_later(INTERRUPT_BOUND_S, exit=True)
     failure = {}
 
     def run():
@@ -55,6 +62,7 @@ def interrupt_long_query(spark):
         interrupted = spark.interruptAll()
         thread.join(0.2)
     thread.join()
+    faulthandler.cancel_dump_traceback_later()
     return {"operations": len(interrupted), "error": failure.get("error")}
 
 
@@ -166,7 +174,30 @@ def refused(url):
     print(json.dumps(out), flush=True)
 
 
+def artifact(url, megabytes):
+    """Adds a file of `megabytes` MiB to a new session as an artifact (the server stages what it
+    receives in its temp dir, then keeps it with the session), then one query: what came of each."""
+    import os
+    import tempfile
+    spark = session(url)
+    out = {"version": spark.version}
+    with tempfile.TemporaryDirectory() as folder:
+        path = os.path.join(folder, "big.bin")
+        block = os.urandom(1 << 20)
+        with open(path, "wb") as file:
+            for _ in range(int(megabytes)):
+                file.write(block)
+        try:
+            spark.addArtifacts(path, file=True)
+            out["added"] = True
+        except Exception as error:
+            out.update(added=False, status=status_of(error), message=str(error)[:1500])
+    out["count"] = int(spark.range(10).count())
+    print(json.dumps(out), flush=True)
+
+
 if __name__ == "__main__":
     mode, url = sys.argv[1], sys.argv[2]
     {"work": lambda: work(url), "views": lambda: views(url, sys.argv[3]), "status": lambda: status(url), "hold": lambda: hold(url), "refused": lambda: refused(url), "count": lambda: count(url),
-     "traces": lambda: traces(url), "bench": lambda: bench(url, sys.argv[3]), "arrow": lambda: arrow(url, sys.argv[3], sys.argv[4])}[mode]()
+     "traces": lambda: traces(url), "bench": lambda: bench(url, sys.argv[3]), "arrow": lambda: arrow(url, sys.argv[3], sys.argv[4]),
+     "artifact": lambda: artifact(url, sys.argv[3])}[mode]()

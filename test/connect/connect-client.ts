@@ -37,7 +37,8 @@ export function runConnectClientOf(version: string, mode: string, url: string, .
       try {
         resolve(JSON.parse(line) as Record<string, any>);
       } catch {
-        reject(new Error(`client.py ${mode} printed no result (${error?.message ?? 'exit 0'}):\n${stdout}\n${stderr.slice(-4000)}`));
+        // A long tail: a bounded wait (client.py) ends with every thread's stack.
+        reject(new Error(`client.py ${mode} printed no result (${error?.message ?? 'exit 0'}):\n${stdout}\n${stderr.slice(-16000)}`));
       }
     });
   });
