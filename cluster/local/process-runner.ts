@@ -10,6 +10,7 @@ import type { V1Pod } from '@kubernetes/client-node';
 import type { LocalCommand } from './local-command.js';
 import { driverEnvironment, moveLauncherToken, sandboxedCommand } from './sandbox.js';
 import { prepareEventLogDir } from './sandbox-event-log.js';
+import { prepareTempDir } from './driver-temp.js';
 import { type LocalMachine, localDriverCommand } from './spark-command.js';
 
 export interface Started {
@@ -96,6 +97,7 @@ export function startDriverPod(pod: V1Pod, machine: LocalMachine, cores: number,
   // writes its log through the descriptor it is given, the wrapper outside writes the exit code).
   if (sandbox.user) chownSync(machine.workDir, sandbox.user.uid, sandbox.user.gid);
   prepareEventLogDir(sandbox, machine.workDir);
+  prepareTempDir(sandbox, machine.workDir);
   return startProcess(sandboxedCommand(moveLauncherToken(command, sandbox, machine.workDir), sandbox, machine.workDir), files.logFile, files.exitFile, files.logCap);
 }
 

@@ -104,8 +104,9 @@ export function moveLauncherToken(command: LocalCommand, sandbox: DriverSandbox,
 /**
  * A tmpfs is memory: unbounded, a driver writing into one would take the machine's memory (its
  * own work dir has its cap, work-dir-space.ts). Its /tmp holds what Python and the JVM put there
- * (Spark's own scratch goes to SPARK_LOCAL_DIRS, the work dir); the masks over hidden paths hold
- * only the mount points of the readable paths below them.
+ * by a fixed path (their temp files go to the work dir, driver-temp.ts, and Spark's own scratch to
+ * SPARK_LOCAL_DIRS, the work dir); the masks over hidden paths hold only the mount points of the
+ * readable paths below them.
  */
 export const SANDBOX_TMP_BYTES = 256 * 2 ** 20;
 const MASK_BYTES = 2 ** 20;

@@ -11,6 +11,7 @@ import { sandboxedConf } from './sandbox-event-log.js';
 import { UI_GATE_CLASS, UI_GATE_ENV } from './ui-gate.js';
 import { CONNECT_SERVER_CLASS, CONNECT_SERVER_TOKEN_ENV } from './connect-server-token.js';
 import { CONNECT_GATE_CLASS, CONNECT_INTERCEPTORS_CONF } from './connect-gate.js';
+import { driverTemp } from './driver-temp.js';
 
 export interface LocalMachine {
   sparkSubmit: string;
@@ -141,6 +142,13 @@ export function localSubmitParts(pod: V1Pod, machine: LocalMachine, cores: numbe
     i++;
   }
   if (machine.uiGate) gateTheUi(options, env, machine.uiGate);
+  // Temp files into the work dir (driver-temp.ts): the service's, over the pod's (its option
+  // last: the JVM takes the last of a property), as SPARK_LOCAL_DIRS is.
+  const temp = driverTemp(machine.sandbox);
+  if (temp) {
+    Object.assign(env, temp.env);
+    mergeConf(options, 'spark.driver.extraJavaOptions', temp.javaOption, ' ', false);
+  }
   const classAt = options.indexOf('--class');
   const mainClass = classAt >= 0 ? options[classAt + 1] : undefined;
   // The service's own secret, over anything the pod said (connect-server-token.ts).
