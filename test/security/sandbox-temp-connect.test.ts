@@ -3,8 +3,10 @@
 // /tmp, and on main a 300 MiB artifact was refused (a 3.5 server stopped at 268,271,616 of
 // 314,572,800 bytes, "Missing data chunks"; the client got UNKNOWN). Now the work dir's temp
 // folder (cluster/local/driver-temp.ts; the work dir's cap is 1 GiB). The real `submission-service
-// local` as root with bubblewrap, a user key's session of each version through the endpoint, one
-// after the other: each server takes both cores, so each is stopped before the next starts.
+// local` as root with bubblewrap, a user key's Spark 4.2.0 session through the endpoint. One version
+// only, for the suite's time: the temp folder is decided in one place for both (driver-temp.ts,
+// test/local/driver-temp.test.ts), sandbox-temp.test.ts sees both versions' JVMs use it, and 3.5.7
+// took the same 300 MiB artifact when this test ran both (2026-11-29).
 import { spawnSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -15,14 +17,14 @@ import { until } from '../helpers/poll.js';
 import { http, realSpark, sparkEnv, startService } from '../helpers/service.js';
 import { connectClientPython, connectPortOf, runConnectClientOf } from '../connect/connect-client.js';
 
-const VERSIONS = ['3.5.7', '4.2.0'];
+const VERSIONS = ['4.2.0'];
 const canSandbox = process.getuid?.() === 0 && spawnSync('bwrap', ['--version']).status === 0 ? false : 'needs root (the work dir\'s cap) and bubblewrap';
-const noClients = VERSIONS.every((version) => connectClientPython(version)) ? false : 'needs the 3.5 and 4.2 Connect clients (SETUP_TEST_TOOLS=1 scripts/setup.sh)';
+const noClients = VERSIONS.every((version) => connectClientPython(version)) ? false : 'needs the 4.2 Connect client (SETUP_TEST_TOOLS=1 scripts/setup.sh)';
 const skip = !realSpark() ? 'needs the Spark virtualenv' : canSandbox || noClients;
 
 interface App { appName: string; state: string; labels?: Record<string, string> }
 
-t.test('a Connect session of each version takes a 300 MiB artifact (more than the sandbox\'s /tmp holds)', { skip, timeout: 1_100_000 }, async (t) => {
+t.test('a Spark 4.2.0 Connect session takes a 300 MiB artifact (more than the sandbox\'s /tmp holds)', { skip, timeout: 1_100_000 }, async (t) => {
   const dir = mkdtempSync('/var/tmp/subsvc-temp-');
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
   const dataDir = join(dir, 'data');
