@@ -6,6 +6,7 @@ import type { ApplicationConfig } from '../schemas/index.js';
 import { renderDriverPod } from './driver-pod.js';
 import { type ConfigResult, effectiveConfig, type TemplateLookup } from './effective-config.js';
 import { executorPodRefusal } from './executor-guard.js';
+import { driverIdentityRefusal } from './service-identity.js';
 import { type HistoryDecision, sizeFromHistory } from './history-sizing.js';
 import type { RunEvidence } from './job-history.js';
 import { renderExecutorPod } from './executor-pod.js';
@@ -91,6 +92,9 @@ function admitDriver(pod: V1Pod, jobName: string, ctx: AdmissionContext): Admiss
   const labels = pod.metadata?.labels ?? {};
   const result = configFor(pod, ctx);
   if (!result.ok) return { outcome: 'refused', status: result.status, body: result.body };
+  // Nothing a user writes may pass for the service's own pods under the chart's NetworkPolicies.
+  const disguised = driverIdentityRefusal(pod, result.config);
+  if (disguised) return { outcome: 'refused', status: 400, body: { message: disguised } };
   // A version this installation has no image (or local virtualenv) for never starts a driver.
   const unoffered = ctx.dryRun ? undefined : engineVersionRefusal(result.config.engineVersion ?? ctx.rules.defaultEngineVersion, ctx.rules.engineVersions);
   if (unoffered) return { outcome: 'refused', status: 400, body: unoffered };

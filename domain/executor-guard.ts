@@ -2,10 +2,12 @@
 // driver's service account) wrote into it: the identity, Secrets and volumes its application's
 // effective config allows, never the node's disk. The policy checks a submission's keys
 // (kubernetes-properties.ts); this checks the pod itself, so a key the allowlist missed, a
-// template, or a pod created through the API by the driver's own code cannot widen it.
+// template, or a pod created through the API by the driver's own code cannot widen it, nor
+// dress it as one of the service's own pods.
 import type { V1Container, V1Pod } from '@kubernetes/client-node';
 import type { ApplicationConfig } from '../schemas/index.js';
 import type { AdmissionRules } from './rules.js';
+import { executorIdentityRefusal } from './service-identity.js';
 
 /** Service accounts an executor of this application may run as. */
 export function executorServiceAccounts(config: ApplicationConfig | undefined, rules: AdmissionRules): string[] {
@@ -38,6 +40,9 @@ export function podSecretNames(pod: V1Pod): string[] {
  */
 export function executorPodRefusal(pod: V1Pod, config: ApplicationConfig | undefined, rules: AdmissionRules): string | undefined {
   const name = pod.metadata?.name ?? pod.metadata?.generateName ?? 'executor';
+  // Driver code may create executor pods: none may wear the service's identity (service-identity.ts).
+  const disguised = executorIdentityRefusal(pod);
+  if (disguised) return disguised;
   const hostPath = pod.spec?.volumes?.find((volume) => volume.hostPath);
   if (hostPath) return `executor pod ${name}: volume "${hostPath.name}" is a hostPath (the node's disk); executor pods may not mount one`;
   const accounts = config ? executorServiceAccounts(config, rules) : [rules.serviceAccount, ...rules.policy.serviceAccounts, 'default'];

@@ -31,5 +31,6 @@ export * from './job-history.js';
 export * from './sizing-recommendation.js';
 export * from './history-sizing.js';
 export * from './schedule.js';
+export * from './service-identity.js';
 export * from './connect-server-token.js';
 export * from './app-secret.js';

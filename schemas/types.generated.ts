@@ -383,7 +383,7 @@ export interface Application {
   }[];
 }
 /**
- * An application's own labels: Kubernetes label syntax (`[prefix/]name` keys, values of at most 63 characters). They are set on the driver pod and the application's record, and `GET /api/apps/?labelSelector=key=value` filters by them. Keys beginning with `submission-service/` or `spark-` are the service's and Spark's own and are refused. Keys beginning with `kernel.submission-service.io/` mark notebook kernels: only the notebook gateway sets them (400 otherwise).
+ * An application's own labels: Kubernetes label syntax (`[prefix/]name` keys, values of at most 63 characters). They are set on the driver pod and the application's record, and `GET /api/apps/?labelSelector=key=value` filters by them. Keys beginning with `submission-service/` or `spark-` are the service's and Spark's own and are refused. So are `app.kubernetes.io/name`, `app.kubernetes.io/instance` and `app.kubernetes.io/component`, by which the chart's NetworkPolicies know the service's own pods (400). Keys beginning with `kernel.submission-service.io/` mark notebook kernels: only the notebook gateway sets them (400 otherwise).
  *
  * This interface was referenced by `Schemas`'s JSON-Schema
  * via the `definition` "Labels".

@@ -1,6 +1,6 @@
 // The webhook as the real kube-apiserver calls it: pods created directly through the
 // apiserver (client-node, not our API) come back admitted, sized and placed, or refused.
-import t from 'tap';
+import t, { type Test } from 'tap';
 import type { V1Pod } from '@kubernetes/client-node';
 import { GROUP, TEMPLATES, VERSION } from '../../cluster/kubernetes/client.js';
 import { apiStatus } from '../../cluster/kubernetes/errors.js';
@@ -8,7 +8,7 @@ import {
   ANNOTATION_ADMITTED, ANNOTATION_OVERRIDES, bareDriverPod, LABEL_JOB, LABEL_TEMPLATE, readConfig, RULES_VERSION,
 } from '../../domain/index.js';
 import { exampleCluster } from '../helpers/api.js';
-import { eventually, sparkExecutorPod, startKubeBed } from '../helpers/kubernetes.js';
+import { eventually, type KubeBed, sparkExecutorPod, startKubeBed } from '../helpers/kubernetes.js';
 
 const example = exampleCluster();
 
@@ -72,28 +72,9 @@ t.test('admission through the real apiserver', async (t) => {
     t.notOk(executor.spec!.affinity, 'executors are not pinned to the stable pool');
   });
 
-  t.test('an executor pod with a hostPath, a foreign Secret or service account is denied by the apiserver (issue #17)', async (t) => {
-    const res = await bed.call('POST', '/api/apps/', { jobName: 'guarded', configOverrides: {} });
-    t.equal(res.status, 201);
-    const appName = res.json.appName;
-    const driver = await core.readNamespacedPod({ name: appName, namespace });
-    const variants: [string, (pod: V1Pod) => void, RegExp][] = [
-      ['hostpath', (pod) => { pod.spec!.volumes = [{ name: 'root', hostPath: { path: '/' } }]; }, /hostPath/],
-      // (the reason arrives as JSON inside the apiserver's message: its quotes are escaped)
-      ['secret', (pod) => { pod.spec!.volumes = [{ name: 's', secret: { secretName: 'db-root-password' } }]; }, /secret \\"db-root-password\\"/],
-      ['account', (pod) => { pod.spec!.serviceAccountName = 'cluster-admin'; }, /service account \\"cluster-admin\\"/],
-    ];
-    for (const [suffix, change, reason] of variants) {
-      const body = sparkExecutorPod(driver, 1, namespace);
-      body.metadata!.name = `${appName}-exec-${suffix}`;
-      change(body);
-      const error = await create(body).then(() => undefined, (e: unknown) => e);
-      t.ok(error, `${suffix}: refused`);
-      t.match(apiStatus(error).status?.message, /admission webhook "executors\.submission-service\.webhook" denied the request/);
-      t.match(apiStatus(error).status?.message, reason);
-      await t.rejects(core.readNamespacedPod({ name: body.metadata!.name!, namespace }), `${suffix}: no pod was created`);
-    }
-  });
+  t.test('an executor pod with a hostPath, a foreign Secret or service account, or the api\'s labels, is denied by the apiserver (issues #17, 25)', (t) => guardedExecutorsRefused(t, bed));
+
+  t.test('a team\'s driver pod wearing the service\'s own labels is denied by the apiserver (issue 25)', (t) => dressedDriverRefused(t, bed));
 
   t.test('a pod without our labels is untouched', async (t) => {
     const body: V1Pod = {
@@ -145,3 +126,41 @@ t.test('admission through the real apiserver', async (t) => {
     t.equal(pod.metadata?.labels?.[LABEL_TEMPLATE], 'crd-made');
   });
 });
+
+/** A driver pod dressed as the api (the chart's NetworkPolicies admit the api by these labels) never gets in. */
+async function dressedDriverRefused(t: Test, bed: KubeBed) {
+  const body = bareDriverPod({ appName: 'dressed-20250101-000000-aaaaa', jobName: 'dressed', namespace: bed.namespace, labels: { 'app.kubernetes.io/component': 'api' } });
+  const error = await bed.clients.core.createNamespacedPod({ namespace: bed.namespace, body }).then(() => undefined, (e: unknown) => e);
+  t.ok(error, 'refused');
+  t.match(apiStatus(error).status?.message, /carries the label \\"app\.kubernetes\.io\/component\\"/);
+  await t.rejects(bed.clients.core.readNamespacedPod({ name: body.metadata!.name!, namespace: bed.namespace }), 'no pod was created');
+}
+
+/** Executors the guard refuses, each as Spark would write it but for one thing (domain/executor-guard.ts). */
+async function guardedExecutorsRefused(t: Test, bed: KubeBed) {
+  const { core } = bed.clients;
+  const namespace = bed.namespace;
+  const create = (body: V1Pod) => core.createNamespacedPod({ namespace, body });
+  const res = await bed.call('POST', '/api/apps/', { jobName: 'guarded', configOverrides: {} });
+  t.equal(res.status, 201);
+  const appName = res.json.appName;
+  const driver = await core.readNamespacedPod({ name: appName, namespace });
+  const variants: [string, (pod: V1Pod) => void, RegExp][] = [
+    ['hostpath', (pod) => { pod.spec!.volumes = [{ name: 'root', hostPath: { path: '/' } }]; }, /hostPath/],
+    // (the reason arrives as JSON inside the apiserver's message: its quotes are escaped)
+    ['secret', (pod) => { pod.spec!.volumes = [{ name: 's', secret: { secretName: 'db-root-password' } }]; }, /secret \\"db-root-password\\"/],
+    ['account', (pod) => { pod.spec!.serviceAccountName = 'cluster-admin'; }, /service account \\"cluster-admin\\"/],
+    // Dressed as the api, the chart's NetworkPolicies would admit it to drivers' UIs and the History Server (issue 25).
+    ['identity', (pod) => { Object.assign(pod.metadata!.labels!, { 'app.kubernetes.io/instance': 'ss', 'app.kubernetes.io/component': 'api' }); }, /the label \\"app\.kubernetes\.io\/instance\\"/],
+  ];
+  for (const [suffix, change, reason] of variants) {
+    const body = sparkExecutorPod(driver, 1, namespace);
+    body.metadata!.name = `${appName}-exec-${suffix}`;
+    change(body);
+    const error = await create(body).then(() => undefined, (e: unknown) => e);
+    t.ok(error, `${suffix}: refused`);
+    t.match(apiStatus(error).status?.message, /admission webhook "executors\.submission-service\.webhook" denied the request/);
+    t.match(apiStatus(error).status?.message, reason);
+    await t.rejects(core.readNamespacedPod({ name: body.metadata!.name!, namespace }), `${suffix}: no pod was created`);
+  }
+}

@@ -2,7 +2,8 @@
 // that let only the service's pods reach a driver's Spark UI and the History Server, and an
 // application's pods only its own pods and the service's (the api's per-application policy beside
 // the chart's), judged by a small evaluator of NetworkPolicy's own rules (the test bed's CNI enforces none, see
-// manifests/README.md); and the object-store keys: drivers get their own Secret, never the
+// manifests/README.md); that no application's pod may wear the labels those policies admit the
+// service's pods by (domain/service-identity.ts); and the object-store keys: drivers get their own Secret, never the
 // controller's, executors none, and the install notes say in plain words what is still shared.
 import type { V1ConfigMap, V1Deployment, V1NetworkPolicy, V1NetworkPolicyPeer, V1NetworkPolicyPort, V1Role } from '@kubernetes/client-node';
 import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -12,7 +13,7 @@ import { loadYaml } from '@kubernetes/client-node';
 import t from 'tap';
 import { rulesFrom } from '../../cli/rules.js';
 import { appNetworkPolicy } from '../../cluster/kubernetes/app-network-policy.js';
-import { applyDefaults } from '../../domain/index.js';
+import { admitPod, applyDefaults, bareDriverPod, SERVICE_IDENTITY_LABELS } from '../../domain/index.js';
 import { RELEASE_NAMESPACE, chartDir, helm, named, ofKind, renderChart } from './helm.js';
 
 const HISTORY = { 'history.eventLogDir': 's3a://logs/spark-events', 'history.server.image': 'spark-runtime:1' };
@@ -107,12 +108,43 @@ t.test('the History Server answers only the api', async (t) => {
   t.same(ofKind(renderChart({ ...HISTORY, 'networkPolicy.enabled': 'false' }), 'NetworkPolicy'), [], 'networkPolicy.enabled=false installs none');
 });
 
-function rulesOf(objects: ReturnType<typeof renderChart>, t: { teardown(fn: () => void): void }) {
+t.test('no application\'s pod passes for the service\'s: the keys its policies admit the api and gateway by are refused by admission', async (t) => {
+  // The one case where the namespace does not tell them apart: applications in the release's own.
+  const objects = renderChart({ ...HISTORY, applicationsNamespace: RELEASE_NAMESPACE, createApplicationsNamespace: 'false' });
+  const policies = ofKind<V1NetworkPolicy>(objects, 'NetworkPolicy');
+  const deployment = (name: string) => named<V1Deployment>(objects, 'Deployment', `submission-service-${name}`)!.spec!;
+  for (const name of ['api', 'gateway']) {
+    t.same(Object.keys(deployment(name).selector.matchLabels!).sort(), [...SERVICE_IDENTITY_LABELS].sort(), `the ${name}'s selector labels are the domain's list`);
+  }
+  const peers = policies.flatMap((p) => (p.spec!.ingress ?? []).flatMap((rule) => rule._from ?? (rule as { from?: V1NetworkPolicyPeer[] }).from ?? []));
+  t.ok(peers.length >= 2);
+  for (const peer of peers.filter((p) => p.podSelector)) {
+    const required = [...Object.keys(peer.podSelector!.matchLabels ?? {}), ...(peer.podSelector!.matchExpressions ?? []).filter((e) => e.operator === 'In').map((e) => e.key)];
+    t.ok(required.some((key) => SERVICE_IDENTITY_LABELS.includes(key)), `every peer requires one of the service's identity keys: ${JSON.stringify(peer.podSelector)}`);
+  }
+  // The api's pod labels, as the chart writes them, on a pod a driver's code or a submission could make.
+  const worn = deployment('api').template.metadata!.labels!;
+  const dressed = { ...worn, 'spark-role': 'executor', 'submission-service/app-name': 'a-1' };
+  const plain = Object.fromEntries(Object.entries(dressed).filter(([key]) => !SERVICE_IDENTITY_LABELS.includes(key)));
+  const asClient = (labels: Record<string, string>): Client => ({ namespace: RELEASE_NAMESPACE, labels });
+  for (const [what, labels, port] of [['a driver\'s UI', driverLabels, 4040], ['a Connect server', driverLabels, 15002], ['the History Server', component('history'), 18080]] as const) {
+    t.ok(reachable(policies, RELEASE_NAMESPACE, labels, asClient(dressed), port), `dressed as the api, a pod would reach ${what} (${port})`);
+    t.notOk(reachable(policies, RELEASE_NAMESPACE, labels, asClient(plain), port), `without the identity keys it does not: ${what}`);
+  }
+  // Admission under the chart's own rules (its node-pool file).
+  const context = { rules: rulesOf(objects, t, RELEASE_NAMESPACE), templates: () => undefined, applications: () => ({}), newAppName: (job: string) => job };
+  const executor = admitPod({ metadata: { name: 'a-1-exec-1', namespace: RELEASE_NAMESPACE, labels: dressed }, spec: { containers: [{ name: 'e' }] } }, context);
+  t.equal(executor.outcome === 'refused' && executor.status, 403, 'admission refuses the executor dressed so');
+  const driver = admitPod(bareDriverPod({ appName: 'a-2', jobName: 'a', namespace: RELEASE_NAMESPACE, labels: worn }), context);
+  t.equal(driver.outcome === 'refused' && driver.status, 400, 'and the driver');
+});
+
+function rulesOf(objects: ReturnType<typeof renderChart>, t: { teardown(fn: () => void): void }, namespace = APPS) {
   const dir = mkdtempSync(join(tmpdir(), 'ss-isolation-'));
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
   const file = join(dir, 'node-pools.json');
   writeFileSync(file, named<V1ConfigMap>(objects, 'ConfigMap', 'submission-service-config')!.data!['node-pools.json']);
-  return rulesFrom(file, APPS);
+  return rulesFrom(file, namespace);
 }
 
 const secretsOf = (objects: ReturnType<typeof renderChart>, deployment: string) =>

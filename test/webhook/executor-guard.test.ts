@@ -1,6 +1,7 @@
 // The webhook on executor pods, whatever Spark wrote (issue #17): an AdmissionReview of the
 // executor fixture with a hostPath volume, a Secret its application does not mount, or another
-// service account is denied (403, the reason in the status message); the pod as Spark writes it
+// service account, or wearing the labels of the service's own pods, is denied (403, the reason
+// in the status message); the pod as Spark writes it
 // is admitted. Executors of a driver the service does not know get the policy's allowances only.
 import t from 'tap';
 import type { V1Pod } from '@kubernetes/client-node';
@@ -20,6 +21,8 @@ const cases: [string, (pod: V1Pod) => void, RegExp][] = [
     pod.spec!.containers[0]!.env = [{ name: 'PASSWORD', valueFrom: { secretKeyRef: { name: 'db-root-password', key: 'password' } } }];
   }, /secret "db-root-password"/],
   ['another service account (spark.kubernetes.authenticate.executor.serviceAccountName)', (pod) => { pod.spec!.serviceAccountName = 'cluster-admin'; }, /service account "cluster-admin"/],
+  // What the chart's NetworkPolicies admit the api by (issue 25): a driver's code dressing its executor as the api.
+  ['the api\'s labels', (pod) => { Object.assign(pod.metadata!.labels!, { 'app.kubernetes.io/instance': 'ss', 'app.kubernetes.io/component': 'api' }); }, /carries the label "app\.kubernetes\.io\/instance"/],
 ];
 
 for (const [what, change, reason] of cases) {
