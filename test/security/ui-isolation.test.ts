@@ -3,7 +3,8 @@
 // Each finding once reproduced on main: a running driver's Spark UI answered on the machine's
 // network address (SPARK_LOCAL_IP unset: Jetty bound every interface), then on loopback to any
 // other user's driver (no gate on it); the History Server
-// answered every process on loopback, whoever's run it asked for; a submission could move the
+// answered every process on loopback, whoever's run it asked for (a run's environment page, its
+// whole event log as a zip: both asked here straight, with the run loaded); a submission could move the
 // driver's RPC off loopback (spark.driver.bindAddress).
 import { chmodSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
@@ -27,7 +28,7 @@ async function service(t: { teardown(fn: () => unknown): void }) {
   const keys = { alice: store.create('user', 'alice').key, bob: store.create('user', 'bob').key };
   const api = await startService(t, { dataDir, env: sparkEnv(), args: ['--auth', 'on', '--cores', '2'] });
   const as = (key: string) => (method: string, path: string, body?: unknown) => http(api.url, method, path, body, { 'x-api-key': key });
-  return { api, dir, dataDir, alice: as(keys.alice), bob: as(keys.bob) };
+  return { api, dir, dataDir, keys, alice: as(keys.alice), bob: as(keys.bob) };
 }
 
 /** Whether a TCP connection to host:port is accepted. */
@@ -92,7 +93,7 @@ t.test('a running driver\'s Spark UI answers on loopback only, to the proxy alon
 });
 
 t.test('the History Server answers the service alone; the owner\'s history view works', { skip }, async (t) => {
-  const { api, dataDir, alice, bob } = await service(t);
+  const { api, dataDir, keys, alice, bob } = await service(t);
   const pi = `local://${join(repoRoot, 'examples', 'pi.py')}`;
   const created = await alice('POST', '/api/apps/', { jobName: 'pi', configOverrides: { type: 'Python', mainApplicationFile: pi, arguments: ['2'] } });
   t.equal(created.status, 201, created.text);
@@ -113,6 +114,24 @@ t.test('the History Server answers the service alone; the owner\'s history view 
     t.ok(direct && [401, 403].includes(direct.status), `a process on loopback without the secret is refused on port ${port} (${direct?.status})`);
     const env = await fetch(`http://127.0.0.1:${port}/history/`).catch(() => undefined);
     t.ok(env && [401, 403].includes(env.status), `its pages too (${env?.status})`);
+  }
+  // What the finding read: a run's environment page and its whole event log as a zip, asked of the
+  // History Server straight, with that run's UI loaded in it (the owner's view above loaded it).
+  const entry = readdirSync(join(dataDir, 'spark-events')).find((e) => e.startsWith('eventlog_v2_'));
+  const sparkAppId = entry!.slice('eventlog_v2_'.length);
+  const runPaths = [`/history/${sparkAppId}/environment/`, `/api/v1/applications/${sparkAppId}/logs`];
+  const viaProxy = await alice('GET', `/dashboard/apps/${appName}/spark-ui/environment/`);
+  t.ok(viaProxy.status === 200 && viaProxy.text.includes(sparkAppId), `the owner reads the run's environment (${sparkAppId}) through the proxy`);
+  const zip = await fetch(`${api.url}/dashboard/apps/${appName}/spark-ui${runPaths[1]}`, { headers: { 'x-api-key': keys.alice } });
+  t.equal(zip.status, 200, 'and its event log zip: the paths are the History Server\'s');
+  t.equal(Buffer.from(await zip.arrayBuffer()).subarray(0, 2).toString('latin1'), 'PK', 'a zip');
+  for (const port of ports) {
+    for (const path of runPaths) {
+      const direct = await fetch(`http://127.0.0.1:${port}${path}`, { redirect: 'manual' }).catch(() => undefined);
+      const body = direct ? Buffer.from(await direct.arrayBuffer()) : Buffer.alloc(0);
+      t.ok(direct && [401, 403].includes(direct.status), `a process on loopback without the secret is refused at ${path} on port ${port} (${direct?.status})`);
+      t.notOk(body.includes(appName) || body.subarray(0, 2).toString('latin1') === 'PK', `and given nothing of the run (${body.length} bytes)`);
+    }
   }
   t.notMatch(readFileSync(`/proc/${pid}/cmdline`, 'utf8'), /[0-9a-f]{64}/, 'the secret is not on its command line');
   t.equal(api.child.exitCode, null, 'the service is still up');
