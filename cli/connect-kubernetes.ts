@@ -11,7 +11,7 @@ import type { ConnectAuth } from '../connect/endpoint.js';
 import { podPlacement } from '../connect/placement.js';
 import { CONNECT_SESSION_LABEL } from '../connect/server-app.js';
 import { activityOf, CONNECT_ACTIVITY_LABEL } from '../connect/shared-activity.js';
-import { connectTokenKey, DRIVER_PORTS } from '../domain/index.js';
+import { connectTokenKey, DRIVER_PORTS, imageConnectJars } from '../domain/index.js';
 import { parseSecretRef } from './config.js';
 import { connectFlags, connectServers, type ConnectEndpoint, type ConnectSettings, type EndpointCertificate, parseConnectFlags, sessionClaims, startConnectEndpoint, warmVia } from './connect-wiring.js';
 
@@ -87,7 +87,8 @@ export interface KubernetesConnectWiring {
 export async function startKubernetesConnect(host: string, wiring: KubernetesConnectWiring): Promise<ConnectEndpoint | undefined> {
   const { settings, cluster } = wiring;
   const ref = settings.certSecret;
-  if (cluster.connectServerToken('any') === undefined) {
+  const gated = cluster.connectServerToken('any') !== undefined;
+  if (!gated) {
     wiring.log.warn('Spark Connect: sessions\' servers get no token of their own (no gateway secret: gateway.secret / SUBMISSION_SERVICE_GATEWAY_SECRET); only NetworkPolicies keep other pods from calling them');
   }
   const certificate = ref ? await secretCertificate(wiring.clients, ref) : undefined;
@@ -97,8 +98,9 @@ export async function startKubernetesConnect(host: string, wiring: KubernetesCon
     // Each driver pod has its own IP: every session's server listens on Connect's own port, and
     // asks every call for the token its pod was given (the relay sends it).
     placement: podPlacement(wiring.serverPort ?? DRIVER_PORTS.connect, (appName) => cluster.driverPodIp(appName), (appName) => cluster.connectServerToken(appName)),
-    // A jar on this machine is not in the driver's image: 3.5 drivers resolve the artifact.
-    serverJar: () => undefined,
+    // A 3.x driver's Connect server and the service's gate on it are in its runtime image
+    // (images/build.sh): nothing resolved at its start. The gate only with a token to ask for.
+    serverJars: () => imageConnectJars(gated),
     certificate, announceHost: settings.announceHost,
     // The warm pool (per replica): servers submitted as the service, claimed through the API, then
     // labelled with their session, which another replica finds them by (connect/sessions.ts).

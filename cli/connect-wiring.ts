@@ -16,6 +16,7 @@ import type { SharedActivity } from '../connect/shared-activity.js';
 import type { WarmOptions } from '../connect/warm-host.js';
 import { newAppName } from '../cluster/app-name.js';
 import { connectServerJar } from '../cluster/local/connect-gate.js';
+import type { ConnectServerJars } from '../domain/connect-gate.js';
 import type { Cluster } from '../cluster/cluster.js';
 import { submitApplication } from '../cluster/submit-application.js';
 import type { ApplicationConfig } from '../schemas/index.js';
@@ -112,8 +113,8 @@ export interface ConnectWiring {
   ended?: EndedSession[];
   /** Where sessions' servers run (default: loopback ports, local mode). */
   placement?: ServerPlacement;
-  /** The 3.5 Connect server's jar by version (default: the one setup fetched onto this machine). */
-  serverJar?: (version: string) => string | undefined;
+  /** A 3.x Connect server's jars by version (default: the server's jar setup fetched onto this machine; local mode adds the gate at the driver's start). */
+  serverJars?: (version: string) => ConnectServerJars | undefined;
   /** A certificate already at hand (Kubernetes mode: from its Secret), instead of settings.tls's. */
   certificate?: EndpointCertificate;
   /** The host name the printed address names (default: localhost on loopback, else `host`). */
@@ -182,6 +183,12 @@ function warmOptions(wiring: ConnectWiring): WarmOptions | undefined {
   return { sizes, ...wiring.warm.via };
 }
 
+/** Local mode's 3.x Connect server: the jar setup fetched onto this machine (the gate is added at the driver's start). */
+const fetchedServerJar = (version: string): ConnectServerJars | undefined => {
+  const server = connectServerJar(version);
+  return server ? { server } : undefined;
+};
+
 /** PEM certificate and key the endpoint serves, and what clients trust (said at start). */
 export interface EndpointCertificate { cert: string; key: string; trust: string }
 
@@ -201,7 +208,7 @@ export interface ConnectEndpoint {
 export async function startConnectEndpoint(host: string, wiring: ConnectWiring): Promise<ConnectEndpoint | undefined> {
   const sessions = new ConnectSessions({
     api: new ServiceApi(wiring.apiUrl, wiring.proof), sessionClaims: wiring.sessionClaims, log: wiring.log, defaultVersion: wiring.defaultVersion,
-    serverJar: wiring.serverJar ?? connectServerJar, idleMs: wiring.settings.idleMs, stopApp: wiring.stopApp, placement: wiring.placement,
+    serverJars: wiring.serverJars ?? fetchedServerJar, idleMs: wiring.settings.idleMs, stopApp: wiring.stopApp, placement: wiring.placement,
     warm: warmOptions(wiring), ended: wiring.ended, activity: wiring.activity, connectServers: wiring.connectServers,
   });
   const tls = wiring.certificate ?? (wiring.settings.tls && await endpointCertificate(wiring.settings.tls, wiring.dataDir));

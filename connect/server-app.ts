@@ -1,6 +1,7 @@
 // What a Connect session's application is: a driver that runs Spark's own Connect server
 // (SparkConnectServer, as Spark's sbin/start-connect-server.sh starts it) on a loopback port the
 // endpoint picked, from the caller's template. Pure: the endpoint submits what this returns.
+import { connectGateConf, type ConnectServerJars } from '../domain/connect-gate.js';
 import { CONNECT_SERVER_CLASS } from '../domain/connect-server-token.js';
 import { CONNECT_SESSION_LABEL, CONNECT_TEMPLATE_LABEL, CONNECT_WARM_LABEL_KEY } from '../domain/labels.js';
 
@@ -13,13 +14,18 @@ export const NO_TEMPLATE = 'none';
 
 /**
  * The Spark properties that put the Connect server on the driver's class path. Spark 4 ships it
- * in its distribution; 3.5 needs the `spark-connect_2.12` artifact of the same version: a jar
- * fetched ahead (`jar`, scripts/setup.sh), else Spark resolves the artifact at the driver's start.
+ * in its distribution; 3.x needs the `spark-connect_2.12` artifact of the same version: the jar
+ * of `jars` (local mode: fetched ahead onto this machine, scripts/setup.sh; Kubernetes mode: in
+ * the runtime image, images/build.sh), else Spark resolves the artifact at the driver's start.
+ * With `jars.gate`, the service's gate on it too (domain/connect-gate.ts; local mode adds its own
+ * at the driver's start instead, cluster/local/spark-command.ts).
  */
-export function connectServerConf(version: string, jar: string | undefined): Record<string, string> {
+export function connectServerConf(version: string, jars: ConnectServerJars | undefined): Record<string, string> {
   const major = Number(version.split('.')[0]);
   if (major >= 4) return {};
-  return jar ? { 'spark.jars': jar } : { 'spark.jars.packages': `org.apache.spark:spark-connect_2.12:${version}` };
+  if (!jars) return { 'spark.jars.packages': `org.apache.spark:spark-connect_2.12:${version}` };
+  if (!jars.gate) return { 'spark.jars': jars.server };
+  return connectGateConf((name) => (name === 'spark.jars' ? jars.server : undefined), jars.gate);
 }
 
 export interface SessionAppInput {
@@ -29,8 +35,8 @@ export interface SessionAppInput {
   version: string;
   /** The loopback port the server listens on. */
   port: number;
-  /** The 3.5 server's jar, when fetched ahead. */
-  jar?: string;
+  /** The 3.x server's jars (connectServerConf); undefined: Spark resolves the artifact. */
+  jars?: ConnectServerJars;
   /** The address the server listens on (local mode: loopback; Spark 4 only); undefined: every interface (a pod's). */
   bindAddress?: string;
 }
@@ -57,7 +63,7 @@ export function sessionSubmission(input: SessionAppInput): Record<string, unknow
       mainApplicationFile: 'spark-internal',
       arguments: [],
       engineConf: {
-        ...connectServerConf(input.version, input.jar),
+        ...connectServerConf(input.version, input.jars),
         [SERVER_PORT_CONF]: String(input.port),
         ...(input.bindAddress && Number(input.version.split('.')[0]) >= 4 ? { 'spark.connect.grpc.binding.address': input.bindAddress } : {}),
       },

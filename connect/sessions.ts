@@ -4,6 +4,7 @@
 // taken over when started through another replica (session-adoption.ts) or given a server of the
 // warm pool (warm-handout.ts); the servers no live endpoint holds are swept (orphan-sweep.ts).
 import type { FastifyBaseLogger } from 'fastify';
+import type { ConnectServerJars } from '../domain/connect-gate.js';
 import { type Clock, systemClock, type TimerHandle } from '../lib/clock.js';
 import { GrpcRefusal, GrpcStatus } from './grpc-status.js';
 import { type ConnectCaller, sessionRefusal } from './session-owners.js';
@@ -31,8 +32,8 @@ export interface SessionsOptions {
   log: FastifyBaseLogger;
   /** The Spark version of a session without a template (or whose template names none). */
   defaultVersion: string;
-  /** The 3.5 Connect server's jar fetched ahead, by version; undefined: Spark resolves it. */
-  serverJar: (version: string) => string | undefined;
+  /** A 3.x Connect server's jars, by version (connect/server-app.ts connectServerConf); undefined: Spark resolves the artifact. */
+  serverJars: (version: string) => ConnectServerJars | undefined;
   /** Stop sessions with no call this long (ms); 0: never. */
   idleMs: number;
   /** How often the server's port is tried while it starts (ms). */
@@ -104,7 +105,7 @@ export class ConnectSessions {
     const { warm } = options;
     if (warm && [...warm.sizes.values()].some((n) => n > 0)) {
       const host = warmPoolHost({
-        warm, placement: this.placement, defaultVersion: options.defaultVersion, serverJar: options.serverJar,
+        warm, placement: this.placement, defaultVersion: options.defaultVersion, serverJars: options.serverJars,
         stop: (appName, why) => this.stopApp(appName, undefined, why), stopping: () => this.closed, probeMs: options.probeMs, upstreams: this.upstreams,
       });
       this.pool = new ConnectWarmPool(warm.sizes, host, options.log, warm.checkMs);
@@ -181,7 +182,7 @@ export class ConnectSessions {
       const version = session.template ? (await api.template(session.template, session.key)).config.engineVersion ?? this.options.defaultVersion : this.options.defaultVersion;
       if (await adoptSession(session, this.adoption) || (this.handout && await this.handout.take(session, version))) return;
       session.port = await this.placement.port();
-      const app = await api.submit(sessionSubmission({ sessionId: session.sessionId, template: session.template, version, port: session.port, jar: this.options.serverJar(version), bindAddress: this.placement.bindAddress }), session.key);
+      const app = await api.submit(sessionSubmission({ sessionId: session.sessionId, template: session.template, version, port: session.port, jars: this.options.serverJars(version), bindAddress: this.placement.bindAddress }), session.key);
       session.appName = app.appName;
       log.info({ appName: app.appName, sessionId: session.sessionId, version }, 'Spark Connect session: application submitted');
       session.server = await waitForServer({

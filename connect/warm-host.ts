@@ -3,6 +3,7 @@
 // session's, and stopped without a key. A server whose start fails after its submission is
 // stopped, so nothing of the pool is left running unseen. A server that answers is then warmed
 // up over Spark Connect's own gRPC calls (warm-up.ts) before the pool counts it as ready.
+import type { ConnectServerJars } from '../domain/connect-gate.js';
 import { listening, type ServerAddress, type ServerPlacement } from './placement.js';
 import { warmSubmission } from './server-app.js';
 import { waitForServer } from './server-wait.js';
@@ -35,7 +36,7 @@ export interface WarmHostInput {
   warm: WarmOptions;
   placement: ServerPlacement;
   defaultVersion: string;
-  serverJar: (version: string) => string | undefined;
+  serverJars: (version: string) => ConnectServerJars | undefined;
   stop: (appName: string, why: string) => Promise<unknown>;
   stopping: () => boolean;
   probeMs?: number;
@@ -53,7 +54,7 @@ export function warmPoolHost(input: WarmHostInput): WarmPoolHost {
     },
     async start(template, version, submitted): Promise<WarmServer> {
       const port = await placement.port();
-      const app = await warm.submit(warmSubmission({ template, version, port, jar: input.serverJar(version), bindAddress: placement.bindAddress }));
+      const app = await warm.submit(warmSubmission({ template, version, port, jars: input.serverJars(version), bindAddress: placement.bindAddress }));
       submitted?.(app.appName);
       try {
         const server = await waitForServer({ appName: app.appName, port, placement, get: warm.get, stopping: input.stopping, probeMs: input.probeMs, what: 'a warm pool server' });

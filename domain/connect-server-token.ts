@@ -2,9 +2,9 @@
 // SparkConnectServer). Spark 4's server asks every call for a pre-shared token (`Authorization:
 // Bearer TOKEN`, PreSharedKeyAuthenticationInterceptor) that it reads from its environment; only
 // the service knows it, so only the Connect endpoint's relay (connect/relay.ts) is let in, even by
-// a process or pod that reaches the server's port. Spark 3.5's server checks nothing by itself: local
-// mode adds an interceptor that reads the same variable (cluster/local/connect-gate.ts); in a pod
-// it is ignored.
+// a process or pod that reaches the server's port. Spark 3.5's server checks nothing by itself: it
+// gets the service's interceptor that reads the same variable (connect-gate.ts), built at first
+// need in local mode, carried by the 3.x runtime image in Kubernetes mode.
 //
 // The token is an HMAC of the application's name under a key of the service's, so whoever starts
 // the driver and whoever relays to it compute it without storing or passing it around. Local

@@ -34,3 +34,4 @@ export * from './schedule.js';
 export * from './service-identity.js';
 export * from './connect-server-token.js';
 export * from './app-secret.js';
+export * from './connect-gate.js';

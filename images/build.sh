@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the project's images without a daemon, as OCI archives that containerd imports
 # (`ctr -n k8s.io images import --local FILE`):
-#   spark-runtime  Spark, Java 17, Python 3 and the scipy stack (images/spark-runtime), per Spark version
+#   spark-runtime  Spark, Java 17, Python 3 and the scipy stack (images/spark-runtime), per Spark version;
+#                  3.x ones also Spark Connect's server and the service's gate on it (connect_layer)
 #   kernel         the notebook kernel image, FROM the Spark runtime (manifests/kernel-image), per version
 #   service        the service itself (the repository's Dockerfile); its dependencies apart, per lockfile
 # Spark versions: SPARK_VERSIONS (default "3.5.7 4.2.0", the versions the service offers); each
@@ -213,6 +214,33 @@ context_files() {
 
 wanted() { [ -z "${IMAGES_ONLY:-}" ] || [[ " $IMAGES_ONLY " == *" $1 "* ]]; }
 
+# Spark 3.x's Connect server is an artifact of its own (spark-connect_2.12-VERSION.jar, which
+# scripts/setup.sh fetches and checks: SUBMISSION_SERVICE_CONNECT_JARS) and checks no token:
+# the service's gate on it (cluster/local/connect-gate.ts) is compiled here against that jar
+# (the image has a JRE only) and both go into a layer over the runtime image BASE, at the fixed
+# paths domain/connect-gate.ts names (images/spark-runtime/connect.Containerfile). Built by
+# `image` with a context of its own, the two jars and that recipe, so that their content is among
+# the layer's inputs; the runtime image under it, and 4.x images, keep their hash. Without the
+# server's jar the image gets no layer (said here), and its Connect sessions' drivers fail.
+connect_layer() {
+  local version=$1 base=$2 name=$3 server gate context out
+  server=${SUBMISSION_SERVICE_CONNECT_JARS:-}/spark-connect_2.12-$version.jar
+  if [ -z "${SUBMISSION_SERVICE_CONNECT_JARS:-}" ] || [ ! -f "$server" ]; then
+    say "no spark-connect_2.12-$version.jar in SUBMISSION_SERVICE_CONNECT_JARS (scripts/setup.sh): the Spark $version image carries no Connect server, so its Connect sessions will not start"
+    echo "$base"
+    return 0
+  fi
+  gate=$(cd "$root" && node --import tsx scripts/connect-gate-jar.ts "$server" "$version")
+  context=$(mktemp -d "$cache/connect-context.XXXXXX")
+  install -m 0644 "$server" "$context/spark-connect.jar"
+  install -m 0644 "$gate" "$context/connect-gate.jar"
+  install -m 0644 "$root/images/spark-runtime/connect.Containerfile" "$context/Containerfile"
+  out=$(root=$context SUBMISSION_SERVICE_S3A_JARS='' image "$name" "localhost/submission-service/spark:$version" Containerfile \
+    "SPARK_IMAGE=oci-archive:$base" -- spark-connect.jar connect-gate.jar)
+  rm -rf "$context"
+  echo "$out"
+}
+
 # The Spark runtime and kernel images of one Spark version, each cached by its inputs (so by
 # version). Each gets the S3A connector of its Spark's Hadoop (scripts/setup.sh fetches both):
 # 3.x images Hadoop 3.3.4's (SUBMISSION_SERVICE_S3A_JARS), 4.x images Hadoop 3.5.0's with the
@@ -231,6 +259,9 @@ spark_images() {
     "localhost/submission-service/spark:$version" images/spark-runtime/Containerfile \
     "BASE_IMAGE=oci-archive:$spark_base" "SPARK_REQUIREMENTS=$requirements" -- \
     images/spark-runtime/entrypoint.sh "$requirements" examples/pi.py)
+  if [ "${version%%.*}" = 3 ]; then
+    spark=$(timed "the Spark $version Connect server layer" connect_layer "$version" "$spark" "spark-runtime$name_suffix")
+  fi
   wanted spark-runtime && echo "spark-runtime$name_suffix $spark"
   if wanted kernel; then
     kernel=$(timed "the Spark $version kernel image" image "kernel$name_suffix" \

@@ -5,17 +5,16 @@
 // that asks every call for the same token Spark 4 reads (connect-server-token.ts). The gate is
 // compiled at first need against the server's jar the service fetched ahead (never one a
 // submission names), packed as a jar (spark.jars takes jars only: the class must load beside the
-// server's shaded gRPC), and kept in the service's cache (spark-builds.ts).
+// server's shaded gRPC), and kept in the service's cache (spark-builds.ts). images/build.sh builds
+// the same jar here for the 3.x runtime images (Kubernetes mode's sessions).
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { packageRoot } from '../../lib/package-root.js';
 import { CONNECT_SERVER_CLASS } from './connect-server-token.js';
 import { buildJava, sparkJars, sparkVersion } from './spark-builds.js';
 
-/** The interceptor's class. */
-export const CONNECT_GATE_CLASS = 'submissionservice.ConnectGate';
-/** Spark 3.5's setting of extra interceptors (comma-separated classes with a no-argument constructor). */
-export const CONNECT_INTERCEPTORS_CONF = 'spark.connect.grpc.interceptor.classes';
+/** The interceptor's class and the setting that names it (domain/connect-gate.ts: the properties of the gate, Kubernetes mode's too). */
+export { CONNECT_GATE_CLASS, CONNECT_INTERCEPTORS_CONF } from '../../domain/connect-gate.js';
 
 const SOURCE = join(packageRoot, 'cluster', 'local', 'connect-gate', 'ConnectGate.java');
 

@@ -10,8 +10,8 @@ import { type DriverSandbox, SANDBOX_WORK_DIR } from './sandbox.js';
 import { sandboxedConf } from './sandbox-event-log.js';
 import { UI_GATE_CLASS, UI_GATE_ENV } from './ui-gate.js';
 import { CONNECT_SERVER_CLASS, CONNECT_SERVER_TOKEN_ENV } from './connect-server-token.js';
-import { CONNECT_GATE_CLASS, CONNECT_INTERCEPTORS_CONF } from './connect-gate.js';
 import { driverTemp } from './driver-temp.js';
+import { connectGateConf } from '../../domain/connect-gate.js';
 
 export interface LocalMachine {
   sparkSubmit: string;
@@ -72,13 +72,17 @@ const POD_BINDING = /^spark\.(driver\.bindAddress|ui\.port)=/;
 
 const localPath = (arg: string) => (arg.startsWith('local://') ? arg.slice('local://'.length) : arg);
 
+/** Where the pod's own --conf line of `name` is among `options` (-1: none). */
+const confAt = (options: string[], name: string): number =>
+  options.findIndex((value, index) => options[index - 1] === '--conf' && value.startsWith(`${name}=`));
+
 /**
  * Puts `ours` into the driver's `name` list (`separator`-joined), whatever the pod says of it:
  * into the pod's own --conf line (one line: a later one would win over ours) or on a line of
  * its own. `first`: ours before the pod's, else after.
  */
 function mergeConf(options: string[], name: string, ours: string, separator: string, first: boolean): void {
-  const at = options.findIndex((value, index) => options[index - 1] === '--conf' && value.startsWith(`${name}=`));
+  const at = confAt(options, name);
   if (at < 0) { options.push('--conf', `${name}=${ours}`); return; }
   const theirs = options[at]!.slice(name.length + 1);
   options[at] = `${name}=${first ? `${ours}${separator}${theirs}` : `${theirs}${separator}${ours}`}`;
@@ -97,14 +101,17 @@ function gateTheUi(options: string[], env: Record<string, string>, gate: { class
 }
 
 /**
- * The gate on a Spark 3.5 Connect server (connect-gate.ts): its jar first in spark.jars (it
- * must load beside the server's shaded gRPC, not on the system class path) and its class last
- * among the interceptors: gRPC runs the last one added first, so it sees each call before any
- * of the pod's own interceptors or Spark's.
+ * The gate on a Spark 3.5 Connect server (connect-gate.ts), as Kubernetes mode's sessions get it
+ * too (domain/connect-gate.ts): its jar first in spark.jars and its class last among the
+ * interceptors, written into the pod's own --conf lines (a later line would win over ours).
  */
 function gateTheConnectServer(options: string[], jar: string): void {
-  mergeConf(options, 'spark.jars', jar, ',', true);
-  mergeConf(options, CONNECT_INTERCEPTORS_CONF, CONNECT_GATE_CLASS, ',', false);
+  const own = (name: string) => { const at = confAt(options, name); return at < 0 ? undefined : options[at]!.slice(name.length + 1); };
+  for (const [name, value] of Object.entries(connectGateConf(own, jar))) {
+    const at = confAt(options, name);
+    if (at < 0) options.push('--conf', `${name}=${value}`);
+    else options[at] = `${name}=${value}`;
+  }
 }
 
 /** The main class a driver pod runs (its spark-submit `--class`), if it names one. */

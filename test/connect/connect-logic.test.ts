@@ -56,7 +56,7 @@ t.test('a session is its owner\'s alone, admins included; with auth off, its cli
 });
 
 t.test('a session\'s application runs the Connect server of its version on the chosen port', async (t) => {
-  t.same(connectServerConf('3.5.7', '/c/spark-connect_2.12-3.5.7.jar'), { 'spark.jars': '/c/spark-connect_2.12-3.5.7.jar' });
+  t.same(connectServerConf('3.5.7', { server: '/c/spark-connect_2.12-3.5.7.jar' }), { 'spark.jars': '/c/spark-connect_2.12-3.5.7.jar' });
   t.same(connectServerConf('3.5.7', undefined), { 'spark.jars.packages': 'org.apache.spark:spark-connect_2.12:3.5.7' });
   t.same(connectServerConf('4.2.0', undefined), {}, 'Spark 4 ships its Connect server');
   const body = sessionSubmission({ sessionId: id, template: 'small', version: '3.5.7', port: 41234, bindAddress: '127.0.0.1' }) as any;

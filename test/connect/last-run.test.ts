@@ -58,7 +58,7 @@ const log = { info() {}, warn() {}, error() {} } as unknown as FastifyBaseLogger
 t.test('the endpoint refuses an ended session of the last run before submitting anything; its owner alone is told why', async (t) => {
   const calls: string[] = [];
   const api = new Proxy({}, { get: (_, name) => () => { calls.push(String(name)); throw new Error('no call expected'); } }) as unknown as ServiceApi;
-  const sessions = new ConnectSessions({ api, log, defaultVersion: '3.5.7', serverJar: () => undefined, idleMs: 0, sessionClaims: async () => [], ended: [{ sessionId: 's1', owner: 'key-a', why: SERVICE_RESTARTED }] });
+  const sessions = new ConnectSessions({ api, log, defaultVersion: '3.5.7', serverJars: () => undefined, idleMs: 0, sessionClaims: async () => [], ended: [{ sessionId: 's1', owner: 'key-a', why: SERVICE_RESTARTED }] });
   t.teardown(() => sessions.close());
   const owner = await sessions.acquire({ id: 'key-a', key: 'k' }, 's1', undefined).catch((error: unknown) => error);
   t.ok(owner instanceof GrpcRefusal);
@@ -73,7 +73,7 @@ t.test('the endpoint refuses an ended session of the last run before submitting 
 t.test('the real clients, refused for a session of the last run: 4.x counts its session stopped (its next getOrCreate() starts anew)', { skip: !connectClientPython('4.2.0') || !connectClientPython() ? 'needs the Connect client virtualenvs' : false }, async (t) => {
   const api = {} as ServiceApi; // never called: the refusal comes first
   const sessionId = randomUUID();
-  const sessions = new ConnectSessions({ api, log, defaultVersion: '3.5.7', serverJar: () => undefined, idleMs: 0, sessionClaims: async () => [], ended: [{ sessionId, owner: null, why: SERVICE_RESTARTED }] });
+  const sessions = new ConnectSessions({ api, log, defaultVersion: '3.5.7', serverJars: () => undefined, idleMs: 0, sessionClaims: async () => [], ended: [{ sessionId, owner: null, why: SERVICE_RESTARTED }] });
   const server = createConnectEndpoint({ auth: { enabled: false, store: {} as ConnectAuth['store'] }, sessions, log });
   await new Promise<void>((ok) => server.listen(0, '127.0.0.1', ok));
   t.teardown(async () => { server.close(); await sessions.close(); });

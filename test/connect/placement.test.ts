@@ -38,7 +38,7 @@ t.test('a pod\'s server: the session waits for the pod\'s IP, then for the serve
   // The pod runs (has an IP) from the third look on.
   const placement = podPlacement(port, (appName) => { t.equal(appName, 'connect-app'); return Promise.resolve(++asked >= 3 ? '127.0.0.1' : undefined); });
   const { api, submitted } = fakeApi(() => 'RUNNING');
-  const sessions = new ConnectSessions({ api, log, defaultVersion: '4.2.0', serverJar: () => undefined, idleMs: 0, probeMs: 1, placement, sessionClaims: async () => [] });
+  const sessions = new ConnectSessions({ api, log, defaultVersion: '4.2.0', serverJars: () => undefined, idleMs: 0, probeMs: 1, placement, sessionClaims: async () => [] });
   const session = await sessions.acquire({ id: 'alice', key: 'k' }, 'a5f0c2de-0000-4000-8000-000000000001', undefined);
   t.same(session.server, { host: '127.0.0.1', port }, 'reached on the pod\'s IP');
   t.ok(asked >= 3, 'asked for the pod\'s IP until it had one');
@@ -49,7 +49,7 @@ t.test('a pod\'s server: the session waits for the pod\'s IP, then for the serve
 t.test('an application that ends before its pod runs fails the session with its state, and it is forgotten', async (t) => {
   const placement = podPlacement(15002, () => Promise.resolve(undefined));
   const { api } = fakeApi(() => 'FAILED');
-  const sessions = new ConnectSessions({ api, log, defaultVersion: '4.2.0', serverJar: () => undefined, idleMs: 0, probeMs: 1, placement, sessionClaims: async () => [] });
+  const sessions = new ConnectSessions({ api, log, defaultVersion: '4.2.0', serverJars: () => undefined, idleMs: 0, probeMs: 1, placement, sessionClaims: async () => [] });
   const refused = await sessions.acquire({ id: 'alice', key: 'k' }, 'a5f0c2de-0000-4000-8000-000000000002', undefined).then(() => undefined, (error: { code?: number; message: string }) => error);
   t.equal(refused?.code, GrpcStatus.FAILED_PRECONDITION);
   t.match(refused?.message, /ended FAILED before its server answered/);

@@ -55,7 +55,7 @@ async function setUp(t: Parameters<typeof tempDir>[0]) {
   /** A replica; `drained: false`: one that will be killed without a drain (nothing closes it). */
   const replica = (idleMs = 0, more: Partial<SessionsOptions> = {}, { drained = true } = {}) => {
     const sessions = new ConnectSessions({
-      api: new LastingDrivers(() => base, PROOF), log, defaultVersion: '3.5.7', serverJar: () => undefined, idleMs, probeMs: 5, placement, activity,
+      api: new LastingDrivers(() => base, PROOF), log, defaultVersion: '3.5.7', serverJars: () => undefined, idleMs, probeMs: 5, placement, activity,
       // As both modes wire it (cli/connect-wiring.ts): the cluster's own read, whoever's the applications are.
       sessionClaims: async (sessionId) => (await api.cluster.list({ labels: { [CONNECT_SESSION_LABEL]: sessionId }, limit: 20 })).items,
       ...more,

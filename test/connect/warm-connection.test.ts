@@ -45,7 +45,7 @@ t.test('a pooled server\'s first session is relayed over the connection its warm
     stop: async () => undefined,
   } as unknown as ServiceApi;
   const sessions = new ConnectSessions({
-    api, log: silentLog, defaultVersion: '4.2.0', serverJar: () => undefined, idleMs: 0, sessionClaims: async () => [],
+    api, log: silentLog, defaultVersion: '4.2.0', serverJars: () => undefined, idleMs: 0, sessionClaims: async () => [],
     placement: { port: async () => server.port, address: async () => ({ host: '127.0.0.1', port: server.port }), token: () => undefined },
     stopApp: async () => undefined,
     // No warmUp of the test's own: the real one (connect/warm-up.ts), against the fake server.

@@ -35,7 +35,7 @@ async function setUp(t: Test, claim: (appName: string) => Promise<void>) {
   const stopped: string[] = [];
   const labelled: Array<[string, string]> = [];
   const sessions = new ConnectSessions({
-    api, log: silentLog, defaultVersion: '3.5.7', serverJar: () => undefined, idleMs: 0, sessionClaims: async () => [],
+    api, log: silentLog, defaultVersion: '3.5.7', serverJars: () => undefined, idleMs: 0, sessionClaims: async () => [],
     placement: { port: async () => port, address: async () => ({ host: '127.0.0.1', port }), token: () => undefined },
     stopApp: async (appName) => { stopped.push(appName); },
     warm: {

@@ -1,27 +1,34 @@
 // Runs alone (scripts/test.sh): the real node is one per machine; the chart's pods and a Spark
 // Connect server's driver share two cores.
 //
-// Spark Connect through the INSTALLED chart (issue 24, Kubernetes mode): Spark's own thin client
-// (pyspark-client 4.2.0) connects over TLS to the chart's Connect Service, trusting the CA of the
-// certificate Secret the api filled; the session is an application of the caller's template whose
-// driver pod runs Spark 4.2.0's Connect server on the real node, and `spark.range(10).count()`
-// answers through the api's relay. A second key naming the first's session is refused
-// PERMISSION_DENIED, and the first's session goes on. The client reaches the Service's ClusterIP
-// through a local TCP forward, as `kubectl port-forward` would, so that it names `localhost`,
-// one of the certificate's names.
+// Spark Connect through the INSTALLED chart (issues 24 and 25, Kubernetes mode): Spark's own
+// clients connect over TLS to the chart's Connect Service, trusting the CA of the certificate
+// Secret the api filled; a session is an application of the caller's template whose driver pod
+// runs that template's Spark's Connect server on the real node, and `spark.range(10).count()`
+// answers through the api's relay. Spark 4.2.0 (pyspark-client 4.2.0): a second key naming the
+// first's session is refused PERMISSION_DENIED, and the first's session goes on. Spark 3.5.7
+// (pyspark[connect] 3.5.7): the driver takes Spark's server and the service's gate from its
+// image (images/build.sh; no spark.jars.packages), and straight to the driver pod's 15002 from the
+// host a call with no token or a wrong one is refused UNAUTHENTICATED (the gate: no NetworkPolicy
+// is enforced here), one with the server's own token answered. The client reaches the Service's
+// ClusterIP through a local TCP forward, as `kubectl port-forward` would, so that it names
+// `localhost`, one of the certificate's names.
+import { randomUUID } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { createServer, connect as tcpConnect, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
-import t from 'tap';
+import t, { type Test } from 'tap';
+import type { Agent } from 'node:http';
 import { CONNECT_SESSION_LABEL } from '../../connect/server-app.js';
-import { APPS, chartNodeUnavailable, installChart, NS, post, send as call } from '../helpers/chart.js';
+import { CONNECT_GATE_CLASS, CONNECT_INTERCEPTORS_CONF, connectTokenSecretName, IMAGE_CONNECT_DIR } from '../../domain/index.js';
+import { APPS, chartNodeUnavailable, type InstalledChart, installChart, NS, post, send as call } from '../helpers/chart.js';
 import { eventually } from '../helpers/kubernetes.js';
 import { SPARK_RUNTIME_IMAGE } from '../helpers/spark-node.js';
 import { tempDir } from '../helpers/temp.js';
-import { connectClientPython, runConnectClientOf } from '../connect/connect-client.js';
+import { connectClientPython, runConnectClientOf, serverTokenParam } from '../connect/connect-client.js';
 
-const python = connectClientPython('4.2.0');
-const skip = chartNodeUnavailable() || (python ? false : 'no pyspark-client 4.2.0 virtualenv (SETUP_TEST_TOOLS=1 scripts/setup.sh)');
+const skip = chartNodeUnavailable()
+  || (connectClientPython('4.2.0') && connectClientPython('3.5.7') ? false : 'no pyspark-client 4.2.0 or pyspark[connect] 3.5.7 virtualenv (SETUP_TEST_TOOLS=1 scripts/setup.sh)');
 
 // A cold image build alone takes tens of minutes on two busy cores.
 t.setTimeout(120 * 60_000);
@@ -41,10 +48,19 @@ async function forward(t: { teardown(fn: () => unknown): void }, host: string, p
   return (server.address() as AddressInfo).port;
 }
 
-t.test('a Spark 4.2.0 Connect session through the chart\'s Service, with a key; another key is refused it', { skip }, async (t) => {
-  const started = Date.now();
+interface Connected {
+  chart: InstalledChart & { admin: { key: string } };
+  alice: { key: string; id: string };
+  bob: { key: string; id: string };
+  /** The session URL through the chart's Service for `key`, a template and more parameters. */
+  url: (key: string, template: string, extra?: string) => string;
+  env: Record<string, string>;
+}
+
+/** The chart installed with both versions' images, two users, a template per version, and the way to its Connect Service. */
+async function connected(t: Test): Promise<Connected> {
   const small = { requests: { cpu: '10m', memory: '128Mi' }, limits: { memory: '512Mi' } };
-  const { bed, keys, admin, accepted, base, agent } = await installChart(t, {
+  const chart = await installChart(t, {
     nodePool: true,
     values: {
       images: { '3.5.7': SPARK_RUNTIME_IMAGE, '4.2.0': SPARK_4_IMAGE },
@@ -53,15 +69,16 @@ t.test('a Spark 4.2.0 Connect session through the chart\'s Service, with a key; 
       webhook: { replicas: 1, resources: small },
     },
   });
-  const { core } = bed;
+  const { keys, admin, accepted, base, agent, bed: { core } } = chart;
   const alice = await keys.create('user', 'chart-connect test: a Connect session');
   const bob = await keys.create('user', 'chart-connect test: another user');
   await accepted(alice.key);
   await accepted(bob.key);
-  // The template users name in their connection string: Spark 4.2.0, sized for a two-core node.
-  const template = await post(agent, base, '/api/config-templates/', admin.key, { name: 'spark4', config: { engineVersion: '4.2.0', executor: { cores: 1, instances: 1 } } });
-  t.equal(template.status, 201, JSON.stringify(template.json));
-
+  // The templates users name in their connection string, sized for a two-core node.
+  for (const [name, engineVersion] of [['spark4', '4.2.0'], ['spark35', '3.5.7']]) {
+    const template = await post(agent, base, '/api/config-templates/', admin.key, { name, config: { engineVersion, executor: { cores: 1, instances: 1 } } });
+    t.equal(template.status, 201, JSON.stringify(template.json));
+  }
   // The client trusts the CA the api wrote into the chart's Secret.
   const secret = await eventually(() => core.readNamespacedSecret({ name: 'submission-service-connect-cert', namespace: NS }), (s) => Boolean(s.data?.['ca.crt']),
     { what: 'the api to fill the Connect certificate Secret', timeoutMs: 120_000 });
@@ -69,35 +86,78 @@ t.test('a Spark 4.2.0 Connect session through the chart\'s Service, with a key; 
   writeFileSync(caFile, Buffer.from(secret.data!['ca.crt']!, 'base64'));
   const service = await core.readNamespacedService({ name: 'submission-service-connect', namespace: NS });
   const port = await forward(t, service.spec!.clusterIP!, 15002);
-  const env = { GRPC_DEFAULT_SSL_ROOTS_FILE_PATH: caFile };
-  const url = (key: string, extra = '') => `sc://localhost:${port}/;use_ssl=true;token=${key};template=spark4${extra}`;
+  const url = (key: string, template: string, extra = '') => `sc://localhost:${port}/;use_ssl=true;token=${key};template=${template}${extra}`;
+  return { chart, alice, bob, url, env: { GRPC_DEFAULT_SSL_ROOTS_FILE_PATH: caFile } };
+}
 
-  const first = await runConnectClientOf('4.2.0', 'count', url(alice.key), env);
+/** The application of session `sessionId` among `key`'s listing. */
+async function sessionApp(agent: Agent, base: URL, key: string, sessionId: string): Promise<{ appName: string } | undefined> {
+  const listed = await call(agent, base, 'GET', '/api/apps/', key);
+  return ((listed.json as { items?: Array<{ appName: string; labels?: Record<string, string> }> }).items ?? []).find((a) => a.labels?.[CONNECT_SESSION_LABEL] === sessionId);
+}
+
+t.test('Spark Connect sessions through the chart\'s Service', { skip }, async (t) => {
+  const started = Date.now();
+  const ready = await connected(t);
+  await t.test('Spark 4.2.0, with a key; another key is refused it', (t) => spark4Session(t, ready));
+  await t.test('Spark 3.5.7, its server gated from its image: straight to its pod, refused without its token', (t) => spark35Session(t, ready));
+  process.stderr.write(`chart-connect: whole test ${((Date.now() - started) / 1000).toFixed(0)} s\n`);
+});
+
+async function spark4Session(t: Test, { chart, alice, bob, url, env }: Connected): Promise<void> {
+  const { bed, admin, base, agent } = chart;
+  const first = await runConnectClientOf('4.2.0', 'count', url(alice.key, 'spark4'), env);
   t.equal(first.count, 10, `spark.range(10).count() through the endpoint: ${JSON.stringify(first)}`);
   t.equal(first.version, '4.2.0', 'answered by Spark 4.2.0\'s Connect server');
   const sessionId = String(first.session);
 
   // The session is an application of alice's, its driver a pod on the real node.
-  const listed = await call(agent, base, 'GET', '/api/apps/', alice.key);
-  const apps = ((listed.json as { items?: Array<{ appName: string; labels?: Record<string, string> }> }).items ?? []);
-  const app = apps.find((a) => a.labels?.[CONNECT_SESSION_LABEL] === sessionId);
+  const app = await sessionApp(agent, base, alice.key, sessionId);
   t.ok(app, `the session ${sessionId} is listed as alice's application`);
-  const driver = await core.readNamespacedPod({ name: app!.appName, namespace: APPS });
+  const driver = await bed.core.readNamespacedPod({ name: app!.appName, namespace: APPS });
   t.equal(driver.spec?.nodeName, bed.node.name, 'its driver runs on the real node');
   t.equal(driver.spec?.containers[0].image, SPARK_4_IMAGE, 'with the Spark 4.2.0 image');
 
-  const refused = await runConnectClientOf('4.2.0', 'status', url(bob.key, `;session_id=${sessionId}`), env);
+  const refused = await runConnectClientOf('4.2.0', 'status', url(bob.key, 'spark4', `;session_id=${sessionId}`), env);
   t.equal(refused.status, 'PERMISSION_DENIED', `bob is refused alice's session: ${String(refused.message).slice(0, 300)}`);
-  const none = await runConnectClientOf('4.2.0', 'status', url('ssk_not_a_key', `;session_id=${sessionId}`), env);
+  const none = await runConnectClientOf('4.2.0', 'status', url('ssk_not_a_key', 'spark4', `;session_id=${sessionId}`), env);
   t.equal(none.status, 'UNAUTHENTICATED', 'an unknown key is refused');
-  const again = await runConnectClientOf('4.2.0', 'status', url(alice.key, `;session_id=${sessionId}`), env);
+  const again = await runConnectClientOf('4.2.0', 'status', url(alice.key, 'spark4', `;session_id=${sessionId}`), env);
   t.equal(again.status, 'OK', 'alice\'s session goes on (the refusals had no side effect)');
   // Listing shows every key's applications (the default policy lets users see them): count by session and submitter.
   const after = await call(agent, base, 'GET', '/api/apps/', admin.key);
   const ofSession = ((after.json as { items?: Array<{ labels?: Record<string, string>; submittedBy?: string }> }).items ?? []).filter((a) => a.labels?.[CONNECT_SESSION_LABEL] === sessionId);
   t.same(ofSession.map((a) => a.submittedBy), [alice.id], 'one application of that session, alice\'s: bob\'s refused call submitted none');
 
-  // Stopping the application ends the session.
+  // Stopping the application ends the session (and frees the node for the next one).
   t.equal((await call(agent, base, 'POST', `/api/apps/${app!.appName}/stop`, alice.key)).status, 200, 'the owner stops the session\'s application');
-  process.stderr.write(`chart-connect: whole test ${((Date.now() - started) / 1000).toFixed(0)} s\n`);
-});
+}
+
+async function spark35Session(t: Test, { chart, alice, url, env }: Connected): Promise<void> {
+  const { bed, base, agent } = chart;
+  const first = await runConnectClientOf('3.5.7', 'count', url(alice.key, 'spark35'), env);
+  t.equal(first.count, 10, `spark.range(10).count() through the endpoint: ${JSON.stringify(first)}`);
+  t.equal(first.version, '3.5.7', 'answered by Spark 3.5.7\'s Connect server');
+  const sessionId = String(first.session);
+  const app = await sessionApp(agent, base, alice.key, sessionId);
+  t.ok(app, `the session ${sessionId} is listed as alice's application`);
+  const driver = await bed.core.readNamespacedPod({ name: app!.appName, namespace: APPS });
+  t.equal(driver.spec?.containers[0].image, SPARK_RUNTIME_IMAGE, 'with the Spark 3.5.7 image');
+  const args = driver.spec?.containers[0].args ?? [];
+  t.notOk(args.some((arg) => arg.includes('spark.jars.packages')), 'its driver resolves nothing at start: no spark.jars.packages');
+  t.ok(args.includes(`spark.jars=local://${IMAGE_CONNECT_DIR}/connect-gate.jar,local://${IMAGE_CONNECT_DIR}/spark-connect.jar`), `the image's jars, the gate first: ${args.join(' ')}`);
+  t.ok(args.includes(`${CONNECT_INTERCEPTORS_CONF}=${CONNECT_GATE_CLASS}`), 'the gate among the interceptors');
+
+  // Straight to the server on the pod's IP from the host: 3.5 listens on every interface.
+  const direct = (param: string, session = sessionId) => runConnectClientOf('3.5.7', 'status', `sc://${driver.status!.podIP!}:15002/${param};session_id=${session}`);
+  for (const [what, param] of [['no token', ''], ['a wrong token', serverTokenParam('3.5.7', 'f'.repeat(64))]]) {
+    const refused = await direct(param);
+    t.equal(refused.status, 'UNAUTHENTICATED', `straight to the driver pod with ${what}: ${String(refused.message ?? refused.status).slice(0, 300)}`);
+  }
+  const secret = await bed.core.readNamespacedSecret({ name: connectTokenSecretName(app!.appName), namespace: APPS });
+  const token = Buffer.from(secret.data!.token!, 'base64').toString('utf8');
+  t.equal((await direct(serverTokenParam('3.5.7', token), randomUUID())).status, 'OK', 'with the server\'s own token (what the relay sends): answered');
+  const again = await runConnectClientOf('3.5.7', 'status', url(alice.key, 'spark35', `;session_id=${sessionId}`), env);
+  t.equal(again.status, 'OK', 'the session goes on through the endpoint');
+  t.equal((await call(agent, base, 'POST', `/api/apps/${app!.appName}/stop`, alice.key)).status, 200, 'the owner stops the session\'s application');
+}

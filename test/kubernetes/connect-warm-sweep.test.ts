@@ -40,7 +40,7 @@ t.test('a killed replica\'s warm pool server: kept while its pool writes, then s
   };
   const stops: string[] = [];
   const replica = (more: Partial<SessionsOptions>) => new ConnectSessions({
-    api: new ServiceApi(() => 'http://127.0.0.1:9'), log, defaultVersion: '3.5.7', serverJar: () => undefined, idleMs: IDLE_MS, probeMs: 20,
+    api: new ServiceApi(() => 'http://127.0.0.1:9'), log, defaultVersion: '3.5.7', serverJars: () => undefined, idleMs: IDLE_MS, probeMs: 20,
     placement, activity, sessionClaims: async () => [],
     stopApp: (appName, why) => { stops.push(appName); return cluster.stop(appName, why); },
     ...more,
