@@ -8,13 +8,13 @@
 // filesystem while the driver waits, and lets it end: without the space taken before, the wrapper
 // could not write the code (ENOSPC) and the run would end UNKNOWN. Its record cannot be written
 // then either: after the space comes back, a restarted service settles it from the exit file.
-import { spawnSync } from 'node:child_process';
-import { chmodSync, closeSync, mkdirSync, mkdtempSync, openSync, rmSync, symlinkSync, unlinkSync, writeFileSync, writeSync } from 'node:fs';
+import { closeSync, openSync, rmSync, unlinkSync, writeFileSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import t from 'tap';
 import { readExitCode } from '../../cluster/local/process-runner.js';
 import { until, waitForState } from '../helpers/poll.js';
 import { http, startService } from '../helpers/service.js';
+import { smallDataFs } from '../helpers/small-data-fs.js';
 
 const skip = process.getuid?.() === 0 ? false : 'needs root (mounts a tmpfs for the data dir)';
 
@@ -24,34 +24,6 @@ while not os.path.exists(release):
     time.sleep(0.2)
 sys.exit(3)
 `;
-
-const SPARK_SUBMIT = `#!/bin/sh
-# Stand-in for spark-submit: runs the .py main file with its arguments.
-while [ $# -gt 0 ]; do
-  case "$1" in *.py) f=$1; shift; exec /usr/bin/python3 "$f" "$@" ;; esac
-  shift
-done
-exit 2
-`;
-
-function layout(t: { teardown(fn: () => unknown): void }) {
-  const root = mkdtempSync('/var/tmp/subsvc-exit-');
-  chmodSync(root, 0o755);
-  const fs = join(root, 'data-fs');
-  mkdirSync(fs);
-  const mounted = spawnSync('mount', ['-t', 'tmpfs', '-o', 'size=16m,mode=0700', 'subsvc-test-exit', fs]);
-  if (mounted.status !== 0) throw new Error(`mount: ${mounted.stderr}`);
-  t.teardown(() => {
-    spawnSync('umount', ['-l', fs]);
-    rmSync(root, { recursive: true, force: true });
-  });
-  const venv = join(root, 'venv'); // off the small filesystem: the release file is written while it is full
-  mkdirSync(join(venv, 'bin'), { recursive: true, mode: 0o755 });
-  writeFileSync(join(venv, 'bin', 'spark-submit'), SPARK_SUBMIT, { mode: 0o755 });
-  symlinkSync('/usr/bin/python3', join(venv, 'bin', 'python'));
-  writeFileSync(join(venv, 'waiter.py'), WAITER, { mode: 0o644 });
-  return { fs, dataDir: join(fs, 'data'), venv, release: join(venv, 'release') };
-}
 
 /** Fills the filesystem at `file` to its last page (big writes, then page-sized ones); true when a further byte is refused. */
 function fill(file: string): boolean {
@@ -80,7 +52,7 @@ function fill(file: string): boolean {
 }
 
 t.test('a driver that ends while the records\' disk is full still has its exit code recorded', { skip, timeout: 300_000 }, async (t) => {
-  const { fs, dataDir, venv, release } = layout(t);
+  const { fs, dataDir, venv, release } = smallDataFs(t, 16, { 'waiter.py': WAITER });
   const options = { dataDir, env: { ...process.env, SUBMISSION_SERVICE_PYTHON_ENV: venv }, args: ['--sandbox', 'off', '--cores', '2'] };
   const api = await startService(t, options);
   const call = (base: string) => (method: string, path: string, body?: unknown) => http(base, method, path, body);

@@ -6,13 +6,13 @@
 // waits until the test lets it end. Before the fix its work dir lay on the data dir's filesystem:
 // the writes filled it, and the other key's submission was answered 507.
 import { spawnSync } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
-import { unmountWorkDirs } from '../../cluster/local/work-dir-space.js';
+import { existsSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import t from 'tap';
 import { FileKeyStore } from '../../submit-api/auth/key-store.js';
 import { until, waitForState } from '../helpers/poll.js';
 import { http, startService } from '../helpers/service.js';
+import { smallDataFs } from '../helpers/small-data-fs.js';
 
 const canMount = process.getuid?.() === 0 && spawnSync('bwrap', ['--version']).status === 0;
 const skip = canMount ? false : 'needs root (mount) and bubblewrap';
@@ -37,39 +37,8 @@ while not os.path.exists(release):
 sys.exit(1)
 `;
 
-const SPARK_SUBMIT = `#!/bin/sh
-# Stand-in for spark-submit: runs the .py main file with its arguments.
-while [ $# -gt 0 ]; do
-  case "$1" in *.py) f=$1; shift; exec /usr/bin/python3 "$f" "$@" ;; esac
-  shift
-done
-exit 2
-`;
-
-function layout(t: { teardown(fn: () => unknown): void }) {
-  // Outside /tmp (drivers get a /tmp of their own), and open to the driver user down to the venv.
-  const root = mkdtempSync('/var/tmp/subsvc-disk-');
-  chmodSync(root, 0o755);
-  const fs = join(root, 'data-fs');
-  mkdirSync(fs);
-  const mounted = spawnSync('mount', ['-t', 'tmpfs', '-o', 'size=48m,mode=0700', 'subsvc-test-data', fs]);
-  if (mounted.status !== 0) throw new Error(`mount: ${mounted.stderr}`);
-  t.teardown(() => {
-    unmountWorkDirs(join(fs, 'data', 'work'));
-    spawnSync('umount', ['-l', fs]);
-    rmSync(root, { recursive: true, force: true });
-  });
-  const venv = join(root, 'venv');
-  mkdirSync(join(venv, 'bin'), { recursive: true, mode: 0o755 });
-  writeFileSync(join(venv, 'bin', 'spark-submit'), SPARK_SUBMIT, { mode: 0o755 });
-  symlinkSync('/usr/bin/python3', join(venv, 'bin', 'python'));
-  writeFileSync(join(venv, 'writer.py'), WRITER, { mode: 0o644 });
-  writeFileSync(join(venv, 'ok.py'), "print('OK RAN', flush=True)\n", { mode: 0o644 });
-  return { dataDir: join(fs, 'data'), venv, release: join(venv, 'release') };
-}
-
 t.test('a driver over its work-dir and log caps: others still submit, it fails clearly, its work dir goes', { skip, timeout: 240_000 }, async (t) => {
-  const { dataDir, venv, release } = layout(t);
+  const { dataDir, venv, release } = smallDataFs(t, 48, { 'writer.py': WRITER, 'ok.py': "print('OK RAN', flush=True)\n" });
   const store = new FileKeyStore(dataDir);
   const alice = store.create('user', 'alice').key;
   const bob = store.create('user', 'bob').key;
