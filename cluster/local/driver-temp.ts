@@ -5,7 +5,8 @@
 // artifact there before it moves it (SparkConnectAddArtifactsHandler's staging dir; a large
 // local relation is such an artifact, a `cache/` one), spark-submit downloads a remote main
 // file or jar there, the JVM unpacks its native libraries there, and pyspark, pandas-on-Spark
-// and MLlib take their temp dirs there. In the sandbox /tmp is a 256 MiB tmpfs (sandbox.ts), so
+// and MLlib take their temp dirs there; Hadoop's hadoop.tmp.dir (/tmp/hadoop-USER) holds S3A's
+// upload buffers (fs.s3a.buffer.dir), so a large write to object storage went there too. In the sandbox /tmp is a 256 MiB tmpfs (sandbox.ts), so
 // one such file over it failed the driver, and what the driver left there escaped its work
 // dir's cap. In the work dir they count against its cap and go with it. Both Spark versions
 // alike: the setting is the JVM's and Python's, not Spark's. Unsandboxed drivers keep the
@@ -26,12 +27,14 @@ export interface DriverTemp {
   env: Record<string, string>;
   /** For the driver's JVM (spark.driver.extraJavaOptions: in client mode the spark-submit JVM is the driver). */
   javaOption: string;
+  /** Spark properties set over the pod's own: Hadoop's temp dir, where S3A buffers its uploads. */
+  conf: Record<string, string>;
 }
 
 /** The temp settings of a driver (pure); undefined: an unsandboxed one keeps the machine's. */
 export function driverTemp(sandbox: DriverSandbox | undefined): DriverTemp | undefined {
   if (!sandbox) return undefined;
-  return { env: { TMPDIR: SANDBOX_TEMP_DIR }, javaOption: `-Djava.io.tmpdir=${SANDBOX_TEMP_DIR}` };
+  return { env: { TMPDIR: SANDBOX_TEMP_DIR }, javaOption: `-Djava.io.tmpdir=${SANDBOX_TEMP_DIR}`, conf: { 'spark.hadoop.hadoop.tmp.dir': SANDBOX_TEMP_DIR } };
 }
 
 /** Makes the driver's temp folder before it starts, its user's (Python falls back to /tmp when TMPDIR is missing; the JVM does not). */

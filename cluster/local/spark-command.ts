@@ -107,7 +107,12 @@ function gateTheUi(options: string[], env: Record<string, string>, gate: { class
  */
 function gateTheConnectServer(options: string[], jar: string): void {
   const own = (name: string) => { const at = confAt(options, name); return at < 0 ? undefined : options[at]!.slice(name.length + 1); };
-  for (const [name, value] of Object.entries(connectGateConf(own, jar))) {
+  setConfs(options, connectGateConf(own, jar));
+}
+
+/** Sets each of `confs` on the driver's line, in place of the pod's own --conf line of that name if it has one. */
+function setConfs(options: string[], confs: Record<string, string>): void {
+  for (const [name, value] of Object.entries(confs)) {
     const at = confAt(options, name);
     if (at < 0) options.push('--conf', `${name}=${value}`);
     else options[at] = `${name}=${value}`;
@@ -155,6 +160,7 @@ export function localSubmitParts(pod: V1Pod, machine: LocalMachine, cores: numbe
   if (temp) {
     Object.assign(env, temp.env);
     mergeConf(options, 'spark.driver.extraJavaOptions', temp.javaOption, ' ', false);
+    setConfs(options, temp.conf);
   }
   const classAt = options.indexOf('--class');
   const mainClass = classAt >= 0 ? options[classAt + 1] : undefined;

@@ -31,6 +31,12 @@ t.test('a sandboxed driver: TMPDIR and java.io.tmpdir are its work dir\'s tmp fo
   t.equal(parts.env.TMPDIR, SANDBOX_TEMP_DIR, 'Python\'s tempfile (the driver\'s and its workers\', which inherit it)');
   t.equal(last(parts.options, 'spark.driver.extraJavaOptions'), `-Djava.io.tmpdir=${SANDBOX_TEMP_DIR}`, 'the driver JVM');
   t.equal(parts.env.SPARK_LOCAL_DIRS, '/tmp/app', 'Spark\'s scratch stays the work dir itself');
+  t.equal(last(parts.options, 'spark.hadoop.hadoop.tmp.dir'), SANDBOX_TEMP_DIR, 'Hadoop\'s temp dir (S3A\'s upload buffers)');
+});
+
+t.test('Hadoop\'s temp dir: ours in place of the pod\'s own line', async (t) => {
+  const parts = localSubmitParts(admittedPod({ 'spark.hadoop.hadoop.tmp.dir': '/tmp/mine' }), machine, 1);
+  t.same(confs(parts.options).filter((c) => c.startsWith('spark.hadoop.hadoop.tmp.dir=')), [`spark.hadoop.hadoop.tmp.dir=${SANDBOX_TEMP_DIR}`], 'one line, the work dir\'s');
 });
 
 t.test('the pod\'s own JVM options are kept, ours after them (the JVM takes the last -D of a name)', async (t) => {
@@ -51,5 +57,6 @@ t.test('an unsandboxed driver keeps the machine\'s temp dir', async (t) => {
   t.equal(driverTemp(undefined), undefined);
   const parts = localSubmitParts(admittedPod({ 'spark.driver.extraJavaOptions': '-Dx=y' }), { ...machine, sandbox: undefined }, 1);
   t.equal(parts.env.TMPDIR, undefined);
+  t.equal(last(parts.options, 'spark.hadoop.hadoop.tmp.dir'), undefined, 'Hadoop\'s default');
   t.equal(last(parts.options, 'spark.driver.extraJavaOptions'), '-Dx=y', 'the pod\'s options as they were');
 });

@@ -25,6 +25,7 @@ jvm = spark._jvm
 print("PROBE jvm", jvm.java.lang.System.getProperty("java.io.tmpdir"), flush=True)
 print("PROBE file", jvm.java.io.File.createTempFile("probe", ".tmp").getAbsolutePath(), flush=True)
 print("PROBE python", tempfile.gettempdir(), flush=True)
+print("PROBE hadoop", spark._jsc.hadoopConfiguration().get("hadoop.tmp.dir"), flush=True)
 print("PROBE worker", spark.sparkContext.parallelize([0], 1).map(lambda _: __import__("tempfile").gettempdir()).collect()[0], flush=True)
 spark.range(200000).selectExpr("id % 97 as k").groupBy("k").count().toPandas()
 left = 0
@@ -68,6 +69,7 @@ t.test('a sandboxed driver of each version makes its temp files below its work d
     t.equal(probe('jvm'), '/tmp/app/tmp', `${version}: the JVM's java.io.tmpdir`);
     t.match(probe('file'), /^\/tmp\/app\/tmp\/probe\d+\.tmp$/, `${version}: a temp file the JVM makes`);
     t.equal(probe('python'), '/tmp/app/tmp', `${version}: the driver's Python`);
+    t.equal(probe('hadoop'), '/tmp/app/tmp', `${version}: Hadoop's temp dir (S3A's upload buffers)`);
     t.equal(probe('worker'), '/tmp/app/tmp', `${version}: a Python worker`);
     t.comment(`${version}: left in the sandbox's /tmp: ${probe('left')} bytes\n${[...log.matchAll(/^TMP .*$/gm)].map((m) => m[0]).join('\n')}`);
   }
