@@ -176,6 +176,7 @@ t.test("on the real node, A's driver reaches none of B's objects, B's driver or 
   t.match(outcome['kube create executor given the secret'], /^403\b/, `nor an executor of its own given it (${outcome['kube create executor given the secret']})`);
   t.match(outcome['kube delete victim driver'], /^403\b/, `nor delete B's driver (${outcome['kube delete victim driver']})`);
   t.equal(outcome['kube create own executor'], '201', 'while it may create its own executors, as Spark does');
+  t.match(outcome['kube create executor wearing the api\'s labels'], /^403\b/, `but not one wearing the api's labels, which the NetworkPolicies admit everywhere (${outcome['kube create executor wearing the api\'s labels']})`);
 
   // The service still reaches B's live UI, for B's key only.
   const ui = await call(bob, 'GET', uiPath);
