@@ -96,6 +96,23 @@ async function sessionApp(agent: Agent, base: URL, key: string, sessionId: strin
   return ((listed.json as { items?: Array<{ appName: string; labels?: Record<string, string> }> }).items ?? []).find((a) => a.labels?.[CONNECT_SESSION_LABEL] === sessionId);
 }
 
+/**
+ * alice's first session of `version` through the endpoint (`spark.range(10).count()` from the
+ * template `template`): answered by that version's server, listed as alice's application, its
+ * driver a pod with `image`.
+ */
+async function firstSession(t: Test, { chart: { bed, base, agent }, alice, url, env }: Connected, version: string, template: string, image: string) {
+  const first = await runConnectClientOf(version, 'count', url(alice.key, template), env);
+  t.equal(first.count, 10, `spark.range(10).count() through the endpoint: ${JSON.stringify(first)}`);
+  t.equal(first.version, version, `answered by Spark ${version}'s Connect server`);
+  const sessionId = String(first.session);
+  const app = await sessionApp(agent, base, alice.key, sessionId);
+  t.ok(app, `the session ${sessionId} is listed as alice's application`);
+  const driver = await bed.core.readNamespacedPod({ name: app!.appName, namespace: APPS });
+  t.equal(driver.spec?.containers[0].image, image, `with the Spark ${version} image`);
+  return { sessionId, app, driver };
+}
+
 t.test('Spark Connect sessions through the chart\'s Service', { skip }, async (t) => {
   const started = Date.now();
   const ready = await connected(t);
@@ -104,19 +121,11 @@ t.test('Spark Connect sessions through the chart\'s Service', { skip }, async (t
   process.stderr.write(`chart-connect: whole test ${((Date.now() - started) / 1000).toFixed(0)} s\n`);
 });
 
-async function spark4Session(t: Test, { chart, alice, bob, url, env }: Connected): Promise<void> {
+async function spark4Session(t: Test, ready: Connected): Promise<void> {
+  const { chart, alice, bob, url, env } = ready;
   const { bed, admin, base, agent } = chart;
-  const first = await runConnectClientOf('4.2.0', 'count', url(alice.key, 'spark4'), env);
-  t.equal(first.count, 10, `spark.range(10).count() through the endpoint: ${JSON.stringify(first)}`);
-  t.equal(first.version, '4.2.0', 'answered by Spark 4.2.0\'s Connect server');
-  const sessionId = String(first.session);
-
-  // The session is an application of alice's, its driver a pod on the real node.
-  const app = await sessionApp(agent, base, alice.key, sessionId);
-  t.ok(app, `the session ${sessionId} is listed as alice's application`);
-  const driver = await bed.core.readNamespacedPod({ name: app!.appName, namespace: APPS });
+  const { sessionId, app, driver } = await firstSession(t, ready, '4.2.0', 'spark4', SPARK_4_IMAGE);
   t.equal(driver.spec?.nodeName, bed.node.name, 'its driver runs on the real node');
-  t.equal(driver.spec?.containers[0].image, SPARK_4_IMAGE, 'with the Spark 4.2.0 image');
 
   const refused = await runConnectClientOf('4.2.0', 'status', url(bob.key, 'spark4', `;session_id=${sessionId}`), env);
   t.equal(refused.status, 'PERMISSION_DENIED', `bob is refused alice's session: ${String(refused.message).slice(0, 300)}`);
@@ -133,16 +142,10 @@ async function spark4Session(t: Test, { chart, alice, bob, url, env }: Connected
   t.equal((await call(agent, base, 'POST', `/api/apps/${app!.appName}/stop`, alice.key)).status, 200, 'the owner stops the session\'s application');
 }
 
-async function spark35Session(t: Test, { chart, alice, url, env }: Connected): Promise<void> {
+async function spark35Session(t: Test, ready: Connected): Promise<void> {
+  const { chart, alice, url, env } = ready;
   const { bed, base, agent } = chart;
-  const first = await runConnectClientOf('3.5.7', 'count', url(alice.key, 'spark35'), env);
-  t.equal(first.count, 10, `spark.range(10).count() through the endpoint: ${JSON.stringify(first)}`);
-  t.equal(first.version, '3.5.7', 'answered by Spark 3.5.7\'s Connect server');
-  const sessionId = String(first.session);
-  const app = await sessionApp(agent, base, alice.key, sessionId);
-  t.ok(app, `the session ${sessionId} is listed as alice's application`);
-  const driver = await bed.core.readNamespacedPod({ name: app!.appName, namespace: APPS });
-  t.equal(driver.spec?.containers[0].image, SPARK_RUNTIME_IMAGE, 'with the Spark 3.5.7 image');
+  const { sessionId, app, driver } = await firstSession(t, ready, '3.5.7', 'spark35', SPARK_RUNTIME_IMAGE);
   const args = driver.spec?.containers[0].args ?? [];
   t.notOk(args.some((arg) => arg.includes('spark.jars.packages')), 'its driver resolves nothing at start: no spark.jars.packages');
   t.ok(args.includes(`spark.jars=local://${IMAGE_CONNECT_DIR}/connect-gate.jar,local://${IMAGE_CONNECT_DIR}/spark-connect.jar`), `the image's jars, the gate first: ${args.join(' ')}`);
