@@ -7,30 +7,20 @@
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import t from 'tap';
-import { admitPod, bareDriverPod, buildRules } from '../../domain/index.js';
 import { driverMainClass, localSubmitParts } from '../../cluster/local/spark-command.js';
 import { buildConnectGate, CONNECT_GATE_CLASS, CONNECT_INTERCEPTORS_CONF, connectServerJar, ConnectGates } from '../../cluster/local/connect-gate.js';
 import { CONNECT_SERVER_CLASS, CONNECT_SERVER_TOKEN_ENV } from '../../cluster/local/connect-server-token.js';
 import { buildUiGate, gateClasses } from '../../cluster/local/ui-gate.js';
 import { sparkJars } from '../../cluster/local/spark-builds.js';
-import { exampleCluster } from '../helpers/api.js';
+import { admittedLocalPod, confValues } from '../helpers/local-driver-pod.js';
 import { realSpark } from '../helpers/service.js';
 import { tempDir } from '../helpers/temp.js';
 
-function admittedPod(mainClass: string, engineConf: Record<string, string>) {
-  const rules = buildRules({ nodePools: exampleCluster().nodePools, namespace: 'local' });
-  const pod = bareDriverPod({ appName: 'c-20260101-000000-aaaaa', jobName: 'c', namespace: 'local', configOverrides: {
-    type: 'Scala', mainClass, mainApplicationFile: 'spark-internal', arguments: [], engineConf,
-  } });
-  const admitted = admitPod(pod, { rules, templates: () => undefined, applications: () => undefined, newAppName: (j) => j });
-  if (admitted.outcome !== 'admitted') throw new Error(admitted.outcome);
-  return admitted.pod;
-}
+const admittedPod = (mainClass: string, engineConf: Record<string, string>) => admittedLocalPod('c', { type: 'Scala', mainClass, mainApplicationFile: 'spark-internal', arguments: [], engineConf });
 
 const token = 'a'.repeat(64);
 const machine = { sparkSubmit: '/venv/bin/spark-submit', workDir: '/tmp/w', connectToken: token, connectGate: '/cache/connect-gate-x/connect-gate.jar' };
-const confs = (options: string[]) => options.flatMap((value, i) => (options[i - 1] === '--conf' ? [value] : []));
-const all = (options: string[], name: string) => confs(options).filter((c) => c.startsWith(`${name}=`)).map((c) => c.slice(name.length + 1));
+const all = (options: string[], name: string) => confValues(options).filter((c) => c.startsWith(`${name}=`)).map((c) => c.slice(name.length + 1));
 
 t.test('a Connect server driver gets the gate: its jar first in spark.jars, its class last among the interceptors, the pod\'s own kept', async (t) => {
   const pod = admittedPod(CONNECT_SERVER_CLASS, { 'spark.jars': '/c/spark-connect_2.12-3.5.7.jar', [CONNECT_INTERCEPTORS_CONF]: 'com.example.Audit' });

@@ -4,26 +4,16 @@
 // the same for spark-submit's line and for a Python-first driver's PYSPARK_SUBMIT_ARGS. An
 // unsandboxed driver keeps the machine's. The real drivers: test/security/sandbox-temp.test.ts.
 import t from 'tap';
-import { admitPod, bareDriverPod, buildRules } from '../../domain/index.js';
 import { driverTemp, SANDBOX_TEMP_DIR } from '../../cluster/local/driver-temp.js';
 import { localDriverCommand, localSubmitParts } from '../../cluster/local/spark-command.js';
-import { exampleCluster } from '../helpers/api.js';
+import { admittedLocalPod, confValues } from '../helpers/local-driver-pod.js';
 
-function admittedPod(engineConf: Record<string, string>) {
-  const rules = buildRules({ nodePools: exampleCluster().nodePools, namespace: 'local' });
-  const pod = bareDriverPod({ appName: 'tmp-20260101-000000-aaaaa', jobName: 'tmp', namespace: 'local', configOverrides: {
-    type: 'Python', mainApplicationFile: 'local:///srv/main.py', engineConf,
-  } });
-  const admitted = admitPod(pod, { rules, templates: () => undefined, applications: () => undefined, newAppName: (j) => j });
-  if (admitted.outcome !== 'admitted') throw new Error(admitted.outcome);
-  return admitted.pod;
-}
+const admittedPod = (engineConf: Record<string, string>) => admittedLocalPod('tmp', { type: 'Python', mainApplicationFile: 'local:///srv/main.py', engineConf });
 
 const sandbox = { bwrap: '/usr/bin/bwrap', hidden: [], readable: ['/venv'], dataDir: '/data' };
 const machine = { sparkSubmit: '/venv/bin/spark-submit', python: '/venv/bin/python', workDir: '/data/work/tmp-1', sandbox };
-const confs = (options: string[]) => options.flatMap((value, i) => (options[i - 1] === '--conf' ? [value] : []));
 /** The value the driver ends with: spark-submit's last --conf of a name wins. */
-const last = (options: string[], name: string) => confs(options).filter((c) => c.startsWith(`${name}=`)).at(-1)?.slice(name.length + 1);
+const last = (options: string[], name: string) => confValues(options).filter((c) => c.startsWith(`${name}=`)).at(-1)?.slice(name.length + 1);
 
 t.test('a sandboxed driver: TMPDIR and java.io.tmpdir are its work dir\'s tmp folder, as it sees it', async (t) => {
   t.equal(SANDBOX_TEMP_DIR, '/tmp/app/tmp');
@@ -36,14 +26,14 @@ t.test('a sandboxed driver: TMPDIR and java.io.tmpdir are its work dir\'s tmp fo
 
 t.test('Hadoop\'s temp dir: ours in place of the pod\'s own line', async (t) => {
   const parts = localSubmitParts(admittedPod({ 'spark.hadoop.hadoop.tmp.dir': '/tmp/mine' }), machine, 1);
-  t.same(confs(parts.options).filter((c) => c.startsWith('spark.hadoop.hadoop.tmp.dir=')), [`spark.hadoop.hadoop.tmp.dir=${SANDBOX_TEMP_DIR}`], 'one line, the work dir\'s');
+  t.same(confValues(parts.options).filter((c) => c.startsWith('spark.hadoop.hadoop.tmp.dir=')), [`spark.hadoop.hadoop.tmp.dir=${SANDBOX_TEMP_DIR}`], 'one line, the work dir\'s');
 });
 
 t.test('the pod\'s own JVM options are kept, ours after them (the JVM takes the last -D of a name)', async (t) => {
   const own = "'-XX:OnOutOfMemoryError=echo oom; true' -Djava.io.tmpdir=/tmp -Dx=y";
   const parts = localSubmitParts(admittedPod({ 'spark.driver.extraJavaOptions': own }), machine, 1);
   t.equal(last(parts.options, 'spark.driver.extraJavaOptions'), `${own} -Djava.io.tmpdir=${SANDBOX_TEMP_DIR}`);
-  t.equal(confs(parts.options).filter((c) => c.startsWith('spark.driver.extraJavaOptions=')).length, 1, 'one line: a second would replace the pod\'s');
+  t.equal(confValues(parts.options).filter((c) => c.startsWith('spark.driver.extraJavaOptions=')).length, 1, 'one line: a second would replace the pod\'s');
 });
 
 t.test('a Python-first driver gets the same, through PYSPARK_SUBMIT_ARGS and its environment', async (t) => {

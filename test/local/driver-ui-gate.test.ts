@@ -5,28 +5,18 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import t from 'tap';
-import { admitPod, bareDriverPod, buildRules } from '../../domain/index.js';
 import { localSubmitParts } from '../../cluster/local/spark-command.js';
 import { UI_GATE_CLASS, UI_GATE_ENV } from '../../cluster/local/ui-gate.js';
 import { DriverUiGates } from '../../cluster/local/driver-ui-gate.js';
-import { exampleCluster } from '../helpers/api.js';
+import { admittedLocalPod, confValues } from '../helpers/local-driver-pod.js';
 import { tempDir } from '../helpers/temp.js';
 
-function admittedPod(engineConf: Record<string, string>) {
-  const rules = buildRules({ nodePools: exampleCluster().nodePools, namespace: 'local' });
-  const pod = bareDriverPod({ appName: 'g-20260101-000000-aaaaa', jobName: 'g', namespace: 'local', configOverrides: {
-    type: 'Python', mainApplicationFile: 'local:///srv/main.py', engineConf,
-  } });
-  const admitted = admitPod(pod, { rules, templates: () => undefined, applications: () => undefined, newAppName: (j) => j });
-  if (admitted.outcome !== 'admitted') throw new Error(admitted.outcome);
-  return admitted.pod;
-}
+const admittedPod = (engineConf: Record<string, string>) => admittedLocalPod('g', { type: 'Python', mainApplicationFile: 'local:///srv/main.py', engineConf });
 
 const secret = 'f'.repeat(64);
 const machine = { sparkSubmit: '/venv/bin/spark-submit', workDir: '/tmp/w', uiPort: 4555, uiGate: { classes: '/cache/ui-gate/classes', secret } };
-const confs = (options: string[]) => options.flatMap((value, i) => (options[i - 1] === '--conf' ? [value] : []));
 /** The value the driver ends with: spark-submit's last --conf of a name wins. */
-const last = (options: string[], name: string) => confs(options).filter((c) => c.startsWith(`${name}=`)).at(-1)?.slice(name.length + 1);
+const last = (options: string[], name: string) => confValues(options).filter((c) => c.startsWith(`${name}=`)).at(-1)?.slice(name.length + 1);
 
 t.test('the gate comes last on the command line (so it wins) and first among filters, the pod\'s own kept after it', async (t) => {
   const plain = localSubmitParts(admittedPod({}), machine, 1);
@@ -38,7 +28,7 @@ t.test('the gate comes last on the command line (so it wins) and first among fil
   const own = localSubmitParts(admittedPod({ 'spark.ui.filters': 'com.example.Audit', 'spark.driver.extraClassPath': '/srv/audit.jar' }), machine, 1);
   t.equal(last(own.options, 'spark.ui.filters'), `${UI_GATE_CLASS},com.example.Audit`, 'a pod\'s own filter runs after the gate');
   t.equal(last(own.options, 'spark.driver.extraClassPath'), '/cache/ui-gate/classes:/srv/audit.jar');
-  t.equal(confs(own.options).filter((c) => c.startsWith('spark.ui.filters=')).length, 1, 'one filters line: the pod cannot add one that drops the gate');
+  t.equal(confValues(own.options).filter((c) => c.startsWith('spark.ui.filters=')).length, 1, 'one filters line: the pod cannot add one that drops the gate');
 });
 
 t.test('no gate asked: the command is as before', async (t) => {

@@ -3,21 +3,12 @@
 // PYSPARK_SUBMIT_ARGS, checked with the project's real Python when it is there).
 import { spawnSync } from 'node:child_process';
 import t from 'tap';
-import { admitPod, bareDriverPod, buildRules } from '../../domain/index.js';
 import { localDriverCommand } from '../../cluster/local/spark-command.js';
 import { shellQuote } from '../../cluster/local/python-first.js';
-import { exampleCluster } from '../helpers/api.js';
+import { admittedLocalPod } from '../helpers/local-driver-pod.js';
 import { realSpark, sparkEnv } from '../helpers/service.js';
 
-function admittedPod(mainApplicationFile: string) {
-  const rules = buildRules({ nodePools: exampleCluster().nodePools, namespace: 'local' });
-  const pod = bareDriverPod({ appName: 'k-20260101-000000-aaaaa', jobName: 'k', namespace: 'local', configOverrides: {
-    type: 'Python', mainApplicationFile, arguments: ['--x', "it's a value"], driver: { env: { GREETING: 'hello world' } },
-  } });
-  const admitted = admitPod(pod, { rules, templates: () => undefined, applications: () => undefined, newAppName: (j) => j });
-  if (admitted.outcome !== 'admitted') throw new Error(admitted.outcome);
-  return admitted.pod;
-}
+const admittedPod = (mainApplicationFile: string) => admittedLocalPod('k', { type: 'Python', mainApplicationFile, arguments: ['--x', "it's a value"], driver: { env: { GREETING: 'hello world' } } });
 
 const machine = { sparkSubmit: '/venv/bin/spark-submit', python: '/venv/bin/python', workDir: '/tmp/w', uiPort: 4555 };
 
