@@ -30,12 +30,19 @@ if [ -x test/cluster/build.sh ] && [ "${SKIP_CLUSTER_TESTS:-}" != 1 ]; then
   if bin=$(bash test/s3/build.sh | tail -n 1); then export SUBMISSION_SERVICE_S3_SERVER="$bin"; else echo "test: the S3 server did not build; the history tests on it will fail" >&2; fi
 fi
 phase "setup and builds:"
-# The whole tree type-checks (tests and benches too): one check of its own in the count.
-typecheck_failed=0
-if ! npx tsc -p tsconfig.check.json >&2; then echo "test: type errors (above)" >&2; typecheck_failed=1; fi
-# Lint (eslint.config.js: no floating or misused promises, type-aware): one more check in the count.
-lint_failed=0
-if ! npx eslint --max-warnings 0 . >&2; then echo "test: lint errors (above)" >&2; lint_failed=1; fi
+# The whole tree type-checks (tests and benches too) and lints (eslint.config.js: no floating or
+# misused promises, type-aware): one check each in the count. Each keeps one core busy for about
+# half a minute, so they run side by side, their output printed once both end.
+check_log=$(mktemp) lint_log=$(mktemp)
+npx tsc -p tsconfig.check.json > "$check_log" 2>&1 & typecheck=$!
+npx eslint --max-warnings 0 . > "$lint_log" 2>&1 & lint=$!
+typecheck_failed=0 lint_failed=0
+wait "$typecheck" || typecheck_failed=1
+wait "$lint" || lint_failed=1
+cat "$check_log" "$lint_log" >&2
+[ "$typecheck_failed" -eq 0 ] || echo "test: type errors (above)" >&2
+[ "$lint_failed" -eq 0 ] || echo "test: lint errors (above)" >&2
+rm -f "$check_log" "$lint_log"
 phase "typecheck and lint:"
 files=("$@")
 [ ${#files[@]} -gt 0 ] || mapfile -t files < <(find test -name '*.test.ts' -not -path '*/node_modules/*' | sort)
@@ -43,7 +50,7 @@ files=("$@")
 # real node (their first line says "real node": one per machine) run one after another in a lane
 # of their own from the start, beside everything else: their pods spend most of their time starting
 # and loading images, which leaves the machine half idle. The other heavy files run one at a time
-# after the files that run together.
+# as soon as either of those two ends, beside the one still going (never beside both).
 together=() on_node=() heavy=()
 for f in "${files[@]}"; do
   head=$(head -n 5 "$f" 2>/dev/null)
@@ -66,20 +73,26 @@ node_files() {
   for f in "$@"; do flock "$SUBMISSION_SERVICE_NODE_LOCK" npx tap --jobs=1 "$f" >> "$lane_out" 2>&1 || rc=1; done
   return "$rc"
 }
-out=$(mktemp) node_out=$(mktemp) heavy_out=$(mktemp) node_seconds=$(mktemp)
-# The lane writes its own seconds when it ends (the wait for it below comes later).
-(lane_start=$SECONDS; node_files "$node_out" "${on_node[@]}"; rc=$?; echo $((SECONDS - lane_start)) > "$node_seconds"; exit "$rc") & node_lane=$!
+out=$(mktemp) node_out=$(mktemp) heavy_out=$(mktemp) lane_seconds=$(mktemp -d)
+# Each lane writes its own seconds when it ends (the waits for them below come in either order).
+timed() { local name=$1 start=$SECONDS rc; shift; "$@"; rc=$?; echo $((SECONDS - start)) > "$lane_seconds/$name"; return "$rc"; }
+together_files() { [ ${#together[@]} -gt 0 ] || return 0; npx tap --jobs=2 "${together[@]}" 2>&1 | tee "$out"; return "${PIPESTATUS[0]}"; }
+timed node node_files "$node_out" "${on_node[@]}" & node_lane=$!
+timed together together_files & together_lane=$!
 status=0
-if [ ${#together[@]} -gt 0 ]; then npx tap --jobs=2 "${together[@]}" 2>&1 | tee "$out"; status=${PIPESTATUS[0]}; fi
-phase "${#together[@]} files together:"
-lane "$heavy_out" "${heavy[@]}" || status=1
+wait -n -p first "$node_lane" "$together_lane" || status=1
+if [ "$first" = "$node_lane" ]; then still=$together_lane still_name="the files together"; else still=$node_lane still_name="the real node's lane"; fi
+phase "until the first of the two lanes ended:"
+timed heavy lane "$heavy_out" "${heavy[@]}" || status=1
+phase "${#heavy[@]} heavy files beside $still_name:"
+wait "$still" || status=1
+phase "waiting for $still_name:"
+# Printed whole in this order (the count below reads them from one file).
 cat "$heavy_out" | tee -a "$out"
-phase "${#heavy[@]} heavy files after them:"
-wait "$node_lane" || status=1
 cat "$node_out" | tee -a "$out"
-echo "test: the real node's lane: ${#on_node[@]} files in $(cat "$node_seconds") s, beside the others from their start" >&2
-rm -f "$node_out" "$heavy_out" "$node_seconds"
-phase "waiting for the real node's lane:"
+lanes="${#together[@]} files together in $(cat "$lane_seconds/together" 2>/dev/null) s; the real node's ${#on_node[@]} files in $(cat "$lane_seconds/node" 2>/dev/null) s; ${#heavy[@]} heavy files in $(cat "$lane_seconds/heavy" 2>/dev/null) s, after $([ "$first" = "$node_lane" ] && echo "the real node's lane" || echo "the files together")"
+echo "test: lanes: $lanes" >&2
+rm -rf "$node_out" "$heavy_out" "$lane_seconds"
 # Tests, not assertions: each top-level t.test of a file is one test (tap prints it indented
 # once under its file); a file that fails outside its tests (a crash before or between them)
 # counts as one more failure.
@@ -93,6 +106,13 @@ read -r pass fail skip < <(awk '
 awk '/^(not )?ok [0-9]+ - .* # time=/ { t = $0; sub(/.*# time=/, "", t); sub(/ms.*/, "", t); n = $0; sub(/^(not )?ok [0-9]+ - /, "", n); sub(/ # time=.*/, "", n); printf "%d %s\n", t / 1000, n }' "$out" |
   sort -rn | head -n 15 | awk '{ printf "test: %ss %s\n", $1, $2 }' >&2
 echo "test: times: ${phases[*]}" >&2
+# The same figures and every file's seconds, kept on the machine (the CI log of a run that passed is
+# not): where the next cut of the suite's time should go is read from here. About the newest 40 runs.
+times_log=${SUBMISSION_SERVICE_CACHE:-$HOME/.cache/submission-service}/test-times.log
+{
+  echo "== $(date -u +%FT%TZ) $(git rev-parse --short HEAD 2>/dev/null) load $(cut -d' ' -f1-3 /proc/loadavg): ${phases[*]} lanes: $lanes"
+  awk '/^(not )?ok [0-9]+ - .* # time=/ { t = $0; sub(/.*# time=/, "", t); sub(/ms.*/, "", t); n = $0; sub(/^(not )?ok [0-9]+ - /, "", n); sub(/ # time=.*/, "", n); printf "%d %s\n", t / 1000, n }' "$out" | sort -rn
+} >> "$times_log" 2>/dev/null && tail -n 12000 "$times_log" > "$times_log.new" 2>/dev/null && mv "$times_log.new" "$times_log"
 # The failures by name, just above the count: a CI log that keeps only its tail still says which.
 # Under each, its first failed assertions (tap prints them before the test's own line).
 awk '
