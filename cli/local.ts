@@ -13,6 +13,7 @@ import { type AdmissionRules, attemptLauncherToken } from '../domain/index.js';
 import { FileScheduleStore } from '../cluster/schedules/file-schedule-store.js';
 import { ScheduleRunner, type TickAdmission } from '../cluster/schedules/runner.js';
 import { parseByteSize } from '../cluster/local/work-dir-space.js';
+import { defaultLogBudget } from '../cluster/local/log-budget-files.js';
 import { eventLogDir, LocalSparkHistory } from '../cluster/local/local-history.js';
 import { LocalSparkStatic } from '../cluster/local/spark-static.js';
 import { SparkEnvs } from '../cluster/local/spark-envs.js';
@@ -65,6 +66,8 @@ function localOptions() {
     // A driver's work dir: a tmpfs of this size (as root, with the sandbox); its log: this many bytes, head and tail.
     'work-dir-cap': { type: 'string', default: '1GiB' },
     'log-cap': { type: 'string', default: '64MiB' },
+    // All drivers' logs together (auto: a quarter of the data dir's filesystem; off: no total bound).
+    'log-budget': { type: 'string', default: 'auto' },
     ...fairShareFlags,
     ...connectionFlags,
     ...connectFlags,
@@ -118,13 +121,14 @@ function sparkVersions(spark: ReturnType<typeof findSpark>, offered: string[]) {
 }
 
 /** The flags on history, disk and the cores' share, checked. */
-function diskAndShareFlags(values: { history: string; retention: string; 'log-cap': string; 'work-dir-cap': string; 'key-core-share': string }) {
+function diskAndShareFlags(values: { history: string; retention: string; 'log-cap': string; 'log-budget': string; 'work-dir-cap': string; 'key-core-share': string }, dataDir: string) {
   if (values.history !== 'on' && values.history !== 'off') throw new Error('--history takes on or off');
   const keyCoreShare = Number(values['key-core-share']);
   if (!/^\d*\.?\d+$/.test(values['key-core-share']) || keyCoreShare > 1) throw new Error('--key-core-share takes a share of the cores from 0 to 1 (0 or 1: none), such as 0.5');
   return {
     retentionMs: parseRetention(values.retention),
     logCap: parseByteSize(values['log-cap'], '--log-cap'),
+    logBudget: values['log-budget'] === 'auto' ? defaultLogBudget(dataDir) : parseByteSize(values['log-budget'], '--log-budget'),
     workDirCapAsked: parseByteSize(values['work-dir-cap'], '--work-dir-cap'),
     keyCoreShare,
   };
@@ -138,7 +142,7 @@ export async function localCommand(argv: string[]): Promise<number> {
   // Before anything reads or writes the records: a second process on them refuses to start.
   lockDataDir(dataDir);
   const [warmPool, connect] = [parseWarmPool(values['warm-pool']), parseConnectFlags(values)];
-  const { retentionMs, logCap, workDirCapAsked, keyCoreShare } = diskAndShareFlags(values);
+  const { retentionMs, logCap, logBudget, workDirCapAsked, keyCoreShare } = diskAndShareFlags(values, dataDir);
   const spark = findSpark();
   const store = new FileKeyStore(dataDir);
   // User code never runs as this service: a sandbox for the drivers, else admin keys only (docs/security.md).
@@ -171,7 +175,7 @@ export async function localCommand(argv: string[]): Promise<number> {
   // of this process alone (never DIR/gateway-secret, which local drivers can read).
   const attemptSecret = process.env.SUBMISSION_SERVICE_GATEWAY_SECRET || randomBytes(32).toString('base64url');
   const retryLauncherToken = (kernelId: string, attempt: number) => attemptLauncherToken(attemptSecret, kernelId, attempt);
-  const cluster = new LocalCluster({ dataDir, rules, cores: Number(values.cores), log, interactiveLabel: KERNEL_LABEL, sandbox: driverSandbox, keyCoreShare, workDirCap, logCap, sparkEnvs, retryLauncherToken, ...spark });
+  const cluster = new LocalCluster({ dataDir, rules, cores: Number(values.cores), log, interactiveLabel: KERNEL_LABEL, sandbox: driverSandbox, keyCoreShare, workDirCap, logCap, logBudget, sparkEnvs, retryLauncherToken, ...spark });
   const history = withHistory ? new LocalSparkHistory({ dataDir, sparkClass: sparkClassBeside(spark.sparkSubmit), python: spark.python, spark: historySpark, events: cluster.events, log, retentionMs }) : undefined;
   const sweeper = retentionMs === undefined ? undefined : new RetentionSweeper({
     cluster, history, retentionMs, onError: (error, appName) => log.warn({ err: error, appName }, 'retention: could not remove an expired application'),

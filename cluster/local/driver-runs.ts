@@ -19,6 +19,7 @@ import { afterRun, localAttemptEnd, retryPod, startAttempt } from './local-attem
 import type { LocalApps } from './local-apps.js';
 import type { LocalClusterOptions } from './local-options.js';
 import { formatBytes } from './log-cap.js';
+import { LogBudget } from './log-budget-files.js';
 import { isAlive, readExitCode, staleExitTemp, startDriverPod } from './process-runner.js';
 import type { StoredApp } from './record-store.js';
 import { collectEventLogs } from './sandbox-event-log.js';
@@ -34,6 +35,7 @@ export class DriverRuns {
   private readonly connectGates = new ConnectGates();
   private readonly timers = new Set<NodeJS.Timeout>();
   private readonly finishing = new Map<string, Promise<void>>();
+  private readonly logBudget: LogBudget | undefined;
   closed = false;
 
   constructor(
@@ -41,7 +43,10 @@ export class DriverRuns {
     private readonly scheduler: CoreScheduler,
     private readonly options: LocalClusterOptions,
     private readonly templates: (name: string) => ApplicationConfig | undefined,
-  ) {}
+  ) {
+    this.logBudget = options.logBudget === undefined ? undefined
+      : new LogBudget({ budget: options.logBudget, cap: options.logCap, logFile: (name) => apps.logFile(name), logger: apps.logger });
+  }
 
   /** The scheduler gave `appName` its cores: its driver starts once a free port for its Spark UI is known. */
   start(appName: string, cores: number): void {
@@ -85,8 +90,10 @@ export class DriverRuns {
       writeFileSync(exitFile, EXIT_FILE_PLACEHOLDER, { mode: 0o600 });
       if (this.options.workDirCap !== undefined) mountWorkDir(machine.workDir, this.options.workDirCap);
       this.renewLauncherToken(stored);
-      const started = startDriverPod(stored.pod, machine, cores, { logFile, exitFile, logCap: this.options.logCap });
-      const run = { pid: started.pid, startTicks: started.startTicks, cores, logFile, exitFile, uiPort, uiGate: machine.uiGate?.secret };
+      // Granted and saved in the record below with no await between: the next start counts it.
+      const logCap = this.logBudget ? this.logBudget.grant(appName, apps.records.all()) : this.options.logCap;
+      const started = startDriverPod(stored.pod, machine, cores, { logFile, exitFile, logCap });
+      const run = { pid: started.pid, startTicks: started.startTicks, cores, logFile, logCap, exitFile, uiPort, uiGate: machine.uiGate?.secret };
       const startedAt = new Date().toISOString();
       const change = { state: 'RUNNING' as const, startedAt: stored.record.startedAt ?? startedAt, stateDetail: undefined, ...startAttempt(stored.record, startedAt) };
       const running: StoredApp = { ...stored, run, record: applyChange(stored.record, change, startedAt) };

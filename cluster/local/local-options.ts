@@ -32,6 +32,8 @@ export interface LocalClusterOptions {
   workDirCap?: number;
   /** Bytes each driver's log file may take: its head and its tail (log-cap.ts). Undefined: no cap. */
   logCap?: number;
+  /** Bytes all drivers' logs may take together, on the records' filesystem (log-budget.ts). Undefined: no total bound. */
+  logBudget?: number;
   /**
    * A retried kernel's fresh launcher token (its first is spent and its file deleted): written
    * where its driver's env names the file before each later attempt starts. Undefined: none.

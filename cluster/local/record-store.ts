@@ -23,6 +23,8 @@ export interface RunInfo {
   cores: number;
   exitFile: string;
   logFile: string;
+  /** Bytes its log was granted (its cap, or less under the logs' budget: log-budget.ts); it holds them while it runs. */
+  logCap?: number;
   stopRequested?: boolean;
   /** Why the service stopped it, when not at a user's request (its end's detail; default: "stopped by a user"). */
   stopReason?: string;
