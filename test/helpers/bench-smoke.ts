@@ -70,13 +70,20 @@ function run(bench: Bench, resultsDir: string): Promise<{ code: number | null; s
   });
 }
 
+/** One bench's hang guard, in minutes: a bench with tiny counts takes 1–9 minutes on a busy two-core machine. */
+const BENCH_GUARD_MIN = 15;
+
 /** The benches whose file is one of `files` (their paths under bench/), each a test of its own. */
 export function smokeTests(files: string[]): void {
   const benches = ALL_BENCHES.filter((bench) => files.includes(bench.file));
   const unknown = files.filter((file) => !benches.some((bench) => bench.file === file));
   if (unknown.length > 0) throw new Error(`no smoke settings for ${unknown.join(', ')}`);
+  // Hang guards per bench, and for the file their sum: the runner's one guard per file (.taprc)
+  // is not enough for three to nine benches one after another on a busy machine (smoke-browser's
+  // three took over 1,200 s at load 35–45 beside two CPU hogs and other work).
+  t.setTimeout((benches.length * BENCH_GUARD_MIN + 5) * 60_000);
   for (const bench of benches) {
-    t.test(`bench/${bench.file} with tiny counts exits 0 and prints its figures`, { skip: missing(bench) }, async (t) => {
+    t.test(`bench/${bench.file} with tiny counts exits 0 and prints its figures`, { skip: missing(bench), timeout: BENCH_GUARD_MIN * 60_000 }, async (t) => {
       const { code, stdout, stderr } = await run(bench, tempDir(t, 'subsvc-bench-'));
       t.equal(code, 0, 'exit code 0', { stderr: stderr.slice(-3000) });
       t.match(stdout, bench.figures ?? /^\|.*\d.*\|\s*$/m, 'its figures', { stderr: stderr.slice(-3000) });
