@@ -1,6 +1,8 @@
 // request -> effective config: template merged with overrides (overrides win),
-// defaults filled in, pods sized. One function for the API, local mode and the webhook.
+// defaults filled in, pods sized (a Connect server's jars and interceptors: both sides' lists,
+// connect-gate.ts). One function for the API, local mode and the webhook.
 import type { ApplicationConfig, UnschedulableError } from '../schemas/index.js';
+import { withConnectServerLists } from './connect-gate.js';
 import { applyDefaults } from './defaults.js';
 import { deepMerge } from './merge.js';
 import type { AdmissionRules } from './rules.js';
@@ -27,7 +29,7 @@ export function effectiveConfig(
       return { ok: false, status: 404, body: { message: `config template "${templateName}" does not exist`, code: 'TEMPLATE_NOT_FOUND' } };
     }
   }
-  const merged = deepMerge<ApplicationConfig>(base ?? {}, overrides ?? {});
+  const merged = withConnectServerLists(deepMerge<ApplicationConfig>(base ?? {}, overrides ?? {}), base, overrides);
   const sized = sizeApplication(applyDefaults(merged, rules), rules);
   return sized.ok ? { ok: true, config: sized.config } : { ok: false, status: 422, body: sized.error };
 }
