@@ -135,6 +135,11 @@ def traces(url):
     print(json.dumps(out), flush=True)
 
 
+def sql(url, query):
+    """One query in a new session: its first row's first value, as text."""
+    print(json.dumps({"value": str(session(url).sql(query).collect()[0][0])}), flush=True)
+
+
 def status(url):
     """One call: "OK", or the gRPC status it was refused with and the message."""
     try:
@@ -200,4 +205,4 @@ if __name__ == "__main__":
     mode, url = sys.argv[1], sys.argv[2]
     {"work": lambda: work(url), "views": lambda: views(url, sys.argv[3]), "status": lambda: status(url), "hold": lambda: hold(url), "refused": lambda: refused(url), "count": lambda: count(url),
      "traces": lambda: traces(url), "bench": lambda: bench(url, sys.argv[3]), "arrow": lambda: arrow(url, sys.argv[3], sys.argv[4]),
-     "artifact": lambda: artifact(url, sys.argv[3])}[mode]()
+     "artifact": lambda: artifact(url, sys.argv[3]), "sql": lambda: sql(url, sys.argv[3])}[mode]()

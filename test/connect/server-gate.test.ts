@@ -4,14 +4,18 @@
 // same way through the service's gate (cluster/local/connect-gate.ts). Either way, another local
 // process (here a plain pyspark-client 4.2.0) that finds the server's port gets UNAUTHENTICATED,
 // with no token, a wrong one or the owner's API key, while the session keeps working through the
-// endpoint. Heavy: one Spark driver per test.
+// endpoint. A 3.5 template's own jar and interceptor stay on its session's server, the gate
+// running before that interceptor (domain/connect-gate.ts). Heavy: one Spark driver per test.
 import { randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { networkInterfaces } from 'node:os';
 import { join } from 'node:path';
 import t, { type Test } from 'tap';
 import { http, realSpark, sparkEnv, startService } from '../helpers/service.js';
 import { tempDir } from '../helpers/temp.js';
 import { listening } from '../../connect/placement.js';
+import { CONNECT_INTERCEPTORS_CONF } from '../../domain/connect-gate.js';
+import { buildJava } from '../../cluster/local/spark-builds.js';
 import { connectClientPython, connectPortOf, createAdminKey, runConnectClientOf, serverTokenOf, serverTokenParam } from './connect-client.js';
 
 const skip = !realSpark() || !connectClientPython('4.2.0') || !connectClientPython('3.5.7')
@@ -25,15 +29,16 @@ interface App { appName: string; labels?: Record<string, string>; config?: { eng
 
 /**
  * A service with two admin keys (A makes the session, B reads its application) and a session of
- * A's through the endpoint, answered by the client of `version`: the session's application and
- * a call through the endpoint to make again.
+ * A's through the endpoint from a template of `version` and Spark properties `engineConf`,
+ * answered by the client of `version`: the session's application and a call through the endpoint
+ * to make again.
  */
-async function sessionOf(t: Test, version: string, args: string[]) {
+async function sessionOf(t: Test, version: string, args: string[], engineConf: Record<string, string> = {}) {
   const dataDir = join(tempDir(t), 'data');
   const env = { ...sparkEnv(), LOG_LEVEL: 'warn' };
   const [a, b] = [await createAdminKey(t, dataDir, env, 'A'), await createAdminKey(t, dataDir, env, 'B')];
   const service = await startService(t, { dataDir, env, args: ['--auth', 'on', '--cores', '2', '--connect-port', '0', ...args] });
-  const made = await http(service.url, 'POST', '/api/config-templates/', { name: 'gated', config: { engineVersion: version } }, { 'x-api-key': a.key });
+  const made = await http(service.url, 'POST', '/api/config-templates/', { name: 'gated', config: { engineVersion: version, engineConf } }, { 'x-api-key': a.key });
   t.equal(made.status, 201, made.text);
   const session = randomUUID();
   // pyspark 3.5 sends a token over TLS only: in plaintext on loopback its key goes as `;x-api-key=` metadata.
@@ -49,7 +54,7 @@ async function sessionOf(t: Test, version: string, args: string[]) {
   t.ok(port > 0, `the session's server port (${app?.appName})`);
   const seenByOther = (await http(service.url, 'GET', `/api/apps/${app!.appName}`, undefined, { 'x-api-key': b.key })).json as App;
   t.notOk(/authenticate|SPARK_CONNECT_AUTHENTICATE_TOKEN/i.test(JSON.stringify(seenByOther.config)), 'the application\'s config, which every key reads, names no secret');
-  return { session, port, ownerKey: a.key, count, token: () => serverTokenOf(dataDir, app!.appName) };
+  return { session, port, ownerKey: a.key, count, url: viaEndpoint, app: app!, token: () => serverTokenOf(dataDir, app!.appName) };
 }
 
 /**
@@ -92,4 +97,33 @@ t.test('a Spark 3.5 session\'s server, on every interface, refuses every caller 
   const again = await count();
   t.equal(again.count, 10, 'the session still answers through the endpoint');
   t.equal(again.session, session);
+});
+
+/** A team's own interceptor and class (test/fixtures/connect-template), packed as a jar against Spark 3.5.7's Connect server. */
+async function templateJar(): Promise<string> {
+  const connectJars = sparkEnv().SUBMISSION_SERVICE_CONNECT_JARS;
+  if (!connectJars) throw new Error('no SUBMISSION_SERVICE_CONNECT_JARS (scripts/setup.sh fetches the 3.5 Connect server\'s jar)');
+  const source = readFileSync(join(import.meta.dirname, '..', 'fixtures', 'connect-template', 'TemplateProbe.java'), 'utf8');
+  const built = await buildJava({ name: 'template-probe', fileName: 'TemplateProbe.java', source, classpath: join(connectJars, 'spark-connect_2.12-3.5.7.jar'), version: '3.5.7', jar: true });
+  return join(built, 'template-probe.jar');
+}
+
+// No sandbox: it shows a driver nothing under /tmp or the home (sandbox.ts), where this test's jar
+// is; a team's own jar is wherever its drivers can read it (an image, s3a://, a shared folder).
+t.test('a Spark 3.5 session keeps its template\'s own jar and interceptor, and the gate runs before that interceptor', { skip, timeout: 1_800_000 }, async (t) => {
+  const jar = await templateJar();
+  const served = await sessionOf(t, '3.5.7', ['--sandbox', 'off'], { 'spark.jars': jar, [CONNECT_INTERCEPTORS_CONF]: 'probe.TemplateProbe' });
+  const conf = served.app.config?.engineConf ?? {};
+  t.match(conf['spark.jars'], /spark-connect_2\.12-3\.5\.7\.jar/, `the session's server jar: ${conf['spark.jars']}`);
+  t.ok(conf['spark.jars']?.split(',').includes(jar), 'and the template\'s, not replaced by it');
+  const loaded = await runConnectClientOf('3.5.7', 'sql', served.url, "select reflect('probe.TemplateProbe', 'marker')");
+  t.equal(loaded.value, 'template-jar-loaded', `a class of the template's jar answers a query through the endpoint: ${JSON.stringify(loaded)}`);
+  const { port, session } = served;
+  const unauthenticated = await runConnectClientOf('3.5.7', 'status', `sc://localhost:${port}/;x-template-probe=refuse;session_id=${session}`);
+  t.equal(unauthenticated.status, 'UNAUTHENTICATED', `no token: the gate refuses first, the template's interceptor never sees the call: ${unauthenticated.message}`);
+  const probed = await runConnectClientOf('3.5.7', 'status', `sc://localhost:${port}/${serverTokenParam('3.5.7', served.token())};x-template-probe=refuse;session_id=${randomUUID()}`);
+  t.equal(probed.status, 'PERMISSION_DENIED', 'past the gate, the template\'s interceptor runs');
+  t.match(probed.message, /refused by the template's own interceptor/);
+  await directCalls(t, '3.5.7', served);
+  t.equal((await served.count()).count, 10, 'the session still answers through the endpoint');
 });
