@@ -61,7 +61,7 @@ function localOptions() {
     ...lifecycleFlags,
     // How long an Idempotency-Key answers with the application it made (README, "Safe retries").
     'idempotency-window': { type: 'string', default: '24h' },
-    // One key's batch applications hold at most this share of --cores (0 or 1: no share).
+    // One key's applications, its kernels included, hold at most this share of --cores (0 or 1: no share).
     'key-core-share': { type: 'string', default: '0.5' },
     // A driver's work dir: a tmpfs of this size (as root, with the sandbox); its log: this many bytes, head and tail.
     'work-dir-cap': { type: 'string', default: '1GiB' },

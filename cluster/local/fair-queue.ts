@@ -7,7 +7,8 @@
 //
 // Turns alone do not stop one key from holding every core for as long as its applications run
 // (the queue cannot take cores back). So a key also has a share: it holds at most
-// `keyCoreLimit` batch cores at once, and an application asking for more runs with the share.
+// `keyCoreLimit` cores at once, its kernels' and its batch applications' together, and an
+// application asking for more runs with the share.
 // The anonymous submitter (authentication off: one person) has none.
 
 /** The submitter of anonymous applications (authentication off): one submitter like any other. */
@@ -83,7 +84,7 @@ export class FairQueue {
   }
 }
 
-/** Batch cores one key may hold at once: `share` of the machine's, at least one. Undefined: no share (0 or 1). */
+/** Cores one key may hold at once (kernels included): `share` of the machine's, at least one. Undefined: no share (0 or 1). */
 export function keyCoreLimit(cores: number, share: number): number | undefined {
   if (!(share > 0 && share < 1)) return undefined;
   return Math.max(1, Math.floor(cores * share));

@@ -6,7 +6,7 @@ import { writeFileSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { V1Pod } from '@kubernetes/client-node';
-import { type AdmissionRules, admitPod, ANNOTATION_SUBMITTED_BY, applicationLabels, KERNEL_CLAIMER_LABEL, LABEL_JOB, LABEL_TEMPLATE, withLauncherTokenFile } from '../../domain/index.js';
+import { type AdmissionRules, admitPod, ANNOTATION_SUBMITTED_BY, applicationLabels, KERNEL_CLAIMER_LABEL, KERNEL_POOL_LABEL_KEY, LABEL_JOB, LABEL_TEMPLATE, withLauncherTokenFile } from '../../domain/index.js';
 import type { AppRecord, Cluster, CreateOptions, CreateResult, ListQuery, Page } from '../cluster.js';
 import { ConflictError, isTerminal } from '../cluster.js';
 import { idempotencyOf } from '../app-record.js';
@@ -110,8 +110,19 @@ export class LocalCluster implements Cluster {
     if (this.records.get(record.appName)) throw new ConflictError(`application ${record.appName} exists`);
     if (launcher) writeFileSync(this.apps.launcherTokenFile(record.appName), launcher, { mode: 0o600 });
     await this.records.create({ record, pod: admission.pod });
-    this.apps.emit('changed', record);
     this.scheduler.requeue(record.appName);
+    // A kernel its key's share has no room for is refused, not queued: its start would answer,
+    // and the notebook then wait for cores the key's other kernels may hold for days, until its
+    // launch timeout. Asked right after the queue's pass, with nothing awaited between: starts
+    // sent at once cannot pass the share together.
+    const refusal = this.scheduler.shareRefusal(record.appName);
+    if (refusal) {
+      this.scheduler.remove(record.appName);
+      // A record that cannot be removed ends instead, so that no one waits on it.
+      await this.records.remove(record.appName).catch(() => this.stop(record.appName, refusal));
+      return { ok: false, status: 429, body: { message: refusal } };
+    }
+    this.apps.emit('changed', record);
     return { ok: true, record, pod: admission.pod };
   }
 
@@ -220,6 +231,19 @@ export class LocalCluster implements Cluster {
     return {
       state: record.state, submittedBy: record.submittedBy, createdAt: record.createdAt,
       demand: localCores(record.config, this.options.cores), interactive: this.apps.isInteractive(stored),
+      holder: shareHolder(record.labels),
     };
   }
+}
+
+/**
+ * Whose share a kernel's cores count in, when not its submitter's: its claimer's once claimed; an
+ * unclaimed warm pool's kernel, nobody's. The operator sized the pool (--warm-pool), and counting
+ * it in the gateway's key would have that key's share refuse the pool's own refills. Both labels
+ * are the gateway's alone (submit-api/service-labels.ts), so no user sets them to slip its share.
+ */
+function shareHolder(labels: Record<string, string> | undefined): string | null | undefined {
+  const claimer = labels?.[KERNEL_CLAIMER_LABEL];
+  if (claimer !== undefined) return claimer;
+  return labels?.[KERNEL_POOL_LABEL_KEY] === undefined ? undefined : null;
 }

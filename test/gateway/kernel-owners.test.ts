@@ -37,7 +37,8 @@ t.test('kernels belong to their key; launchers cannot be impersonated', { skip, 
   const keyB = store.create('user', 'B');
   const keyC = store.create('user', 'C').key;
   const admin = store.create('admin', 'admin').key;
-  const service = await startService(t, { dataDir, env: sparkEnv(), args: ['--auth', 'on', '--kernels-per-key', '2'] });
+  // No share of the cores (kernels count in it: test/local/kernel-share.test.ts): the count of kernels is what is tested here.
+  const service = await startService(t, { dataDir, env: sparkEnv(), args: ['--auth', 'on', '--kernels-per-key', '2', '--key-core-share', '0'] });
   const wsBase = service.url.replace('http', 'ws');
   const gw = (key: string, method: string, path: string, body?: unknown) => http(service.url, method, `/notebooks${path}`, body, { authorization: `token ${key}` });
   // Plain Python kernels (no SparkContext): what is tested here is who may use them.

@@ -64,3 +64,16 @@ export function fakeJob(directives: { lines?: number; tick?: number; sleep?: num
     arguments: Object.entries(directives).map(([k, v]) => `${k}=${v}`),
   };
 }
+
+/**
+ * TEST DOUBLE: the fake virtualenv's `python`, which local mode runs a kernel's driver with
+ * (python first). It prints the spark-submit options it was given (its `--master local[N]`) and
+ * stays up, as a kernel does, until the service stops its process group. No launcher connects:
+ * for tests of what a kernel holds while it lives, not of what it runs. Any other use of the
+ * virtualenv's python (finding Spark's jars for the UI gate) fails at once, as with none.
+ */
+export function writeFakeKernelPython(env: string): void {
+  const path = join(env, 'bin', 'python');
+  writeFileSync(path, '#!/bin/sh\n# TEST DOUBLE for a kernel driver\'s python (test/helpers/fake-spark-submit.ts).\n[ -n "$PYSPARK_SUBMIT_ARGS" ] || exit 1\necho "fake-python $PYSPARK_SUBMIT_ARGS"\nexec sleep 3600\n');
+  chmodSync(path, 0o755);
+}

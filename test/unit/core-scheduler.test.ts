@@ -1,6 +1,7 @@
 // Local mode's scheduling loop (cluster/local/core-scheduler.ts) over applications held in a map:
 // what starts when cores free, in the fair queue's order, interactive applications at once and
-// outside the batch cores, a key's share, a stopped application passed over. No process, no clock.
+// outside the batch cores but inside their key's share, a key's share, a stopped application
+// passed over. No process, no clock.
 import t from 'tap';
 import { CoreScheduler, type SchedulingView } from '../../cluster/local/core-scheduler.js';
 
@@ -73,6 +74,51 @@ t.test('a key at its share waits; an application asking more than the share runs
   t.same(m.started, ['a-big:2', 'b1:1'], 'A gets its share (2 of 4); its next waits although a core is free; B starts');
   m.end('a-big');
   t.same(m.started.slice(2), ['a-next:1']);
+});
+
+t.test('kernels hold their cores in their key\'s share: its next kernel and its batch applications wait, another key starts', async (t) => {
+  const m = machine(4, 0.5);
+  m.submit('a-kernel', 'A', 4, true);
+  t.same(m.started, ['a-kernel:2'], 'a kernel asking for the machine runs with its key\'s share (2 of 4)');
+  t.equal(m.scheduler.shareRefusal('a-kernel'), undefined, 'it started: nothing to refuse');
+  m.submit('a-kernel2', 'A', 1, true);
+  m.submit('a-batch', 'A');
+  t.same(m.started, ['a-kernel:2'], 'A\'s second kernel and its batch application wait, although two cores are free');
+  t.match(m.scheduler.shareRefusal('a-kernel2'), /holds 2 of the 2 cores its share of local mode allows \(--key-core-share 0\.5 of 4 cores; its kernels count/, 'the kernel that waits has a reason to refuse it with');
+  t.equal(m.scheduler.shareRefusal('a-batch'), undefined, 'a batch application is not refused: it waits its turn');
+  m.submit('b-batch', 'B', 2);
+  t.same(m.started, ['a-kernel:2', 'b-batch:2'], 'B starts on the cores A may not take');
+  m.end('a-kernel');
+  t.same(m.started.slice(2), ['a-kernel2:1', 'a-batch:1'], 'A\'s kernel ended: its waiting kernel and batch application start within its share');
+});
+
+t.test('a warm pool\'s kernel counts in nobody\'s share until claimed, then in its claimer\'s', async (t) => {
+  const m = machine(4, 0.5);
+  const pool = (name: string) => {
+    m.apps.set(name, { state: 'PENDING', submittedBy: 'gateway', createdAt: name, demand: 2, interactive: true, holder: null });
+    m.scheduler.requeue(name);
+  };
+  m.submit('gateway-kernel', 'gateway', 2, true);
+  pool('pooled1');
+  pool('pooled2');
+  t.same(m.started, ['gateway-kernel:2', 'pooled1:2', 'pooled2:2'], 'the pool fills although the gateway\'s key holds its share');
+  m.apps.get('pooled1')!.holder = 'A'; // claimed by A
+  m.submit('a-batch', 'A');
+  t.same(m.started.length, 3, 'A holds its share through the kernel it claimed: its application waits');
+  m.submit('b-batch', 'B');
+  t.same(m.started.slice(3), ['b-batch:1'], 'B\'s starts');
+  m.end('pooled1');
+  t.same(m.started.slice(4), ['a-batch:1'], 'the claimed kernel ended: A\'s application starts');
+});
+
+t.test('without a share (anonymous, or none set) kernels start at once as before', async (t) => {
+  const anonymous = machine(2, 0.5);
+  for (const name of ['k1', 'k2', 'k3']) anonymous.submit(name, null, 2, true);
+  t.same(anonymous.started, ['k1:2', 'k2:2', 'k3:2'], 'authentication off: one person, no share');
+  const none = machine(2);
+  for (const name of ['k1', 'k2']) none.submit(name, 'A', 2, true);
+  t.same(none.started, ['k1:2', 'k2:2'], '--key-core-share 0');
+  t.equal(none.scheduler.shareRefusal('k2'), undefined);
 });
 
 t.test('a stopped application is passed over and dropped; a removed one keeps its submitter\'s turn', async (t) => {
