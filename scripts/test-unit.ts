@@ -16,7 +16,7 @@ const TIER = [
   'test/webhook/review-fuzz.test.ts', 'test/webhook/server.test.ts', 'test/gateway/session-caps.test.ts', 'test/manifests/isolation.test.ts',
   'test/unit', 'test/domain', 'test/controller', 'test/lib',
   'test/api/cluster-errors.test.ts', 'test/auth/key-store.test.ts', 'test/auth/plugin.test.ts', 'test/certs/certs.test.ts',
-  'test/connect/connect-logic.test.ts', 'test/connect/orphan-sweep.test.ts', 'test/gateway/chart.test.ts', 'test/gateway/gateway-logic.test.ts', 'test/gateway/launch-timeout.test.ts',
+  'test/connect/connect-gate-conf.test.ts', 'test/connect/connect-logic.test.ts', 'test/connect/orphan-sweep.test.ts', 'test/gateway/chart.test.ts', 'test/gateway/gateway-logic.test.ts', 'test/gateway/launch-timeout.test.ts',
   'test/gateway/lifecycle.test.ts', 'test/history/event-log-claims.test.ts', 'test/history/history-cache.test.ts', 'test/history/history-units.test.ts',
   'test/history/kubernetes-units.test.ts', 'test/history/log-timestamps.test.ts', 'test/history/remote-spark-static.test.ts',
   'test/history/sandbox-event-log.test.ts', 'test/local/log-cap.test.ts', 'test/local/log-budget.test.ts', 'test/manifests/crds.test.ts',
