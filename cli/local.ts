@@ -176,7 +176,7 @@ export async function localCommand(argv: string[]): Promise<number> {
   const attemptSecret = process.env.SUBMISSION_SERVICE_GATEWAY_SECRET || randomBytes(32).toString('base64url');
   const retryLauncherToken = (kernelId: string, attempt: number) => attemptLauncherToken(attemptSecret, kernelId, attempt);
   const cluster = new LocalCluster({ dataDir, rules, cores: Number(values.cores), log, interactiveLabel: KERNEL_LABEL, sandbox: driverSandbox, keyCoreShare, workDirCap, logCap, logBudget, sparkEnvs, retryLauncherToken, ...spark });
-  const history = withHistory ? new LocalSparkHistory({ dataDir, sparkClass: sparkClassBeside(spark.sparkSubmit), python: spark.python, spark: historySpark, events: cluster.events, log, retentionMs }) : undefined;
+  const history = withHistory ? new LocalSparkHistory({ dataDir, sparkClass: sparkClassBeside(spark.sparkSubmit), python: spark.python, spark: historySpark, events: cluster.events, log, retentionMs, recorded: cluster.recordedRuns }) : undefined;
   const sweeper = retentionMs === undefined ? undefined : new RetentionSweeper({
     cluster, history, retentionMs, onError: (error, appName) => log.warn({ err: error, appName }, 'retention: could not remove an expired application'),
   });

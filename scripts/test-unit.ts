@@ -19,7 +19,7 @@ const TIER = [
   'test/connect/connect-gate-conf.test.ts', 'test/connect/connect-logic.test.ts', 'test/connect/orphan-sweep.test.ts', 'test/gateway/chart.test.ts', 'test/gateway/gateway-logic.test.ts', 'test/gateway/launch-timeout.test.ts',
   'test/gateway/lifecycle.test.ts', 'test/history/event-log-claims.test.ts', 'test/history/history-cache.test.ts', 'test/history/history-units.test.ts',
   'test/history/kubernetes-units.test.ts', 'test/history/log-timestamps.test.ts', 'test/history/remote-spark-static.test.ts',
-  'test/history/sandbox-event-log.test.ts', 'test/local/log-cap.test.ts', 'test/local/log-budget.test.ts', 'test/manifests/crds.test.ts',
+  'test/history/sandbox-event-log.test.ts', 'test/history/recorded-app-ids.test.ts', 'test/local/log-cap.test.ts', 'test/local/log-budget.test.ts', 'test/manifests/crds.test.ts',
   'test/schemas/generated-types.test.ts', 'test/webhook/admission-log.test.ts', 'test/webhook/captured-reviews.test.ts',
   'test/webhook/executor-guard.test.ts', 'test/webhook/review.test.ts',
 ];

@@ -1,12 +1,14 @@
 // What both event log indexes (a directory: event-log-index.ts; object storage:
 // s3-event-log-index.ts) share: the runs they hold (RunClaims), one refresh at a time, and
 // removal. Each says only how it lists, reads and deletes its entries.
-import { type IndexedRun, type Refusal, RunClaims } from './run-claims.js';
+import { type IndexedRun, type RecordedRuns, type Refusal, RunClaims } from './run-claims.js';
 
 export interface EventLogIndexOptions {
   onError?: (error: unknown, entry: string) => void;
   /** A log named after, or claiming, another run or application (run-claims.ts). */
   onRefused?: (refusal: Refusal) => void;
+  /** The runs the service saw each application's drivers start (run-claims.ts): they decide whose an id is. */
+  recorded?: RecordedRuns;
 }
 
 export abstract class ClaimedLogIndex {
@@ -16,7 +18,7 @@ export abstract class ClaimedLogIndex {
 
   protected constructor(store: 'local' | 's3', options: EventLogIndexOptions) {
     this.onError = options.onError ?? (() => {});
-    this.claims = new RunClaims(store, options.onRefused ?? (() => {}));
+    this.claims = new RunClaims(store, options.onRefused ?? (() => {}), options.recorded);
   }
 
   lookup(appName: string): IndexedRun | undefined {

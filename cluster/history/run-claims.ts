@@ -3,6 +3,9 @@
 // the service does not trust: a log whose name and content disagree, or that claims an id or an
 // application another log holds, is refused (not indexed, so no link serves it) and reported.
 // The History Server serves a run by its id alone, so an id two logs claim could show either.
+// Where the service saw which run each driver took (RecordedRuns: local mode's sandboxed drivers,
+// cluster/local/app-id-watch.ts), that decides, whichever log comes first; where it saw nothing,
+// the first log to claim an id keeps it.
 import { counter, METRIC_PREFIX } from '../../lib/metrics.js';
 import { type RunIdentity, sparkAppIdOfEntry } from './event-log-head.js';
 
@@ -24,17 +27,41 @@ export interface HeldRuns {
   logOf(appName: string): { entry: string; sparkAppId: string } | undefined;
 }
 
+/** Which Spark app ids the service itself saw each application's drivers take (not what any log says). */
+export interface RecordedRuns {
+  /** The ids seen for this application's runs, one per attempt; empty: none seen (the first log to claim an id keeps it). */
+  idsOf(appName: string): readonly string[];
+  /** The application whose driver the service saw take this id, if any. */
+  ownerOf(sparkAppId: string): string | undefined;
+}
+
+/** Why a log saying `identity` is not the run it claims to be, by what the service saw; undefined when nothing seen contradicts it. */
+export function recordedRefusal(identity: RunIdentity, recorded: RecordedRuns | undefined): { reason: string; owner: string } | undefined {
+  if (!recorded) return undefined;
+  const { sparkAppId, appName } = identity;
+  const owner = recorded.ownerOf(sparkAppId);
+  if (owner !== undefined && owner !== appName) return { reason: `run ${sparkAppId} is the one the service saw application ${owner}'s driver start`, owner };
+  const own = appName === undefined ? [] : recorded.idsOf(appName);
+  if (appName !== undefined && own.length > 0 && !own.includes(sparkAppId)) {
+    return { reason: `the service saw application ${appName}'s driver start run ${own.join(', ')}, not ${sparkAppId}`, owner: appName };
+  }
+  return undefined;
+}
+
 /** accept: index it; wait: read it again later (the same run under a second name, while Spark renames it); refuse: never. */
 export type Judgement = { verdict: 'accept' } | { verdict: 'wait' } | { verdict: 'refuse'; reason: string; owner?: string | null };
 
 /** Whether the log at `entry`, saying `identity`, may be indexed next to what is held. */
-export function judgeLog(entry: string, identity: RunIdentity, held: HeldRuns): Judgement {
+export function judgeLog(entry: string, identity: RunIdentity, held: HeldRuns, recorded?: RecordedRuns): Judgement {
   const named = sparkAppIdOfEntry(entry);
   if (named !== identity.sparkAppId) {
     // The report names whose run it borrows: the one its name is, else the one it claims.
     const owner = (named === undefined ? undefined : held.ownerOfRun(named)) ?? held.ownerOfRun(identity.sparkAppId);
     return { verdict: 'refuse', reason: `it is named after run ${named ?? '?'} but says it is run ${identity.sparkAppId}`, owner: owner?.appName };
   }
+  // Before what is held: a forged log read first holds nothing against the run the service saw.
+  const seen = recordedRefusal(identity, recorded);
+  if (seen) return { verdict: 'refuse', ...seen };
   const owner = held.ownerOfRun(identity.sparkAppId);
   if (owner && owner.appName !== (identity.appName ?? null)) {
     return { verdict: 'refuse', reason: `run ${identity.sparkAppId} is another log's already`, owner: owner.appName };
@@ -79,7 +106,11 @@ export class RunClaims implements HeldRuns {
   /** Entries read already: what they hold, or null (not a log this index can place, or refused). */
   private readonly seen = new Map<string, { sparkAppId: string; appName: string | null } | null>();
 
-  constructor(private readonly store: 'local' | 's3', private readonly onRefused: (refusal: Refusal) => void) {}
+  constructor(
+    private readonly store: 'local' | 's3',
+    private readonly onRefused: (refusal: Refusal) => void,
+    private readonly recorded?: RecordedRuns,
+  ) {}
 
   lookup(appName: string): IndexedRun | undefined {
     return this.byApp.get(appName);
@@ -113,7 +144,7 @@ export class RunClaims implements HeldRuns {
 
   /** Indexes a log that was read (`state`: its state, for one of ours), or refuses it (reported). */
   admit(entry: string, identity: RunIdentity, state: Omit<IndexedRun, 'sparkAppId' | 'entry'>): void {
-    const judgement = judgeLog(entry, identity, this);
+    const judgement = judgeLog(entry, identity, this, this.recorded);
     if (judgement.verdict === 'wait') return;
     if (judgement.verdict === 'refuse') {
       this.seen.set(entry, null);

@@ -15,6 +15,7 @@ import type { CoreScheduler } from './core-scheduler.js';
 import { DriverUiGates } from './driver-ui-gate.js';
 import { ConnectGates } from './connect-gate.js';
 import { connectServerToken } from './connect-server-token.js';
+import { AppIdWatches, type WatchedAttempt } from './app-id-watch.js';
 import { afterRun, localAttemptEnd, retryPod, startAttempt } from './local-attempts.js';
 import type { LocalApps } from './local-apps.js';
 import type { LocalClusterOptions } from './local-options.js';
@@ -33,6 +34,8 @@ const EXIT_FILE_PLACEHOLDER = ' '.repeat(8);
 export class DriverRuns {
   private readonly uiGates = new DriverUiGates();
   private readonly connectGates = new ConnectGates();
+  /** Which run each sandboxed driver started, seen in its own event log folder (app-id-watch.ts). */
+  private readonly appIds: AppIdWatches;
   private readonly timers = new Set<NodeJS.Timeout>();
   private readonly finishing = new Map<string, Promise<void>>();
   private readonly logBudget: LogBudget | undefined;
@@ -46,6 +49,7 @@ export class DriverRuns {
   ) {
     this.logBudget = options.logBudget === undefined ? undefined
       : new LogBudget({ budget: options.logBudget, cap: options.logCap, logFile: (name) => apps.logFile(name), logger: apps.logger });
+    this.appIds = new AppIdWatches(apps);
   }
 
   /** The scheduler gave `appName` its cores: its driver starts once a free port for its Spark UI is known. */
@@ -56,6 +60,7 @@ export class DriverRuns {
   /** Leaves drivers running: a restarted service re-attaches to them. */
   close(): void {
     this.closed = true;
+    this.appIds.close();
     for (const timer of this.timers) clearTimeout(timer); // intervals (re-attached drivers) and retry delays alike
   }
 
@@ -100,6 +105,7 @@ export class DriverRuns {
       // The event carries the record as saved: a quick driver may have ended by the time the write lands.
       // Kept in memory when the write fails: the driver does run; its end is written later.
       apps.background(apps.records.save(running, { keepOnFailure: true }).then(() => apps.emit('changed', running.record)), appName, 'could not record that the driver started');
+      this.watchAppId(running);
       apps.background(started.exited.then(() => this.finish(appName)), appName, 'could not record how the driver ended');
     } catch (error) {
       this.scheduler.release(appName);
@@ -170,7 +176,10 @@ export class DriverRuns {
     // A sandboxed driver's event log, from its work dir into the history's, before the end is told.
     const eventLogDir = this.options.sandbox?.eventLogDir;
     if (eventLogDir) {
-      await collectEventLogs(apps.workDir(appName), eventLogDir, appName, (entry, why) => apps.logger.warn({ appName, entry }, `an event log the driver left is not kept: ${why}`))
+      const watched = this.watchedAttempt(stored);
+      if (watched) await this.appIds.finish(watched).catch((error: unknown) => apps.logger.error({ err: error, appName }, 'could not see which run the driver started'));
+      const warn = (entry: string, why: string) => apps.logger.warn({ appName, entry }, `an event log the driver left is not kept: ${why}`);
+      await collectEventLogs(apps.workDir(appName), eventLogDir, appName, warn, apps.recordedRuns)
         .catch((error: unknown) => apps.logger.error({ err: error, appName }, `could not move the event log of application ${appName}`));
     }
     const code = readExitCode(stored.run.exitFile);
@@ -224,6 +233,19 @@ export class DriverRuns {
     this.timers.add(timer);
   }
 
+  /** A sandboxed driver's attempt, whose Spark run is seen in its own event log folder (undefined: unsandboxed, or no history). */
+  private watchedAttempt({ record }: StoredApp): WatchedAttempt | undefined {
+    if (!this.options.sandbox?.eventLogDir) return undefined;
+    const attempt = record.attempt ?? 1;
+    const began = record.attempts?.find((a) => a.attempt === attempt)?.startedAt ?? record.startedAt;
+    return began ? { appName: record.appName, attempt, workDir: this.apps.workDir(record.appName), startedMs: Date.parse(began) } : undefined;
+  }
+
+  private watchAppId(stored: StoredApp): void {
+    const watched = this.watchedAttempt(stored);
+    if (watched) this.appIds.start(watched);
+  }
+
   /** After a restart: pending apps queue again; running drivers are re-attached, or their end recorded. */
   recover(): void {
     const { apps } = this;
@@ -250,6 +272,7 @@ export class DriverRuns {
     const { record, run } = app;
     if (run && isAlive(run.pid, run.startTicks)) {
       this.scheduler.hold(record.appName, run.cores, apps.isInteractive(app));
+      this.watchAppId(app);
       const timer = setInterval(() => {
         if (isAlive(run.pid, run.startTicks)) return;
         clearInterval(timer);

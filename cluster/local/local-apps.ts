@@ -6,12 +6,15 @@ import type { AdmissionRules } from '../../domain/index.js';
 import { applyChange } from '../app-record.js';
 import type { AppRecord } from '../cluster.js';
 import { type AppEventType, EventFeed } from '../events.js';
+import type { RecordedRuns } from '../history/run-claims.js';
 import type { LocalLogger } from './logger.js';
 import type { RecordStore, StoredApp } from './record-store.js';
 import { releaseWorkDir } from './work-dir-space.js';
 
 export class LocalApps {
   readonly events = new EventFeed();
+  /** Which application each recorded Spark app id is, for the history's admission (checked against the record when asked). */
+  private readonly appIdOwners = new Map<string, string>();
 
   constructor(
     readonly records: RecordStore,
@@ -19,7 +22,32 @@ export class LocalApps {
     readonly logger: LocalLogger,
     private readonly dataDir: string,
     private readonly interactiveLabel: string | undefined,
-  ) {}
+  ) {
+    for (const { record, appIds } of records.all()) for (const { sparkAppId } of appIds ?? []) this.appIdOwners.set(sparkAppId, record.appName);
+  }
+
+  /** The runs the service saw each application's drivers start (the history's admission asks). */
+  readonly recordedRuns: RecordedRuns = {
+    idsOf: (appName) => (this.records.get(appName)?.appIds ?? []).map((seen) => seen.sparkAppId),
+    ownerOf: (sparkAppId) => {
+      const appName = this.appIdOwners.get(sparkAppId);
+      // A deleted application's ids are free again, as its log is gone.
+      return appName !== undefined && this.recordedRuns.idsOf(appName).includes(sparkAppId) ? appName : undefined;
+    },
+  };
+
+  /**
+   * Records the Spark app id `attempt`'s driver took, once per attempt and unless it is another
+   * application's; written beside the record, told to no one (the API shows nothing of it).
+   */
+  async recordAppId(appName: string, attempt: number, sparkAppId: string): Promise<boolean> {
+    const current = this.records.get(appName);
+    const owner = this.recordedRuns.ownerOf(sparkAppId);
+    if (!current || (owner !== undefined && owner !== appName) || current.appIds?.some((seen) => seen.attempt === attempt)) return false;
+    this.appIdOwners.set(sparkAppId, appName);
+    await this.records.save({ ...current, appIds: [...current.appIds ?? [], { attempt, sparkAppId }] }, { keepOnFailure: true });
+    return true;
+  }
 
   get(appName: string): StoredApp | undefined {
     return this.records.get(appName);

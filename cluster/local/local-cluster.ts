@@ -11,6 +11,7 @@ import type { AppRecord, Cluster, CreateOptions, CreateResult, ListQuery, Page }
 import { ConflictError, isTerminal } from '../cluster.js';
 import { idempotencyOf } from '../app-record.js';
 import type { EventFeed } from '../events.js';
+import type { RecordedRuns } from '../history/run-claims.js';
 import { matchesQuery, pageOf } from '../paging.js';
 import { logStream } from './log-stream.js';
 import { killGroup } from './process-runner.js';
@@ -217,6 +218,11 @@ export class LocalCluster implements Cluster {
     const stored = this.records.get(appName);
     if (stored?.record.state !== 'RUNNING' || stored.run?.uiPort === undefined) return undefined;
     return new URL(`http://127.0.0.1:${stored.run.uiPort}`);
+  }
+
+  /** The runs the service saw each sandboxed driver start: the history's admission asks (run-claims.ts). */
+  get recordedRuns(): RecordedRuns {
+    return this.apps.recordedRuns;
   }
 
   sparkUiHeaders(appName: string): Record<string, string> | undefined {

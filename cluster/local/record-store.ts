@@ -40,6 +40,11 @@ export interface StoredApp {
   run?: RunInfo;
   /** When the next attempt may start (restartPolicy.retryIntervalSeconds), so a restart keeps the wait. */
   retryAt?: string;
+  /**
+   * The Spark app id the service saw each attempt's driver take (app-id-watch.ts), oldest first:
+   * whose run an event log is, whatever the log says (cluster/history/run-claims.ts).
+   */
+  appIds?: Array<{ attempt: number; sparkAppId: string }>;
 }
 
 export interface RecordStoreOptions {

@@ -11,13 +11,15 @@
 // of plain files, or one plain file; no links, no subfolders), only when the log's head names
 // this application (a driver could write a log claiming another app's name), is named after the
 // run id it holds, and that id has no log in the history yet (a driver could claim another run's
-// id: the History Server serves a run by that id alone, so the link would open the other run).
+// id: the History Server serves a run by that id alone, so the link would open the other run),
+// nor, whatever the history holds yet, an id the service saw another run's driver start, nor
+// another id than the one it saw this driver start (app-id-watch.ts).
 import { chownSync, mkdirSync } from 'node:fs';
 import { cp, lstat, readdir, rename, rm } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { firstEventFile, readIdentity } from '../history/event-log-index.js';
 import { entryNamesOf, sparkAppIdOfEntry } from '../history/event-log-head.js';
-import { countRefusedLog } from '../history/run-claims.js';
+import { countRefusedLog, type RecordedRuns, recordedRefusal } from '../history/run-claims.js';
 import { type DriverSandbox, SANDBOX_WORK_DIR } from './sandbox.js';
 
 /** The folder a sandboxed driver writes its event log into, as it sees it. */
@@ -60,7 +62,7 @@ async function exists(path: string): Promise<boolean> {
 }
 
 /** Why an entry the driver left is not moved, or undefined when it is Spark's log of this application. */
-async function refusal(source: string, eventLogDir: string, entry: string, appName: string): Promise<string | undefined> {
+async function refusal(source: string, eventLogDir: string, entry: string, appName: string, recorded?: RecordedRuns): Promise<string | undefined> {
   if (!sparkAppIdOfEntry(entry)) return 'not an event log name';
   const path = join(source, entry);
   const info = await lstat(path);
@@ -82,7 +84,8 @@ async function refusal(source: string, eventLogDir: string, entry: string, appNa
   for (const name of entryNamesOf(identity.sparkAppId)) {
     if (await exists(join(eventLogDir, name))) return `run ${identity.sparkAppId} has a log in the history already (${name}${await heldBy(eventLogDir, name)})`;
   }
-  return undefined;
+  // A run still going has no log in the history yet: what the service saw says whose it is.
+  return recordedRefusal(identity, recorded)?.reason;
 }
 
 /** `, application <name>'s`: whose the history's entry is, for the report. */
@@ -96,7 +99,9 @@ async function heldBy(eventLogDir: string, entry: string): Promise<string> {
  * Moves the event logs an ended sandboxed driver wrote into the service's directory; returns the
  * entries moved. What is refused stays in the work dir (deleted with the application).
  */
-export async function collectEventLogs(workDir: string, eventLogDir: string, appName: string, warn: (entry: string, why: string) => void): Promise<string[]> {
+export async function collectEventLogs(
+  workDir: string, eventLogDir: string, appName: string, warn: (entry: string, why: string) => void, recorded?: RecordedRuns,
+): Promise<string[]> {
   const source = workEventLogDir(workDir);
   const entries = await readdir(source).catch((error: NodeJS.ErrnoException) => {
     if (error.code === 'ENOENT') return [] as string[];
@@ -104,7 +109,7 @@ export async function collectEventLogs(workDir: string, eventLogDir: string, app
   });
   const moved: string[] = [];
   for (const entry of entries) {
-    const why = await refusal(source, eventLogDir, entry, appName).catch((error: Error) => error.message);
+    const why = await refusal(source, eventLogDir, entry, appName, recorded).catch((error: Error) => error.message);
     if (why) {
       countRefusedLog('sandbox');
       warn(entry, why);
