@@ -129,17 +129,20 @@ t.test("on the real node, A's driver reaches none of B's objects, B's driver or 
   for (const key of planted) await s3.store.put(key, Buffer.from(`written by the controller's key: ${key}`), 'text/plain');
 
   // The History Server as the chart runs it, and every policy enforced on the pods it selects.
-  const history = (await core.listNamespacedPod({ namespace: NS, labelSelector: 'app.kubernetes.io/component=history' })).items.find(readyPod);
+  // Waited for: on a loaded machine its JVM may still be starting when B's log is in (the hog run: not Ready yet).
+  const history = await eventually(async () => (await core.listNamespacedPod({ namespace: NS, labelSelector: 'app.kubernetes.io/component=history' })).items.find(readyPod),
+    (pod) => Boolean(pod?.status?.podIP), { what: 'the History Server pod to be Ready', timeoutMs: 600_000, intervalMs: 1_000 }).catch(() => undefined);
   t.ok(history?.status?.podIP, 'the History Server runs as a pod (the chart\'s Deployment), Ready');
+  if (!history) return;
   const historyService = await core.readNamespacedService({ name: 'submission-service-history', namespace: NS });
   await eventually(async () => policyEnforcedFor('submission-service-driver-ui', b, APPS) && policyEnforcedFor(`${b}-pods`, b, APPS)
-    && policyEnforcedFor('submission-service-history', history!.metadata!.name!, NS), (yes) => yes,
+    && policyEnforcedFor('submission-service-history', history.metadata!.name!, NS), (yes) => yes,
   { what: "kube-router to enforce the chart's policies and B's own", timeoutMs: 180_000, intervalMs: 1_000 });
 
   // A: the attacker's program, in a driver of the service's own, under A's user key.
   const targets = {
     victim: b, victimIp: bDriver.status!.podIP!, victimSecret: eventLogSecretName(b), objects: [bLog, ...planted], historyPort: HISTORY_PORT,
-    history: { service: `submission-service-history.${NS}.svc`, clusterIp: historyService.spec!.clusterIP!, pod: history!.status!.podIP! },
+    history: { service: `submission-service-history.${NS}.svc`, clusterIp: historyService.spec!.clusterIP!, pod: history.status!.podIP! },
   };
   const a = await submit(alice, 'attacker', 'probes.py', [JSON.stringify(targets)]);
   const ended = await eventually(async () => (await call(alice, 'GET', `/api/apps/${a}`)).json as { state?: string; stateDetail?: string },
