@@ -2,11 +2,11 @@
 import threading
 import uuid
 
-import httpx
 import pytest
 
-from submission_service import (AsyncClient, Client, IdempotencyKeyReusedError, NotFoundError, UnschedulableError,
-                                ValidationError)
+from submission_service import (AsyncClient, Client, IdempotencyKeyReusedError, NotFoundError, TransportError,
+                                UnschedulableError, ValidationError)
+from transports import CountRequests, CutEventsOnce, CutLogOnce, LoseFirstAnswer, LoseStopAnswer
 
 
 def test_submit_and_wait_follow_pi_to_completed_with_its_log(client, job, pi_overrides):
@@ -16,7 +16,12 @@ def test_submit_and_wait_follow_pi_to_completed_with_its_log(client, job, pi_ove
     # The log followed from the start while it runs (a thread), the end awaited on the events stream.
     follower = threading.Thread(target=lambda: chunks.extend(client.logs(app["appName"], follow=True)))
     follower.start()
-    done = client.wait(app["appName"], timeout=900)
+    counting = CountRequests()
+    with Client(str(client._http.base_url), transport=counting) as waiter:
+        done = waiter.wait(app["appName"], timeout=900)
+    # No polling: the application is read once per events stream opened (at its `ready`), not again.
+    streams, reads = counting.paths.count("/api/apps/events"), counting.paths.count("/api/apps/%s" % app["appName"])
+    assert 1 <= streams <= 3 and reads == streams, counting.paths
     follower.join(timeout=120)
     assert not follower.is_alive(), "a followed log ends when the application ends"
     assert done["state"] == "COMPLETED", done.get("stateDetail")
@@ -32,31 +37,6 @@ def test_submit_and_wait_follow_pi_to_completed_with_its_log(client, job, pi_ove
     with Client(str(client._http.base_url), transport=transport) as cut:
         assert "".join(cut.logs(app["appName"])).encode() == whole
     assert transport.requests == 2, "read again from the offset it reached"
-
-
-class CutLogOnce(httpx.HTTPTransport):
-    """Breaks the first log answer after its first 100 bytes."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.requests = 0
-
-    def handle_request(self, request: httpx.Request) -> httpx.Response:
-        response = super().handle_request(request)
-        if not request.url.path.endswith("/log"):
-            return response
-        self.requests += 1
-        if self.requests > 1:
-            assert request.url.params["offset"] == "100"
-            return response
-        body = response.read()[:100]
-
-        class Cut(httpx.SyncByteStream):
-            def __iter__(self):
-                yield body
-                raise httpx.ReadError("connection cut", request=request)
-
-        return httpx.Response(response.status_code, headers=response.headers, stream=Cut(), request=request)
 
 
 async def test_async_client_submits_waits_and_follows(url, job, pi_overrides):
@@ -107,23 +87,6 @@ def test_same_idempotency_key_answers_the_same_application(client, job, pi_overr
         client.stop(first["appName"])
 
 
-class LoseFirstAnswer(httpx.HTTPTransport):
-    """Forwards the first POST to the service and then fails as if the connection broke before its answer."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.lost = 0
-
-    def handle_request(self, request: httpx.Request) -> httpx.Response:
-        response = super().handle_request(request)
-        if request.method == "POST" and self.lost == 0:
-            self.lost += 1
-            response.read()
-            response.close()
-            raise httpx.ReadError("connection lost before the answer", request=request)
-        return response
-
-
 def test_a_submission_whose_answer_was_lost_is_retried_into_the_same_application(url, job, pi_overrides):
     transport = LoseFirstAnswer()
     with Client(url, transport=transport) as flaky:
@@ -168,44 +131,22 @@ def test_list_pages_through_cursors_with_filters(client, job, pi_overrides):
         client.get(names[0])
 
 
-def test_templates_crud(client, job):
+def test_templates_crud(client, job, pi_overrides):
     name = "tpl-" + job
     created = client.create_template(name, {"type": "Python", "executor": {"cores": 1}})
     assert created["name"] == name
     assert client.get_template(name)["config"]["executor"]["cores"] == 1
+    # A submission names the template; a dry run answers the merged config and makes nothing.
+    dry = client.submit(job_name=job, config_template_name=name, dry_run=True,
+                        config_overrides={"mainApplicationFile": pi_overrides["mainApplicationFile"]})
+    assert dry["configTemplateName"] == name and dry["config"]["executor"]["cores"] == 1
+    assert list(client.list(job_name=job)) == [], "a dry run makes no application"
     client.replace_template(name, {"type": "Python", "executor": {"cores": 2}})
     assert client.get_template(name)["config"]["executor"]["cores"] == 2
     assert name in [t["name"] for t in client.templates()]
     client.delete_template(name)
     with pytest.raises(NotFoundError):
         client.get_template(name)
-
-
-class CutEventsOnce(httpx.HTTPTransport):
-    """Breaks the first events stream right after a chunk that carries a `changed` event."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.cut = False
-
-    def handle_request(self, request: httpx.Request) -> httpx.Response:
-        response = super().handle_request(request)
-        if request.url.path != "/api/apps/events" or self.cut:
-            return response
-        inner, owner = response.stream, self
-
-        class Cut(httpx.SyncByteStream):
-            def __iter__(self):
-                for chunk in inner:
-                    yield chunk
-                    if b"event: changed" in chunk:
-                        owner.cut = True
-                        raise httpx.ReadError("connection cut", request=request)
-
-            def close(self) -> None:
-                response.close()
-
-        return httpx.Response(response.status_code, headers=response.headers, stream=Cut(), request=request)
 
 
 def test_events_reconnect_with_last_event_id_after_a_broken_connection(url, job, pi_overrides):
@@ -236,3 +177,45 @@ def test_events_from_an_unknown_position_answer_reset(client):
     stream.close()
     assert [first.type, second.type] == ["ready", "reset"]
     assert second.id
+
+
+def test_a_stop_whose_answer_was_lost_is_not_retried(url, job, pi_overrides):
+    # Not safe to repeat blindly (it carries no key): the caller is told, once, and decides.
+    transport = LoseStopAnswer()
+    with Client(url, transport=transport, max_retries=3) as flaky:
+        app = flaky.submit(job_name=job, config_overrides=pi_overrides)
+        with pytest.raises(TransportError):
+            flaky.stop(app["appName"])
+        assert transport.stops == 1, "sent once, not retried"
+        assert flaky.wait(app["appName"], timeout=300)["state"] == "KILLED", "the one stop was done"
+
+
+async def test_async_client_errors_carry_the_json_and_events_resume(url, job, pi_overrides):
+    key = str(uuid.uuid4())
+    async with AsyncClient(url) as ac:
+        stream = ac.events(job_name=job)
+        ready = await stream.__anext__()
+        await stream.aclose()
+        assert ready.type == "ready" and ready.id
+        app = await ac.submit(job_name=job, config_overrides=pi_overrides, idempotency_key=key)
+        assert (await ac.submit(job_name=job, config_overrides=pi_overrides, idempotency_key=key))["appName"] == app["appName"]
+        with pytest.raises(IdempotencyKeyReusedError) as reused:
+            await ac.submit(job_name=job, config_overrides={**pi_overrides, "arguments": ["3"]}, idempotency_key=key)
+        assert reused.value.status == 422 and reused.value.body["code"] == "IDEMPOTENCY_KEY_REUSED"
+        with pytest.raises(ValidationError) as invalid:
+            await ac.submit(job_name=job, config_overrides={"executor": {"cores": "many"}})
+        assert invalid.value.field == "configOverrides.executor.cores"
+        await ac.stop(app["appName"])
+        # From the position before the submission (Last-Event-ID): its whole life, PENDING to KILLED.
+        states = []
+        resumed = ac.events(job_name=job, last_event_id=ready.id)
+        try:
+            async for event in resumed:
+                assert event.type != "reset"
+                if event.type == "changed" and event.data["appName"] == app["appName"]:
+                    states.append(event.data["state"])
+                    if event.data["state"] == "KILLED":
+                        break
+        finally:
+            await resumed.aclose()
+        assert states[0] == "PENDING" and states[-1] == "KILLED"
