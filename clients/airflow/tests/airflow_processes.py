@@ -53,6 +53,18 @@ def wait_for(what: str, probe: Callable[[], Any], components: Optional["Componen
         time.sleep(0.5)
 
 
+def ended_log(airflow: Any, dag_id: str, run_id: str, attempt: int, last_line: str, components: "Components") -> str:
+    """The attempt's log (task "pi") once it holds its last line. The task's state (and so the DAG
+    run's end) reaches the database before its supervisor has surely written the task's last log
+    lines, which come on another socket: once, in CI, the log was read without the driver's lines."""
+    def ended() -> str:
+        log = airflow.task_log(dag_id, run_id, "pi", attempt)
+        return log if last_line in log else ""
+    try:
+        return wait_for("attempt %d's log to end" % attempt, ended, components, timeout=120)
+    except AssertionError as waited:
+        raise AssertionError("%s\n%s" % (waited, airflow.task_log(dag_id, run_id, "pi", attempt)[-4000:])) from None
+
 class Components:
     """Airflow's long-running processes as `airflow standalone` starts them (api-server, scheduler,
     dag-processor, triggerer; LocalExecutor, SQLite), each in its own process group."""
@@ -111,16 +123,24 @@ class Components:
     def trigger(self, dag_id: str, run_id: Optional[str], conf: Dict[str, Any]) -> Dict[str, Any]:
         """A manual DAG run, created through the api-server's REST API as a deployment's users do: the
         `airflow dags trigger` CLI would import all of Airflow again, a few CPU seconds, per run."""
+        return self._post("/api/v2/dags/%s/dagRuns" % dag_id, {"dag_run_id": run_id, "logical_date": None, "conf": conf})
+
+    def clear(self, dag_id: str, run_id: str, task_ids: List[str]) -> Dict[str, Any]:
+        """Clears the run's tasks whatever their state, as the UI's Clear button does (the API's
+        defaults are a dry run of failed tasks only)."""
+        return self._post("/api/v2/dags/%s/clearTaskInstances" % dag_id, {
+            "dag_run_id": run_id, "task_ids": task_ids, "dry_run": False, "only_failed": False})
+
+    def _post(self, path: str, body: Dict[str, Any]) -> Dict[str, Any]:
         with urllib.request.urlopen(self.api + "/auth/token", timeout=60) as answer:
             token = json.load(answer)["access_token"]
-        body = json.dumps({"dag_run_id": run_id, "logical_date": None, "conf": conf}).encode()
-        request = urllib.request.Request("%s/api/v2/dags/%s/dagRuns" % (self.api, dag_id), data=body, method="POST", headers={
+        request = urllib.request.Request(self.api + path, data=json.dumps(body).encode(), method="POST", headers={
             "Authorization": "Bearer " + token, "Content-Type": "application/json"})
         try:
             with urllib.request.urlopen(request, timeout=120) as answer:
                 return json.load(answer)
         except urllib.error.HTTPError as refused:
-            raise AssertionError("triggering %s: %s %s" % (dag_id, refused.code, refused.read()[-2000:])) from None
+            raise AssertionError("POST %s: %s %s" % (path, refused.code, refused.read()[-2000:])) from None
 
     def check_alive(self) -> None:
         for name, process in self.processes.items():

@@ -10,7 +10,7 @@ import signal
 
 import psutil
 import pytest
-from airflow_processes import wait_for
+from airflow_processes import ended_log, wait_for
 from submission_service import Client
 
 DAG = "spark_pi_crash"
@@ -49,7 +49,7 @@ def test_a_worker_killed_while_spark_runs_is_retried_and_reattaches_to_the_same_
         release.touch()
         wait_for("the DAG run to end", lambda: airflow.query("select 1 from dag_run where run_id = ? and state in ('success', 'failed')", run_id), components)
         final = [(a["appName"], a["state"]) for a in client.list(job_name=job)]
-    try_one, try_two = airflow.task_log(DAG, run_id, "pi", 1), ended_log(airflow, run_id, 2, "Spark application %s COMPLETED" % app_name, components)
+    try_one, try_two = airflow.task_log(DAG, run_id, "pi", 1), ended_log(airflow, DAG, run_id, 2, "Spark application %s COMPLETED" % app_name, components)
     assert task()[:2] == (2, "success"), "%s\n%s" % (task(), try_two[-4000:])
     assert final == [(app_name, "COMPLETED")], "one application for the run, checked through the API: %s" % final
     assert "Submitted %s (try 1)" % app_name in try_one, try_one[-4000:]
@@ -59,16 +59,3 @@ def test_a_worker_killed_while_spark_runs_is_retried_and_reattaches_to_the_same_
     assert "Pausing task as DEFERRED" in try_two, "try 2 waited in the triggerer, not in a worker"
     assert "[driver] Released after counting 1000 rows" in try_two, "the driver log is in the retry's task log: %s" % try_two[-4000:]
     assert airflow.xcom(DAG, "return_value") == app_name
-
-
-def ended_log(airflow, run_id: str, attempt: int, last_line: str, components) -> str:
-    """The attempt's log once it holds its last line. The task's state (and so the DAG run's end)
-    reaches the database before its supervisor has surely written the task's last log lines, which
-    come on another socket: once, in CI, the log was read without the driver's lines."""
-    def ended() -> str:
-        log = airflow.task_log(DAG, run_id, "pi", attempt)
-        return log if last_line in log else ""
-    try:
-        return wait_for("attempt %d's log to end" % attempt, ended, components, timeout=120)
-    except AssertionError as waited:
-        raise AssertionError("%s\n%s" % (waited, airflow.task_log(DAG, run_id, "pi", attempt)[-4000:])) from None
