@@ -1,8 +1,8 @@
 """A deferred task cleared by its user, under Airflow's own scheduler, triggerer, dag-processor and
 api-server (LocalExecutor, SQLite): the triggerer cancels try 1's trigger and calls its on_kill,
 which stops the application; the re-run (try 2) finds it KILLED, does not adopt it, and submits a
-run of its own. In a file of its own: beside test_scheduler.py's two kills, one tap file passed
-tap's 1200 s per file at load ~30."""
+run of its own. In the same session as test_scheduler.py (one set of Airflow's processes for
+both; test/clients/airflow-scheduler.test.ts runs them)."""
 from airflow_processes import ended_log, wait_for
 from submission_service import Client
 
