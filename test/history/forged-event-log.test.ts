@@ -10,7 +10,7 @@
 import { execFileSync } from 'node:child_process';
 import { accessSync, constants, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { delimiter, join } from 'node:path';
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { FileKeyStore } from '../../submit-api/auth/key-store.js';
 import { APP_NAME_PROPERTY } from '../../domain/index.js';
 import { repoRoot } from '../helpers/api.js';
@@ -76,16 +76,20 @@ function claimer(victimId: string): string {
   ].join('\n');
 }
 
-t.test("a driver's event log named after, or claiming, another user's run opens nothing of it", { skip, timeout: 600_000 }, async (t) => {
-  // Outside /tmp (drivers get a /tmp of their own).
-  const root = mkdtempSync('/var/tmp/subsvc-forged-log-');
+/** The real service with its data dir outside /tmp (drivers get a /tmp of their own), auth on, two user keys and an admin's. */
+async function serviceWithTwoUsers(t: Test, prefix: string) {
+  const root = mkdtempSync(join('/var/tmp', prefix));
   t.teardown(() => rmSync(root, { recursive: true, force: true }));
   const dataDir = join(root, 'data');
   const store = new FileKeyStore(dataDir);
   const keys = { alice: store.create('user', 'alice').key, bob: store.create('user', 'bob').key, admin: store.create('admin', 'platform').key };
   const service = await startService(t, { dataDir, env: sparkEnv(), args: ['--auth', 'on', '--cores', '2'] });
   const as = (key: string) => (method: string, path: string, body?: unknown) => http(service.url, method, path, body, { 'x-api-key': key });
-  const [alice, bob, admin] = [as(keys.alice), as(keys.bob), as(keys.admin)];
+  return { dataDir, service, alice: as(keys.alice), bob: as(keys.bob), admin: as(keys.admin) };
+}
+
+t.test("a driver's event log named after, or claiming, another user's run opens nothing of it", { skip, timeout: 600_000 }, async (t) => {
+  const { dataDir, service, alice, bob, admin } = await serviceWithTwoUsers(t, 'subsvc-forged-log-');
   const ended = (name: string) => waitForState(async () => (await admin('GET', `/api/apps/${name}`)).json as { state: string }, ['COMPLETED', 'FAILED'], { timeoutMs: 240_000 });
 
   const a = await alice('POST', '/api/apps/', { jobName: 'pi', configOverrides: { type: 'Python', mainApplicationFile: `local://${join(repoRoot, 'examples', 'pi.py')}`, arguments: ['2'] } });
@@ -119,14 +123,7 @@ t.test("a driver's event log named after, or claiming, another user's run opens 
 });
 
 t.test("a driver claiming a running run's id and ending first takes nothing of it", { skip, timeout: 600_000 }, async (t) => {
-  const root = mkdtempSync('/var/tmp/subsvc-claimed-id-');
-  t.teardown(() => rmSync(root, { recursive: true, force: true }));
-  const dataDir = join(root, 'data');
-  const store = new FileKeyStore(dataDir);
-  const keys = { alice: store.create('user', 'alice').key, bob: store.create('user', 'bob').key, admin: store.create('admin', 'platform').key };
-  const service = await startService(t, { dataDir, env: sparkEnv(), args: ['--auth', 'on', '--cores', '2'] });
-  const as = (key: string) => (method: string, path: string, body?: unknown) => http(service.url, method, path, body, { 'x-api-key': key });
-  const [alice, bob, admin] = [as(keys.alice), as(keys.bob), as(keys.admin)];
+  const { dataDir, service, alice, bob, admin } = await serviceWithTwoUsers(t, 'subsvc-claimed-id-');
   const state = async (name: string) => ((await admin('GET', `/api/apps/${name}`)).json as { state: string }).state;
   const ended = (name: string) => waitForState(async () => (await admin('GET', `/api/apps/${name}`)).json as { state: string }, ['COMPLETED', 'FAILED'], { timeoutMs: 300_000 });
   const timeit = execFileSync(spark!.python!, ['-c', 'import timeit; print(timeit.__file__)'], { encoding: 'utf8' }).trim();
