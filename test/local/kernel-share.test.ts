@@ -65,4 +65,6 @@ t.test('local mode: a key\'s kernels hold its share of the cores; its batch appl
   await until(async () => await state(a, waiting) === 'RUNNING', { what: 'A\'s application to start once its kernel is gone', timeoutMs: 60_000 });
   const again = await gateway(a, 'POST', '/api/kernels', { name: 'one-core' });
   t.equal(again.status, 201, `within its share again (1 + 1 of 2), A starts a kernel: ${again.text}`);
+  // Local drivers outlive the service by design (it adopts them at its next start): shut down here.
+  t.equal((await gateway(a, 'DELETE', `/api/kernels/${again.json.id as string}`)).status, 204, 'A shuts that kernel down too');
 });
