@@ -31,9 +31,9 @@ import { deleteAllPods, NAMESPACE, SPARK_IMAGE, withClusterUp } from './testbed.
 const COUNT = envNumber('CEILING_COUNT', 400);
 const CONCURRENCY = envNumber('CEILING_CONCURRENCY', 16);
 const ROUNDS = envNumber('CEILING_ROUNDS', 2);
-// Untimed submissions before the rounds (given: that many, whatever a phase's count): to ask whether
-// the service's figure is its JIT warming up (bench/kubernetes/README.md: 3,000 first changed nothing visible).
-const WARMUP = envNumber('CEILING_WARMUP', 20);
+// Untimed submissions before the rounds (20, or a phase's count when smaller): more of them ask
+// whether the service's figure is its JIT warming up (bench/kubernetes/README.md: 3,000 first changed nothing visible).
+const WARMUP = envNumber('CEILING_WARMUP', Math.min(20, COUNT));
 const PIN = process.env.CEILING_PIN === '1';
 // A directory: the service's CPU profile of each POST /api/apps/ phase is written there (testbed/cpu-profile.ts).
 const PROFILE = process.env.CEILING_PROFILE ? resolve(process.env.CEILING_PROFILE) : undefined;
@@ -169,9 +169,8 @@ await withClusterUp('controller-ceiling', async (tb) => {
   // concurrency: one at a time, the service's agent opened one connection to the apiserver, and
   // the first measured phase paid the TLS handshakes of the other 15.
   // CEILING_WARMUP counts submissions only: the raw ceiling runs none of the service's code.
-  const warmUp = Math.min(20, COUNT);
-  await phase(warmUp, CONCURRENCY, () => ceilingItem(raw));
-  await phase(process.env.CEILING_WARMUP ? WARMUP : warmUp, CONCURRENCY, submit);
+  await phase(Math.min(20, COUNT), CONCURRENCY, () => ceilingItem(raw));
+  await phase(WARMUP, CONCURRENCY, submit);
   await clean(custom, tb.core);
   const results = { ceiling: [] as number[], admittedCeiling: [] as number[], api: [] as number[], loads: [] as string[] };
   const costs = { ceiling: [] as PhaseCosts[], admittedCeiling: [] as PhaseCosts[], api: [] as PhaseCosts[] };
