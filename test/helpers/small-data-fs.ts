@@ -4,7 +4,10 @@
 import { spawnSync } from 'node:child_process';
 import { chmodSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import type { Test } from 'tap';
 import { unmountWorkDirs } from '../../cluster/local/work-dir-space.js';
+import { FileKeyStore } from '../../submit-api/auth/key-store.js';
+import { http, startService } from './service.js';
 
 const STAND_IN_SPARK_SUBMIT = `#!/bin/sh
 # Stand-in for spark-submit: runs the .py main file with its arguments.
@@ -48,4 +51,22 @@ export function smallDataFs(t: { teardown(fn: () => unknown): void }, sizeMiB: n
   symlinkSync('/usr/bin/python3', join(venv, 'bin', 'python'));
   for (const [name, source] of Object.entries(programs)) writeFileSync(join(venv, name), source, { mode: 0o644 });
   return { fs, dataDir: join(fs, 'data'), venv, release: join(venv, 'release') };
+}
+
+/**
+ * The service on `disk` with auth on and two user keys (alice's `a`, bob's `b`), `args` added to
+ * its command line, and `submit`: one of the venv's programs as a 1-core Python application.
+ */
+export async function twoUsersOnSmallFs(t: Test, disk: SmallDataFs, args: string[], jobName: string) {
+  const store = new FileKeyStore(disk.dataDir);
+  const [alice, bob] = [store.create('user', 'alice').key, store.create('user', 'bob').key];
+  const api = await startService(t, { dataDir: disk.dataDir, env: { ...process.env, SUBMISSION_SERVICE_PYTHON_ENV: disk.venv }, args: ['--auth', 'on', ...args] });
+  const as = (key: string) => (method: string, path: string, body?: unknown) => http(api.url, method, path, body, { 'x-api-key': key });
+  const [a, b] = [as(alice), as(bob)];
+  const submit = async (call: typeof a, file: string, programArgs: string[] = []) => {
+    const res = await call('POST', '/api/apps/', { jobName, configOverrides: { type: 'Python', mainApplicationFile: `local://${join(disk.venv, file)}`, arguments: programArgs, executor: { cores: 1, instances: 1 } } });
+    t.equal(res.status, 201, `submitted ${file} ${programArgs[0] ?? ''}: ${res.text.slice(0, 300)}`);
+    return res.json.appName as string;
+  };
+  return { api, a, b, submit };
 }

@@ -12,10 +12,8 @@ import { spawnSync } from 'node:child_process';
 import { readdirSync, statSync, statfsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import t from 'tap';
-import { FileKeyStore } from '../../submit-api/auth/key-store.js';
 import { until, waitForState } from '../helpers/poll.js';
-import { http, startService } from '../helpers/service.js';
-import { smallDataFs } from '../helpers/small-data-fs.js';
+import { smallDataFs, twoUsersOnSmallFs } from '../helpers/small-data-fs.js';
 
 const canMount = process.getuid?.() === 0 && spawnSync('bwrap', ['--version']).status === 0;
 const skip = canMount ? false : 'needs root (mount) and bubblewrap';
@@ -43,20 +41,9 @@ function driverLogBytes(dataDir: string): number {
 }
 
 t.test('many drivers\' logs stay within the budget: records are written, another key runs, the newest logs read whole', { skip, timeout: 600_000 }, async (t) => {
-  const { fs, dataDir, venv, release } = smallDataFs(t, 16, { 'flood.py': FLOOD, 'ok.py': "print('OK RAN', flush=True)\n" });
-  const store = new FileKeyStore(dataDir);
-  const [alice, bob] = [store.create('user', 'alice').key, store.create('user', 'bob').key];
-  const api = await startService(t, {
-    dataDir, env: { ...process.env, SUBMISSION_SERVICE_PYTHON_ENV: venv },
-    args: ['--auth', 'on', '--cores', '3', '--key-core-share', '0', '--log-cap', '3MiB', '--log-budget', '6MiB'],
-  });
-  const as = (key: string) => (method: string, path: string, body?: unknown) => http(api.url, method, path, body, { 'x-api-key': key });
-  const [a, b] = [as(alice), as(bob)];
-  const submit = async (call: typeof a, file: string, args: string[] = []) => {
-    const res = await call('POST', '/api/apps/', { jobName: 'logs', configOverrides: { type: 'Python', mainApplicationFile: `local://${join(venv, file)}`, arguments: args, executor: { cores: 1, instances: 1 } } });
-    t.equal(res.status, 201, `submitted ${file} ${args[0] ?? ''}: ${res.text.slice(0, 300)}`);
-    return res.json.appName as string;
-  };
+  const disk = smallDataFs(t, 16, { 'flood.py': FLOOD, 'ok.py': "print('OK RAN', flush=True)\n" });
+  const { fs, dataDir, release } = disk;
+  const { a, b, submit } = await twoUsersOnSmallFs(t, disk, ['--cores', '3', '--key-core-share', '0', '--log-cap', '3MiB', '--log-budget', '6MiB'], 'logs');
   const ended = (call: typeof a, name: string) => waitForState(async () => (await call('GET', `/api/apps/${name}`)).json as { state: string; stateDetail?: string }, ['COMPLETED', 'FAILED', 'UNKNOWN'], { timeoutMs: 120_000 });
   const logOf = async (call: typeof a, name: string) => {
     const res = await call('GET', `/api/apps/${name}/log`);

@@ -9,10 +9,8 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import t from 'tap';
-import { FileKeyStore } from '../../submit-api/auth/key-store.js';
 import { until, waitForState } from '../helpers/poll.js';
-import { http, startService } from '../helpers/service.js';
-import { smallDataFs } from '../helpers/small-data-fs.js';
+import { smallDataFs, twoUsersOnSmallFs } from '../helpers/small-data-fs.js';
 
 const canMount = process.getuid?.() === 0 && spawnSync('bwrap', ['--version']).status === 0;
 const skip = canMount ? false : 'needs root (mount) and bubblewrap';
@@ -38,21 +36,9 @@ sys.exit(1)
 `;
 
 t.test('a driver over its work-dir and log caps: others still submit, it fails clearly, its work dir goes', { skip, timeout: 240_000 }, async (t) => {
-  const { dataDir, venv, release } = smallDataFs(t, 48, { 'writer.py': WRITER, 'ok.py': "print('OK RAN', flush=True)\n" });
-  const store = new FileKeyStore(dataDir);
-  const alice = store.create('user', 'alice').key;
-  const bob = store.create('user', 'bob').key;
-  const api = await startService(t, {
-    dataDir, env: { ...process.env, SUBMISSION_SERVICE_PYTHON_ENV: venv },
-    args: ['--auth', 'on', '--cores', '2', '--key-core-share', '0', '--work-dir-cap', '16MiB', '--log-cap', '1MiB'],
-  });
-  const as = (key: string) => (method: string, path: string, body?: unknown) => http(api.url, method, path, body, { 'x-api-key': key });
-  const [a, b] = [as(alice), as(bob)];
-  const submit = async (call: typeof a, file: string, args: string[] = []) => {
-    const res = await call('POST', '/api/apps/', { jobName: 'disk', configOverrides: { type: 'Python', mainApplicationFile: `local://${join(venv, file)}`, arguments: args, executor: { cores: 1, instances: 1 } } });
-    t.equal(res.status, 201, `submitted ${file}: ${res.text.slice(0, 300)}`);
-    return res.json.appName as string;
-  };
+  const disk = smallDataFs(t, 48, { 'writer.py': WRITER, 'ok.py': "print('OK RAN', flush=True)\n" });
+  const { dataDir, release } = disk;
+  const { a, b, submit } = await twoUsersOnSmallFs(t, disk, ['--cores', '2', '--key-core-share', '0', '--work-dir-cap', '16MiB', '--log-cap', '1MiB'], 'disk');
   const stateOf = (call: typeof a, name: string) => async () => (await call('GET', `/api/apps/${name}`)).json as { state: string; stateDetail?: string };
 
   const writer = await submit(a, 'writer.py', [release]);
