@@ -9,10 +9,11 @@
 // (its bolt databases) are copied instead of linked.
 import { execFile, execFileSync } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
-import { homedir, tmpdir } from 'node:os';
+import { tmpdir } from 'node:os';
 import { dirname, join, relative } from 'node:path';
 import { createHash } from 'node:crypto';
 import { promisify } from 'node:util';
+import { cacheDir } from '../lib/cache-dir.js';
 import { containerdConfig, nodePaths } from './node-config.js';
 import { containerdAnswers, spawnDaemon, terminate } from './node-daemons.js';
 
@@ -22,7 +23,7 @@ const run = promisify(execFile);
 export interface ImageStore { dir: string; root: string; archives: string[] }
 
 /** Where the stores live: beside the other caches (SUBMISSION_SERVICE_CACHE, as the build scripts). */
-const storesDir = () => join(process.env.SUBMISSION_SERVICE_CACHE ?? join(homedir(), '.cache', 'submission-service'), 'node-images');
+const storesDir = () => join(cacheDir(), 'node-images');
 /** A store nobody has started a node from for this long is removed when another is made. */
 const UNUSED_MS = 12 * 3600_000;
 /** Under a root, the trees that are only ever read or removed whole: linked; every other file is copied. */

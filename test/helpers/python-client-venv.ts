@@ -4,8 +4,8 @@
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
-import { homedir } from 'node:os';
 import { join } from 'node:path';
+import { cacheDir } from '../../lib/cache-dir.js';
 import { repoRoot } from './api.js';
 import { run } from './pytest.js';
 
@@ -16,7 +16,7 @@ const DEPENDENCIES = ['setuptools>=61', 'wheel', 'httpx>=0.24,<1', 'pytest>=7', 
 export async function pythonClientVenv(): Promise<string> {
   const version = execFileSync('python3', ['--version'], { encoding: 'utf8' });
   const hash = createHash('sha256').update(readFileSync(join(pythonClientDir, 'pyproject.toml'))).update(version).update(DEPENDENCIES.join('\n')).digest('hex').slice(0, 12);
-  const cache = join(homedir(), '.cache', 'submission-service');
+  const cache = cacheDir();
   const venv = join(cache, `pyclient-${hash}`);
   if (!existsSync(join(venv, '.complete'))) {
     // Built aside and renamed into place: a concurrent run never uses a half-made one (its bin/

@@ -2,7 +2,7 @@
 // dist/, so run `npx tsc -p .` first), and one-shot commands such as `apps list`.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
-import { homedir } from 'node:os';
+import { cacheDir } from '../../lib/cache-dir.js';
 import { join } from 'node:path';
 import { exampleClusterFile, repoRoot } from './api.js';
 import { killDrivers } from './drivers.js';
@@ -22,7 +22,7 @@ interface TestLike { teardown(fn: () => unknown): void }
  * the fullest (the test command's, with the tools), then the newest.
  */
 function setupEnvFile(): string | undefined {
-  const dir = process.env.SUBMISSION_SERVICE_CACHE ?? join(homedir(), '.cache', 'submission-service');
+  const dir = cacheDir();
   let names: string[];
   try { names = readdirSync(dir).filter((name) => /^env(-[0-9a-f]+)?\.sh$/.test(name)); } catch { return undefined; }
   const files = names.map((name) => {
