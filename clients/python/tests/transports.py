@@ -40,6 +40,13 @@ class CutLogOnce(httpx.HTTPTransport):
         return httpx.Response(response.status_code, headers=response.headers, stream=Cut(), request=request)
 
 
+def lose_answer(request: httpx.Request, response: httpx.Response) -> None:
+    """The service did the request; its answer is lost as if the connection broke before it."""
+    response.read()
+    response.close()
+    raise httpx.ReadError("connection lost before the answer", request=request)
+
+
 class LoseFirstAnswer(httpx.HTTPTransport):
     """Forwards the first POST to the service and then fails as if the connection broke before its answer."""
 
@@ -51,9 +58,7 @@ class LoseFirstAnswer(httpx.HTTPTransport):
         response = super().handle_request(request)
         if request.method == "POST" and self.lost == 0:
             self.lost += 1
-            response.read()
-            response.close()
-            raise httpx.ReadError("connection lost before the answer", request=request)
+            lose_answer(request, response)
         return response
 
 
@@ -95,7 +100,5 @@ class LoseStopAnswer(httpx.HTTPTransport):
         response = super().handle_request(request)
         if request.url.path.endswith("/stop"):
             self.stops += 1
-            response.read()
-            response.close()
-            raise httpx.ReadError("connection lost before the answer", request=request)
+            lose_answer(request, response)
         return response
