@@ -49,6 +49,16 @@ export class LocalApps {
     return true;
   }
 
+  /** A deleted application's ids leave the index too (a lookup would find them stale anyway; this keeps the index as small as the records). */
+  forgetAppIds({ record, appIds }: StoredApp): void {
+    for (const { sparkAppId } of appIds ?? []) if (this.appIdOwners.get(sparkAppId) === record.appName) this.appIdOwners.delete(sparkAppId);
+  }
+
+  /** How many app ids the index holds (for its test). */
+  get indexedAppIds(): number {
+    return this.appIdOwners.size;
+  }
+
   get(appName: string): StoredApp | undefined {
     return this.records.get(appName);
   }

@@ -181,6 +181,7 @@ export class LocalCluster implements Cluster {
     if (!stored) return false;
     await this.stop(appName);
     await this.records.remove(appName);
+    this.apps.forgetAppIds(stored);
     await releaseWorkDir(this.apps.workDir(appName));
     await Promise.all([stored.run?.logFile, stored.run?.exitFile, this.apps.launcherTokenFile(appName)]
       .filter((p): p is string => Boolean(p))

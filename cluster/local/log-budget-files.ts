@@ -4,6 +4,7 @@
 // the run's record before the next start measures, so two starts never count the same room twice.
 import { closeSync, existsSync, fstatSync, ftruncateSync, openSync, readSync, statSync, statfsSync, writeFileSync, writeSync } from 'node:fs';
 import { dirname } from 'node:path';
+import { isTerminal } from '../cluster.js';
 import { formatBytes } from './log-cap.js';
 import { type LogOnDisk, NOTE_ROOM, planLogBudget, SHRUNK_KEEP_BYTES } from './log-budget.js';
 import type { LocalLogger } from './logger.js';
@@ -35,6 +36,14 @@ const sizeOf = (file: string): number | undefined => {
 };
 
 export class LogBudget {
+  /**
+   * Ended runs' log sizes, measured once: such a log changes only when this budget shrinks or
+   * replaces it (measured again then), so a start stats the running and new logs only, not every
+   * record's. What a driver's pipe still held when its record ended (at most a pipe's buffer) may
+   * be missed; a deleted run's entry goes at the next start. `null`: no log on disk.
+   */
+  private readonly endedSizes = new Map<string, number | null>();
+
   constructor(private readonly options: LogBudgetOptions) {}
 
   private get wanted(): number {
@@ -60,8 +69,10 @@ export class LogBudget {
 
   private measure(appName: string, apps: readonly StoredApp[]): LogOnDisk[] {
     const now = new Date().toISOString();
+    const names = new Set(apps.map(({ record }) => record.appName));
+    for (const name of this.endedSizes.keys()) if (!names.has(name) || name === appName) this.endedSizes.delete(name);
     return apps.flatMap(({ record, run }) => {
-      const bytes = sizeOf(this.logFile(record.appName, run?.logFile));
+      const bytes = this.sizeOf(record, run?.logFile, appName);
       const running = record.appName !== appName && record.state === 'RUNNING' && run !== undefined;
       // A running driver holds its whole grant; one of a record made before grants, the cap of today.
       if (running) return [{ appName: record.appName, bytes: bytes ?? 0, granted: (run.logCap ?? this.wanted) + NOTE_ROOM, endedAt: now }];
@@ -72,11 +83,22 @@ export class LogBudget {
     });
   }
 
+  /** The log's bytes now; an ended run's (not the starting one's) from what was measured before. */
+  private sizeOf(record: StoredApp['record'], runLog: string | undefined, starting: string): number | undefined {
+    const ended = isTerminal(record.state) && record.appName !== starting;
+    const known = ended ? this.endedSizes.get(record.appName) : undefined;
+    if (known !== undefined) return known ?? undefined;
+    const bytes = sizeOf(this.logFile(record.appName, runLog));
+    if (ended) this.endedSizes.set(record.appName, bytes ?? null);
+    return bytes;
+  }
+
   private logFile(appName: string, runLog?: string): string {
     return runLog ?? this.options.logFile(appName);
   }
 
   private act(appName: string, [verb, done]: [string, string], change: (file: string) => void): void {
+    this.endedSizes.delete(appName); // measured again after the change, whatever it did
     try {
       change(this.options.logFile(appName));
       this.options.logger.info({ appName }, `driver log budget: an ended run's log ${done} to make room`);

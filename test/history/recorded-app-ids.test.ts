@@ -129,4 +129,11 @@ t.test('the watch records the first run a driver started, once, beside its recor
   t.equal(await apps.recordAppId('bob-1', 1, id), false, 'nor can it be recorded for B directly');
   t.equal(await apps.recordAppId('alice-1', 1, `local-${startedMs + 20}`), false, 'one id per attempt');
   t.same(new LocalApps(new RecordStore(join(dataDir, 'apps'), { log }), {} as AdmissionRules, log, dataDir, undefined).recordedRuns.ownerOf(id), 'alice-1', 'known again after a restart');
+
+  // A deleted application's ids leave the index (LocalCluster.delete forgets them after the record).
+  const stored = records.get('alice-1')!;
+  await records.remove('alice-1');
+  apps.forgetAppIds(stored);
+  t.equal(apps.indexedAppIds, 0, 'the index holds no id of a deleted application');
+  t.equal(apps.recordedRuns.ownerOf(id), undefined, 'and its id is free again');
 });

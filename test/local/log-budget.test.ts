@@ -5,7 +5,8 @@ import { readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import t from 'tap';
 import { type LogOnDisk, NOTE_ROOM, planLogBudget, shrunkBytes } from '../../cluster/local/log-budget.js';
-import { dropLog, shrinkLog } from '../../cluster/local/log-budget-files.js';
+import { dropLog, LogBudget, shrinkLog } from '../../cluster/local/log-budget-files.js';
+import type { StoredApp } from '../../cluster/local/record-store.js';
 import { tempDir } from '../helpers/temp.js';
 
 const MiB = 1024 * 1024;
@@ -91,4 +92,27 @@ t.test('shrinking in place keeps the head, a note and the tail; replacing leaves
   t.equal(readFileSync(file, 'utf8'), shrunk, 'a shrunk log is left as it is');
   dropLog(file, '[gone]\n');
   t.equal(readFileSync(file, 'utf8'), '[gone]\n');
+});
+
+t.test('the files: an ended run\'s log is measured once, and again only after the budget changed it', async (t) => {
+  const dir = tempDir(t);
+  const logFile = (appName: string) => join(dir, `${appName}.log`);
+  const logger = { info: () => {}, warn: () => {}, error: () => {} } as never;
+  const budget = new LogBudget({ budget: 4 * MiB, cap: MiB, logFile, logger });
+  const app = (appName: string, state: 'COMPLETED' | 'PENDING', endedAt?: string) =>
+    ({ record: { appName, state, createdAt: '2026-11-29T09:00:00Z', endedAt }, pod: {} }) as unknown as StoredApp;
+  writeFileSync(logFile('old'), 'x'.repeat(MiB));
+  const apps = [app('old', 'COMPLETED', '2026-11-29T10:00:00Z'), app('next', 'PENDING')];
+  t.equal(budget.grant('next', apps), MiB, 'room for the whole cap');
+  // Written behind the budget's back (nothing does that but this test): not measured again.
+  writeFileSync(logFile('old'), 'x'.repeat(3 * MiB));
+  t.equal(budget.grant('next', apps), MiB, "the ended log's size measured before stands");
+  t.equal(statSync(logFile('old')).size, 3 * MiB, 'and it was left as it is');
+  // Gone from the records (deleted): forgotten, so measured afresh if a run of that name comes back.
+  t.equal(budget.grant('next', [apps[1]]), MiB);
+  t.equal(budget.grant('next', apps), MiB, 'the whole cap again');
+  t.ok(statSync(logFile('old')).size <= shrunkBytes(), 'after the old log, measured again at 3 MiB, was shrunk to make room for it');
+  // Changed by the budget: measured again, not taken for 3 MiB any more.
+  t.equal(budget.grant('next', apps), MiB);
+  t.ok(statSync(logFile('old')).size <= shrunkBytes(), 'nothing more to shrink');
 });
