@@ -74,6 +74,13 @@ node_files() {
   return "$rc"
 }
 out=$(mktemp) node_out=$(mktemp) heavy_out=$(mktemp) lane_seconds=$(mktemp -d)
+# The cores' use while the lanes run, a sample every 30 s (kept with the times below): whether the
+# suite's length is the cores' work or its waits decides which cut to make next.
+cache_dir=${SUBMISSION_SERVICE_CACHE:-$HOME/.cache/submission-service}
+cpu_log=$(mktemp)
+cpu_sampler=
+if command -v vmstat > /dev/null; then vmstat -n 30 > "$cpu_log" 2>/dev/null & cpu_sampler=$!; fi
+trap '[ -z "$cpu_sampler" ] || kill "$cpu_sampler" 2>/dev/null' EXIT
 # Each lane writes its own seconds when it ends (the waits for them below come in either order).
 timed() { local name=$1 start=$SECONDS rc; shift; "$@"; rc=$?; echo $((SECONDS - start)) > "$lane_seconds/$name"; return "$rc"; }
 together_files() { [ ${#together[@]} -gt 0 ] || return 0; npx tap --jobs=2 "${together[@]}" 2>&1 | tee "$out"; return "${PIPESTATUS[0]}"; }
@@ -92,6 +99,12 @@ cat "$heavy_out" | tee -a "$out"
 cat "$node_out" | tee -a "$out"
 lanes="${#together[@]} files together in $(cat "$lane_seconds/together" 2>/dev/null) s; the real node's ${#on_node[@]} files in $(cat "$lane_seconds/node" 2>/dev/null) s; ${#heavy[@]} heavy files in $(cat "$lane_seconds/heavy" 2>/dev/null) s, after $([ "$first" = "$node_lane" ] && echo "the real node's lane" || echo "the files together")"
 echo "test: lanes: $lanes" >&2
+[ -z "$cpu_sampler" ] || kill "$cpu_sampler" 2>/dev/null
+# vmstat's us, sy, id, wa columns (13-16), averaged over the samples after its first line (which is since boot).
+cpu_use=$(awk 'NR > 3 && NF >= 16 { us += $13; sy += $14; id += $15; wa += $16; n++ } END { if (n) printf "cores while the lanes ran (%d samples): %.0f%% user, %.0f%% system, %.0f%% idle, %.0f%% waiting on I/O", n, us / n, sy / n, id / n, wa / n }' "$cpu_log")
+cpu_idle=$(awk 'NR > 3 && NF >= 16 { printf "%s ", $15 }' "$cpu_log")
+rm -f "$cpu_log"
+[ -z "$cpu_use" ] || { echo "test: $cpu_use" >&2; lanes="$lanes; $cpu_use"; }
 rm -rf "$node_out" "$heavy_out" "$lane_seconds"
 # Tests, not assertions: each top-level t.test of a file is one test (tap prints it indented
 # once under its file); a file that fails outside its tests (a crash before or between them)
@@ -108,9 +121,10 @@ awk '/^(not )?ok [0-9]+ - .* # time=/ { t = $0; sub(/.*# time=/, "", t); sub(/ms
 echo "test: times: ${phases[*]}" >&2
 # The same figures and every file's seconds, kept on the machine (the CI log of a run that passed is
 # not): where the next cut of the suite's time should go is read from here. About the newest 40 runs.
-times_log=${SUBMISSION_SERVICE_CACHE:-$HOME/.cache/submission-service}/test-times.log
+times_log=$cache_dir/test-times.log
 {
   echo "== $(date -u +%FT%TZ) $(git rev-parse --short HEAD 2>/dev/null) load $(cut -d' ' -f1-3 /proc/loadavg): ${phases[*]} lanes: $lanes"
+  [ -z "$cpu_idle" ] || echo "idle % every 30 s: $cpu_idle"
   awk '/^(not )?ok [0-9]+ - .* # time=/ { t = $0; sub(/.*# time=/, "", t); sub(/ms.*/, "", t); n = $0; sub(/^(not )?ok [0-9]+ - /, "", n); sub(/ # time=.*/, "", n); printf "%d %s\n", t / 1000, n }' "$out" | sort -rn
 } >> "$times_log" 2>/dev/null && tail -n 12000 "$times_log" > "$times_log.new" 2>/dev/null && mv "$times_log.new" "$times_log"
 # The failures by name, just above the count: a CI log that keeps only its tail still says which.
