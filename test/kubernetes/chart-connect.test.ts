@@ -96,13 +96,23 @@ async function sessionApp(agent: Agent, base: URL, key: string, sessionId: strin
   return ((listed.json as { items?: Array<{ appName: string; labels?: Record<string, string> }> }).items ?? []).find((a) => a.labels?.[CONNECT_SESSION_LABEL] === sessionId);
 }
 
+/** Each Connect session application of `key`: its state, and how it ended (what a failed first session's error lacks). */
+async function sessionAppsEnded(agent: Agent, base: URL, key: string): Promise<string> {
+  const listed = await call(agent, base, 'GET', '/api/apps/', key).catch((error: Error) => ({ json: { error: error.message } }));
+  const items = (listed.json as { items?: Array<{ appName: string; state: string; stateDetail?: string; labels?: Record<string, string> }> }).items ?? [];
+  return JSON.stringify(items.filter((a) => a.labels?.[CONNECT_SESSION_LABEL]).map(({ appName, state, stateDetail }) => ({ appName, state, stateDetail })));
+}
+
 /**
  * alice's first session of `version` through the endpoint (`spark.range(10).count()` from the
  * template `template`): answered by that version's server, listed as alice's application, its
  * driver a pod with `image`.
  */
 async function firstSession(t: Test, { chart: { bed, base, agent }, alice, url, env }: Connected, version: string, template: string, image: string) {
-  const first = await runConnectClientOf(version, 'count', url(alice.key, template), env);
+  const first = await runConnectClientOf(version, 'count', url(alice.key, template), env).catch(async (error: Error) => {
+    // The client shows only its last retry's status ("has ended"); the application's end says why.
+    throw new Error(`${error.message.slice(0, 4000)}\n\nthe sessions' applications: ${await sessionAppsEnded(agent, base, alice.key)}`);
+  });
   t.equal(first.count, 10, `spark.range(10).count() through the endpoint: ${JSON.stringify(first)}`);
   t.equal(first.version, version, `answered by Spark ${version}'s Connect server`);
   const sessionId = String(first.session);
