@@ -3,8 +3,8 @@
 // mode: its pytest suite, each pytest test reported here as a subtest. The suite runs
 // `airflow dags test` of examples/airflow/spark_pi.py (pi.py to success, the driver log in the task
 // log, the Spark UI link in XCom; a failing run fails the task with its stateDetail), a retried
-// task that adopts the first try's application, the trigger and on_kill, 50 parallel submissions
-// with one idempotency key. The runs under a real scheduler and triggerer are airflow-scheduler.test.ts and
+// task that adopts the first try's application, the rule that tells a crash from a clear (adopt
+// or stop), the trigger and on_kill, 50 parallel submissions with one idempotency key. The runs under a real scheduler and triggerer are airflow-scheduler.test.ts and
 // airflow-quick-apps.test.ts.
 import t from 'tap';
 import { runAirflowSuite } from '../helpers/pytest.js';

@@ -26,7 +26,11 @@ def prepare_home(home: Path, dag_files: Iterable[Path], service_url: str) -> Dic
         (dags / dag_file.name).symlink_to(dag_file)
     env = {**os.environ, "AIRFLOW_HOME": str(home), "AIRFLOW__CORE__DAGS_FOLDER": str(dags),
            "AIRFLOW__CORE__LOAD_EXAMPLES": "False", "AIRFLOW__LOGGING__COLORED_CONSOLE_LOG": "False",
-           "AIRFLOW_CONN_SUBMISSION_SERVICE_DEFAULT": json.dumps({"conn_type": "submission_service", "host": service_url})}
+           "AIRFLOW_CONN_SUBMISSION_SERVICE_DEFAULT": json.dumps({"conn_type": "submission_service", "host": service_url}),
+           # The home's SQLite file (Airflow's default), with a longer wait for its write lock: at
+           # SQLite's default 5 s, a clear through the REST API failed with "Database error" (500)
+           # beside a busy scheduler on a loaded machine. A real deployment has its own database.
+           "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": "sqlite:///%s?timeout=60" % (home / "airflow.db")}
     migrated = subprocess.run([AIRFLOW, "db", "migrate"], env=env, capture_output=True, text=True, timeout=600)
     assert migrated.returncode == 0, migrated.stdout + migrated.stderr
     return env

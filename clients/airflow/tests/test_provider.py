@@ -26,13 +26,13 @@ def test_the_key_names_the_task_instance_and_the_try():
     assert len(key) <= 255 and key.isascii()
 
 
-def test_a_retry_reuses_the_recorded_try_and_adopts_only_a_running_application():
+def test_a_retry_reuses_the_recorded_try():
     assert keys.key_try_to_reuse(None, 1) is None, "first try"
-    assert keys.key_try_to_reuse(1, 1) is None, "the same try again sends its own key"
-    assert keys.key_try_to_reuse(1, 2) == 1
-    assert keys.key_try_to_reuse(2, 5) == 2, "the try that made the application, not the one before"
-    assert [s for s in ("PENDING", "RUNNING", "COMPLETED", "FAILED", "KILLED", "UNKNOWN") if keys.adoptable(s)] == [
-        "PENDING", "RUNNING"]
+    assert keys.key_try_to_reuse(keys.submission_record(1, 0, 1), 1) is None, "the same try again sends its own key"
+    assert keys.key_try_to_reuse(keys.submission_record(1, 0, 1), 2) == 1
+    assert keys.key_try_to_reuse(keys.submission_record(2, 0, 4), 5) == 2, "the try that made the application, not the one before"
+    assert keys.key_try_to_reuse(2, 3) == 2, "an older provider's bare number"
+    assert keys.key_try_to_reuse({"other": 1}, 2) is None and keys.key_try_to_reuse(True, 2) is None, "not a record"
 
 
 def test_labels_name_the_task_without_the_try_and_only_with_valid_values():

@@ -5,7 +5,8 @@ from typing import Any, Dict, Mapping, Optional, Sequence
 
 from airflow.sdk import BaseOperator
 from airflow.sdk.exceptions import AirflowException
-from submission_service import END_STATES, Client, IdempotencyKeyReusedError, RateLimitedError, WaitTimeout
+from submission_service import (END_STATES, Client, IdempotencyKeyReusedError, NotFoundError, RateLimitedError,
+                                SubmissionServiceError, WaitTimeout)
 
 from . import keys
 from .hooks import SubmissionServiceHook, service_url
@@ -40,11 +41,16 @@ class SparkApplicationOperator(BaseOperator):
 
     - The submission carries an Idempotency-Key made of the DAG, task, run, map index and try number.
       Which try number: the one that made the running application. A try records its number in
-      Airflow's task state store before it submits; a retry (after a worker crash, say) first sends
-      the recorded try's key with the same body, which answers that try's application, and adopts
-      it while it is PENDING or RUNNING: one application, not two. An ended one (FAILED, KILLED,
-      even COMPLETED: a cleared task means "run it again") is left alone and this try submits
-      under its own number. Without a task state store (Airflow < 3.3) each try uses its own number.
+      Airflow's task state store before it submits, with its DAG run's clear_number and its
+      max_tries. A retry after a crash (the worker died) finds both unchanged: it sends the
+      recorded try's key with the same body, which answers that try's application, and adopts it
+      while it is PENDING or RUNNING: one application, not two. After a clear one of them changed
+      (keys.cleared_since): the user asked for a new run, so the earlier application is not
+      adopted; its own try's kill stops it (on_kill, or the trigger's), and this try waits up to
+      `cleared_grace_s` for that end, then stops it itself (a try that crashed before the clear has
+      nobody else to), and submits under its own number. An ended one (FAILED, KILLED, even
+      COMPLETED) is left alone and this try submits under its own number. Without a task state
+      store (Airflow < 3.3) each try uses its own number.
     - deferrable (default): the wait is a trigger following the service's events stream, so no
       worker slot is held while Spark runs. The trigger fires no sooner than `min_deferral_s` after
       it started (default 15 s): an application that ends sooner is reported that late, because
@@ -61,6 +67,9 @@ class SparkApplicationOperator(BaseOperator):
     template_fields_renderers = {"config_overrides": "json", "labels": "json"}
     operator_extra_links = (SparkUiLink(),)
     ui_color = "#fdebd0"
+    # Seconds a cleared try's application gets to end by that try's own kill (the triggerer sees a
+    # clear within its loop and runs the trigger's on_kill) before a new try stops it itself.
+    cleared_grace_s = 30.0
 
     def __init__(self, *, job_name: str, submission_service_conn_id: str = SubmissionServiceHook.default_conn_name,
                  config_template_name: Optional[str] = None, config_overrides: Optional[Mapping[str, Any]] = None,
@@ -99,25 +108,64 @@ class SparkApplicationOperator(BaseOperator):
             return self._finish(client, context, done)
 
     def submit_or_adopt(self, client: Client, context: Any) -> Dict[str, Any]:
-        """This try's application: the earlier try's while it runs, else a new one (see the class)."""
+        """This try's application: the earlier try's while it runs and that try crashed, else a new
+        one (see the class)."""
         ti = context["ti"]
         store = context.get("task_state_store")
-        key_of = lambda key_try: keys.idempotency_key(ti.dag_id, ti.task_id, ti.run_id, ti.map_index, key_try)  # noqa: E731
-        earlier = keys.key_try_to_reuse(store.get(keys.KEY_TRY) if store is not None else None, ti.try_number)
+        stored = store.get(keys.KEY_TRY) if store is not None else None
+        record = keys.submission_record(ti.try_number, getattr(context.get("dag_run"), "clear_number", 0),
+                                        getattr(ti, "max_tries", 0))
+        earlier = keys.key_try_to_reuse(stored, ti.try_number)
         if earlier is not None:
-            try:
-                app = self._submit(client, ti, key_of(earlier))
-            except IdempotencyKeyReusedError:
-                app = None  # the task's submission changed since that try: not the same run
-            if app is not None and keys.adoptable(app.get("state")):
-                self.log.info("Adopted %s, submitted by try %d and still %s", app["appName"], earlier, app["state"])
-                return app
+            if keys.cleared_since(stored, record):
+                self.log.info("The task was cleared since try %d submitted: its application is not adopted", earlier)
+                self._stop_cleared(client, ti)
+            else:
+                app = self._adoptable(client, ti, earlier)
+                if app is not None:
+                    return app
         if store is not None:
             # Recorded before the POST: a crash right after it still leaves the key findable.
-            store.set(keys.KEY_TRY, ti.try_number)
-        app = self._submit(client, ti, key_of(ti.try_number))
+            store.set(keys.KEY_TRY, record)
+        app = self._submit(client, ti, self._key(ti, ti.try_number))
         self.log.info("Submitted %s (try %d)", app["appName"], ti.try_number)
         return app
+
+    def _key(self, ti: Any, key_try: int) -> str:
+        return keys.idempotency_key(ti.dag_id, ti.task_id, ti.run_id, ti.map_index, key_try)
+
+    def _adoptable(self, client: Client, ti: Any, earlier: int) -> Optional[Dict[str, Any]]:
+        """The crashed try's application while it runs (the same key and body answer it), else None."""
+        try:
+            app = self._submit(client, ti, self._key(ti, earlier))
+        except IdempotencyKeyReusedError:
+            return None  # the task's submission changed since that try: not the same run
+        if keys.earlier_application(app.get("state"), cleared=False) != keys.ADOPT:
+            return None
+        self.log.info("Adopted %s, submitted by try %d and still %s", app["appName"], earlier, app["state"])
+        return app
+
+    def _stop_cleared(self, client: Client, ti: Any) -> None:
+        """The task was cleared since the recorded try submitted: the task instance's applications that
+        still run (found by its label, so none is made by asking) end before this try submits. The
+        cleared try's kill stops them in the common case: waited for, so the stop stays its own and
+        its trigger is not fired by an end it did not cause; after cleared_grace_s, this try stops
+        what still runs (a try whose worker died before the clear had no kill)."""
+        instance = keys.task_labels(ti.dag_id, ti.task_id, ti.run_id, ti.map_index)["airflow-task-instance"]
+        for app in list(client.list(label_selector={"airflow-task-instance": instance})):
+            if keys.earlier_application(app.get("state"), cleared=True) != keys.STOP:
+                continue
+            name = app["appName"]
+            self.log.info("Waiting up to %g s for %s (%s) to be stopped by the cleared try", self.cleared_grace_s,
+                          name, app.get("state"))
+            try:
+                state = client.wait(name, timeout=self.cleared_grace_s).get("state")
+            except NotFoundError:
+                continue  # deleted meanwhile: nothing runs
+            except SubmissionServiceError as error:  # not ended in time, or the wait could not follow it
+                self.log.info("%s did not end by itself (%s): stopping it", name, error)
+                state = client.stop(name).get("state")
+            self.log.info("The cleared try's application %s is %s", name, state)
 
     def _submit(self, client: Client, ti: Any, key: str) -> Dict[str, Any]:
         labels = {**keys.task_labels(ti.dag_id, ti.task_id, ti.run_id, ti.map_index), **dict(self.labels or {})}
