@@ -100,6 +100,10 @@ export async function clusterUp(dir: string, options: { nodes?: boolean; runPods
   const baseUrl = /BASE_URL=(\S+)/.exec(stdout)?.[1];
   const kubeconfig = /KUBECONFIG=(\S+)/.exec(stdout)?.[1];
   if (!baseUrl || !kubeconfig) { await down(); throw new Error(`testbed up printed no BASE_URL/KUBECONFIG:\n${stdout}`); }
+  return testbedAt(dir, baseUrl, kubeconfig, down);
+}
+
+function testbedAt(dir: string, baseUrl: string, kubeconfig: string, down: () => Promise<void>): Testbed {
   const kc = new KubeConfig();
   kc.loadFromFile(kubeconfig);
   return {
@@ -109,6 +113,20 @@ export async function clusterUp(dir: string, options: { nodes?: boolean; runPods
     auth: submissionAuth(kubeconfig, join(dir, 'submission-auth')),
     down,
   };
+}
+
+/**
+ * BENCH_TESTBED_DIR: the directory of a `testbed up` (no flags but --node-pools NODE_POOLS)
+ * already running, which the benches share instead of booting one each: the smoke test's
+ * (test/helpers/bench-smoke.ts), whose tiny counts spent most of their time booting beds. Its
+ * owner stops it. Unset (every full run): each bench has a bed of its own, as before.
+ */
+export const SHARED_TESTBED_DIR = process.env.BENCH_TESTBED_DIR || undefined;
+
+/** The shared bed's state as `testbed up` wrote it (testbed/serve.ts's ServeState). */
+export function sharedTestbed(dir: string): Testbed {
+  const state = JSON.parse(readFileSync(join(dir, 'state.json'), 'utf8')) as { baseUrl: string; kubeconfig: string };
+  return testbedAt(dir, state.baseUrl, state.kubeconfig, async () => undefined);
 }
 
 export interface SparkApp {
@@ -172,12 +190,18 @@ export async function deleteAllPods(core: CoreV1Api, namespace = NAMESPACE): Pro
 }
 
 /**
- * One benchmark's life on a fresh `testbed up`: prerequisites checked (exit 2 when missing,
- * unless `allowMissing` accepts the reason), a temp dir, teardown on SIGINT and at the end.
+ * One benchmark's life on a fresh `testbed up` (or the shared one: SHARED_TESTBED_DIR): prerequisites
+ * checked (exit 2 when missing, unless `allowMissing` accepts the reason), a temp dir, teardown on
+ * SIGINT and at the end.
  */
 export async function withClusterUp(name: string, run: (tb: Testbed) => Promise<void>, allowMissing: (reason: string) => boolean = () => false): Promise<void> {
   const missing = missingPrerequisite();
   if (missing && !allowMissing(missing)) { process.stderr.write(`bench/kubernetes/${name}: ${missing}\n`); process.exit(2); }
+  if (SHARED_TESTBED_DIR) {
+    process.stderr.write(`on the shared test bed in ${SHARED_TESTBED_DIR} (load ${load()})\n`);
+    await run(sharedTestbed(SHARED_TESTBED_DIR));
+    return;
+  }
   const dir = mkdtempSync(join(tmpdir(), `bench-k8s-${name}-`));
   let tb: Testbed | undefined;
   const stop = async () => { await tb?.down(); rmSync(dir, { recursive: true, force: true }); };

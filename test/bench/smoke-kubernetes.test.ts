@@ -1,6 +1,7 @@
-// The benches on a test bed of their own (apiserver and etcd; FakeKubelet where pods must run):
-// the archived driver log, the controller against the apiserver's ceiling, list latency,
-// submissions, the webhook's latency.
+// The benches on the test bed (apiserver and etcd; FakeKubelet where pods must run): the archived
+// driver log on a bed of its own; the controller against the apiserver's ceiling, list latency,
+// submissions and the webhook's latency on one `testbed up` they share (sharedBed in
+// test/helpers/bench-smoke.ts), where each used to boot its own.
 // Each runs as bench/README.md says with tiny counts (test/helpers/bench-smoke.ts).
 import t from 'tap';
 import { smokeTests } from '../helpers/bench-smoke.js';

@@ -3,20 +3,28 @@
 // with a number). A bench that needs what this machine lacks is skipped, saying what. The benches
 // are split over four files so that they run among the files that run together, two at a time,
 // instead of 380 s one after another at the end of the suite.
-import { spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { execFile, spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { promisify } from 'node:util';
 import t from 'tap';
+import { testbedArgs } from '../../testbed/entry.js';
 import { repoRoot } from './api.js';
 import { realSpark, sparkEnv } from './service.js';
 import { tempDir } from './temp.js';
 import { toolsEnv } from '../gateway/jupyter.js';
 import { connectClientPython } from '../connect/connect-client.js';
 
+const execFileAsync = promisify(execFile);
+
 type Need = 'spark' | 'tools' | 'testbed' | 's3' | 'chromium' | 'airflow' | 'connect';
 
-/** figures: what its output shows when it measured something (default: a Markdown table row with a number). */
-interface Bench { file: string; env: Record<string, string>; needs?: Need[]; args?: string[]; figures?: RegExp }
+/**
+ * figures: what its output shows when it measured something (default: a Markdown table row with a number).
+ * sharedBed: runs on the file's one `testbed up` (BENCH_TESTBED_DIR, bench/kubernetes/testbed.ts) instead of its own.
+ */
+interface Bench { file: string; env: Record<string, string>; needs?: Need[]; args?: string[]; figures?: RegExp; sharedBed?: boolean }
 
 const ALL_BENCHES: Bench[] = [
   { file: 'admission.ts', env: { ADMISSION_ROUNDS: '1', ADMISSION_ROUND_MS: '100', ADMISSION_WARMUP_MS: '100' } },
@@ -36,10 +44,10 @@ const ALL_BENCHES: Bench[] = [
   // 400 tasks: a log over 1 MiB, the least the service warms (replays) at a run's end, which the bench waits for.
   { file: 'history/history-ui.ts', env: { HISTORY_APPS: '1', HISTORY_TASKS: '400' }, needs: ['spark', 'chromium'] },
   { file: 'history/driver-log-kubernetes.ts', env: { LOG_MB: '1', LOG_SECONDS: '0' }, needs: ['spark', 'testbed', 's3'] },
-  { file: 'kubernetes/controller-ceiling.ts', env: { CEILING_COUNT: '5', CEILING_CONCURRENCY: '2', CEILING_ROUNDS: '1' }, needs: ['testbed'] },
-  { file: 'kubernetes/list-latency.ts', env: { LIST_COUNT: '20', LIST_READS: '10' }, needs: ['testbed'] },
-  { file: 'kubernetes/submissions.ts', env: { SUBMIT_CONCURRENCY: '2', SUBMIT_MAX: '4', SUBMIT_SECONDS: '1', SUBMIT_SPARK_RUNS: '1', SUBMIT_SEQUENTIAL: '2' }, needs: ['spark', 'testbed'] },
-  { file: 'kubernetes/webhook-latency.ts', env: { WEBHOOK_BLOCKS: '1', WEBHOOK_BLOCK_SIZE: '3', WEBHOOK_CONCURRENCY: '1' }, needs: ['testbed'] },
+  { file: 'kubernetes/controller-ceiling.ts', env: { CEILING_COUNT: '5', CEILING_CONCURRENCY: '2', CEILING_ROUNDS: '1' }, needs: ['testbed'], sharedBed: true },
+  { file: 'kubernetes/list-latency.ts', env: { LIST_COUNT: '20', LIST_READS: '10' }, needs: ['testbed'], sharedBed: true },
+  { file: 'kubernetes/submissions.ts', env: { SUBMIT_CONCURRENCY: '2', SUBMIT_MAX: '4', SUBMIT_SECONDS: '1', SUBMIT_SPARK_RUNS: '1', SUBMIT_SEQUENTIAL: '2' }, needs: ['spark', 'testbed'], sharedBed: true },
+  { file: 'kubernetes/webhook-latency.ts', env: { WEBHOOK_BLOCKS: '1', WEBHOOK_BLOCK_SIZE: '3', WEBHOOK_CONCURRENCY: '1' }, needs: ['testbed'], sharedBed: true },
 ];
 
 const present: Record<Need, () => boolean> = {
@@ -57,10 +65,11 @@ const missing = (bench: Bench): string | false => {
   return lacking.length ? `needs ${lacking.join(', ')} (scripts/test.sh sets them up)` : false;
 };
 
-function run(bench: Bench, resultsDir: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
+function run(bench: Bench, resultsDir: string, bedDir?: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((ok) => {
+    const env = { ...sparkEnv(), LOG_LEVEL: 'warn', BENCH_RESULTS_DIR: resultsDir, ...(bedDir ? { BENCH_TESTBED_DIR: bedDir } : {}), ...bench.env };
     const child = spawn(process.execPath, ['--import', 'tsx', join('bench', bench.file), ...(bench.args ?? [])], {
-      cwd: repoRoot, env: { ...sparkEnv(), LOG_LEVEL: 'warn', BENCH_RESULTS_DIR: resultsDir, ...bench.env }, stdio: ['ignore', 'pipe', 'pipe'],
+      cwd: repoRoot, env, stdio: ['ignore', 'pipe', 'pipe'],
     });
     let stdout = '';
     let stderr = '';
@@ -68,6 +77,29 @@ function run(bench: Bench, resultsDir: string): Promise<{ code: number | null; s
     child.stderr.on('data', (chunk) => { stderr += chunk; });
     child.once('exit', (code) => ok({ code, stdout, stderr }));
   });
+}
+
+/**
+ * The file's one `testbed up` for its sharedBed benches, booted when the first of them runs (none
+ * when all are skipped) and stopped at the file's end: each of them booting its own (the control
+ * plane, the service, its webhook and notebook gateway, each under tsx) cost most of their CPU.
+ */
+function sharedBed(): () => Promise<string> {
+  let booted: Promise<string> | undefined;
+  return () => {
+    booted ??= (async () => {
+      const dir = mkdtempSync(join(tmpdir(), 'subsvc-bench-bed-'));
+      const env = { ...sparkEnv(), LOG_LEVEL: 'warn' };
+      // `down` before the directory goes: it finds the running bed by the state file in it.
+      t.teardown(async () => {
+        await execFileAsync(process.execPath, testbedArgs(['down', '--dir', dir]), { env, timeout: 120_000 }).catch(() => undefined);
+        rmSync(dir, { recursive: true, force: true });
+      });
+      await execFileAsync(process.execPath, testbedArgs(['up', '--node-pools', join(repoRoot, 'examples', 'example-cluster.json'), '--dir', dir]), { env, timeout: 10 * 60_000 });
+      return dir;
+    })();
+    return booted;
+  };
 }
 
 /** One bench's hang guard, in minutes: a bench with tiny counts takes 1–9 minutes on a busy two-core machine. */
@@ -82,9 +114,10 @@ export function smokeTests(files: string[]): void {
   // is not enough for three to nine benches one after another on a busy machine (smoke-browser's
   // three took over 1,200 s at load 35–45 beside two CPU hogs and other work).
   t.setTimeout((benches.length * BENCH_GUARD_MIN + 5) * 60_000);
+  const bed = sharedBed();
   for (const bench of benches) {
     t.test(`bench/${bench.file} with tiny counts exits 0 and prints its figures`, { skip: missing(bench), timeout: BENCH_GUARD_MIN * 60_000 }, async (t) => {
-      const { code, stdout, stderr } = await run(bench, tempDir(t, 'subsvc-bench-'));
+      const { code, stdout, stderr } = await run(bench, tempDir(t, 'subsvc-bench-'), bench.sharedBed ? await bed() : undefined);
       t.equal(code, 0, 'exit code 0', { stderr: stderr.slice(-3000) });
       t.match(stdout, bench.figures ?? /^\|.*\d.*\|\s*$/m, 'its figures', { stderr: stderr.slice(-3000) });
     });
