@@ -12,7 +12,7 @@
 //   → log follow end  when GET /log?follow=true (opened right after the POST) ends − POST start
 //
 //   node --import tsx bench/local-run.ts    (needs dist/: npx tsc -p . ; and pyspark: scripts/setup.sh)
-//   env: LOCAL_RUNS (4), LOCAL_POLL_MS (20), LOCAL_TIMEOUT_S (180)
+//   env: LOCAL_RUNS (4), LOCAL_POLL_MS (20), LOCAL_TIMEOUT_S (180), LOCAL_WARMUP (1), LOCAL_PEERS (1; 0: no plain/exact runs)
 import { type ChildProcess, spawn } from 'node:child_process';
 import { closeSync, existsSync, mkdtempSync, openSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -26,6 +26,9 @@ import { sparkEnv } from '../test/helpers/service.js';
 const RUNS = envNumber('LOCAL_RUNS', 4);
 const POLL_MS = envNumber('LOCAL_POLL_MS', 20);
 const WARMUP = envNumber('LOCAL_WARMUP', 1); // 0: no warm-up run (the smoke test's tiny run)
+// 0: the service's runs only, without the plain and exact spark-submit beside each (the smoke test,
+// which proves the bench runs: two Spark runs less; their figures print as n/a).
+const PEERS = process.env.LOCAL_PEERS !== '0';
 const TIMEOUT_MS = envNumber('LOCAL_TIMEOUT_S', 180) * 1000;
 const GOAL_S = 0.3;
 const CORES = 2;
@@ -160,8 +163,10 @@ async function main(): Promise<void> {
       const run = await service.run();
       runs.push(run);
       exactCommand ??= service.command(run.appName);
-      plain.push(await timedRun('plain', SPARK_SUBMIT, plainArgs, SPARK_ENV, join(scratch, `plain-${i}.log`), scratch));
-      exact.push(await timedRun('exact', exactCommand.command, exactCommand.args, { ...SPARK_ENV, ...exactCommand.env }, join(scratch, `exact-${i}.log`), ROOT));
+      if (PEERS) {
+        plain.push(await timedRun('plain', SPARK_SUBMIT, plainArgs, SPARK_ENV, join(scratch, `plain-${i}.log`), scratch));
+        exact.push(await timedRun('exact', exactCommand.command, exactCommand.args, { ...SPARK_ENV, ...exactCommand.env }, join(scratch, `exact-${i}.log`), ROOT));
+      }
       process.stderr.write(`local-run:   service ${fmt(run.completed)} ms, plain ${fmt(plain.at(-1)!)} ms, exact ${fmt(exact.at(-1)!)} ms\n`);
     }
     report(runs, plain, exact, exactCommand!);

@@ -31,11 +31,13 @@ const ALL_BENCHES: Bench[] = [
   { file: 'dry-run.ts', env: { DRY_RUN_ROUNDS: '1', DRY_RUN_SECONDS: '1', DRY_RUN_WARMUP_SECONDS: '1', DRY_RUN_CONNECTIONS: '2' } },
   { file: 'sizing.ts', env: { SIZING_CALLS: '200', SIZING_LOG_MB: '1' }, figures: /Added p99: \*\*-?[\d,.]+ µs/ },
   { file: 'events-resume.ts', env: { BENCH_EVENTS: '200' }, figures: /RSS before \d+ MiB, peak \d+ MiB/ },
-  { file: 'local-run.ts', env: { LOCAL_RUNS: '1', LOCAL_WARMUP: '0' }, needs: ['spark'] },
+  // The service's run only: its plain and exact spark-submit peers are two more Spark runs that prove nothing of the bench's own.
+  { file: 'local-run.ts', env: { LOCAL_RUNS: '1', LOCAL_WARMUP: '0', LOCAL_PEERS: '0' }, needs: ['spark'] },
   { file: 'dashboard/dashboard.ts', env: { BENCH_APPS: '20', BENCH_IDLE_S: '1', BENCH_LOG_MB: '1' }, needs: ['chromium'], figures: /"firstRenderMs": \{\s*"median": \d+/ },
   { file: 'gateway/compare.ts', env: { GW_STARTS: '1', GW_EXECS: '5', GW_KERNELS: '6', GW_KERNEL_EXECS: '2', GW_SC: '1', GW_CLAIMS: '1' }, needs: ['spark', 'tools'] },
-  // One version, its warm pool's server only (no cold session): one Spark driver.
-  { file: 'connect.ts', env: { CONNECT_VERSIONS: '3.5.7', CONNECT_COLD: '0', CONNECT_QUERIES: '4', CONNECT_ROUNDS: '2', CONNECT_ARROW_MB: '1' }, needs: ['spark', 'connect'] },
+  // One version, its warm pool's server only (no cold session): one Spark driver; one round (each
+  // path's client once for the small queries and once for Arrow: four client processes, not six).
+  { file: 'connect.ts', env: { CONNECT_VERSIONS: '3.5.7', CONNECT_COLD: '0', CONNECT_QUERIES: '4', CONNECT_ROUNDS: '1', CONNECT_ARROW_MB: '1' }, needs: ['spark', 'connect'] },
   { file: 'connect-relay.ts', env: { CONNECT_RELAY_CALLS: '20', CONNECT_RELAY_ROUNDS: '1', CONNECT_RELAY_CONCURRENCY: '2' } },
   { file: 'gateway/memory-probes.ts', env: { GW_MEM_FRAMES: '5', GW_MEM_OUTPUTS: '5' }, needs: ['spark'] },
   { file: 'airflow/deferrable.ts', env: { BENCH_TASKS: '2', BENCH_HOLD_S: '2', BENCH_POLL_S: '1' }, needs: ['airflow'] },
