@@ -6,12 +6,12 @@
 // with the contract's command line; the kernel image's Python has ipykernel and pyspark; the
 // service image starts the service as its unprivileged user.
 import { execFileSync, spawnSync } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import t, { type Test } from 'tap';
 import { repoRoot } from '../helpers/api.js';
 import { tempDir } from '../helpers/temp.js';
-import { runImage, unpackImage, type Unpacked } from './oci.js';
+import { removeImage, runImage, unpackImage, type Unpacked } from './oci.js';
 
 const missing = ['mmdebstrap', 'buildah', 'runc'].filter((tool) => spawnSync('sh', ['-c', `command -v ${tool}`]).status !== 0);
 const skip = process.getuid?.() !== 0 ? 'needs root (mmdebstrap, buildah and runc)'
@@ -32,10 +32,11 @@ t.test('the images', { skip, timeout: 90 * 60_000 }, async (t) => {
   t.same([...archives.keys()].sort(), ['kernel', 'kernel-4.2.0', 'service', 'spark-runtime', 'spark-runtime-4.2.0'], 'the service, a Spark runtime and kernel per version');
   for (const [name, archive] of archives) t.ok(existsSync(archive), `${name}: ${archive}`);
   const work = tempDir(t, 'subsvc-images-');
-  const unpack = (name: string): Unpacked => unpackImage(archives.get(name)!, join(work, name));
+  const unpack = unpacker(t, archives, work);
+  let spark: Unpacked | undefined;
 
   await t.test('the Spark runtime image', async (t) => {
-    const spark = unpack('spark-runtime');
+    spark = unpack('spark-runtime');
     t.equal(spark.name, 'localhost/submission-service/spark:3.5.7', 'the archive names the image for containerd');
     t.equal(spark.config.User, '185', "runs as the Spark images' user 185");
     t.same(spark.config.Entrypoint, ['/opt/entrypoint.sh']);
@@ -68,41 +69,16 @@ t.test('the images', { skip, timeout: 90 * 60_000 }, async (t) => {
     t.equal(driver.code, 0, `driver ends cleanly:\n${driver.stderr.slice(-3000)}`);
     t.match(driver.stdout, /Pi is roughly 3\.\d+/, driver.stdout);
 
-    // `executor`: the backend's command line, assembled from what Spark sets in an executor pod.
-    const executorEnv = {
-      SPARK_DRIVER_URL: 'spark://CoarseGrainedScheduler@127.0.0.1:7078', SPARK_EXECUTOR_ID: '3',
-      SPARK_EXECUTOR_CORES: '2', SPARK_EXECUTOR_MEMORY: '512m', SPARK_APPLICATION_ID: 'spark-0123abcd',
-      SPARK_EXECUTOR_POD_IP: '127.0.0.1', SPARK_RESOURCE_PROFILE_ID: '0', SPARK_EXECUTOR_POD_NAME: 'pi-exec-3',
-      // Spark numbers spark.executor.extraJavaOptions in order; the tenth must come after the second.
-      SPARK_JAVA_OPT_10: '-Dlast=10', SPARK_JAVA_OPT_0: '-Dfirst=0', SPARK_JAVA_OPT_1: '-Dsecond=1',
-    };
-    const dry = await runImage(spark, work, { args: ['executor'], env: { ...executorEnv, SPARK_ENTRYPOINT_DRY_RUN: '1' } });
-    t.equal(dry.code, 0, dry.stderr);
-    const argv = dry.stdout.trim().split('\n');
-    t.match(argv[0], /(^|\/)java$/);
-    t.same(argv.slice(1, 6), ['-Dfirst=0', '-Dsecond=1', '-Dlast=10', '-Xms512m', '-Xmx512m'], 'SPARK_JAVA_OPT_* in order, then the heap');
-    t.equal(argv[6], '-cp');
-    t.match(argv[7], /\/opt\/spark\/jars\/\*/);
-    t.same(argv.slice(8), ['org.apache.spark.scheduler.cluster.k8s.KubernetesExecutorBackend',
-      '--driver-url', executorEnv.SPARK_DRIVER_URL, '--executor-id', '3', '--cores', '2', '--app-id', 'spark-0123abcd',
-      '--hostname', '127.0.0.1', '--resourceProfileId', '0', '--podName', 'pi-exec-3']);
-    const missingUrl = await runImage(spark, work, { args: ['executor'], env: { ...executorEnv, SPARK_DRIVER_URL: '' } });
-    t.equal(missingUrl.code, 64, 'an executor without its driver URL is refused before Java starts');
-    t.match(missingUrl.stderr, /SPARK_DRIVER_URL is not set/);
-    // Started for real, the backend comes up and fails only because no driver listens.
-    const executor = await runImage(spark, work, { args: ['executor'], env: { ...executorEnv, SPARK_DRIVER_URL: 'spark://CoarseGrainedScheduler@127.0.0.1:1' } });
-    t.not(executor.code, 0, 'no driver: the executor exits');
-    t.match(executor.stderr, /KubernetesExecutorBackend/, 'the Kubernetes executor backend started');
-    t.match(executor.stderr, /Connection refused|Failed to connect/, `and failed to reach the driver:\n${executor.stderr.slice(-2000)}`);
+    await executorEntrypoint(t, spark, work);
 
     // Anything else is run as given.
     const echo = await runImage(spark, work, { args: ['echo', 'as', 'given'] });
     t.equal(echo.stdout, 'as given\n');
-    rmTree(spark.rootfs);
   });
 
   await t.test('the kernel image', async (t) => {
-    const kernel = unpack('kernel');
+    // The Spark runtime's layers and one more: only that one is unpacked, onto theirs (as they are in the archive, not as runs left them).
+    const kernel = unpack('kernel', spark);
     t.equal(kernel.config.User, '185');
     t.ok(existsSync(join(kernel.rootfs, 'opt/submission-service/launcher.py')), 'the launcher is in the image');
     const run = await runImage(kernel, work, { args: ['python3', '-c', 'import ipykernel, pyspark, scipy, matplotlib; print(ipykernel.__version__, pyspark.__version__)'] });
@@ -118,7 +94,8 @@ t.test('the images', { skip, timeout: 90 * 60_000 }, async (t) => {
     const launcher = await runImage(kernel, work, { args: ['python3', '-c', imports] });
     t.equal(launcher.code, 0, `the launcher's imports resolve: ${launcher.stderr}`);
     t.match(launcher.stdout, /^[1-9]\d* modules$/m);
-    rmTree(kernel.rootfs);
+    removeImage(kernel);
+    if (spark) removeImage(spark);
   });
 
   await t.test('the service image', async (t) => {
@@ -130,13 +107,48 @@ t.test('the images', { skip, timeout: 90 * 60_000 }, async (t) => {
     const help = await runImage(service, work, { args: ['--help'] });
     t.equal(help.code, 0, help.stderr);
     t.match(help.stdout, /api|webhook|local/, 'the service answers --help with its commands');
-    rmTree(service.rootfs);
+    removeImage(service);
   });
 });
 
-/** A root filesystem is a gigabyte: freed as soon as its checks end. */
-function rmTree(dir: string) {
-  if (statSync(dir, { throwIfNoEntry: false })) execFileSync('rm', ['-rf', dir]);
+/** The runtime image's `executor`: the backend's command line, assembled from what Spark sets in an executor pod, then started for real. */
+async function executorEntrypoint(t: Test, spark: Unpacked, work: string) {
+  const executorEnv = {
+    SPARK_DRIVER_URL: 'spark://CoarseGrainedScheduler@127.0.0.1:7078', SPARK_EXECUTOR_ID: '3',
+    SPARK_EXECUTOR_CORES: '2', SPARK_EXECUTOR_MEMORY: '512m', SPARK_APPLICATION_ID: 'spark-0123abcd',
+    SPARK_EXECUTOR_POD_IP: '127.0.0.1', SPARK_RESOURCE_PROFILE_ID: '0', SPARK_EXECUTOR_POD_NAME: 'pi-exec-3',
+    // Spark numbers spark.executor.extraJavaOptions in order; the tenth must come after the second.
+    SPARK_JAVA_OPT_10: '-Dlast=10', SPARK_JAVA_OPT_0: '-Dfirst=0', SPARK_JAVA_OPT_1: '-Dsecond=1',
+  };
+  const dry = await runImage(spark, work, { args: ['executor'], env: { ...executorEnv, SPARK_ENTRYPOINT_DRY_RUN: '1' } });
+  t.equal(dry.code, 0, dry.stderr);
+  const argv = dry.stdout.trim().split('\n');
+  t.match(argv[0], /(^|\/)java$/);
+  t.same(argv.slice(1, 6), ['-Dfirst=0', '-Dsecond=1', '-Dlast=10', '-Xms512m', '-Xmx512m'], 'SPARK_JAVA_OPT_* in order, then the heap');
+  t.equal(argv[6], '-cp');
+  t.match(argv[7], /\/opt\/spark\/jars\/\*/);
+  t.same(argv.slice(8), ['org.apache.spark.scheduler.cluster.k8s.KubernetesExecutorBackend',
+    '--driver-url', executorEnv.SPARK_DRIVER_URL, '--executor-id', '3', '--cores', '2', '--app-id', 'spark-0123abcd',
+    '--hostname', '127.0.0.1', '--resourceProfileId', '0', '--podName', 'pi-exec-3']);
+  const missingUrl = await runImage(spark, work, { args: ['executor'], env: { ...executorEnv, SPARK_DRIVER_URL: '' } });
+  t.equal(missingUrl.code, 64, 'an executor without its driver URL is refused before Java starts');
+  t.match(missingUrl.stderr, /SPARK_DRIVER_URL is not set/);
+  // Started for real, the backend comes up and fails only because no driver listens.
+  const executor = await runImage(spark, work, { args: ['executor'], env: { ...executorEnv, SPARK_DRIVER_URL: 'spark://CoarseGrainedScheduler@127.0.0.1:1' } });
+  t.not(executor.code, 0, 'no driver: the executor exits');
+  t.match(executor.stderr, /KubernetesExecutorBackend/, 'the Kubernetes executor backend started');
+  t.match(executor.stderr, /Connection refused|Failed to connect/, `and failed to reach the driver:\n${executor.stderr.slice(-2000)}`);
+}
+
+/** Unpacks an image under WORK; each overlay mount is removed again, a failed test's too (teardowns run last-registered first: before the folder goes). */
+function unpacker(t: Test, archives: Map<string, string>, work: string): (name: string, base?: Unpacked) => Unpacked {
+  const unpacked: Unpacked[] = [];
+  t.teardown(() => { for (const image of unpacked.reverse()) removeImage(image); });
+  return (name, base) => {
+    const image = unpackImage(archives.get(name)!, join(work, name), base);
+    unpacked.push(image);
+    return image;
+  };
 }
 
 /**

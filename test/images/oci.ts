@@ -1,8 +1,11 @@
 // Running an image from its OCI archive the way a node would, without a node: the archive's
 // layers are applied in order (whiteouts included) onto a root filesystem, the image's config
 // (entrypoint, user, environment, working directory) becomes a runc bundle, and Debian's runc
-// runs it in its own PID, mount, UTS, IPC and network namespaces.
-import { execFile, execFileSync } from 'node:child_process';
+// runs it in its own PID, mount, UTS, IPC and network namespaces. The root filesystem is an
+// overlay mount on the applied layers, as containerd's snapshotter gives a container: what a run
+// writes goes to the overlay's upper directory, and the layers stay as the archive has them, so
+// an image built on another (the kernel on the Spark runtime) is unpacked onto the other's layers.
+import { execFile, execFileSync, spawnSync } from 'node:child_process';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 
@@ -10,37 +13,73 @@ interface Descriptor { mediaType: string; digest: string; annotations?: Record<s
 export interface ImageConfig {
   User?: string; Env?: string[]; Entrypoint?: string[]; Cmd?: string[]; WorkingDir?: string;
 }
-export interface Unpacked { rootfs: string; config: ImageConfig; name: string; layers: number }
+export interface Unpacked {
+  rootfs: string; config: ImageConfig; name: string; layers: number;
+  /** The layers' digests, in order. */
+  digests: string[];
+  /** Where they lie, untouched by runs: what an image built on this one is unpacked onto. */
+  lower?: string;
+  /** This image's own folder: its layers (or those past its base's), the overlay's upper and work directories, rootfs. */
+  dir: string;
+}
 
 const blob = (layout: string, digest: string) => join(layout, 'blobs', ...digest.split(':'));
 const tar = (args: string[]) => execFileSync('tar', args, { encoding: 'utf8', maxBuffer: 256 * 1024 * 1024 });
 
-/** Unpacks ARCHIVE (a tar of an OCI layout holding one image) into DIR/rootfs. */
-export function unpackImage(archive: string, dir: string): Unpacked {
+/** Applies a layer's tar onto `root`. */
+function applyLayer(file: string, root: string): void {
+  // A whiteout `.wh.NAME` deletes NAME of the layers below; `.wh..wh..opq` empties its directory.
+  const whiteouts = tar(['-tf', file]).split('\n').filter((p) => /(^|\/)\.wh\./.test(p));
+  for (const path of whiteouts) {
+    const base = path.split('/').pop()!;
+    const parent = join(root, dirname(path));
+    if (base === '.wh..wh..opq') rmSync(parent, { recursive: true, force: true });
+    else rmSync(join(parent, base.slice('.wh.'.length)), { recursive: true, force: true });
+  }
+  tar(['-xf', file, '-C', root, '--numeric-owner', '--same-permissions']);
+  for (const path of whiteouts) rmSync(join(root, path), { force: true });
+}
+
+/** DIR/rootfs: an overlay of `lower`, written to DIR/upper. */
+function mountOverlay(lower: string, dir: string): string {
+  const [upper, work, rootfs] = ['upper', 'work', 'rootfs'].map((name) => join(dir, name));
+  for (const path of [upper, work, rootfs]) mkdirSync(path);
+  execFileSync('mount', ['-t', 'overlay', 'overlay', '-o', `lowerdir=${lower},upperdir=${upper},workdir=${work}`, rootfs]);
+  return rootfs;
+}
+
+/**
+ * Unpacks ARCHIVE (a tar of an OCI layout holding one image) under DIR; its root filesystem is
+ * DIR/rootfs. With `base`, an image unpacked before whose layers are this one's first, only the
+ * layers past those are unpacked, onto an overlay of the base's (whose own stay untouched).
+ */
+export function unpackImage(archive: string, dir: string, base?: Unpacked): Unpacked {
+  if (base && !base.lower) throw new Error(`${base.name} was unpacked onto another image: it is no base`);
   const layout = join(dir, 'layout');
   mkdirSync(layout, { recursive: true });
-  tar(['-xf', archive, '-C', layout]);
+  const shared = base?.digests ?? [];
+  // The base's layer blobs are not needed again (GNU tar seeks past them in the archive).
+  tar(['-xf', archive, '-C', layout, ...shared.map((digest) => `--exclude=${digest.split(':').join('/')}`)]);
   const index = JSON.parse(readFileSync(join(layout, 'index.json'), 'utf8')) as { manifests: Descriptor[] };
   const [entry] = index.manifests;
   const manifest = JSON.parse(readFileSync(blob(layout, entry.digest), 'utf8')) as { config: Descriptor; layers: Descriptor[] };
   const config = (JSON.parse(readFileSync(blob(layout, manifest.config.digest), 'utf8')) as { config: ImageConfig }).config;
-  const rootfs = join(dir, 'rootfs');
-  mkdirSync(rootfs);
-  for (const layer of manifest.layers) {
-    const file = blob(layout, layer.digest);
-    // A whiteout `.wh.NAME` deletes NAME of the layers below; `.wh..wh..opq` empties its directory.
-    const whiteouts = tar(['-tf', file]).split('\n').filter((p) => /(^|\/)\.wh\./.test(p));
-    for (const path of whiteouts) {
-      const base = path.split('/').pop()!;
-      const parent = join(rootfs, dirname(path));
-      if (base === '.wh..wh..opq') rmSync(parent, { recursive: true, force: true });
-      else rmSync(join(parent, base.slice('.wh.'.length)), { recursive: true, force: true });
-    }
-    tar(['-xf', file, '-C', rootfs, '--numeric-owner', '--same-permissions']);
-    for (const path of whiteouts) rmSync(join(rootfs, path), { force: true });
-  }
+  const digests = manifest.layers.map((layer) => layer.digest);
+  if (shared.some((digest, i) => digests[i] !== digest)) throw new Error(`${archive}: its layers do not start with ${base!.name}'s`);
+  // Without a base, the layers go into a folder of their own, the overlay's lower; with one, onto
+  // the overlay of the base's (a whiteout removing a base's file there is the overlay's own).
+  const lower = base ? undefined : join(dir, 'layers');
+  if (lower) mkdirSync(lower);
+  const rootfs = base ? mountOverlay(base.lower!, dir) : undefined;
+  for (const digest of digests.slice(shared.length)) applyLayer(blob(layout, digest), lower ?? rootfs!);
   rmSync(layout, { recursive: true, force: true });
-  return { rootfs, config, name: entry.annotations?.['io.containerd.image.name'] ?? '', layers: manifest.layers.length };
+  return { rootfs: rootfs ?? mountOverlay(lower!, dir), config, name: entry.annotations?.['io.containerd.image.name'] ?? '', layers: digests.length, digests, lower, dir };
+}
+
+/** Unmounts the image's overlay and removes its folder (a root filesystem is a gigabyte); no matter if already done. */
+export function removeImage(image: Unpacked): void {
+  if (spawnSync('mountpoint', ['-q', image.rootfs]).status === 0) execFileSync('umount', [image.rootfs]);
+  rmSync(image.dir, { recursive: true, force: true });
 }
 
 export interface RunOptions {
