@@ -31,7 +31,9 @@ t.test('the images', { skip, timeout: 90 * 60_000 }, async (t) => {
   const archives = buildImages();
   t.same([...archives.keys()].sort(), ['kernel', 'kernel-4.2.0', 'service', 'spark-runtime', 'spark-runtime-4.2.0'], 'the service, a Spark runtime and kernel per version');
   for (const [name, archive] of archives) t.ok(existsSync(archive), `${name}: ${archive}`);
-  const work = tempDir(t, 'subsvc-images-');
+  // In memory: a root filesystem is some twenty thousand files, and on the disk the other lanes
+  // load, writing and removing them took minutes (88 s to unpack Spark's, 111 s to remove it at load 25).
+  const work = memoryDir(t, tempDir(t, 'subsvc-images-'));
   const unpack = unpacker(t, archives, work);
   let spark: Unpacked | undefined;
 
@@ -138,6 +140,13 @@ async function executorEntrypoint(t: Test, spark: Unpacked, work: string) {
   t.not(executor.code, 0, 'no driver: the executor exits');
   t.match(executor.stderr, /KubernetesExecutorBackend/, 'the Kubernetes executor backend started');
   t.match(executor.stderr, /Connection refused|Failed to connect/, `and failed to reach the driver:\n${executor.stderr.slice(-2000)}`);
+}
+
+/** DIR with a tmpfs on it (4 GiB at most, memory only as files are written), unmounted when the test ends, before DIR goes. */
+function memoryDir(t: Test, dir: string): string {
+  execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=4g,mode=0700', 'subsvc-images', dir]);
+  t.teardown(() => { execFileSync('umount', ['--lazy', dir]); });
+  return dir;
 }
 
 /** Unpacks an image under WORK; each overlay mount is removed again, a failed test's too (teardowns run last-registered first: before the folder goes). */
