@@ -7,6 +7,9 @@
 // The second test makes B's claim while A still runs (so A's log is not in the history yet) and
 // end first: the service saw A's driver start that run (cluster/local/app-id-watch.ts), so B's
 // log is refused all the same, and A's own log is taken once A ends.
+// Both tests run on one service (its start and its History Server's JVM are the costly part):
+// their applications are told apart by name, and what the first reads of the history's
+// directory is read before the second adds to it.
 import { execFileSync } from 'node:child_process';
 import { accessSync, constants, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { delimiter, join } from 'node:path';
@@ -88,8 +91,12 @@ async function serviceWithTwoUsers(t: Test, prefix: string) {
   return { dataDir, service, alice: as(keys.alice), bob: as(keys.bob), admin: as(keys.admin) };
 }
 
+/** The file's one service, started by the first test that needs it and ended with the file. */
+let shared: ReturnType<typeof serviceWithTwoUsers> | undefined;
+const sharedService = () => (shared ??= serviceWithTwoUsers(t, 'subsvc-forged-log-'));
+
 t.test("a driver's event log named after, or claiming, another user's run opens nothing of it", { skip, timeout: 600_000 }, async (t) => {
-  const { dataDir, service, alice, bob, admin } = await serviceWithTwoUsers(t, 'subsvc-forged-log-');
+  const { dataDir, service, alice, bob, admin } = await sharedService();
   const ended = (name: string) => waitForState(async () => (await admin('GET', `/api/apps/${name}`)).json as { state: string }, ['COMPLETED', 'FAILED'], { timeoutMs: 240_000 });
 
   const a = await alice('POST', '/api/apps/', { jobName: 'pi', configOverrides: { type: 'Python', mainApplicationFile: `local://${join(repoRoot, 'examples', 'pi.py')}`, arguments: ['2'] } });
@@ -123,7 +130,7 @@ t.test("a driver's event log named after, or claiming, another user's run opens 
 });
 
 t.test("a driver claiming a running run's id and ending first takes nothing of it", { skip, timeout: 600_000 }, async (t) => {
-  const { dataDir, service, alice, bob, admin } = await serviceWithTwoUsers(t, 'subsvc-claimed-id-');
+  const { dataDir, service, alice, bob, admin } = await sharedService();
   const state = async (name: string) => ((await admin('GET', `/api/apps/${name}`)).json as { state: string }).state;
   const ended = (name: string) => waitForState(async () => (await admin('GET', `/api/apps/${name}`)).json as { state: string }, ['COMPLETED', 'FAILED'], { timeoutMs: 300_000 });
   const timeit = execFileSync(spark!.python!, ['-c', 'import timeit; print(timeit.__file__)'], { encoding: 'utf8' }).trim();
