@@ -149,6 +149,21 @@ def status(url):
         print(json.dumps({"status": status_of(error), "message": str(error)[:800]}), flush=True)
 
 
+def statuses(urls):
+    """One call per URL, each in a session of its own (created, never the last one reused): what
+    status() says of each, in order. One process for several calls: its start (the client's
+    import) costs more than the calls."""
+    from pyspark.sql import SparkSession
+    out = []
+    for url in urls:
+        try:
+            SparkSession.builder.remote(url).create().range(1).collect()
+            out.append({"status": "OK"})
+        except Exception as error:
+            out.append({"status": status_of(error), "message": str(error)[:800]})
+    print(json.dumps({"statuses": out}), flush=True)
+
+
 def hold(url):
     """A client that keeps its SparkSession across a restart of the service: a temp view, then one
     line per step read from stdin, each answered by one JSON line (its next call's outcome)."""
@@ -203,6 +218,6 @@ def artifact(url, megabytes):
 
 if __name__ == "__main__":
     mode, url = sys.argv[1], sys.argv[2]
-    {"work": lambda: work(url), "views": lambda: views(url, sys.argv[3]), "status": lambda: status(url), "hold": lambda: hold(url), "refused": lambda: refused(url), "count": lambda: count(url),
+    {"work": lambda: work(url), "views": lambda: views(url, sys.argv[3]), "status": lambda: status(url), "statuses": lambda: statuses(sys.argv[2:]), "hold": lambda: hold(url), "refused": lambda: refused(url), "count": lambda: count(url),
      "traces": lambda: traces(url), "bench": lambda: bench(url, sys.argv[3]), "arrow": lambda: arrow(url, sys.argv[3], sys.argv[4]),
      "artifact": lambda: artifact(url, sys.argv[3]), "sql": lambda: sql(url, sys.argv[3])}[mode]()
