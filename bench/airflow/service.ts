@@ -4,6 +4,7 @@
 import { execFile, spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { repoRoot } from '../../test/helpers/api.js';
+import { installCheckout } from '../../test/helpers/checkout-install.js';
 import { killDrivers } from '../../test/helpers/drivers.js';
 import { writeFakeSparkEnv } from '../../test/helpers/fake-spark-submit.js';
 import { sparkEnv } from '../../test/helpers/service.js';
@@ -21,8 +22,8 @@ export async function startBenchService(tasks: number): Promise<BenchService> {
   const python = join(venv, 'bin', 'python');
   const cleanup: Array<() => unknown> = [];
   const dir = tempDir({ teardown: (fn) => cleanup.push(fn) });
-  await exec(python, ['-m', 'pip', 'install', '-q', '--disable-pip-version-check', '--no-deps', '--no-build-isolation', '--force-reinstall',
-    join(repoRoot, 'clients', 'python'), join(repoRoot, 'clients', 'airflow')]);
+  const install = await installCheckout(python, [join(repoRoot, 'clients', 'python'), join(repoRoot, 'clients', 'airflow')]);
+  if (install.code !== 0) throw new Error(`pip install of the client and the provider failed:\n${install.output}`);
   // Cores for every task's driver and executor at once: the runs overlap, as N concurrent tasks' do.
   const child = spawn(process.execPath, [join(repoRoot, 'bin', 'submission-service.js'), 'local', '--port', '0', '--data-dir', join(dir, 'data'),
     '--cores', String(Math.max(2, tasks * 2)), '--node-pools', join(repoRoot, 'examples', 'example-cluster.json')], {

@@ -15,6 +15,7 @@ import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:f
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { repoRoot } from '../../test/helpers/api.js';
+import { installCheckout } from '../../test/helpers/checkout-install.js';
 import { writeFakeSparkEnv } from '../../test/helpers/fake-spark-submit.js';
 import { sparkEnv } from '../../test/helpers/service.js';
 import { cpuMs, load } from '../lib.js';
@@ -79,8 +80,8 @@ const dir = mkdtempSync(join(tmpdir(), 'bench-vs-spark-operator-'));
 const operatorDir = buildOperator(); // cached by version; cold: minutes
 // The test bed's FakeKubelet runs every driver pod as fake-spark-submit (the env names it).
 process.env.SUBMISSION_SERVICE_PYTHON_ENV = writeFakeSparkEnv(dir);
-await exec(python, ['-m', 'pip', 'install', '-q', '--disable-pip-version-check', '--no-deps', '--no-build-isolation', '--force-reinstall',
-  join(repoRoot, 'clients', 'python'), join(repoRoot, 'clients', 'airflow')]);
+const install = await installCheckout(python, [join(repoRoot, 'clients', 'python'), join(repoRoot, 'clients', 'airflow')]);
+if (install.code !== 0) throw new Error(`pip install of the client and the provider failed:\n${install.output}`);
 process.stderr.write(`testbed up in ${dir} (load ${load()})\n`);
 const tb = await clusterUp(join(dir, 'cluster'), { runPods: true });
 let operator: RunningOperator | undefined;

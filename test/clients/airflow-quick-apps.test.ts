@@ -9,6 +9,7 @@ import t from 'tap';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { repoRoot } from '../helpers/api.js';
+import { installCheckout } from '../helpers/checkout-install.js';
 import { writeFakeSparkEnv } from '../helpers/fake-spark-submit.js';
 import { junitCases, run } from '../helpers/pytest.js';
 import { sparkEnv, startService } from '../helpers/service.js';
@@ -22,8 +23,7 @@ t.test('tasks whose Spark applications end at once all succeed under the schedul
   }
   const python = join(venv, 'bin', 'python');
   const providerDir = join(repoRoot, 'clients', 'airflow');
-  const install = await run(python, ['-m', 'pip', 'install', '--disable-pip-version-check', '-q', '--no-deps', '--no-build-isolation',
-    '--force-reinstall', join(repoRoot, 'clients', 'python'), providerDir]);
+  const install = await installCheckout(python, [join(repoRoot, 'clients', 'python'), providerDir]);
   t.equal(install.code, 0, `pip install the client and the provider\n${install.output}`);
   const dir = tempDir(t);
   const service = await startService(t, {

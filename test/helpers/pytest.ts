@@ -2,10 +2,11 @@
 // report pytest writes (--junitxml), so each pytest test is reported as a subtest, and the whole
 // start-up of a client suite against the live service.
 import { execFile } from 'node:child_process';
-import { existsSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Test } from 'tap';
 import { repoRoot } from './api.js';
+import { installCheckout } from './checkout-install.js';
 import { sparkEnv, startService } from './service.js';
 import { tempDir } from './temp.js';
 
@@ -54,10 +55,7 @@ export interface LiveSuite {
  * subtest (the Python client's and the Airflow provider's suites share this start-up).
  */
 export async function runLiveSuite(t: Test, suite: LiveSuite): Promise<void> {
-  // Without a build directory left from an earlier run, which setuptools would reuse.
-  for (const dir of suite.install) rmSync(join(dir, 'build'), { recursive: true, force: true });
-  const install = await run(suite.python, ['-m', 'pip', 'install', '--disable-pip-version-check', '-q', '--no-deps', '--no-build-isolation',
-    '--force-reinstall', ...suite.install]);
+  const install = await installCheckout(suite.python, suite.install);
   t.equal(install.code, 0, `pip install ${suite.install.join(' ')}\n${install.output}`);
   const dataDir = tempDir(t);
   const service = await startService(t, { dataDir: join(dataDir, 'data'), args: ['--cores', '2'] });

@@ -1,12 +1,16 @@
 """Airflow's own long-running processes, as `airflow standalone` starts them, for a test or a bench
 that runs DAGs the way a deployment does (tests/test_scheduler.py, bench/airflow/scheduled.py)."""
+import base64
+import importlib.metadata
 import json
 import os
+import shutil
 import signal
 import socket
 import sqlite3
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.error
 import urllib.request
@@ -17,8 +21,9 @@ AIRFLOW = str(Path(sys.executable).parent / "airflow")
 
 
 def prepare_home(home: Path, dag_files: Iterable[Path], service_url: str) -> Dict[str, str]:
-    """An Airflow home: a DAGs folder linking dag_files, a migrated SQLite database, and the
-    connection submission_service_default from the environment (as a deployment would set it).
+    """An Airflow home: a DAGs folder linking dag_files, a migrated SQLite database (a copy of
+    migrated_template()), and the connection submission_service_default from the environment (as a
+    deployment would set it).
     Answers the environment every Airflow command of this home runs with."""
     dags = home / "dags"
     dags.mkdir(parents=True)
@@ -31,9 +36,42 @@ def prepare_home(home: Path, dag_files: Iterable[Path], service_url: str) -> Dic
            # SQLite's default 5 s, a clear through the REST API failed with "Database error" (500)
            # beside a busy scheduler on a loaded machine. A real deployment has its own database.
            "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": "sqlite:///%s?timeout=60" % (home / "airflow.db")}
-    migrated = subprocess.run([AIRFLOW, "db", "migrate"], env=env, capture_output=True, text=True, timeout=600)
-    assert migrated.returncode == 0, migrated.stdout + migrated.stderr
+    shutil.copyfile(migrated_template(env), home / "airflow.db")
+    write_config(home)
     return env
+
+
+def write_config(home: Path) -> None:
+    """The home's airflow.cfg: only the secrets every process of the home must share (connections'
+    and triggers' Fernet key, the api-server's secret key, the JWT secret of the tokens the scheduler
+    gives a task and the api-server checks); the rest is Airflow's defaults. An Airflow process that
+    finds no airflow.cfg draws these at random and writes its own file: `airflow db migrate` was
+    the first and only writer; without it, the four components started at once each drew their own,
+    and a task's token was "Invalid auth token" to the api-server."""
+    key = lambda size: base64.urlsafe_b64encode(os.urandom(size)).decode()  # noqa: E731
+    (home / "airflow.cfg").write_text("[core]\nfernet_key = %s\n\n[api]\nsecret_key = %s\n\n[api_auth]\njwt_secret = %s\n"
+                                      % (key(32), key(16), key(16)))
+
+
+def migrated_template(env: Dict[str, str]) -> Path:
+    """A freshly migrated SQLite metadata database of this Airflow version, made once and kept in the
+    project's cache folder (scripts/setup.sh's SUBMISSION_SERVICE_CACHE): `airflow db migrate` of an
+    empty file, ~5 CPU s and a minute of a loaded machine's wall time, gives every home the same
+    file (the schema, the default pool, the log templates; nothing of the home), so a copy of it
+    is that migration. Made in a scratch home of its own and moved into place whole, so two test
+    files starting at once each find either no template or a complete one."""
+    cache = Path(os.environ.get("SUBMISSION_SERVICE_CACHE") or Path.home() / ".cache" / "submission-service")
+    template = cache / "airflow-db" / ("airflow-%s.db" % importlib.metadata.version("apache-airflow-core"))
+    if template.exists():
+        return template
+    template.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=template.parent) as scratch:
+        scratch_db = "sqlite:///%s" % (Path(scratch) / "airflow.db")
+        migrated = subprocess.run([AIRFLOW, "db", "migrate"], env={**env, "AIRFLOW_HOME": scratch, "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": scratch_db},
+                                  capture_output=True, text=True, timeout=600)
+        assert migrated.returncode == 0, migrated.stdout + migrated.stderr
+        os.replace(Path(scratch) / "airflow.db", template)
+    return template
 
 
 def query(home: Path, sql: str, *args: Any) -> List[Any]:
