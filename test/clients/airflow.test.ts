@@ -4,8 +4,10 @@
 // `airflow dags test` of examples/airflow/spark_pi.py (pi.py to success, the driver log in the task
 // log, the Spark UI link in XCom; a failing run fails the task with its stateDetail), a retried
 // task that adopts the first try's application, the rule that tells a crash from a clear (adopt
-// or stop), the trigger and on_kill, 50 parallel submissions with one idempotency key. The runs under a real scheduler and triggerer are airflow-scheduler.test.ts and
-// airflow-quick-apps.test.ts.
+// or stop), the trigger and on_kill, 50 parallel submissions with one idempotency key (these last
+// in process against a second service whose drivers are the fake-spark-submit TEST DOUBLE:
+// tests/test_live.py says where real Spark covers them). The runs under a real scheduler and
+// triggerer are airflow-scheduler.test.ts's.
 import t from 'tap';
 import { runAirflowSuite } from '../helpers/pytest.js';
 

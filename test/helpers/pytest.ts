@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import type { Test } from 'tap';
 import { repoRoot } from './api.js';
 import { installCheckout } from './checkout-install.js';
+import { writeFakeSparkEnv } from './fake-spark-submit.js';
 import { sparkEnv, startService } from './service.js';
 import { tempDir } from './temp.js';
 
@@ -75,7 +76,12 @@ export async function runLiveSuite(t: Test, suite: LiveSuite): Promise<void> {
   t.equal(pytest.code, 0, `pytest exit code\n${pytest.output.slice(-4000)}`);
 }
 
-/** The Airflow provider's suite (or part of it) in scripts/setup.sh's SETUP_AIRFLOW=1 virtualenv. */
+/**
+ * The Airflow provider's suite (or part of it) in scripts/setup.sh's SETUP_AIRFLOW=1 virtualenv,
+ * with a second service beside the live one whose drivers are all the fake-spark-submit TEST
+ * DOUBLE (SUBMISSION_SERVICE_FAKE_SPARK_URL: conftest.py's fake_url and connection
+ * submission_service_fake), for the tests that check no Spark work: quick runs, all at once.
+ */
 export async function runAirflowSuite(t: Test, tests: string[], minimumCases: number): Promise<void> {
   const venv = sparkEnv().SUBMISSION_SERVICE_AIRFLOW_ENV;
   if (!venv || !existsSync(join(venv, 'bin', 'airflow'))) {
@@ -83,8 +89,12 @@ export async function runAirflowSuite(t: Test, tests: string[], minimumCases: nu
     return;
   }
   const providerDir = join(repoRoot, 'clients', 'airflow');
+  const dir = tempDir(t);
+  const fake = await startService(t, {
+    dataDir: join(dir, 'data'), args: ['--cores', '32'], env: { ...sparkEnv(), SUBMISSION_SERVICE_PYTHON_ENV: writeFakeSparkEnv(dir) },
+  });
   await runLiveSuite(t, {
     python: join(venv, 'bin', 'python'), dir: providerDir, install: [join(repoRoot, 'clients', 'python'), providerDir],
-    minimumCases, env: sparkEnv(), tests,
+    minimumCases, env: { ...sparkEnv(), SUBMISSION_SERVICE_FAKE_SPARK_URL: fake.url }, tests,
   });
 }

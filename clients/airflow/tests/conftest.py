@@ -1,9 +1,11 @@
 """Real Airflow (this virtualenv's) against the live service: SUBMISSION_SERVICE_URL (the repository's
-test/clients/airflow.test.ts starts one in local mode). The service's fixtures (url, client, job,
-pi_overrides) are the Python client's (clients/python/tests/live_service.py). An Airflow home of its
-own per session: a DAGs folder with examples/airflow/spark_pi.py and tests/dags/, a migrated SQLite
-database, and the connection submission_service_default (from the environment, as a deployment
-would set it)."""
+test/clients/airflow.test.ts starts one in local mode), and beside it SUBMISSION_SERVICE_FAKE_SPARK_URL,
+a service whose drivers are the fake-spark-submit TEST DOUBLE (fake_url), for the tests that check
+no Spark work. The service's fixtures (url, client, job, pi_overrides) are the Python client's
+(clients/python/tests/live_service.py). An Airflow home of its own per session: a DAGs folder with
+examples/airflow/spark_pi.py and tests/dags/, a migrated SQLite database, and the connections
+submission_service_default and submission_service_fake (from the environment, as a deployment
+would set them)."""
 import json
 import os
 import subprocess
@@ -22,10 +24,25 @@ pytest_plugins = ["live_service"]
 from airflow_processes import AIRFLOW, Components, prepare_home, query  # noqa: E402  (tests/, on the path as pytest runs it)
 
 
+@pytest.fixture(scope="session")
+def fake_url() -> str:
+    """The service whose drivers are all the fake-spark-submit TEST DOUBLE (the connection submission_service_fake)."""
+    value = os.environ.get("SUBMISSION_SERVICE_FAKE_SPARK_URL")
+    if not value:
+        pytest.fail("needs a service whose drivers are the fake-spark-submit TEST DOUBLE (SUBMISSION_SERVICE_FAKE_SPARK_URL)")
+    return value
+
+
+def connections(url: str) -> Dict[str, str]:
+    """Both services' connections as a deployment's environment gives them."""
+    named = {"AIRFLOW_CONN_SUBMISSION_SERVICE_DEFAULT": url, "AIRFLOW_CONN_SUBMISSION_SERVICE_FAKE": os.environ.get("SUBMISSION_SERVICE_FAKE_SPARK_URL")}
+    return {name: json.dumps({"conn_type": "submission_service", "host": host}) for name, host in named.items() if host}
+
+
 @pytest.fixture(scope="session", autouse=True)
 def connection_env(url: str) -> None:
-    """The connection, for the in-process tests too (hooks read it from the environment)."""
-    os.environ["AIRFLOW_CONN_SUBMISSION_SERVICE_DEFAULT"] = json.dumps({"conn_type": "submission_service", "host": url})
+    """The connections, for the in-process tests too (hooks read them from the environment)."""
+    os.environ.update(connections(url))
 
 
 class Airflow:
@@ -62,7 +79,7 @@ class Airflow:
 def airflow(tmp_path_factory: pytest.TempPathFactory, url: str) -> Airflow:
     home = tmp_path_factory.mktemp("airflow-home")
     dag_files = [REPO / "examples" / "airflow" / "spark_pi.py", *(HERE / "dags").glob("*.py")]
-    return Airflow(home, prepare_home(home, dag_files, url))
+    return Airflow(home, {**prepare_home(home, dag_files, url), **connections(url)})
 
 
 @pytest.fixture(scope="session")
@@ -72,6 +89,7 @@ def components(airflow: Airflow) -> Iterator[Components]:
     # One set for the session, as a deployment runs them: each start imports Airflow in four
     # processes and boots the api-server, CPU the tests' kills need not pay twice. The kills leave
     # it whole: the LocalExecutor reaps a killed worker and forks a new one, and each test has a DAG
-    # run (run_id) and a job of its own.
-    with Components(airflow.home, airflow.env, heartbeat_timeout_s=120) as running:
+    # run (run_id) and a job of its own. test_quick_apps.py's 8 tasks run in it too, all at once
+    # (the race needs them to overlap): a worker slot for each.
+    with Components(airflow.home, airflow.env, parallelism=8, heartbeat_timeout_s=120) as running:
         yield running
