@@ -1,8 +1,8 @@
 // The Airflow provider under Airflow's own processes (api-server, scheduler, dag-processor,
 // triggerer; LocalExecutor, SQLite): one DAG run of BENCH_TASKS parallel SparkApplicationOperator
 // tasks whose Spark runs last BENCH_HOLD_S seconds, deferrable (the default) against
-// deferrable=False, each mode in an Airflow home of its own (scheduled.py). The service is local
-// mode with the fake-spark-submit TEST DOUBLE as every driver.
+// deferrable=False, one mode after the other under one set of Airflow's processes (scheduled.py).
+// The service is local mode with the fake-spark-submit TEST DOUBLE as every driver.
 //   node --import tsx bench/airflow/scheduled.ts      (BENCH_TASKS=10 BENCH_HOLD_S=30)
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
@@ -17,14 +17,12 @@ interface Row {
   mode: string; tasks: number; holdS: number; workerSlotS: number; deferredS: number; mostRunning: number;
   firstRunningS: number; allRunningS: number; runS: number; triggererCpuS: number; schedulerCpuS: number;
 }
-const rows: Row[] = [];
+let rows: Row[] = [];
 try {
-  for (const mode of MODES) {
-    const home = join(service.dir, `airflow-${mode}`);
-    mkdirSync(home);
-    const out = await exec(service.python, [join(repoRoot, 'bench', 'airflow', 'scheduled.py'), service.base, mode], { ...process.env, AIRFLOW_HOME: home });
-    rows.push(lastJson<Row>(out));
-  }
+  const home = join(service.dir, 'airflow');
+  mkdirSync(home);
+  const out = await exec(service.python, [join(repoRoot, 'bench', 'airflow', 'scheduled.py'), service.base, ...MODES], { ...process.env, AIRFLOW_HOME: home });
+  rows = lastJson<Row[]>(out);
 } finally {
   service.stop();
 }
