@@ -69,8 +69,25 @@ export const readyPod = (pod: V1Pod) => pod.status?.conditions?.some((c) => c.ty
 
 export interface Answer { status: number | string; json?: any; text?: string }
 
+/** How many times a call the api shed for load is sent (about 2 minutes of Retry-After). */
+const SHED_RETRIES = 24;
+
+/**
+ * One call to the installed api. A 503 of its load shedding (the event loop late by more than its
+ * limit: a pod under a small CPU limit on a loaded machine) is answered before any handler runs,
+ * so nothing was made: the call is sent again after the answer's Retry-After, as a careful client
+ * would, a bounded number of times. Any other answer, 503s of other causes included, is returned.
+ */
+export async function send(agent: Agent | false, base: URL, method: string, path: string, key: string, body?: unknown): Promise<Answer> {
+  for (let attempt = 1; ; attempt++) {
+    const answer = await sendOnce(agent, base, method, path, key, body);
+    if (answer.status !== 503 || !/the service is overloaded/.test(answer.text ?? '') || attempt >= SHED_RETRIES) return answer;
+    await new Promise((resolve) => setTimeout(resolve, 5_000));
+  }
+}
+
 /** One request, answered or failed: the status (or the error's code: ECONNRESET, timeout...) and the body. */
-export function send(agent: Agent | false, base: URL, method: string, path: string, key: string, body?: unknown): Promise<Answer> {
+function sendOnce(agent: Agent | false, base: URL, method: string, path: string, key: string, body?: unknown): Promise<Answer> {
   const data = body === undefined ? undefined : JSON.stringify(body);
   return new Promise((resolve) => {
     const req = request({
