@@ -5,17 +5,13 @@
 // virtualenv that pairs each package's source hash with the hash of the RECORD pip wrote for it
 // (the installed files' own hashes): any other install of the package (another checkout's, by
 // hand) rewrites that RECORD, so the stamp no longer matches and the next run installs again.
-import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { run as runCommand } from './command.js';
 
-// pytest.ts's run() (which imports this file): a command's exit code and output.
-const run = (command: string, args: string[]): Promise<{ code: number; output: string }> => new Promise((ok) => {
-  execFile(command, args, { maxBuffer: 16 * 1024 * 1024 }, (error, stdout, stderr) => {
-    ok({ code: error ? (typeof error.code === 'number' ? error.code : 1) : 0, output: `${stdout}${stderr}` });
-  });
-});
+// pip's and Python's few lines: a smaller cap than a pytest run's.
+const run = (command: string, args: string[]) => runCommand(command, args, { maxBuffer: 16 * 1024 * 1024 });
 
 /** What pip's build leaves beside the sources, and the packages' tests: not what is installed. */
 const NOT_SOURCE = new Set(['build', 'tests', '__pycache__', '.pytest_cache']);

@@ -1,24 +1,17 @@
 // A pytest suite run from tap: a command's exit code and output, the test cases of the JUnit XML
 // report pytest writes (--junitxml), so each pytest test is reported as a subtest, and the whole
 // start-up of a client suite against the live service.
-import { execFile } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Test } from 'tap';
 import { repoRoot } from './api.js';
 import { installCheckout } from './checkout-install.js';
+import { run } from './command.js';
 import { writeFakeSparkEnv } from './fake-spark-submit.js';
 import { sparkEnv, startService } from './service.js';
 import { tempDir } from './temp.js';
 
-export function run(command: string, args: string[], options: { cwd?: string; env?: NodeJS.ProcessEnv } = {}): Promise<{ code: number; output: string }> {
-  return new Promise((ok) => {
-    execFile(command, args, { ...options, maxBuffer: 64 * 1024 * 1024 }, (error, stdout, stderr) => {
-      const code = error ? (typeof error.code === 'number' ? error.code : 1) : 0;
-      ok({ code, output: `${stdout}${stderr}` });
-    });
-  });
-}
+export { run } from './command.js';
 
 export interface PytestCase { name: string; failure?: string; skipped?: string }
 
