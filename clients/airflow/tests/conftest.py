@@ -22,15 +22,13 @@ sys.path.insert(0, str(REPO / "clients" / "python" / "tests"))
 pytest_plugins = ["live_service"]
 
 from airflow_processes import AIRFLOW, Components, prepare_home, query  # noqa: E402  (tests/, on the path as pytest runs it)
+from live_service import service_url  # noqa: E402  (clients/python/tests, on the path above)
 
 
 @pytest.fixture(scope="session")
 def fake_url() -> str:
     """The service whose drivers are all the fake-spark-submit TEST DOUBLE (the connection submission_service_fake)."""
-    value = os.environ.get("SUBMISSION_SERVICE_FAKE_SPARK_URL")
-    if not value:
-        pytest.fail("needs a service whose drivers are the fake-spark-submit TEST DOUBLE (SUBMISSION_SERVICE_FAKE_SPARK_URL)")
-    return value
+    return service_url("SUBMISSION_SERVICE_FAKE_SPARK_URL", "needs a service whose drivers are the fake-spark-submit TEST DOUBLE", pytest.fail)
 
 
 def connections(url: str) -> Dict[str, str]:

@@ -6,7 +6,7 @@ checkout's)."""
 import os
 import uuid
 from pathlib import Path
-from typing import Any, Dict, Iterator
+from typing import Any, Callable, Dict, Iterator
 
 import pytest
 
@@ -15,12 +15,17 @@ from submission_service import Client
 EXAMPLES = Path(os.environ.get("SUBMISSION_SERVICE_EXAMPLES") or Path(__file__).resolve().parents[3] / "examples").resolve()
 
 
+def service_url(variable: str, missing: str, refuse: Callable[[str], Any] = pytest.skip) -> str:
+    """A service's URL from the environment; without it the test is refused (`refuse`: skipped, or failed) saying why."""
+    value = os.environ.get(variable)
+    if not value:
+        refuse("%s is not set: %s" % (variable, missing))
+    return str(value)
+
+
 @pytest.fixture(scope="session")
 def url() -> str:
-    value = os.environ.get("SUBMISSION_SERVICE_URL")
-    if not value:
-        pytest.skip("SUBMISSION_SERVICE_URL is not set: these tests need a running service")
-    return value
+    return service_url("SUBMISSION_SERVICE_URL", "these tests need a running service")
 
 
 @pytest.fixture(scope="session")
