@@ -11,10 +11,12 @@
 // failed start, so a crash loop. Here a throwing handler is logged, counted
 // (submission_service_informer_handler_errors_total) and the object skipped. It relies on how
 // ListWatch registers 'change' (through this.on): pinned by test/unit/library-pins.test.ts.
+// Its watch is line-watch.ts's: client-node's contract, the stream cut into lines as it comes.
 import {
   CHANGE, type ErrorCallback, type Informer, type KubeConfig, type KubernetesListObject, type KubernetesObject, ListWatch,
-  type ObjectCache, type ObjectCallback, Watch,
+  type ObjectCache, type ObjectCallback,
 } from '@kubernetes/client-node';
+import { LineWatch } from './line-watch.js';
 import { informerHandlerErrors, informerLists, watchRestarts } from './metrics.js';
 
 export type Log = (message: string) => void;
@@ -78,7 +80,7 @@ export function resilientInformer<T extends KubernetesObject>(
 ): ResilientInformer<T> {
   // ListWatch rather than makeInformer: the same informer, plus a field selector (one Secret by name).
   const counted = () => { informerLists.inc({ resource }); return list(); };
-  const informer: Informer<T> & ObjectCache<T> = new GuardedListWatch<T>(resource, options.log ?? ((message) => void process.stderr.write(`${message}\n`)), path, new Watch(kc), counted, false, options.labelSelector, options.fieldSelector);
+  const informer: Informer<T> & ObjectCache<T> = new GuardedListWatch<T>(resource, options.log ?? ((message) => void process.stderr.write(`${message}\n`)), path, new LineWatch(kc), counted, false, options.labelSelector, options.fieldSelector);
   let stopped = false;
   let pause = 200;
   let timer: NodeJS.Timeout | undefined;
