@@ -6,6 +6,7 @@
 // TLS, the kept-alive agent, the kubeconfig's proxy) is the module's (apiserver.ts). Errors
 // keep the shape client-node gives them (`code`, `body`), so errors.ts reads both alike.
 import type { KubeConfig } from '@kubernetes/client-node';
+import { parseApiJson } from './api-json.js';
 import { connectionOf, KubeApiError } from './apiserver.js';
 
 export { KubeApiError };
@@ -58,7 +59,8 @@ async function sendJson<T>(kc: KubeConfig, method: string, path: string, body: u
     res.once('end', () => {
       const text = Buffer.concat(chunks).toString('utf8');
       let parsed: unknown = text;
-      try { parsed = JSON.parse(text); } catch { /* a proxy's plain-text answer: kept as text */ }
+      // Without the object's managedFields, which no caller reads (api-json.ts).
+      try { parsed = parseApiJson(text); } catch { /* a proxy's plain-text answer: kept as text */ }
       const status = res.statusCode ?? 0;
       if (status >= 200 && status < 300) ok(parsed as T);
       else fail(new KubeApiError(status, parsed));

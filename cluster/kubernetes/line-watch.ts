@@ -11,6 +11,7 @@
 import { STATUS_CODES } from 'node:http';
 import type { Readable } from 'node:stream';
 import { Watch } from '@kubernetes/client-node';
+import { parseApiJson } from './api-json.js';
 import { connectionOf } from './apiserver.js';
 
 /** The byte that ends every line of a watch stream ('\n'; a '\r' before it is JSON whitespace). */
@@ -67,7 +68,8 @@ export class LineWatch extends Watch {
       res.once('close', () => finish(null));
       eachLine(res, (line) => {
         try {
-          const data = JSON.parse(line) as { type: string; object: unknown };
+          // Without the object's managedFields, which nothing here reads (api-json.ts).
+          const data = parseApiJson(line) as { type: string; object: unknown };
           callback(data.type, data.object, data);
         } catch {
           // client-node's contract: a line that does not parse, or a callback that throws, is skipped
