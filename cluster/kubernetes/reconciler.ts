@@ -145,6 +145,11 @@ export class Reconciler {
       missing = age >= this.graceMs;
       if (!missing) requeueAfterMs = this.graceMs - age + 50;
     }
+    // Within the grace period an Application whose pod the watch has not brought yet (it is
+    // written first; its pod follows within milliseconds) has nothing to record: the pod's
+    // event, or the grace timer above, brings the name back. Every submission's first pass is
+    // this one, so it ends before any status is worked out.
+    if (!driver && !missing && resource.status === undefined && !resource.spec.stopRequested) return { requeueAfterMs: requeueAfterMs ?? this.graceMs };
     const patch = driver && this.configPatch(resource, driver.pod);
     if (patch) {
       // The patched Application (its new resourceVersion) is what a status write in this pass
@@ -153,12 +158,8 @@ export class Reconciler {
       if (patched && typeof patched === 'object') resource = patched as typeof resource;
     }
     const status = statusAfterAttempt(resource, desiredStatus(resource, driver, cache.runningExecutors(name), { missing }), driver, { executors: () => cache.attemptExecutors(name), rules: this.options.rules });
-    // Within the grace period an Application whose pod the watch has not brought yet (it is
-    // written first; its pod follows within milliseconds) has nothing to record: the pod's
-    // event, or the grace timer above, brings the name back.
-    const waiting = !driver && !missing && resource.status === undefined && !resource.spec.stopRequested;
     let stored = sameJson(status, resource.status ?? {});
-    if (!waiting && !stored && !(resource.status === undefined && isInitial(status))) {
+    if (!stored && !(resource.status === undefined && isInitial(status))) {
       const ok = await this.write('status', name, context, (signal) => this.calls.putJson(this.options.clients.kc, `${this.path(name)}/status?fieldManager=${FIELD_MANAGER}`, { ...resource, status }, signal));
       if (ok) this.observe(resource.status?.transitions ?? [], status.transitions ?? []);
       stored = Boolean(ok);
