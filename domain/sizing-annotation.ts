@@ -40,8 +40,25 @@ function compactHistory(history: HistoryDecision): HistoryDecision {
   };
 }
 
+/**
+ * The texts without a history decision, by config and rules: every submission of a job asks for
+ * the same one (admission memoises the config per job and overrides, admit.ts), and building it
+ * (the explanation's sentences, then JSON) was a tenth of rendering the pod. Both objects are
+ * shared and never mutated, so the text of a pair never changes; new rules are new objects.
+ */
+const texts = new WeakMap<ApplicationConfig, WeakMap<AdmissionRules, string>>();
+
 /** The annotation's value for an admitted application: the explanation of its sized config under these rules. */
 export function sizingAnnotation(config: ApplicationConfig, rules: AdmissionRules, history?: HistoryDecision): string {
+  if (history) return sizingText(config, rules, history);
+  let byRules = texts.get(config);
+  if (!byRules) texts.set(config, (byRules = new WeakMap()));
+  let text = byRules.get(rules);
+  if (text === undefined) byRules.set(rules, (text = sizingText(config, rules)));
+  return text;
+}
+
+function sizingText(config: ApplicationConfig, rules: AdmissionRules, history?: HistoryDecision): string {
   const explained = explainSizing(config, rules);
   return JSON.stringify({ driver: compactPod(explained.driver), executor: compactPod(explained.executor), ...(history ? { history: compactHistory(history) } : {}) });
 }

@@ -66,3 +66,16 @@ t.test('explainSizing: SPEC\'s figures and their reasons', async (t) => {
   const gone = explainSizing({ executor: { cores: 64 } }, rules);
   t.equal(gone.executor.pool, null, 'no pool of the current rules');
 });
+
+t.test('the sizing annotation of one config under one set of rules is made once; other rules or a history decision make their own', async (t) => {
+  const config = sized({ executor: { cores: 6 } });
+  const first = sizingAnnotation(config, rules);
+  t.equal(sizingAnnotation(config, rules), first, 'the same text again');
+  t.equal(sizingAnnotation(structuredClone(config), rules), first, 'an equal config: the same text');
+  const other = buildRules({ nodePools: exampleCluster().nodePools.map((p) => ({ ...p, instanceName: `${p.instanceName}-b` })), namespace: 'x' });
+  t.equal(readSizingAnnotation(sizingAnnotation(config, other))?.executor.pool, 'n1-standard-8-b', 'new rules: their own text');
+  t.equal(sizingAnnotation(config, rules), first, 'and the first rules\' text is still theirs');
+  const history = { mode: 'recommend' as const, applied: false, asked: { cores: 6, memory: '12261m', instances: 1 }, basedOn: ['a-1'], reasons: ['Recommended (not applied): x.'] };
+  t.same(JSON.parse(sizingAnnotation(config, rules, history)).history, history, 'a history decision is in its text');
+  t.equal(sizingAnnotation(config, rules), first, 'and not in the text without one');
+});
