@@ -2,9 +2,9 @@
 // reads on every submission: the answers of its plain calls (json-call.ts) and every watch
 // event (line-watch.ts). Nothing in the service reads managedFields (server-side apply's record
 // of which writer set which field), yet every object carries them: a quarter of a driver pod's
-// bytes and about half of its JSON objects and keys, each key looked up in V8's string table and
-// each object's shape found among its hidden-class transitions (perf over a run: the parses were
-// 10% of the service's CPU, that lookup work half of it). A pod owned by its Application also
+// bytes, half of its keys and two thirds of its JSON objects, each key looked up in V8's string
+// table and each object's shape among its hidden-class transitions (perf over a run: the parses
+// were 10% of the service's CPU, that lookup work half of it). A pod owned by its Application also
 // holds a key with the owner's uid in it (`k:{"uid":"…"}`): one more key and shape per submission.
 // The text is cut before the parse, not the object after it: that is the cost. Only the
 // apiserver's compact form is cut (an object whose `metadata` member, or a watch event's
