@@ -10,6 +10,7 @@ import { type AdmissionRules, attemptPodName, LABEL_APP, LABEL_JOB, SPARK_ROLE }
 import type { AppRecord, ListQuery, Page } from '../cluster.js';
 import { decodeCursor, encodeCursor, matchesQuery } from '../paging.js';
 import { APPLICATIONS, GROUP, type KubeClients, VERSION } from './client.js';
+import { DeletedDrivers } from './deleted-drivers.js';
 import { type Log, type ResilientInformer, resilientInformer } from './informers.js';
 import { applicationsByState, malformedAnnotations } from './metrics.js';
 import { newestFirst, type OrderKey, orderKeyOf, positionIn } from './newest-first-order.js';
@@ -43,7 +44,7 @@ export class AppCache {
   private readonly records = new Map<string, AppRecord>();
   private readonly serialized = new Map<string, string>();
   /** Final state of driver pods deleted while their Application lives: "COMPLETED, then deleted" stays COMPLETED. */
-  private readonly deletedDrivers = new Map<string, V1Pod>();
+  private readonly deletedDrivers = new DeletedDrivers((appName) => this.application(appName) !== undefined);
   /** Executor pods seen ended (by application, then name), until the next attempt starts: an OOM kill Spark deleted still says why its attempt failed. */
   private readonly endedExecutors = new Map<string, Map<string, V1Pod>>();
   /** Running executor pod names by application. */
@@ -70,7 +71,7 @@ export class AppCache {
     const drivers = this.drivers.informer;
     drivers.on('add', (p) => { this.checkConfig(p); this.driverChanged(p); });
     drivers.on('update', (p) => { this.checkConfig(p); this.driverChanged(p); });
-    drivers.on('delete', (p) => { this.deletedDrivers.set(p.metadata!.name!, p); this.driverChanged(p); });
+    drivers.on('delete', (p) => { this.deletedDrivers.keep(p); this.driverChanged(p); });
     const executors = this.executors.informer;
     executors.on('add', (p) => { this.options.onExecutor?.(p); this.executorChanged(p, false); });
     executors.on('update', (p) => { this.options.onExecutor?.(p); this.executorChanged(p, false); });
@@ -82,6 +83,7 @@ export class AppCache {
     this.started ??= (async () => {
       await Promise.all([this.drivers.start(), this.executors.start()]);
       await this.applications.start();
+      this.deletedDrivers.listed();
     })();
     return this.started;
   }
@@ -156,7 +158,7 @@ export class AppCache {
   }
 
   /** Forgets a deleted driver's last state once its Application recorded the end. */
-  forgetDeletedDriver = (appName: string): void => void this.deletedDrivers.delete(attemptPodName(appName, this.application(appName)?.status?.attempt ?? 1));
+  forgetDeletedDriver = (appName: string): void => this.deletedDrivers.forget(attemptPodName(appName, this.application(appName)?.status?.attempt ?? 1));
 
   /**
    * Resolves once the cached record of `appName` passes `check` (or after `timeoutMs`, with
@@ -201,7 +203,7 @@ export class AppCache {
     const json = this.serialized.get(name);
     this.records.delete(name);
     this.serialized.delete(name);
-    for (const [pod, last] of this.deletedDrivers) if (last.metadata?.labels?.[LABEL_APP] === name) this.deletedDrivers.delete(pod);
+    this.deletedDrivers.forgetApplication(name);
     this.endedExecutors.delete(name);
     if (record) {
       this.count(record.state, -1);
@@ -215,7 +217,7 @@ export class AppCache {
     const name = pod.metadata?.name;
     if (!name) return;
     // A live pod of that name again replaces the last state of a deleted one.
-    if (this.drivers.informer.get(name, this.options.namespace)) this.deletedDrivers.delete(name);
+    if (this.drivers.informer.get(name, this.options.namespace)) this.deletedDrivers.forget(name);
     // A retry's pod has a name of its own (attemptPodName); its application is on its label.
     this.refresh(pod.metadata?.labels?.[LABEL_APP] ?? name);
   }

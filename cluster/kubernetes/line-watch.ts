@@ -16,28 +16,47 @@ import { connectionOf } from './apiserver.js';
 
 /** The byte that ends every line of a watch stream ('\n'; a '\r' before it is JSON whitespace). */
 const NEWLINE = 0x0a;
+/**
+ * The longest line read (bytes). An object the apiserver stores is at most about 1.5 MiB (etcd's
+ * request limit), its watch event a little more: a longer line is not an event, and holding it
+ * would let one stream take the process's memory. The stream is then ended with an error (the
+ * informer lists and watches again).
+ */
+export const WATCH_LINE_CAP = 16 * 1024 * 1024;
 
 /**
  * Calls `line` with each line of `stream` (a Buffer stream), decoded as UTF-8, without its
  * newline; a last line without one at the stream's end too. A newline byte never occurs inside
  * a multi-byte UTF-8 character, so a line is always decoded whole.
  */
-export function eachLine(stream: Readable, line: (text: string) => void): void {
+export function eachLine(stream: Readable, line: (text: string) => void, cap = WATCH_LINE_CAP): void {
   let pending: Buffer[] = [];
+  let pendingBytes = 0;
+  /** False once the stream was ended for a line over the cap. */
+  const within = (bytes: number): boolean => {
+    if (bytes <= cap) return true;
+    pending = [];
+    stream.destroy(new Error(`a watch event longer than ${cap} bytes`));
+    return false;
+  };
   stream.on('data', (chunk: Buffer) => {
     let start = 0;
     for (let end = chunk.indexOf(NEWLINE); end !== -1; end = chunk.indexOf(NEWLINE, start)) {
+      if (!within(pendingBytes + end - start)) return;
       if (pending.length === 0) {
         line(chunk.toString('utf8', start, end));
       } else {
         pending.push(chunk.subarray(start, end));
         const whole = Buffer.concat(pending);
         pending = [];
+        pendingBytes = 0;
         line(whole.toString('utf8'));
       }
       start = end + 1;
     }
-    if (start < chunk.length) pending.push(chunk.subarray(start));
+    if (start === chunk.length || !within(pendingBytes + chunk.length - start)) return;
+    pending.push(chunk.subarray(start));
+    pendingBytes += chunk.length - start;
   });
   stream.once('end', () => {
     if (pending.length > 0) line(Buffer.concat(pending).toString('utf8'));

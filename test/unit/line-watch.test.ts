@@ -33,6 +33,18 @@ t.test('eachLine: lines across chunks, several in one chunk, a character split b
   t.same(await linesOf([]), []);
 });
 
+t.test('eachLine: a line longer than the cap ends the stream with an error, and is never given', async (t) => {
+  const stream = new PassThrough();
+  const lines: string[] = [];
+  eachLine(stream, (line) => lines.push(line), 10);
+  const error = new Promise<Error>((ok) => stream.once('error', ok));
+  stream.write('short\n0123');
+  stream.write('456789');
+  stream.write('abc\n');
+  t.match((await error).message, /longer than 10 bytes/);
+  t.same(lines, ['short']);
+});
+
 t.test('watchPath: watch=true first, then the defined parameters, as client-node sends them', async (t) => {
   t.equal(watchPath('/api/v1/namespaces/ns/pods', { resourceVersion: '12', labelSelector: 'a,b=c', fieldSelector: undefined }),
     '/api/v1/namespaces/ns/pods?watch=true&resourceVersion=12&labelSelector=a%2Cb%3Dc');
