@@ -4,7 +4,7 @@
 // earlier by the test, to check that nothing is left).
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
-import { CoreV1Api, Exec, KubeConfig } from '@kubernetes/client-node';
+import { CoreV1Api, Exec, KubeConfig, type V1Pod } from '@kubernetes/client-node';
 import { nodeIp, type RealNode, startRealNode } from '../../testbed/real-node.js';
 import { startTestbed, type Testbed } from '../../testbed/control-plane.js';
 import { tempDir } from './temp.js';
@@ -47,4 +47,9 @@ export async function execInPod(kc: KubeConfig, namespace: string, pod: string, 
   });
   if (status !== 'Success') throw new Error(`${command.join(' ')} in ${pod}: ${status}`);
   return output;
+}
+
+/** Lets the tasks of test/fixtures/recurring/held.py that run in `executor` end: writes the file they wait for. */
+export async function releaseHeldTasks(kc: KubeConfig, namespace: string, executor: V1Pod): Promise<void> {
+  await execInPod(kc, namespace, executor.metadata!.name!, executor.spec!.containers[0]!.name, ['touch', '/tmp/held-release']);
 }
