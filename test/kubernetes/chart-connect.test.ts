@@ -60,12 +60,16 @@ interface Connected {
 /** The chart installed with both versions' images, two users, a template per version, and the way to its Connect Service. */
 async function connected(t: Test): Promise<Connected> {
   const small = { requests: { cpu: '10m', memory: '128Mi' }, limits: { memory: '512Mi' } };
+  // The api relays both sessions while two drivers start beside it: a 10m request would give it
+  // a 46th of a driver's CPU share on the loaded node, too little to answer its liveness probe
+  // (1 s) in time, and a restarted api forgets the sessions it was starting.
+  const api = { ...small, requests: { cpu: '250m', memory: '128Mi' } };
   const chart = await installChart(t, {
     nodePool: true,
     values: {
       images: { '3.5.7': SPARK_RUNTIME_IMAGE, '4.2.0': SPARK_4_IMAGE },
       notebookService: { enabled: false },
-      api: { replicas: 1, resources: small },
+      api: { replicas: 1, resources: api },
       webhook: { replicas: 1, resources: small },
     },
   });
@@ -74,9 +78,11 @@ async function connected(t: Test): Promise<Connected> {
   const bob = await keys.create('user', 'chart-connect test: another user');
   await accepted(alice.key);
   await accepted(bob.key);
-  // The templates users name in their connection string, sized for a two-core node.
+  // The templates users name in their connection string, sized for a two-core node: both
+  // sessions run at once, so each executor asks a small CPU request (a driver's 460m and an
+  // executor's default 600m, twice, is more than the node's two cores; both would not be placed).
   for (const [name, engineVersion] of [['spark4', '4.2.0'], ['spark35', '3.5.7']]) {
-    const template = await post(agent, base, '/api/config-templates/', admin.key, { name, config: { engineVersion, executor: { cores: 1, instances: 1 } } });
+    const template = await post(agent, base, '/api/config-templates/', admin.key, { name, config: { engineVersion, executor: { cores: 1, instances: 1, coreRequest: '300m' } } });
     t.equal(template.status, 201, JSON.stringify(template.json));
   }
   // The client trusts the CA the api wrote into the chart's Secret.
@@ -96,11 +102,26 @@ async function sessionApp(agent: Agent, base: URL, key: string, sessionId: strin
   return ((listed.json as { items?: Array<{ appName: string; labels?: Record<string, string> }> }).items ?? []).find((a) => a.labels?.[CONNECT_SESSION_LABEL] === sessionId);
 }
 
-/** Each Connect session application of `key`: its state, and how it ended (what a failed first session's error lacks). */
-async function sessionAppsEnded(agent: Agent, base: URL, key: string): Promise<string> {
-  const listed = await call(agent, base, 'GET', '/api/apps/', key).catch((error: Error) => ({ json: { error: error.message } }));
-  const items = (listed.json as { items?: Array<{ appName: string; state: string; stateDetail?: string; labels?: Record<string, string> }> }).items ?? [];
-  return JSON.stringify(items.filter((a) => a.labels?.[CONNECT_SESSION_LABEL]).map(({ appName, state, stateDetail }) => ({ appName, state, stateDetail })));
+/**
+ * What a failed first session's error lacks (the client shows only its last retry's status, "has
+ * ended"): each Connect session application of `key` with its state and how it ended, and the
+ * release's pods (a restarted api forgets its sessions) with the end of their logs. Never throws:
+ * a failed listing (no answer at all) is said as such, and the client's own error still shows.
+ */
+async function sessionAppsEnded({ bed, agent, base }: InstalledChart, key: string): Promise<string> {
+  type Item = { appName: string; state: string; stateDetail?: string; labels?: Record<string, string> };
+  const listed = await call(agent, base, 'GET', '/api/apps/', key);
+  const items = (listed.json as { items?: Item[] } | undefined)?.items;
+  const apps = items ? JSON.stringify(items.filter((a) => a.labels?.[CONNECT_SESSION_LABEL]).map(({ appName, state, stateDetail }) => ({ appName, state, stateDetail })))
+    : `no listing (${listed.status}: ${String(listed.text ?? '').slice(0, 300)})`;
+  const pods = await bed.core.listNamespacedPod({ namespace: NS }).then((list) => list.items, () => []);
+  const described = await Promise.all(pods.map(async (pod) => {
+    const name = pod.metadata!.name!;
+    const ends = (pod.status?.containerStatuses ?? []).map((c) => `${c.name} restarts ${c.restartCount}${c.lastState?.terminated ? ` (last ${c.lastState.terminated.reason}, exit ${c.lastState.terminated.exitCode})` : ''}`);
+    const log = await bed.core.readNamespacedPodLog({ name, namespace: NS, tailLines: 15 }).catch((error: Error) => `(no log: ${error.message})`);
+    return `${name}: ${pod.status?.phase}; ${ends.join(', ')}\n${log}`;
+  }));
+  return `${apps}\n\nthe release's pods:\n${described.join('\n')}`;
 }
 
 /**
@@ -108,10 +129,11 @@ async function sessionAppsEnded(agent: Agent, base: URL, key: string): Promise<s
  * template `template`): answered by that version's server, listed as alice's application, its
  * driver a pod with `image`.
  */
-async function firstSession(t: Test, { chart: { bed, base, agent }, alice, url, env }: Connected, version: string, template: string, image: string) {
+async function firstSession(t: Test, { chart, alice, url, env }: Connected, version: string, template: string, image: string) {
+  const { bed, base, agent } = chart;
   const first = await runConnectClientOf(version, 'count', url(alice.key, template), env).catch(async (error: Error) => {
-    // The client shows only its last retry's status ("has ended"); the application's end says why.
-    throw new Error(`${error.message.slice(0, 4000)}\n\nthe sessions' applications: ${await sessionAppsEnded(agent, base, alice.key)}`);
+    const why = await sessionAppsEnded(chart, alice.key).catch((e: Error) => `(${e.message})`);
+    throw new Error(`${error.message.slice(0, 4000)}\n\nthe sessions' applications: ${why}`);
   });
   t.equal(first.count, 10, `spark.range(10).count() through the endpoint: ${JSON.stringify(first)}`);
   t.equal(first.version, version, `answered by Spark ${version}'s Connect server`);
@@ -123,11 +145,17 @@ async function firstSession(t: Test, { chart: { bed, base, agent }, alice, url, 
   return { sessionId, app, driver };
 }
 
-t.test('Spark Connect sessions through the chart\'s Service', { skip }, async (t) => {
+// jobs: 2: the two versions' sessions at once, their drivers side by side on the node (each
+// subtest's output comes whole when it ends); the JVMs' starts overlap instead of queueing.
+t.test('Spark Connect sessions through the chart\'s Service', { skip, jobs: 2 }, async (t) => {
   const started = Date.now();
   const ready = await connected(t);
-  await t.test('Spark 4.2.0, with a key; another key is refused it', (t) => spark4Session(t, ready));
-  await t.test('Spark 3.5.7, its server gated from its image: straight to its pod, refused without its token', (t) => spark35Session(t, ready));
+  await Promise.all([
+    t.test('Spark 4.2.0, with a key; another key is refused it', (t) => spark4Session(t, ready)),
+    t.test('Spark 3.5.7, its server gated from its image: straight to its pod, refused without its token', (t) => spark35Session(t, ready)),
+  ]);
+  const restarts = (await ready.chart.bed.core.listNamespacedPod({ namespace: NS })).items.map((p) => `${p.metadata?.name} ${p.status?.containerStatuses?.map((c) => c.restartCount).join('/')}`);
+  t.comment(`the release's pods' restarts: ${restarts.join(', ')}`);
   process.stderr.write(`chart-connect: whole test ${((Date.now() - started) / 1000).toFixed(0)} s\n`);
 });
 
@@ -148,7 +176,7 @@ async function spark4Session(t: Test, ready: Connected): Promise<void> {
   const ofSession = ((after.json as { items?: Array<{ labels?: Record<string, string>; submittedBy?: string }> }).items ?? []).filter((a) => a.labels?.[CONNECT_SESSION_LABEL] === sessionId);
   t.same(ofSession.map((a) => a.submittedBy), [alice.id], 'one application of that session, alice\'s: bob\'s refused call submitted none');
 
-  // Stopping the application ends the session (and frees the node for the next one).
+  // Stopping the application ends the session (and frees the node).
   t.equal((await call(agent, base, 'POST', `/api/apps/${app!.appName}/stop`, alice.key)).status, 200, 'the owner stops the session\'s application');
 }
 
