@@ -14,13 +14,19 @@
 // mid-run, and a team's own pod sized by admission. The drivers run under the chart's drivers'
 // admission policy, which the test bed installs: the driver's own token makes no pod or
 // ConfigMap its pod does not own, while Spark's creates and its cleanup at the end pass.
+// The applications are a real PySpark job held on the test's word (test/fixtures/recurring/held.py,
+// served to the node from this process): its tasks wait in their executors until the test writes
+// their release file, so each stays up while the test looks at it and no longer, where pi.py over
+// 150 and 3000 partitions kept both cores computing for as long as that happened to take.
+// examples/pi.py itself runs on the node in spark-versions-node.test.ts, its output checked.
 import { execFile } from 'node:child_process';
 import t from 'tap';
 import type { V1Pod } from '@kubernetes/client-node';
 import { eventually } from '../helpers/kubernetes.js';
-import { execInPod } from '../helpers/real-node.js';
+import { execInPod, releaseHeldTasks } from '../helpers/real-node.js';
+import { servePrograms } from '../helpers/recurring-node.js';
 import { driverTokenOwnsOnly, sparkCleanupAllowed } from '../helpers/driver-token.js';
-import { PI_PY, SPARK_RUNTIME_IMAGE, sparkNodeUnavailable, startSparkNodeBed } from '../helpers/spark-node.js';
+import { PI_PY, SPARK_RUNTIME_IMAGE, type SparkNodeBed, sparkNodeUnavailable, startSparkNodeBed } from '../helpers/spark-node.js';
 import {
   ANNOTATION_ADMITTED, ANNOTATION_OVERRIDES, cpuQuantity, DRIVER_CONTAINER, LABEL_APP, LABEL_JOB, parseMemoryMib, podMemoryMib, readConfig, SPARK_ROLE,
 } from '../../domain/index.js';
@@ -33,10 +39,28 @@ t.setTimeout(90 * 60_000);
 const CLOUD_SECRET = 'gcp-key';
 
 const terminal = (state: string | undefined) => state === 'COMPLETED' || state === 'FAILED' || state === 'KILLED' || state === 'UNKNOWN';
+const running = (list: V1Pod[]) => list.filter((p) => p.status?.phase === 'Running');
+
+/**
+ * An application that runs until the test ends it (deleted, or its driver killed): two held tasks,
+ * so dynamic allocation asks for a second executor (2 at most, each given back after 5 s idle).
+ */
+async function submitHeld(bed: SparkNodeBed, program: string, jobName: string): Promise<string> {
+  const res = await bed.call('POST', '/api/apps/', {
+    jobName,
+    configOverrides: {
+      type: 'Python', mainApplicationFile: program, arguments: ['2'], executor: { cores: 1, instances: 1 },
+      engineConf: { 'spark.dynamicAllocation.maxExecutors': '2', 'spark.dynamicAllocation.executorIdleTimeout': '5s' },
+    },
+  });
+  if (res.status !== 201) throw new Error(`POST /api/apps/: ${res.status} ${res.body}`);
+  return (res.json as { appName: string }).appName;
+}
 
 t.test('Spark cluster mode on a real node', { skip: unavailable }, async (t) => {
   const bed = await startSparkNodeBed(t);
   const { core, namespace } = bed;
+  const held = (await servePrograms(t))('held.py');
   // Not execFileSync: the webhook answers from this process, so its event loop must keep running.
   const kubectl = (args: string[], input?: string) => new Promise<string>((ok, fail) => {
     const child = execFile('kubectl', ['--kubeconfig', bed.testbed.kubeconfig, ...args], { encoding: 'utf8', maxBuffer: 1 << 22 },
@@ -52,11 +76,11 @@ t.test('Spark cluster mode on a real node', { skip: unavailable }, async (t) => 
   /** The key file a container's GOOGLE_APPLICATION_CREDENTIALS names, read inside it. */
   const credentials = (pod: string, container: string) => execInPod(bed.kc, namespace, pod, container, ['sh', '-c', 'cat "$GOOGLE_APPLICATION_CREDENTIALS"']);
 
-  t.test('pi.py runs in a driver container with executor pods Spark created, ends COMPLETED, its log readable', async (t) => {
+  t.test('a PySpark job runs in a driver container with executor pods Spark created, ends COMPLETED, its log readable', async (t) => {
     const res = await bed.call('POST', '/api/apps/', {
-      jobName: 'pi',
+      jobName: 'held',
       configOverrides: {
-        type: 'Python', mainApplicationFile: PI_PY, arguments: ['150'],
+        type: 'Python', mainApplicationFile: held, arguments: ['1'],
         driver: { secrets: [cloudKey] }, executor: { cores: 1, instances: 1, secrets: [cloudKey] },
       },
     });
@@ -89,32 +113,21 @@ t.test('Spark cluster mode on a real node', { skip: unavailable }, async (t) => 
     t.equal(await credentials(appName, DRIVER_CONTAINER), keyJson, 'the driver reads key.json at $GOOGLE_APPLICATION_CREDENTIALS');
     t.equal(await credentials(executor.metadata!.name!, executor.spec!.containers[0].name), keyJson, 'so does the executor');
     await driverTokenOwnsOnly(t, bed.clients, driver, `submission-service-driver-pods-${namespace}`, SPARK_RUNTIME_IMAGE);
+    await releaseHeldTasks(bed.kc, namespace, executor); // looked at while it ran: its task may end, and the application with it
 
     const done = await eventually(async () => (await bed.call('GET', `/api/apps/${appName}`)).json as { state?: string; stateDetail?: string },
       (app) => terminal(app.state), { what: `${appName} to end`, timeoutMs: 600_000, intervalMs: 1_000 });
     const log = (await bed.call('GET', `/api/apps/${appName}/log`)).body;
     t.equal(done.state, 'COMPLETED', done.state === 'COMPLETED' ? 'the controller ended it COMPLETED' : `${done.stateDetail ?? ''}\n${log.slice(-3_000)}`);
-    t.match(log, /Pi is roughly 3\.1/, 'the driver\'s output, through the API');
+    t.match(log, /held tasks released by the test: True/, 'the driver\'s output, through the API');
     t.match(log, /Registered executor NettyRpcEndpointRef|Executor added|Registered executor/, 'an executor connected to the driver');
     t.equal((await sparkCleanupAllowed(t, core, driver, log)).status?.phase, 'Succeeded', 'the driver container exited 0');
   });
 
-  /** A pi long enough to act on while it runs (2 executors at most, each given back after 5 s idle). */
-  const longPi = async (jobName: string) => {
-    const res = await bed.call('POST', '/api/apps/', {
-      jobName,
-      configOverrides: {
-        type: 'Python', mainApplicationFile: PI_PY, arguments: ['3000'], executor: { cores: 1, instances: 1 },
-        engineConf: { 'spark.dynamicAllocation.maxExecutors': '2', 'spark.dynamicAllocation.executorIdleTimeout': '5s' },
-      },
-    });
-    if (res.status !== 201) throw new Error(`POST /api/apps/: ${res.status} ${res.body}`);
-    return (res.json as { appName: string }).appName;
-  };
-  const running = (list: V1Pod[]) => list.filter((p) => p.status?.phase === 'Running');
+  const heldJob = (jobName: string) => submitHeld(bed, held, jobName);
 
   t.test('dynamic allocation grows to two executors; the dashboard opens the Spark UI; `kubectl delete application` removes driver and executors', async (t) => {
-    const appName = await longPi('grow');
+    const appName = await heldJob('grow');
     const executors = await eventually(() => pods(`${SPARK_ROLE}=executor,${LABEL_APP}=${appName}`),
       (list) => running(list).length >= 2, { what: 'two executor pods Running', timeoutMs: 400_000, intervalMs: 1_000 });
     t.equal(running(executors).length, 2, 'two executors (spark.dynamicAllocation.maxExecutors), from one at the start');
@@ -135,7 +148,7 @@ t.test('Spark cluster mode on a real node', { skip: unavailable }, async (t) => 
   });
 
   t.test('a driver killed mid-run ends FAILED with the reason in stateDetail', async (t) => {
-    const appName = await longPi('killed');
+    const appName = await heldJob('killed');
     await eventually(() => pods(`${SPARK_ROLE}=executor,${LABEL_APP}=${appName}`), (list) => running(list).length >= 1,
       { what: 'an executor Running (the job runs)', timeoutMs: 400_000, intervalMs: 1_000 });
     // The driver's JVM killed inside its container, as the kernel's OOM killer would.
