@@ -38,6 +38,12 @@ export class Upstreams {
     return session;
   }
 
+  /** Whether a connection to `address` is up now (made, not closing): its server answered it, and a dead local process would have closed it. */
+  isOpen(address: ServerAddress): boolean {
+    const open = this.connections.get(authorityOf(address));
+    return open !== undefined && !open.connecting && !open.closed && !open.destroyed;
+  }
+
   close(): void {
     for (const session of this.connections.values()) session.destroy();
     this.connections.clear();

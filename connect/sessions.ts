@@ -3,6 +3,7 @@
 // that cannot reach the server asks the API whether the application ended) and stopped when idle;
 // taken over when started through another replica (session-adoption.ts) or given a server of the
 // warm pool (warm-handout.ts); the servers no live endpoint holds are swept (orphan-sweep.ts).
+import { performance } from 'node:perf_hooks';
 import type { FastifyBaseLogger } from 'fastify';
 import type { ConnectServerJars } from '../domain/connect-gate.js';
 import { type Clock, systemClock, type TimerHandle } from '../lib/clock.js';
@@ -112,7 +113,7 @@ export class ConnectSessions {
       this.pool.open();
       this.handout = new WarmHandout({
         pool: this.pool, api: options.api, log: options.log, placement: this.placement, handedOut: warm.handedOut,
-        stop: (appName, why) => this.stopApp(appName, undefined, why),
+        stop: (appName, why) => this.stopApp(appName, undefined, why), upstreams: this.upstreams,
       });
     }
   }
@@ -178,9 +179,10 @@ export class ConnectSessions {
   /** Submits the session's application and waits for its Connect server; a failed start forgets the session (no trace but the application, if one was made). */
   private async start(session: ConnectSession): Promise<void> {
     const { api, log } = this.options;
+    const since = performance.now();
     try {
       const version = session.template ? (await api.template(session.template, session.key)).config.engineVersion ?? this.options.defaultVersion : this.options.defaultVersion;
-      if (await adoptSession(session, this.adoption) || (this.handout && await this.handout.take(session, version))) return;
+      if (await adoptSession(session, this.adoption) || (this.handout && await this.handout.take(session, version, since))) return;
       session.port = await this.placement.port();
       const app = await api.submit(sessionSubmission({ sessionId: session.sessionId, template: session.template, version, port: session.port, jars: this.options.serverJars(version), bindAddress: this.placement.bindAddress }), session.key);
       session.appName = app.appName;

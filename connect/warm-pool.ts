@@ -5,14 +5,15 @@
 // query does not pay a fresh JVM's class loading and first jobs either; a warm-up that fails or
 // outlasts WARM_UP_TIMEOUT_MS is a failed start (the server is stopped, the template backs off).
 // A ready server is handed out once: it leaves the pool before anything
-// else happens (no second session or key ever gets it), and the pool starts another. Servers of
+// else happens (no second session or key ever gets it), and the pool starts another a few seconds
+// later (REFILL_DELAY_MS: not beside that server's first query). Servers of
 // an older config of their template (another Spark version) and servers that stopped answering
 // are replaced at the next check; a template that is gone drains its pool. The pool's servers,
 // from their submission on, are this endpoint's (appNames): its sessions write their activity
 // (shared-activity.ts), so that every replica's orphan sweep leaves them while this one lives,
 // and stops them once it is gone (a replica killed without a drain).
 import type { FastifyBaseLogger } from 'fastify';
-import { type Clock, systemClock } from '../lib/clock.js';
+import { type Clock, systemClock, type TimerHandle } from '../lib/clock.js';
 import { SerialCheck } from '../lib/serial-check.js';
 import type { ServerAddress } from './placement.js';
 import { countWarmPool } from './warm-pool-metrics.js';
@@ -22,6 +23,13 @@ export const WARM_CHECK_MS = 5000;
 /** After a failed start, a template's next start waits this long, doubled per failure in a row, up to the cap. */
 const RETRY_BASE_MS = 10_000;
 const RETRY_CAP_MS = 10 * 60_000;
+/**
+ * After a server is taken, its template's refill waits this long (ms): a new server's start (a
+ * JVM: seconds of CPU) would otherwise run beside the taken server's first query, which on local
+ * mode's few cores it slowed several fold (bench/connect-first.ts: README, "Benchmarks"). A
+ * pooled first query takes 0.3–2.5 s on this two-core machine, loaded or not; a start, a minute.
+ */
+export const REFILL_DELAY_MS = 3000;
 /** A warm-up longer than this is a failed start (a fresh server's first query: 13 s on a quiet machine, about a minute on a loaded one). */
 export const WARM_UP_TIMEOUT_MS = 5 * 60_000;
 
@@ -72,6 +80,8 @@ export interface WarmPoolStatus { template: string | undefined; size: number; re
 export class ConnectWarmPool {
   private readonly members = new Set<Member>();
   private readonly retry = new Map<string | undefined, { failures: number; at: number }>();
+  /** Templates whose refill waits (REFILL_DELAY_MS after a take): until when, and the timer that then checks. */
+  private readonly held = new Map<string | undefined, { until: number; timer: TimerHandle }>();
   /** Starts under way, waited for at close (each stops its server once it settles). */
   private readonly starts = new Set<Promise<void>>();
   private readonly checks: SerialCheck;
@@ -86,6 +96,7 @@ export class ConnectWarmPool {
     checkMs = WARM_CHECK_MS,
     private readonly clock: Clock = systemClock,
     private readonly warmUpMs = WARM_UP_TIMEOUT_MS,
+    private readonly refillDelayMs = REFILL_DELAY_MS,
   ) {
     this.checks = new SerialCheck(() => this.check(), { everyMs: checkMs, log, failure: 'Spark Connect warm pool: check failed', clock });
   }
@@ -103,6 +114,8 @@ export class ConnectWarmPool {
   /** Stops the timer and every server still the pool's (warming ones at once, starting ones as their start settles). */
   async close(): Promise<void> {
     this.uncount?.();
+    for (const { timer } of this.held.values()) this.clock.clearTimeout(timer);
+    this.held.clear();
     await this.checks.close();
     await this.stopAll([...this.members], 'the service stopped');
     await Promise.allSettled([...this.starts]);
@@ -114,10 +127,26 @@ export class ConnectWarmPool {
     for (const member of this.members) {
       if (member.template !== template || member.version !== version || !member.server || member.drop) continue;
       this.members.delete(member);
-      this.poke(); // refill
+      this.refillLater(template);
       return member.server;
     }
     return undefined;
+  }
+
+  /** The template's refill, REFILL_DELAY_MS from now (a later take moves it on): no start meanwhile, then a check. */
+  private refillLater(template: string | undefined): void {
+    const held = this.held.get(template);
+    if (held) this.clock.clearTimeout(held.timer);
+    if (this.refillDelayMs <= 0) {
+      this.held.delete(template);
+      this.poke();
+      return;
+    }
+    const timer = this.clock.setTimeout(() => {
+      this.held.delete(template);
+      this.poke();
+    }, this.refillDelayMs);
+    this.held.set(template, { until: this.clock.now() + this.refillDelayMs, timer });
   }
 
   /** A server taken but not handed to anyone (the claim was refused before it was recorded): the pool's again. */
@@ -177,8 +206,8 @@ export class ConnectWarmPool {
   }
 
   private mayStart(template: string | undefined): boolean {
-    const retry = this.retry.get(template);
-    return !retry || this.clock.now() >= retry.at;
+    const [retry, held] = [this.retry.get(template), this.held.get(template)];
+    return (!retry || this.clock.now() >= retry.at) && (!held || this.clock.now() >= held.until);
   }
 
   /** Starts one server; not awaited (a Spark start takes a minute): it joins the pool once it answers and its warm-up succeeded. */

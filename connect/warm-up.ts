@@ -1,7 +1,8 @@
 // The warm-up of a warm pool's new Connect server (the calls: warm-up-plan.ts), sent straight to
 // the server over HTTP/2 as a client's gRPC calls are (over the relay's own upstream connection
 // when it is given, which then stays open for the session's first call: no new connection to
-// make, on either side, when a client comes), in a session of the service's own that is released at the end. Each call must
+// make, on either side, when a client comes), in sessions of the service's own (WARM_UP_SESSIONS),
+// each released at the end. Each call must
 // answer OK (the queries with Arrow rows); anything else, or the abort signal (the pool's
 // timeout, its close), ends the warm-up with an error and its calls cancelled.
 import { randomUUID } from 'node:crypto';
@@ -77,23 +78,38 @@ async function executeToEnd(session: ClientHttp2Session, sessionId: string, call
 }
 
 /**
+ * The warm-up runs its calls in this many sessions, one after another, each a random id of its
+ * own released at the end: the first pays the fresh JVM's class loading and first jobs; the next
+ * ones run the server's code of making a new Spark session (its SessionHolder, session state,
+ * analyzer) again, so that a client's new session, which always comes in an id the server has
+ * not seen, finds that code warm too (bench/connect-first.ts measured it: README, "Benchmarks").
+ */
+export const WARM_UP_SESSIONS = 3;
+
+/** The warm-up's calls in one session of its own, then the session released (3.5 has no such call and drops it when idle). */
+async function warmUpSession(session: ClientHttp2Session, version: string, signal: AbortSignal, auth: Readonly<Record<string, string>>): Promise<void> {
+  const sessionId = randomUUID(); // never given to anyone, never logged
+  for (const call of warmUpCalls(sessionId, version, randomUUID)) {
+    if (call.method === 'ExecutePlan') await executeToEnd(session, sessionId, call, signal, auth);
+    else mustBeOk(await grpcCall(session, call.method, call.request, signal, auth), call.method);
+  }
+  const released = await grpcCall(session, 'ReleaseSession', releaseSessionRequest(sessionId), signal, auth);
+  if (released.status !== GrpcStatus.UNIMPLEMENTED) mustBeOk(released, 'ReleaseSession');
+}
+
+/**
  * Runs the warm-up on the Connect server at `address` (Spark `version`), with `auth` (the server's
- * own token: 4.x servers refuse a call without it); rejects with why when it fails or `signal` aborts.
+ * own token: 4.x servers refuse a call without it), in `sessions` sessions (WARM_UP_SESSIONS);
+ * rejects with why when it fails or `signal` aborts.
  * `shared`: the relay's connections (sessions.ts), whose connection to this server is kept once
  * the warm-up succeeded; without it, a connection of its own, closed at the end.
  */
-export async function warmUpServer(address: ServerAddress, version: string, signal: AbortSignal, auth: Readonly<Record<string, string>> = {}, shared?: Upstreams): Promise<void> {
+export async function warmUpServer(address: ServerAddress, version: string, signal: AbortSignal, auth: Readonly<Record<string, string>> = {}, shared?: Upstreams, sessions = WARM_UP_SESSIONS): Promise<void> {
   const upstreams = shared ?? new Upstreams();
-  const sessionId = randomUUID(); // never given to anyone, never logged
   const session = upstreams.get(address);
   let succeeded = false;
   try {
-    for (const call of warmUpCalls(sessionId, version, randomUUID)) {
-      if (call.method === 'ExecutePlan') await executeToEnd(session, sessionId, call, signal, auth);
-      else mustBeOk(await grpcCall(session, call.method, call.request, signal, auth), call.method);
-    }
-    const released = await grpcCall(session, 'ReleaseSession', releaseSessionRequest(sessionId), signal, auth);
-    if (released.status !== GrpcStatus.UNIMPLEMENTED) mustBeOk(released, 'ReleaseSession');
+    for (let i = 0; i < sessions; i++) await warmUpSession(session, version, signal, auth);
     succeeded = true;
   } finally {
     if (!shared) upstreams.close();

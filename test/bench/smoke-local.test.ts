@@ -10,6 +10,7 @@ smokeTests([
   'events-resume.ts',
   'local-run.ts',
   'connect.ts',
+  'connect-first.ts',
   'connect-relay.ts',
   'gateway/memory-probes.ts',
   'history/driver-log.ts',

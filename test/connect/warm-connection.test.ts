@@ -15,10 +15,12 @@ import { until } from '../helpers/poll.js';
 /** ExecutePlanResponse { arrow_batch { row_count: 1 }, result_complete {} }: rows, and the last answer. */
 const LAST_ANSWER_WITH_ROWS = encodeMessage([[2, [[1, 1]]], [14, []]]);
 
-async function fakeConnectServer(t: Test): Promise<{ port: number; connections: () => number; calls: string[] }> {
+async function fakeConnectServer(t: Test): Promise<{ port: number; connections: () => number; accepted: () => number; calls: string[] }> {
   const carriers = new Set<unknown>();
   const calls: string[] = [];
+  let accepted = 0;
   const server: Http2Server = createServer();
+  server.on('connection', () => { accepted++; });
   server.on('stream', (stream: ServerHttp2Stream, headers) => {
     carriers.add(stream.session);
     const method = String(headers[':path']).split('/').pop() ?? '';
@@ -32,7 +34,7 @@ async function fakeConnectServer(t: Test): Promise<{ port: number; connections: 
   });
   await new Promise<void>((ok) => server.listen(0, '127.0.0.1', ok));
   t.teardown(() => new Promise<void>((ok) => server.close(() => ok())));
-  return { port: (server.address() as AddressInfo).port, connections: () => carriers.size, calls };
+  return { port: (server.address() as AddressInfo).port, connections: () => carriers.size, accepted: () => accepted, calls };
 }
 
 t.test('a pooled server\'s first session is relayed over the connection its warm-up opened', async (t) => {
@@ -56,8 +58,10 @@ t.test('a pooled server\'s first session is relayed over the connection its warm
   t.ok(server.calls.includes('ExecutePlan') && server.calls.includes('ReleaseSession'), 'the warm-up ran its calls on the server');
   t.equal(server.connections(), 1, 'over one connection');
 
+  const accepted = server.accepted();
   const session = await sessions.acquire({ id: 'key-a', key: 'ssk_a' }, 'session-1', undefined);
   t.equal(session.appName, 'warm-1', 'the session has the pooled server');
+  t.equal(server.accepted(), accepted, 'handed out with no TCP probe: its connection is up, on this machine');
   const upstream = sessions.upstreams.get(session.server!);
   t.notOk(upstream.closed || upstream.destroyed, 'the relay finds its connection open');
   const answered = await new Promise<string>((ok) => {

@@ -15,7 +15,7 @@ import { until } from '../helpers/poll.js';
 
 interface Call { what: string; appName?: string; key?: string; dryRun?: boolean }
 
-async function setUp(t: Test, claim: (appName: string) => Promise<void>) {
+async function setUp(t: Test, claim: (appName: string) => Promise<void>, label: () => Promise<void> = async () => undefined) {
   const listener: Server = createServer((socket) => socket.destroy());
   await new Promise<void>((ok) => listener.listen(0, '127.0.0.1', ok));
   t.teardown(() => { listener.close(); });
@@ -43,7 +43,7 @@ async function setUp(t: Test, claim: (appName: string) => Promise<void>) {
       submit: async () => ({ appName: `warm-${++next}`, state: 'RUNNING' }),
       get: async (appName) => ({ appName, state: 'RUNNING' }),
       templateVersion: async () => null,
-      handedOut: async (appName, sessionId) => { labelled.push([appName, sessionId]); },
+      handedOut: async (appName, sessionId) => { labelled.push([appName, sessionId]); await label(); },
       checkMs: 3_600_000,
       warmUp: async () => undefined, // its "server" is a bare listener, not Spark's: nothing to warm up
     },
@@ -65,6 +65,15 @@ t.test('a new session gets the ready server after a dry run and the claim as the
   t.same(calls, [{ what: 'submit', key: 'ssk_a', dryRun: true }, { what: 'claim', appName: 'warm-1', key: 'ssk_a' }], 'checked, then claimed, as the caller');
   t.same(stopped, []);
   t.not(sessions.pool?.status()[0]?.ready, 1, 'it left the pool');
+});
+
+t.test('the record\'s label is not waited for: a slow write does not hold the session\'s first call', async (t) => {
+  let written!: () => void;
+  const { sessions, labelled } = await setUp(t, async () => undefined, () => new Promise<void>((ok) => { written = ok; }));
+  const session = await sessions.acquire(caller, 'session-1', undefined);
+  t.equal(session.appName, 'warm-1', 'the session has its server while the label is still being written');
+  t.same(labelled, [['warm-1', 'session-1']], 'the label was asked for');
+  written();
 });
 
 t.test('a claim refused at the key\'s cap reaches the client, and the server goes back to the pool', async (t) => {

@@ -70,8 +70,10 @@ t.test('sessions from the warm pool: the caller\'s application at once, nobody e
       t.equal(now?.submittedBy, a.id, 'the warm server is now A\'s application (its submitter)');
       t.equal(now?.labels?.[CLAIMER], a.id, 'claimed by A');
       t.equal(now?.state, 'RUNNING');
-      const named = (await apps()).filter((x) => x.labels?.['connect.submission-service.io/session'] === session).map((x) => x.appName);
-      t.same(named, [warm.appName], 'no application was submitted for the session: the warm one now names it (its session label)');
+      // The label is written beside the session's first call, not before it (connect/warm-handout.ts): waited for.
+      const named = async () => (await apps()).filter((x) => x.labels?.['connect.submission-service.io/session'] === session).map((x) => x.appName);
+      await until(async () => (await named()).length > 0, { what: 'the session label on the warm server', timeoutMs: 60_000, intervalMs: 200 });
+      t.same(await named(), [warm.appName], 'no application was submitted for the session: the warm one now names it (its session label)');
       const traces = await runConnectClientOf(version, 'traces', url(a.key, session));
       t.same(traces, { tables: [], views: [], globalViews: [] }, 'the warm-up left nothing A\'s session can see: no table, temp view or global temp view');
 

@@ -4,7 +4,7 @@
 // ready only once its warm-up succeeded (a failed or overlong warm-up is a failed start), drains,
 // and stops everything at close. Minutes pass in microseconds; nothing waits for real time.
 import t, { type Test } from 'tap';
-import { ConnectWarmPool, WARM_UP_TIMEOUT_MS, type WarmPoolHost, type WarmServer } from '../../connect/warm-pool.js';
+import { ConnectWarmPool, REFILL_DELAY_MS, WARM_UP_TIMEOUT_MS, type WarmPoolHost, type WarmServer } from '../../connect/warm-pool.js';
 import { FakeClock } from '../gateway/fake-clock.js';
 import { silentLog } from '../gateway/scripted-kernel.js';
 
@@ -73,8 +73,8 @@ async function warmingPool(t: Test, sizes: Array<[string | undefined, number]>) 
   return opened;
 }
 
-t.test('open fills the pool; a ready server is handed out once, and the pool starts another at once', async (t) => {
-  const { host, pool } = openPool(t);
+t.test('open fills the pool; a ready server is handed out once, and the pool starts another a few seconds later', async (t) => {
+  const { clock, host, pool } = openPool(t);
   await flush();
   t.same(host.started(), ['warm-1', 'warm-2'], 'two servers started for a pool of two');
   t.equal(pool.take(undefined, '3.5.7'), undefined, 'none handed out before its server answers');
@@ -87,7 +87,13 @@ t.test('open fills the pool; a ready server is handed out once, and the pool sta
   t.equal(taken?.appName, 'warm-1', 'the ready server');
   t.equal(pool.take(undefined, '3.5.7'), undefined, 'never a second time: it left the pool');
   await flush();
-  t.same(host.started(), ['warm-1', 'warm-2', 'warm-3'], 'refilled without waiting for the next check');
+  t.same(host.started(), ['warm-1', 'warm-2'], 'no start beside the taken server\'s first query');
+  clock.advance(REFILL_DELAY_MS - 1);
+  await flush();
+  t.same(host.started(), ['warm-1', 'warm-2'], 'nor until the refill\'s delay passed');
+  clock.advance(1);
+  await flush();
+  t.same(host.started(), ['warm-1', 'warm-2', 'warm-3'], 'refilled then, without waiting for the next check');
   t.same(host.stopped, [], 'a handed-out server is not the pool\'s to stop');
 });
 
@@ -97,6 +103,7 @@ t.test('a server given back (its claim refused before it was recorded) is the po
   host.ready('warm-1');
   await flush();
   const taken = pool.take(undefined, '3.5.7')!;
+  clock.advance(REFILL_DELAY_MS);
   await flush();
   t.same(host.started(), ['warm-1', 'warm-2'], 'the refill began');
   pool.giveBack(taken);
@@ -274,15 +281,66 @@ t.test('sizes of 0 are off: no timer, no start', async (t) => {
 });
 
 t.test('the pool\'s applications (which this endpoint writes the activity of): from their submission until they leave the pool', async (t) => {
-  const { host, pool } = openPool(t);
+  const { clock, host, pool } = openPool(t);
   await flush();
   t.same(pool.appNames(), ['warm-1', 'warm-2'], 'starting ones: named once submitted');
   host.ready('warm-1');
   await flush();
   pool.take(undefined, '3.5.7');
+  clock.advance(REFILL_DELAY_MS);
   await flush();
   t.same(pool.appNames().sort(), ['warm-2', 'warm-3'], 'a handed-out one is no longer the pool\'s; its refill is');
   host.starts.find((s) => s.appName === 'warm-2')!.reject(new Error('did not start'));
   await flush();
   t.same(pool.appNames(), ['warm-3'], 'nor a failed start');
+});
+
+t.test('a check during the refill\'s delay starts nothing; another take moves the delay on', async (t) => {
+  const { clock, host, pool } = openPool(t, [[undefined, 2]]);
+  await flush();
+  host.ready('warm-1', 'warm-2');
+  await flush();
+  pool.take(undefined, '3.5.7');
+  clock.advance(REFILL_DELAY_MS / 2);
+  pool.poke(); // as the periodic check would
+  await flush();
+  t.same(host.started(), ['warm-1', 'warm-2'], 'held while the taken server answers its first query');
+  pool.take(undefined, '3.5.7');
+  clock.advance(REFILL_DELAY_MS / 2);
+  await flush();
+  t.same(host.started(), ['warm-1', 'warm-2'], 'the second take held it on');
+  clock.advance(REFILL_DELAY_MS / 2);
+  await flush();
+  t.same(host.started(), ['warm-1', 'warm-2', 'warm-3', 'warm-4'], 'then both refilled at once');
+});
+
+t.test('close cancels a held refill', async (t) => {
+  const { clock, host, pool } = openPool(t, [[undefined, 1]]);
+  await flush();
+  host.ready('warm-1');
+  await flush();
+  pool.take(undefined, '3.5.7');
+  await pool.close();
+  t.equal(clock.pending, 0, 'no timer left');
+  clock.advance(REFILL_DELAY_MS);
+  await flush();
+  t.same(host.started(), ['warm-1'], 'nothing started after close');
+});
+
+t.test('a refill delay of 0 refills at once', async (t) => {
+  const clock = new FakeClock();
+  const host = new FakeHost();
+  const pool = new ConnectWarmPool(new Map([[undefined, 1]]), host, silentLog, CHECK_MS, clock, WARM_UP_TIMEOUT_MS, 0);
+  t.teardown(async () => {
+    const closed = pool.close();
+    for (const start of host.starts) start.reject(new Error('the endpoint is shutting down'));
+    await closed;
+  });
+  pool.open();
+  await flush();
+  host.ready('warm-1');
+  await flush();
+  pool.take(undefined, '3.5.7');
+  await flush();
+  t.same(host.started(), ['warm-1', 'warm-2']);
 });

@@ -38,6 +38,8 @@ const ALL_BENCHES: Bench[] = [
   // One version, its warm pool's server only (no cold session): one Spark driver; one round (each
   // path's client once for the small queries and once for Arrow: four client processes, not six).
   { file: 'connect.ts', env: { CONNECT_VERSIONS: '3.5.7', CONNECT_COLD: '0', CONNECT_QUERIES: '4', CONNECT_ROUNDS: '1', CONNECT_ARROW_MB: '1' }, needs: ['spark', 'connect'] },
+  // One round of one variant, one session: one Spark driver (the pool's), one client process.
+  { file: 'connect-first.ts', env: { FIRST_VERSION: '3.5.7', FIRST_ROUNDS: '1', FIRST_SESSIONS: '1', FIRST_VARIANTS: 'direct', FIRST_HEAVY: '0' }, needs: ['spark', 'connect'] },
   { file: 'connect-relay.ts', env: { CONNECT_RELAY_CALLS: '20', CONNECT_RELAY_ROUNDS: '1', CONNECT_RELAY_CONCURRENCY: '2' } },
   { file: 'gateway/memory-probes.ts', env: { GW_MEM_FRAMES: '5', GW_MEM_OUTPUTS: '5' }, needs: ['spark'] },
   { file: 'airflow/deferrable.ts', env: { BENCH_TASKS: '2', BENCH_HOLD_S: '2', BENCH_POLL_S: '1' }, needs: ['airflow'] },
