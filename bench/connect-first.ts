@@ -8,6 +8,8 @@
 //     as bench/connect.ts's direct path): the first one is the server's own part of a pooled first query;
 //   - `warmN` (e.g. `warm3`): as `direct`, after the warm-up's calls were run again in N more
 //     session ids by this harness (connect/warm-up.ts): what warming up in more sessions buys;
+//   - `clientN`: as `direct`, after N sessions of the real client (its first query each, not
+//     counted): what a client's session warms that the warm-up does not;
 //   - any variant suffixed `@jvm`: on servers of a second template whose driver JVM gets
 //     FIRST_JAVA_OPTIONS (spark.driver.extraJavaOptions), e.g. `-XX:TieredStopAtLevel=1`.
 // Each session is a client process of its own (its import outside the clock: client.py bench),
@@ -114,6 +116,9 @@ async function round(service: Service, dataDir: string, endpoint: string, varian
     console.log(`  the endpoint's steps (ms): ${handoutSteps(service, app.appName)}`);
   }
   const extra = /^warm(\d+)$/.exec(kind!);
+  const clients = /^client(\d+)$/.exec(kind!);
+  for (let i = 0; i < Number(clients?.[1] ?? 0); i++) await runConnectClientOf(VERSION, 'bench', direct.url, '0');
+  if (clients) await quiet(pid);
   if (extra) {
     await warmUpServer({ host: '127.0.0.1', port: direct.port }, VERSION, AbortSignal.timeout(600_000), serverAuthorization(direct.token), undefined, Number(extra[1]));
     await quiet(pid);

@@ -1,8 +1,8 @@
 // The warm-up of a warm pool's new Connect server (the calls: warm-up-plan.ts), sent straight to
 // the server over HTTP/2 as a client's gRPC calls are (over the relay's own upstream connection
 // when it is given, which then stays open for the session's first call: no new connection to
-// make, on either side, when a client comes), in sessions of the service's own (WARM_UP_SESSIONS),
-// each released at the end. Each call must
+// make, on either side, when a client comes), in a session of the service's own (WARM_UP_SESSIONS)
+// released at the end. Each call must
 // answer OK (the queries with Arrow rows); anything else, or the abort signal (the pool's
 // timeout, its close), ends the warm-up with an error and its calls cancelled.
 import { randomUUID } from 'node:crypto';
@@ -78,13 +78,13 @@ async function executeToEnd(session: ClientHttp2Session, sessionId: string, call
 }
 
 /**
- * The warm-up runs its calls in this many sessions, one after another, each a random id of its
- * own released at the end: the first pays the fresh JVM's class loading and first jobs; the next
- * ones run the server's code of making a new Spark session (its SessionHolder, session state,
- * analyzer) again, so that a client's new session, which always comes in an id the server has
- * not seen, finds that code warm too (bench/connect-first.ts measured it: README, "Benchmarks").
+ * The warm-up's sessions, one after another, each a random id of its own released at the end.
+ * One: running its calls again in more session ids (so that the code of making a session gets
+ * compiled) did not make a client's new session measurably cheaper (bench/connect-first.ts
+ * `warmN`: the server's CPU for that session's first query 1.0–1.8 s either way; README,
+ * "Benchmarks"); a client's own first session does, so what is left differs in the calls.
  */
-export const WARM_UP_SESSIONS = 3;
+export const WARM_UP_SESSIONS = 1;
 
 /** The warm-up's calls in one session of its own, then the session released (3.5 has no such call and drops it when idle). */
 async function warmUpSession(session: ClientHttp2Session, version: string, signal: AbortSignal, auth: Readonly<Record<string, string>>): Promise<void> {

@@ -1,6 +1,6 @@
-// The warm-up's sessions (connect/warm-up.ts): its calls run in WARM_UP_SESSIONS sessions one
-// after another, each a new random id released at the end, so that the server's code of making a
-// session is warm for a client's new session too. The "server" is a loopback HTTP/2 server that
+// The warm-up's sessions (connect/warm-up.ts): its calls run in WARM_UP_SESSIONS sessions (or as
+// many as asked: bench/connect-first.ts) one after another, each a new random id released at the
+// end; a failure anywhere ends it. The "server" is a loopback HTTP/2 server that
 // answers every call as Spark's would (OK; an ExecutePlan with Arrow rows and its last answer;
 // ReleaseSession as 3.5 does, UNIMPLEMENTED, when asked) and records each call's session id.
 import { createServer, type ServerHttp2Stream } from 'node:http2';
@@ -47,19 +47,27 @@ function bySession(calls: Call[]): Map<string, string[]> {
   return sessions;
 }
 
-t.test('the warm-up runs its calls in WARM_UP_SESSIONS sessions, one after another, each released', async (t) => {
+t.test('by default the warm-up runs its calls in WARM_UP_SESSIONS sessions', async (t) => {
   const server = await fakeServer(t);
   await warmUpServer({ host: '127.0.0.1', port: server.port }, '4.2.0', new AbortController().signal);
   const sessions = bySession(server.calls);
-  t.ok(WARM_UP_SESSIONS > 1, 'more than one session');
-  t.equal(sessions.size, WARM_UP_SESSIONS, 'each in an id of its own');
+  t.equal(sessions.size, WARM_UP_SESSIONS);
+  t.ok([...sessions.values()][0]!.includes('ExecutePlan'), 'running queries');
+  t.equal([...sessions.values()][0]!.at(-1), 'ReleaseSession', 'and released at its end');
+});
+
+t.test('in more sessions (bench/connect-first.ts warmN), one after another, each released', async (t) => {
+  const server = await fakeServer(t);
+  await warmUpServer({ host: '127.0.0.1', port: server.port }, '4.2.0', new AbortController().signal, {}, undefined, 3);
+  const sessions = bySession(server.calls);
+  t.equal(sessions.size, 3, 'each in an id of its own');
   const [first, ...others] = [...sessions.values()];
   t.ok(first!.includes('ExecutePlan'), 'the first runs queries');
   for (const methods of others) t.same(methods, first, 'every session runs the same calls');
   for (const methods of sessions.values()) t.equal(methods.at(-1), 'ReleaseSession', 'and is released at its end');
   // Not interleaved: a session's calls all come before the next session's first.
   const order = server.calls.map((c) => c.sessionId).filter((id, i, all) => i === 0 || all[i - 1] !== id);
-  t.equal(order.length, WARM_UP_SESSIONS, 'one session after another');
+  t.equal(order.length, 3, 'one session after another');
 });
 
 t.test('the count of sessions can be given; a 3.5 server\'s UNIMPLEMENTED ReleaseSession is no failure', async (t) => {
