@@ -7,6 +7,8 @@
 //   3. a 100 MB driver log streamed to three browsers at once: the service's peak RSS vs
 //      before, and how late the page answers while it streams (max page.evaluate round trip).
 //   npx tsc -p tsconfig.json && npx tsx bench/dashboard/dashboard.ts     (BENCH_IDLE_S=60)
+//   env: BENCH_APPS (10000), BENCH_IDLE_S (60), BENCH_LOG_MB (100), BENCH_RENDERS (5 timed loads
+//   after one untimed), BENCH_DASHBOARDS (10 idle dashboards), BENCH_VIEWERS (3 browsers on the log)
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync, createWriteStream } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
@@ -18,6 +20,9 @@ import { envNumber, median, ROOT, sleep } from '../lib.js';
 const APPS = envNumber('BENCH_APPS', 10_000);
 const IDLE_S = envNumber('BENCH_IDLE_S', 60);
 const LOG_MB = envNumber('BENCH_LOG_MB', 100);
+const RENDERS = envNumber('BENCH_RENDERS', 5);
+const DASHBOARDS = envNumber('BENCH_DASHBOARDS', 10);
+const VIEWERS = envNumber('BENCH_VIEWERS', 3);
 const STATES = ['COMPLETED', 'COMPLETED', 'COMPLETED', 'FAILED', 'KILLED'] as const;
 const TICK = 100; // USER_HZ
 
@@ -91,7 +96,7 @@ async function main() {
     // 1. First render.
     const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
     const renders: number[] = [];
-    for (let i = 0; i < 6; i++) renders.push(await firstRender(page, url));
+    for (let i = 0; i <= RENDERS; i++) renders.push(await firstRender(page, url));
     renders.shift(); // the first load warms the service's caches and the browser's
     results.firstRenderMs = { median: Math.round(median(renders)), all: renders.map(Math.round) };
     const summaryBytes = (await (await fetch(`${url}/api/apps/?limit=200&view=summary`)).text()).length;
@@ -100,28 +105,28 @@ async function main() {
     await page.close();
 
     // 2. The service alone for as long (its own timers: the event-loop monitors of the load
-    //    shedding and the metrics), then ten dashboards open, nothing changing.
+    //    shedding and the metrics), then DASHBOARDS (ten) dashboards open, nothing changing.
     await sleep(2000);
     const alone = procStat(child.pid!).cpuTicks;
     const aloneStarted = Date.now();
     await sleep(IDLE_S * 1000);
     const aloneUsed = (procStat(child.pid!).cpuTicks - alone) / TICK;
     results.noDashboard = { seconds: Math.round((Date.now() - aloneStarted) / 1000), serviceCpuSeconds: aloneUsed };
-    const pages = await Promise.all(Array.from({ length: 10 }, () => browser.newPage({ viewport: { width: 1280, height: 900 } })));
+    const pages = await Promise.all(Array.from({ length: DASHBOARDS }, () => browser.newPage({ viewport: { width: 1280, height: 900 } })));
     for (const p of pages) await firstRender(p, url);
     await sleep(2000);
     const before = procStat(child.pid!).cpuTicks;
     const started = Date.now();
     await sleep(IDLE_S * 1000);
     const used = (procStat(child.pid!).cpuTicks - before) / TICK;
-    results.idle = { dashboards: 10, seconds: Math.round((Date.now() - started) / 1000), serviceCpuSeconds: used, serviceCpuPercent: +((100 * used) / ((Date.now() - started) / 1000)).toFixed(2) };
+    results.idle = { dashboards: DASHBOARDS, seconds: Math.round((Date.now() - started) / 1000), serviceCpuSeconds: used, serviceCpuPercent: +((100 * used) / ((Date.now() - started) / 1000)).toFixed(2) };
     await Promise.all(pages.map((p) => p.close()));
 
-    // 3. A 100 MB log to three browsers at once.
+    // 3. A 100 MB log to VIEWERS (three) browsers at once.
     const rssBefore = rssMib(child.pid!);
     let peak = rssBefore;
     const sampler = setInterval(() => { peak = Math.max(peak, rssMib(child.pid!)); }, 50);
-    const viewers = await Promise.all(Array.from({ length: 3 }, () => browser.newPage({ viewport: { width: 1280, height: 900 } })));
+    const viewers = await Promise.all(Array.from({ length: VIEWERS }, () => browser.newPage({ viewport: { width: 1280, height: 900 } })));
     const streamStart = Date.now();
     await Promise.all(viewers.map((p) => p.goto(`${url}/dashboard/apps/${lastApp}`)));
     let maxLag = 0;
@@ -138,7 +143,7 @@ async function main() {
     done = true;
     await probe;
     clearInterval(sampler);
-    results.log = { megabytes: LOG_MB, browsers: 3, seconds: +((Date.now() - streamStart) / 1000).toFixed(1), serviceRssBeforeMib: Math.round(rssBefore), serviceRssPeakMib: Math.round(peak), pageMaxResponseMs: maxLag };
+    results.log = { megabytes: LOG_MB, browsers: VIEWERS, seconds: +((Date.now() - streamStart) / 1000).toFixed(1), serviceRssBeforeMib: Math.round(rssBefore), serviceRssPeakMib: Math.round(peak), pageMaxResponseMs: maxLag };
     results.loadavgAfter = loadavg().map((x) => x.toFixed(2)).join(' ');
   } finally {
     await browser.close();
