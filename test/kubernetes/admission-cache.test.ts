@@ -3,7 +3,9 @@
 // 503 (webhook/server/server.ts denies a review whose lookup threw) instead of answering
 // "template not found"; hits and misses are counted. A lookup that does not answer in time (the
 // webhook's link to the apiserver hangs) is denied with 503 too, never answered from the miss.
-import t from 'tap';
+// The three tests share one test bed (its control plane, webhook and API, booted once): each
+// works with objects and proxies of its own, and the last one alone re-registers the webhook.
+import tap from 'tap';
 import { register } from 'prom-client';
 import { AdmissionCache } from '../../cluster/kubernetes/admission-cache.js';
 import { writeFileSync } from 'node:fs';
@@ -11,7 +13,7 @@ import { join } from 'node:path';
 import { startWebhookService } from '../../cli/webhook-service.js';
 import { kubeClients } from '../../cluster/kubernetes/client.js';
 import { mutatingWebhookConfiguration } from '../../webhook/server/registration.js';
-import { clientsAs, eventually, freePort, register as registerWebhook, sparkExecutorPod, startKubeBed, WEBHOOK_NAME } from '../helpers/kubernetes.js';
+import { clientsAs, eventually, freePort, type KubeBed, register as registerWebhook, sparkExecutorPod, startKubeBed, WEBHOOK_NAME } from '../helpers/kubernetes.js';
 import { startStallProxy } from '../helpers/stall-proxy.js';
 import type { V1MutatingWebhookConfiguration } from '@kubernetes/client-node';
 
@@ -23,12 +25,16 @@ const review = (template: string) => ({
   },
 });
 
+let booted: Promise<KubeBed> | undefined;
+/** The file's one bed, booted by the first test that needs it and stopped at the file's end. */
+const sharedBed = (): Promise<KubeBed> => (booted ??= startKubeBed(tap));
+
 async function lookups(): Promise<string> {
   return (await register.getSingleMetricAsString('submission_service_admission_cache_lookups_total'));
 }
 
-t.test('admission cache: 404 is absent, 403 fails closed', async (t) => {
-  const bed = await startKubeBed(t);
+tap.test('admission cache: 404 is absent, 403 fails closed', async (t) => {
+  const bed = await sharedBed();
   const { core } = bed.clients;
   await core.createNamespacedServiceAccount({ namespace: bed.namespace, body: { metadata: { name: 'nobody' } } });
   const nobody = await clientsAs(bed.clients, bed.namespace, 'nobody');
@@ -46,8 +52,8 @@ t.test('admission cache: 404 is absent, 403 fails closed', async (t) => {
   t.equal(logged.length, 1);
 });
 
-t.test('a webhook start that fails after its cache started leaves no watch behind', async (t) => {
-  const bed = await startKubeBed(t);
+tap.test('a webhook start that fails after its cache started leaves no watch behind', async (t) => {
+  const bed = await sharedBed();
   // Its apiserver connections go through a proxy that counts them.
   const proxy = await startStallProxy(new URL(bed.testbed.server));
   t.teardown(() => proxy.close());
@@ -63,8 +69,8 @@ t.test('a webhook start that fails after its cache started leaves no watch behin
   t.equal(proxy.open(), 0, 'no connection left open');
 });
 
-t.test("a lookup that does not answer in time is denied with 503, not answered from the miss", async (t) => {
-  const bed = await startKubeBed(t);
+tap.test("a lookup that does not answer in time is denied with 503, not answered from the miss", async (t) => {
+  const bed = await sharedBed();
   // A webhook whose link to the apiserver goes through a proxy that will stop forwarding,
   // registered in place of the bed's own.
   const proxy = await startStallProxy(new URL(bed.testbed.server));
