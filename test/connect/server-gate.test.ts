@@ -5,9 +5,11 @@
 // process (here a plain pyspark-client 4.2.0) that finds the server's port gets UNAUTHENTICATED,
 // with no token, a wrong one or the owner's API key, while the session keeps working through the
 // endpoint. A 3.5 template's own jar and interceptor stay on its session's server, the gate
-// running before that interceptor (domain/connect-gate.ts). Heavy: one Spark driver per test.
+// running before that interceptor (domain/connect-gate.ts). Heavy: one Spark driver per test, two
+// tests: the 3.5 server's refusals and its template's jar are one session's (a driver each cost a
+// Connect server's JVM, about 23 s of CPU, and a service).
 import { randomUUID } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { chmodSync, copyFileSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { networkInterfaces } from 'node:os';
 import { join } from 'node:path';
 import t, { type Test } from 'tap';
@@ -87,10 +89,48 @@ t.test('a Spark 4 session\'s server refuses every caller but the endpoint, and l
   t.equal(again.session, session);
 });
 
-// In the driver sandbox (the default with auth on), as an operator runs it: the gate's jar is readable there.
-t.test('a Spark 3.5 session\'s server, on every interface, refuses every caller but the endpoint', { skip, timeout: 1_800_000 }, async (t) => {
-  const served = await sessionOf(t, '3.5.7', []);
+/** A team's own interceptor and class (test/fixtures/connect-template), packed as a jar against Spark 3.5.7's Connect server. */
+async function templateJar(): Promise<string> {
+  const connectJars = sparkEnv().SUBMISSION_SERVICE_CONNECT_JARS;
+  if (!connectJars) throw new Error('no SUBMISSION_SERVICE_CONNECT_JARS (scripts/setup.sh fetches the 3.5 Connect server\'s jar)');
+  const source = readFileSync(join(import.meta.dirname, '..', 'fixtures', 'connect-template', 'TemplateProbe.java'), 'utf8');
+  const built = await buildJava({ name: 'template-probe', fileName: 'TemplateProbe.java', source, classpath: join(connectJars, 'spark-connect_2.12-3.5.7.jar'), version: '3.5.7', jar: true });
+  return join(built, 'template-probe.jar');
+}
+
+/**
+ * templateJar() in a folder of its own that a sandboxed driver can read: the sandbox shows a
+ * driver nothing under /tmp or the home (sandbox.ts), where the build is cached; a team's own jar
+ * is wherever its drivers can read it (an image, s3a://, a shared folder). Readable by all: a
+ * service running as root runs its drivers as another user.
+ */
+async function readableJar(t: Test): Promise<string> {
+  const dir = mkdtempSync(join('/var/tmp', 'subsvc-template-jar-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  chmodSync(dir, 0o755);
+  const jar = join(dir, 'template-probe.jar');
+  copyFileSync(await templateJar(), jar);
+  chmodSync(jar, 0o644);
+  return jar;
+}
+
+// In the driver sandbox (the default with auth on), as an operator runs it: the gate's jar is
+// readable there, and so is the template's own.
+t.test('a Spark 3.5 session\'s server, on every interface, refuses every caller but the endpoint; its template\'s own jar and interceptor stay, behind the gate', { skip, timeout: 1_800_000 }, async (t) => {
+  const jar = await readableJar(t);
+  const served = await sessionOf(t, '3.5.7', [], { 'spark.jars': jar, [CONNECT_INTERCEPTORS_CONF]: 'probe.TemplateProbe' });
   const { session, port, count } = served;
+  const conf = served.app.config?.engineConf ?? {};
+  t.match(conf['spark.jars'], /spark-connect_2\.12-3\.5\.7\.jar/, `the session's server jar: ${conf['spark.jars']}`);
+  t.ok(conf['spark.jars']?.split(',').includes(jar), 'and the template\'s, not replaced by it');
+  const loaded = await runConnectClientOf('3.5.7', 'sql', served.url, "select reflect('probe.TemplateProbe', 'marker')");
+  t.equal(loaded.value, 'template-jar-loaded', `a class of the template's jar answers a query through the endpoint: ${JSON.stringify(loaded)}`);
+  // Both probed calls from one client process, a session of its own each.
+  const [unauthenticated, probed] = (await runConnectClientOf('3.5.7', 'statuses', `sc://localhost:${port}/;x-template-probe=refuse;session_id=${session}`,
+    `sc://localhost:${port}/${serverTokenParam('3.5.7', served.token())};x-template-probe=refuse;session_id=${randomUUID()}`)).statuses as Array<{ status: string; message?: string }>;
+  t.equal(unauthenticated?.status, 'UNAUTHENTICATED', `no token: the gate refuses first, the template's interceptor never sees the call: ${unauthenticated?.message}`);
+  t.equal(probed?.status, 'PERMISSION_DENIED', 'past the gate, the template\'s interceptor runs');
+  t.match(probed?.message, /refused by the template's own interceptor/);
   await directCalls(t, '3.5.7', served);
   const outside = outsideAddress();
   if (outside) {
@@ -101,33 +141,4 @@ t.test('a Spark 3.5 session\'s server, on every interface, refuses every caller 
   const again = await count();
   t.equal(again.count, 10, 'the session still answers through the endpoint');
   t.equal(again.session, session);
-});
-
-/** A team's own interceptor and class (test/fixtures/connect-template), packed as a jar against Spark 3.5.7's Connect server. */
-async function templateJar(): Promise<string> {
-  const connectJars = sparkEnv().SUBMISSION_SERVICE_CONNECT_JARS;
-  if (!connectJars) throw new Error('no SUBMISSION_SERVICE_CONNECT_JARS (scripts/setup.sh fetches the 3.5 Connect server\'s jar)');
-  const source = readFileSync(join(import.meta.dirname, '..', 'fixtures', 'connect-template', 'TemplateProbe.java'), 'utf8');
-  const built = await buildJava({ name: 'template-probe', fileName: 'TemplateProbe.java', source, classpath: join(connectJars, 'spark-connect_2.12-3.5.7.jar'), version: '3.5.7', jar: true });
-  return join(built, 'template-probe.jar');
-}
-
-// No sandbox: it shows a driver nothing under /tmp or the home (sandbox.ts), where this test's jar
-// is; a team's own jar is wherever its drivers can read it (an image, s3a://, a shared folder).
-t.test('a Spark 3.5 session keeps its template\'s own jar and interceptor, and the gate runs before that interceptor', { skip, timeout: 1_800_000 }, async (t) => {
-  const jar = await templateJar();
-  const served = await sessionOf(t, '3.5.7', ['--sandbox', 'off'], { 'spark.jars': jar, [CONNECT_INTERCEPTORS_CONF]: 'probe.TemplateProbe' });
-  const conf = served.app.config?.engineConf ?? {};
-  t.match(conf['spark.jars'], /spark-connect_2\.12-3\.5\.7\.jar/, `the session's server jar: ${conf['spark.jars']}`);
-  t.ok(conf['spark.jars']?.split(',').includes(jar), 'and the template\'s, not replaced by it');
-  const loaded = await runConnectClientOf('3.5.7', 'sql', served.url, "select reflect('probe.TemplateProbe', 'marker')");
-  t.equal(loaded.value, 'template-jar-loaded', `a class of the template's jar answers a query through the endpoint: ${JSON.stringify(loaded)}`);
-  const { port, session } = served;
-  const unauthenticated = await runConnectClientOf('3.5.7', 'status', `sc://localhost:${port}/;x-template-probe=refuse;session_id=${session}`);
-  t.equal(unauthenticated.status, 'UNAUTHENTICATED', `no token: the gate refuses first, the template's interceptor never sees the call: ${unauthenticated.message}`);
-  const probed = await runConnectClientOf('3.5.7', 'status', `sc://localhost:${port}/${serverTokenParam('3.5.7', served.token())};x-template-probe=refuse;session_id=${randomUUID()}`);
-  t.equal(probed.status, 'PERMISSION_DENIED', 'past the gate, the template\'s interceptor runs');
-  t.match(probed.message, /refused by the template's own interceptor/);
-  await directCalls(t, '3.5.7', served);
-  t.equal((await served.count()).count, 10, 'the session still answers through the endpoint');
 });
