@@ -3,7 +3,8 @@
 // Connect server JVM of the first run is left running, the records say why each ended, the
 // client's next call on its session is FAILED_PRECONDITION "has ended", Spark's error class
 // INVALID_HANDLE.SESSION_CHANGED in its details (nothing is started for it),
-// and a new session works. Heavy: up to three Spark drivers.
+// and a new session works. Heavy: four Spark drivers (the held sessions, a warm pool's server, a
+// new session) and three runs of the service.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
@@ -13,7 +14,7 @@ import t, { type Test } from 'tap';
 import { freePort } from '../../lib/free-port.js';
 import { liveGroupMembers, storedApps } from '../helpers/drivers.js';
 import { until } from '../helpers/poll.js';
-import { http, realSpark, sparkEnv, startService } from '../helpers/service.js';
+import { http, realSpark, type Service, sparkEnv, startService } from '../helpers/service.js';
 import { tempDir } from '../helpers/temp.js';
 import { connectClientPython, runConnectClient } from './connect-client.js';
 
@@ -70,18 +71,22 @@ function connectLeft(dataDir: string, appNames: string[]) {
   return { records: stored.map((app) => app.record), processes: [...groups, ...connectServersOf(appNames)] };
 }
 
-async function restartCase(t: Test, signal: 'SIGTERM' | 'SIGKILL', firstArgs: string[]) {
-  const dataDir = join(tempDir(t), 'data');
-  const env = { ...sparkEnv(), LOG_LEVEL: 'warn' };
-  const connectPort = await freePort();
-  const args = ['--auth', 'off', '--sandbox', 'off', '--cores', '4', '--connect-port', String(connectPort)];
-  const first = await startService(t, { dataDir, env, args: [...args, ...firstArgs] });
+/** One data dir and Connect port that every run of the service in this file shares. */
+interface Runs { dataDir: string; env: NodeJS.ProcessEnv; args: string[]; connectPort: number; owner: Test }
+
+/**
+ * A session held open on `first` (and, `warm`, its warm pool's server running), then `first`
+ * ended by `signal` and a new run started on the same data dir and ports: what the first run left
+ * and what the held client's next call gets. The new run, which lives as long as `runs.owner`.
+ */
+async function restartCase(t: Test, runs: Runs, first: Service, signal: 'SIGTERM' | 'SIGKILL', warm: boolean): Promise<Service> {
+  const { dataDir, env, args, connectPort } = runs;
   const sessionId = randomUUID();
   const client = HeldClient.open(t, `sc://localhost:${connectPort}/;session_id=${sessionId}`);
   const opened = await client.read();
   t.equal(opened.ready, 3, 'the session answers (its temp view counts 3 rows)');
   const apps = async (url: string) => (await http(url, 'GET', '/api/apps/')).json.items as Array<{ appName: string; state: string; labels: Record<string, string> }>;
-  if (firstArgs.length > 0) {
+  if (warm) {
     await until(async () => (await apps(first.url)).some((app) => app.labels[SESSION_LABEL] === 'warm' && app.state === 'RUNNING'), { what: 'the warm pool\'s server to run', timeoutMs: 600_000, intervalMs: 500 });
   }
   const firstRun = (await apps(first.url)).filter((app) => app.labels[SESSION_LABEL] !== undefined && app.state === 'RUNNING').map((app) => app.appName);
@@ -89,7 +94,7 @@ async function restartCase(t: Test, signal: 'SIGTERM' | 'SIGKILL', firstArgs: st
   t.ok(connectLeft(dataDir, firstRun).processes.length > 0, 'their JVMs are seen');
 
   t.equal(await first.stop(signal), signal === 'SIGTERM' ? 0 : 'SIGKILL', `the service ended by ${signal}`);
-  const second = await startService(t, { dataDir, env, args });
+  const second = await startService(runs.owner, { dataDir, env, args });
   const left = connectLeft(dataDir, firstRun);
   t.same(left.processes, [], 'no Connect server process of the first run is left running');
   for (const record of left.records) {
@@ -106,13 +111,23 @@ async function restartCase(t: Test, signal: 'SIGTERM' | 'SIGKILL', firstArgs: st
   return second;
 }
 
-t.test('SIGTERM, then a start on the same data dir: sessions stopped and remembered as ended; a new session works', { skip, timeout: 1_800_000 }, async (t) => {
-  const second = await restartCase(t, 'SIGTERM', []);
-  const connectPort = /Spark Connect at sc:\/\/localhost:(\d+)\//.exec(second.output())?.[1];
-  const fresh = await runConnectClient('count', `sc://localhost:${connectPort}/;session_id=${randomUUID()}`);
-  t.equal(fresh.count, 10, 'a brand-new session after the restart runs a query');
-});
-
-t.test('SIGKILL, then a start on the same data dir: the last run\'s session and warm pool servers are stopped', { skip, timeout: 1_800_000 }, async (t) => {
-  await restartCase(t, 'SIGKILL', ['--connect-warm-pool', 'default=1']);
+// The two cases one after another on one data dir: the run that the SIGKILL case starts is the
+// SIGTERM case's first run (a service start less; each case still holds a session of its own).
+t.test('a service ended while a session is open, then started on the same data dir', { skip, timeout: 1_800_000 }, async (t) => {
+  const connectPort = await freePort();
+  const args = ['--auth', 'off', '--sandbox', 'off', '--cores', '4', '--connect-port', String(connectPort)];
+  const runs: Runs = { dataDir: join(tempDir(t), 'data'), env: { ...sparkEnv(), LOG_LEVEL: 'warn' }, args, connectPort, owner: t };
+  const first = await startService(t, { dataDir: runs.dataDir, env: runs.env, args: [...args, '--connect-warm-pool', 'default=1'] });
+  let afterKill: Service | undefined;
+  await t.test('SIGKILL: the last run\'s session and warm pool servers are stopped', async (t) => {
+    afterKill = await restartCase(t, runs, first, 'SIGKILL', true);
+  });
+  if (!afterKill) return; // the SIGKILL case failed (and said so): no run to end by SIGTERM
+  const killed = afterKill;
+  await t.test('SIGTERM: sessions stopped and remembered as ended; a new session works', async (t) => {
+    const second = await restartCase(t, runs, killed, 'SIGTERM', false);
+    const port = /Spark Connect at sc:\/\/localhost:(\d+)\//.exec(second.output())?.[1];
+    const fresh = await runConnectClient('count', `sc://localhost:${port}/;session_id=${randomUUID()}`);
+    t.equal(fresh.count, 10, 'a brand-new session after the restart runs a query');
+  });
 });
