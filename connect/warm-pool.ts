@@ -133,12 +133,14 @@ export class ConnectWarmPool {
     return undefined;
   }
 
-  /** The template's refill, REFILL_DELAY_MS from now (a later take moves it on): no start meanwhile, then a check. */
+  /**
+   * The template's refill, REFILL_DELAY_MS after the first take: no start meanwhile, then a check.
+   * A later take meanwhile does not move it on: under sessions opened faster than the delay, the
+   * pool would never refill.
+   */
   private refillLater(template: string | undefined): void {
-    const held = this.held.get(template);
-    if (held) this.clock.clearTimeout(held.timer);
+    if (this.held.has(template)) return;
     if (this.refillDelayMs <= 0) {
-      this.held.delete(template);
       this.poke();
       return;
     }
