@@ -53,15 +53,18 @@ t.test('a sandboxed run opens from the history after its end; another driver can
   const aFile = join(aLog, readdirSync(aLog).find((f) => f.startsWith('events_1_'))!);
   const peek = [
     'import os',
+    // One write per line: the driver's stdout is unbuffered, so print() writes its pieces one by
+    // one, and the JVM's stderr lines (the same log) once landed between them beside a loaded machine.
+    'def say(*parts): os.write(1, (" ".join(map(str, parts)) + "\\n").encode())',
     'from pyspark.sql import SparkSession',
     'spark = SparkSession.builder.getOrCreate()',
     'spark.sparkContext.parallelize(range(4), 2).sum()',
     `for what, path in (('shared', ${JSON.stringify(join(dataDir, 'spark-events'))}), ('log', ${JSON.stringify(aLog)})):`,
-    '    try: print("LISTED", what, os.listdir(path), flush=True)',
-    '    except Exception as e: print("DENIED list", what, type(e).__name__, flush=True)',
-    'try: print("READ", open(' + JSON.stringify(aFile) + ').read(200), flush=True)',
-    'except Exception as e: print("DENIED read", type(e).__name__, flush=True)',
-    'print("OWN", sorted(os.listdir("/tmp/app/spark-events")), flush=True)',
+    '    try: say("LISTED", what, os.listdir(path))',
+    '    except Exception as e: say("DENIED list", what, type(e).__name__)',
+    'try: say("READ", open(' + JSON.stringify(aFile) + ').read(200))',
+    'except Exception as e: say("DENIED read", type(e).__name__)',
+    'say("OWN", sorted(os.listdir("/tmp/app/spark-events")))',
     'spark.stop()',
   ].join('\n');
   const timeit = execFileSync(spark!.python!, ['-c', 'import timeit; print(timeit.__file__)'], { encoding: 'utf8' }).trim();
