@@ -4,6 +4,7 @@
 // neither the pool's nor the session's: this keeps it the endpoint's (the orphan sweep asks).
 import { performance } from 'node:perf_hooks';
 import type { FastifyBaseLogger } from 'fastify';
+import { LOOPBACK_HOSTS } from '../submit-api/host-allowlist.js';
 import { GrpcRefusal, GrpcStatus } from './grpc-status.js';
 import { listening, type ServerPlacement } from './placement.js';
 import { sessionSubmission } from './server-app.js';
@@ -15,8 +16,6 @@ import type { ConnectWarmPool, WarmServer } from './warm-pool.js';
 
 /** The claim's refusals that come before anything is recorded (key, proof, the key's cap): the server stays unclaimed. */
 const REFUSED_BEFORE_CLAIM = new Set<number>([GrpcStatus.UNAUTHENTICATED, GrpcStatus.PERMISSION_DENIED, GrpcStatus.RESOURCE_EXHAUSTED]);
-
-const LOOPBACK = new Set(['127.0.0.1', '::1', 'localhost']);
 
 export interface WarmHandoutOptions {
   pool: ConnectWarmPool;
@@ -67,7 +66,7 @@ export class WarmHandout {
    * — or else it accepts a new connection. A pod's connection can outlive its node unseen: probed.
    */
   private answers(warm: WarmServer): Promise<boolean> | boolean {
-    return (LOOPBACK.has(warm.server.host) && this.options.upstreams?.isOpen(warm.server)) || listening(warm.server, 1000);
+    return (LOOPBACK_HOSTS.includes(warm.server.host) && this.options.upstreams?.isOpen(warm.server)) || listening(warm.server, 1000);
   }
 
   private async handOut(warm: WarmServer, session: ConnectSession, version: string, steps: Steps): Promise<boolean> {
